@@ -1,0 +1,150 @@
+//! Reference scenes shared by the examples, the GPU tests and the benchmark, so that every
+//! comparison between the tile path and Bevy's own renderers draws the same thing.
+#![allow(dead_code, reason = "shared by examples and tests; each uses a part")]
+
+use bevy::{camera::ClearColorConfig, prelude::*};
+
+/// The clear colour of every reference scene: dark blue, far from any lit object colour.
+pub const CLEAR_COLOR: Color = Color::srgb(0.1, 0.12, 0.18);
+
+/// A scene object whose projection the tests can check.
+#[derive(Clone, Copy, Debug)]
+pub struct SceneObject {
+    /// Human-readable name used in failure messages.
+    pub name: &'static str,
+    /// World-space centre.
+    pub center: Vec3,
+    /// Bounding radius (a sphere's radius, a cube's half-diagonal is not used).
+    pub radius: f32,
+    /// The dominant channel of its base colour: 0 red, 1 green, 2 blue, None for grey/mixed.
+    pub dominant_channel: Option<usize>,
+}
+
+/// Three PBR spheres (red dielectric, green half-metal, blue rough) and a yellow cube on a grey
+/// ground, lit by a directional light and a point light; the objects the tests look for.
+pub const LIT_SPHERES_OBJECTS: [SceneObject; 4] = [
+    SceneObject {
+        name: "red sphere",
+        center: Vec3::new(-2.2, 1.0, 0.0),
+        radius: 1.0,
+        dominant_channel: Some(0),
+    },
+    SceneObject {
+        name: "green sphere",
+        center: Vec3::new(0.0, 1.0, 0.0),
+        radius: 1.0,
+        dominant_channel: Some(1),
+    },
+    SceneObject {
+        name: "blue sphere",
+        center: Vec3::new(2.2, 1.0, 0.0),
+        radius: 1.0,
+        dominant_channel: Some(2),
+    },
+    SceneObject {
+        name: "yellow cube",
+        center: Vec3::new(-1.0, 0.5, 2.6),
+        radius: 0.5,
+        dominant_channel: None,
+    },
+];
+
+/// Where the reference camera looks from.
+pub fn reference_camera_transform() -> Transform {
+    Transform::from_xyz(0.0, 4.0, 9.0).looking_at(Vec3::new(0.0, 1.0, 0.0), Vec3::Y)
+}
+
+/// The reference camera's `Camera` settings: the scene's clear colour.
+pub fn reference_camera() -> Camera {
+    Camera {
+        clear_color: ClearColorConfig::Custom(CLEAR_COLOR),
+        ..default()
+    }
+}
+
+/// Spawns the lit-spheres scene (no camera) into `world`.
+pub fn spawn_lit_spheres(world: &mut World) {
+    let (ground, sphere, cube) = {
+        let mut meshes = world.resource_mut::<Assets<Mesh>>();
+        (
+            meshes.add(Plane3d::default().mesh().size(20.0, 20.0)),
+            meshes.add(Sphere::new(1.0).mesh().uv(48, 24)),
+            meshes.add(Cuboid::new(1.0, 1.0, 1.0)),
+        )
+    };
+    let materials: Vec<Handle<StandardMaterial>> = {
+        let mut materials = world.resource_mut::<Assets<StandardMaterial>>();
+        [
+            StandardMaterial {
+                base_color: Color::srgb(0.5, 0.5, 0.5),
+                perceptual_roughness: 0.9,
+                ..default()
+            },
+            StandardMaterial {
+                base_color: Color::srgb(0.85, 0.08, 0.06),
+                perceptual_roughness: 0.4,
+                ..default()
+            },
+            StandardMaterial {
+                base_color: Color::srgb(0.1, 0.8, 0.15),
+                perceptual_roughness: 0.3,
+                metallic: 0.5,
+                ..default()
+            },
+            StandardMaterial {
+                base_color: Color::srgb(0.08, 0.2, 0.9),
+                perceptual_roughness: 0.8,
+                ..default()
+            },
+            StandardMaterial {
+                base_color: Color::srgb(0.9, 0.75, 0.1),
+                perceptual_roughness: 0.5,
+                ..default()
+            },
+        ]
+        .into_iter()
+        .map(|material| materials.add(material))
+        .collect()
+    };
+    world.spawn((
+        Name::new("ground"),
+        Mesh3d(ground),
+        MeshMaterial3d(materials[0].clone()),
+        Transform::IDENTITY,
+    ));
+    for (object, material) in LIT_SPHERES_OBJECTS[..3].iter().zip(&materials[1..4]) {
+        world.spawn((
+            Name::new(object.name),
+            Mesh3d(sphere.clone()),
+            MeshMaterial3d(material.clone()),
+            Transform::from_translation(object.center),
+        ));
+    }
+    let cube_object = LIT_SPHERES_OBJECTS[3];
+    world.spawn((
+        Name::new(cube_object.name),
+        Mesh3d(cube),
+        MeshMaterial3d(materials[4].clone()),
+        Transform::from_translation(cube_object.center).with_rotation(Quat::from_rotation_y(0.6)),
+    ));
+    world.spawn((
+        Name::new("sun"),
+        DirectionalLight {
+            illuminance: 4_000.0,
+            shadow_maps_enabled: false,
+            ..default()
+        },
+        Transform::from_xyz(4.0, 8.0, 6.0).looking_at(Vec3::ZERO, Vec3::Y),
+    ));
+    world.spawn((
+        Name::new("warm point light"),
+        PointLight {
+            intensity: 400_000.0,
+            range: 20.0,
+            color: Color::srgb(1.0, 0.85, 0.7),
+            shadow_maps_enabled: false,
+            ..default()
+        },
+        Transform::from_xyz(-3.0, 4.0, 3.0),
+    ));
+}

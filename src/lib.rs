@@ -1,0 +1,74 @@
+//! # bevy_tile_deferred
+//!
+//! Tile-based deferred rendering for Bevy on mobile GPUs.
+//!
+//! On a phone the frame's cost is DRAM traffic: every attachment a render pass loads from or
+//! stores to memory costs bandwidth, power and heat. Stock Bevy stores every attachment of
+//! every pass. This crate keeps the intermediate attachments of a frame (G-buffer, light
+//! accumulation, depth, MSAA samples) in the GPU's on-chip tile memory through Vulkan subpasses,
+//! and stores only the final image.
+//!
+//! The parts:
+//! - [`device`]: what the GPU can really do, read from Vulkan at start-up ([`DeviceProfile`]).
+//!
+//! ```no_run
+//! use bevy::prelude::*;
+//! use bevy_tile_deferred::TileDeferredPlugin;
+//!
+//! App::new()
+//!     .add_plugins((DefaultPlugins, TileDeferredPlugin::default()))
+//!     .run();
+//! ```
+
+pub mod device;
+
+pub use device::{DeviceProfile, GpuModel, GpuVendor, GraphicsBackend};
+
+use bevy::{
+    prelude::*,
+    render::{
+        ExtractSchedule, MainWorld, RenderApp, RenderStartup,
+        renderer::{RenderAdapterInfo, RenderDevice},
+    },
+};
+
+/// The plugin: add it after `DefaultPlugins`.
+///
+/// Today it probes the device at render start-up and publishes a [`DeviceProfile`] in the
+/// render world and the main world.
+#[derive(Default)]
+pub struct TileDeferredPlugin;
+
+impl Plugin for TileDeferredPlugin {
+    fn build(&self, app: &mut App) {
+        let Some(render_app) = app.get_sub_app_mut(RenderApp) else {
+            warn!("bevy_tile_deferred: no renderer, the tile path is disabled");
+            return;
+        };
+        render_app
+            .add_systems(RenderStartup, probe_device)
+            .add_systems(ExtractSchedule, mirror_profile_to_main_world);
+    }
+}
+
+/// Runs each time a render device is acquired (start-up and device-loss recovery).
+fn probe_device(
+    mut commands: Commands,
+    render_device: Res<RenderDevice>,
+    adapter_info: Res<RenderAdapterInfo>,
+) {
+    let profile = device::probe_render_device(&render_device, &adapter_info);
+    info!("bevy_tile_deferred device: {}", profile.summary());
+    commands.insert_resource(profile);
+}
+
+/// Copies a new or changed [`DeviceProfile`] into the main world for UI and tests.
+fn mirror_profile_to_main_world(
+    profile: Option<Res<DeviceProfile>>,
+    mut main_world: ResMut<MainWorld>,
+) {
+    let Some(profile) = profile else { return };
+    if profile.is_changed() || !main_world.contains_resource::<DeviceProfile>() {
+        main_world.insert_resource(profile.clone());
+    }
+}

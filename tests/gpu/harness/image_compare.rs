@@ -1,0 +1,200 @@
+//! Pixel comparisons for rendered frames, with PNGs of the actual, expected and difference
+//! images written on failure.
+
+use bevy::{
+    asset::RenderAssetUsages,
+    image::Image,
+    render::render_resource::{Extent3d, TextureDimension, TextureFormat},
+};
+use std::path::PathBuf;
+
+/// A rendered frame read back to the CPU: 8-bit sRGB RGBA, rows top to bottom.
+#[derive(Clone)]
+pub struct Frame {
+    /// Width in pixels.
+    pub width: u32,
+    /// Height in pixels.
+    pub height: u32,
+    /// `width * height * 4` bytes.
+    pub rgba: Vec<u8>,
+}
+
+impl Frame {
+    /// The pixel at (x, y), clamped to the frame.
+    pub fn pixel(&self, x: i32, y: i32) -> [u8; 4] {
+        let x = x.clamp(0, self.width as i32 - 1) as usize;
+        let y = y.clamp(0, self.height as i32 - 1) as usize;
+        let i = (y * self.width as usize + x) * 4;
+        [
+            self.rgba[i],
+            self.rgba[i + 1],
+            self.rgba[i + 2],
+            self.rgba[i + 3],
+        ]
+    }
+
+    /// Writes the frame as a PNG under the test output folder and returns its path.
+    pub fn save_png(&self, name: &str) -> PathBuf {
+        let path = output_dir().join(format!("{name}.png"));
+        let image = Image::new(
+            Extent3d {
+                width: self.width,
+                height: self.height,
+                depth_or_array_layers: 1,
+            },
+            TextureDimension::D2,
+            self.rgba.clone(),
+            TextureFormat::Rgba8UnormSrgb,
+            RenderAssetUsages::MAIN_WORLD,
+        );
+        let dynamic = image
+            .try_into_dynamic()
+            .expect("an RGBA8 image converts to a DynamicImage");
+        dynamic
+            .to_rgba8()
+            .save(&path)
+            .unwrap_or_else(|e| panic!("cannot write {}: {e}", path.display()));
+        path
+    }
+}
+
+/// Where GPU tests write images: `<target>/tmp/gpu-tests/`.
+pub fn output_dir() -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("gpu-tests");
+    std::fs::create_dir_all(&dir).expect("create the GPU test output folder");
+    dir
+}
+
+/// Peak signal-to-noise ratio over the RGB channels, in dB (infinite when identical).
+pub fn psnr(a: &Frame, b: &Frame) -> f64 {
+    assert_eq!(
+        (a.width, a.height),
+        (b.width, b.height),
+        "frame sizes differ"
+    );
+    let mut sum = 0.0f64;
+    let mut count = 0usize;
+    for (pa, pb) in a.rgba.chunks_exact(4).zip(b.rgba.chunks_exact(4)) {
+        for c in 0..3 {
+            let d = f64::from(pa[c]) - f64::from(pb[c]);
+            sum += d * d;
+            count += 1;
+        }
+    }
+    let mse = sum / count as f64;
+    if mse == 0.0 {
+        f64::INFINITY
+    } else {
+        10.0 * (255.0f64 * 255.0 / mse).log10()
+    }
+}
+
+/// The `percentile` (0..=100) of the per-channel absolute differences over RGB.
+pub fn channel_difference_percentile(a: &Frame, b: &Frame, percentile: f64) -> u8 {
+    assert_eq!(
+        (a.width, a.height),
+        (b.width, b.height),
+        "frame sizes differ"
+    );
+    let mut histogram = [0usize; 256];
+    let mut count = 0usize;
+    for (pa, pb) in a.rgba.chunks_exact(4).zip(b.rgba.chunks_exact(4)) {
+        for c in 0..3 {
+            histogram[pa[c].abs_diff(pb[c]) as usize] += 1;
+            count += 1;
+        }
+    }
+    let rank = ((percentile / 100.0) * count as f64).ceil() as usize;
+    let mut seen = 0usize;
+    for (difference, &n) in histogram.iter().enumerate() {
+        seen += n;
+        if seen >= rank.max(1) {
+            return difference as u8;
+        }
+    }
+    255
+}
+
+/// A difference image: black where equal, brighter where different (x4 to make small
+/// differences visible).
+pub fn difference_image(a: &Frame, b: &Frame) -> Frame {
+    let rgba = a
+        .rgba
+        .chunks_exact(4)
+        .zip(b.rgba.chunks_exact(4))
+        .flat_map(|(pa, pb)| {
+            let d = |c: usize| pa[c].abs_diff(pb[c]).saturating_mul(4);
+            [d(0), d(1), d(2), 255]
+        })
+        .collect();
+    Frame {
+        width: a.width,
+        height: a.height,
+        rgba,
+    }
+}
+
+/// Asserts two frames match to `min_psnr` dB and a 99.5th-percentile channel difference of at
+/// most `max_p995`; on failure writes `<name>-actual.png`, `-expected.png`, `-diff.png` and names
+/// them in the panic message.
+pub fn assert_frames_match(
+    name: &str,
+    actual: &Frame,
+    expected: &Frame,
+    min_psnr: f64,
+    max_p995: u8,
+) {
+    let psnr = psnr(actual, expected);
+    let p995 = channel_difference_percentile(actual, expected, 99.5);
+    if psnr >= min_psnr && p995 <= max_p995 {
+        return;
+    }
+    let paths = [
+        actual.save_png(&format!("{name}-actual")),
+        expected.save_png(&format!("{name}-expected")),
+        difference_image(actual, expected).save_png(&format!("{name}-diff")),
+    ];
+    panic!(
+        "{name}: PSNR {psnr:.2} dB (need >= {min_psnr}), 99.5th percentile channel difference \
+         {p995} (need <= {max_p995}); images: {}",
+        paths.map(|p| p.display().to_string()).join(", ")
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn flat(width: u32, height: u32, rgb: [u8; 3]) -> Frame {
+        Frame {
+            width,
+            height,
+            rgba: (0..width * height)
+                .flat_map(|_| [rgb[0], rgb[1], rgb[2], 255])
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn psnr_and_percentiles() {
+        let a = flat(10, 10, [100, 100, 100]);
+        assert_eq!(psnr(&a, &a), f64::INFINITY);
+        let mut b = a.clone();
+        b.rgba[0] = 110; // one channel of one pixel off by 10
+        let expected = 10.0 * (255.0f64 * 255.0 / (100.0 / 300.0)).log10();
+        assert!((psnr(&a, &b) - expected).abs() < 1e-9);
+        assert_eq!(channel_difference_percentile(&a, &b, 99.5), 0);
+        assert_eq!(channel_difference_percentile(&a, &b, 100.0), 10);
+    }
+
+    #[test]
+    fn mismatch_writes_images_and_fails() {
+        let a = flat(8, 8, [0, 0, 0]);
+        let b = flat(8, 8, [255, 255, 255]);
+        let result =
+            std::panic::catch_unwind(|| assert_frames_match("harness-self-test", &a, &b, 30.0, 8));
+        let message = *result.expect_err("must fail").downcast::<String>().unwrap();
+        assert!(message.contains("harness-self-test-diff.png"), "{message}");
+        assert!(output_dir().join("harness-self-test-diff.png").exists());
+    }
+}

@@ -1,0 +1,234 @@
+//! Headless Bevy apps on Mesa lavapipe under the Khronos validation layer.
+//!
+//! Every GPU test starts with [`GpuTest::start`]: it serialises GPU tests (one wgpu instance
+//! at a time, and the error list belongs to the running test), and when the test ends it fails
+//! the test if any error-level message was logged meanwhile: validation layer messages
+//! (synchronization validation is enabled by wgpu-hal whenever the layer is present), wgpu and
+//! Bevy errors.
+
+pub mod capture;
+pub mod image_compare;
+
+pub use image_compare::{Frame, assert_frames_match};
+
+use bevy::{
+    asset::RenderAssetUsages,
+    camera::RenderTarget,
+    log::LogPlugin,
+    prelude::*,
+    render::{
+        RenderPlugin,
+        gpu_readback::{Readback, ReadbackComplete},
+        render_resource::{Extent3d, PollType, TextureDimension, TextureFormat, TextureUsages},
+        renderer::RenderDevice,
+        settings::{Backends, WgpuSettings},
+    },
+    window::ExitCondition,
+    winit::WinitPlugin,
+};
+use bevy_tile_deferred::TileDeferredPlugin;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+static GPU: Mutex<()> = Mutex::new(());
+
+/// A running GPU test; see the module docs.
+pub struct GpuTest {
+    name: &'static str,
+    _exclusive: MutexGuard<'static, ()>,
+}
+
+impl GpuTest {
+    /// Starts a GPU test: waits for the GPU, installs the log capture, clears old errors.
+    pub fn start(name: &'static str) -> Self {
+        let exclusive = GPU.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        capture::install();
+        let stale = capture::take_errors();
+        if !stale.is_empty() {
+            eprintln!(
+                "{name}: ignoring {} errors logged before the test started",
+                stale.len()
+            );
+        }
+        Self {
+            name,
+            _exclusive: exclusive,
+        }
+    }
+
+    /// Errors logged so far in this test (taken: they will not fail the test).
+    pub fn take_errors(&self) -> Vec<String> {
+        capture::take_errors()
+    }
+}
+
+impl Drop for GpuTest {
+    fn drop(&mut self) {
+        let errors = capture::take_errors();
+        if !errors.is_empty() && !std::thread::panicking() {
+            panic!(
+                "{}: {} error(s) logged (validation layer, wgpu or Bevy):\n{}",
+                self.name,
+                errors.len(),
+                errors.join("\n---\n")
+            );
+        }
+    }
+}
+
+/// A Bevy app with no window that renders cameras into an image and reads it back.
+pub struct HeadlessApp {
+    /// The app; add systems, resources and entities freely before the first `render`.
+    pub app: App,
+    /// The image cameras render into.
+    pub target: Handle<Image>,
+    /// Size of `target`.
+    pub size: UVec2,
+    finished: bool,
+}
+
+impl HeadlessApp {
+    /// Default plugins without winit and without Bevy's logger (the harness has its own),
+    /// Vulkan only, pipelines compiled synchronously so the first frames are complete, and
+    /// [`TileDeferredPlugin`].
+    pub fn new(width: u32, height: u32) -> Self {
+        let mut app = App::new();
+        app.add_plugins(
+            DefaultPlugins
+                .set(WindowPlugin {
+                    primary_window: None,
+                    exit_condition: ExitCondition::DontExit,
+                    close_when_requested: false,
+                    ..default()
+                })
+                .set(RenderPlugin {
+                    render_creation: WgpuSettings {
+                        backends: Some(Backends::VULKAN),
+                        ..default()
+                    }
+                    .into(),
+                    synchronous_pipeline_compilation: true,
+                    ..default()
+                })
+                .disable::<WinitPlugin>()
+                .disable::<LogPlugin>(),
+        )
+        .add_plugins(TileDeferredPlugin);
+
+        let size = Extent3d {
+            width,
+            height,
+            depth_or_array_layers: 1,
+        };
+        // Created with data (not uninitialised): wgpu then never zero-fills it behind a raw
+        // Vulkan writer's back.
+        let mut image = Image::new_fill(
+            size,
+            TextureDimension::D2,
+            &[0, 0, 0, 255],
+            TextureFormat::Rgba8UnormSrgb,
+            RenderAssetUsages::default(),
+        );
+        image.texture_descriptor.usage |= TextureUsages::RENDER_ATTACHMENT
+            | TextureUsages::COPY_SRC
+            | TextureUsages::TEXTURE_BINDING;
+        let target = app.world_mut().resource_mut::<Assets<Image>>().add(image);
+        Self {
+            app,
+            target,
+            size: UVec2::new(width, height),
+            finished: false,
+        }
+    }
+
+    /// The render target to put on cameras.
+    pub fn render_target(&self) -> RenderTarget {
+        RenderTarget::Image(self.target.clone().into())
+    }
+
+    /// Spawns a camera rendering into the target.
+    pub fn spawn_camera(&mut self, camera: impl Bundle) -> Entity {
+        let target = self.render_target();
+        self.app.world_mut().spawn((camera, target)).id()
+    }
+
+    fn finish_setup(&mut self) {
+        if !self.finished {
+            self.app.finish();
+            self.app.cleanup();
+            self.finished = true;
+        }
+    }
+
+    /// Runs one frame and waits until the GPU has finished it.
+    pub fn update(&mut self) {
+        self.finish_setup();
+        self.app.update();
+        self.app
+            .world()
+            .resource::<RenderDevice>()
+            .wgpu_device()
+            .poll(PollType::Wait {
+                submission_index: None,
+                timeout: None,
+            })
+            .expect("the GPU finishes the frame");
+    }
+
+    /// Runs `warmup` frames, then reads the target back.
+    pub fn render(&mut self, warmup: u32) -> Frame {
+        for _ in 0..warmup {
+            self.update();
+        }
+        self.read_target()
+    }
+
+    /// Reads the target back after the next frame.
+    pub fn read_target(&mut self) -> Frame {
+        let received: Arc<Mutex<Option<Vec<u8>>>> = Arc::default();
+        let sink = received.clone();
+        let reader = self
+            .app
+            .world_mut()
+            .spawn(Readback::texture(self.target.clone()))
+            .observe(move |event: On<ReadbackComplete>| {
+                *sink.lock().unwrap() = Some(event.data.clone());
+            })
+            .id();
+        for _ in 0..10 {
+            self.update();
+            if received.lock().unwrap().is_some() {
+                break;
+            }
+        }
+        self.app.world_mut().despawn(reader);
+        let data = received
+            .lock()
+            .unwrap()
+            .take()
+            .expect("readback completes within 10 frames");
+        self.unpad(data)
+    }
+
+    /// wgpu copies rows padded to 256 bytes.
+    fn unpad(&self, data: Vec<u8>) -> Frame {
+        let row = self.size.x as usize * 4;
+        let padded_row = row.div_ceil(256) * 256;
+        assert_eq!(
+            data.len(),
+            padded_row * self.size.y as usize,
+            "readback size of a {}x{} RGBA8 image",
+            self.size.x,
+            self.size.y
+        );
+        let rgba = data
+            .chunks_exact(padded_row)
+            .flat_map(|r| &r[..row])
+            .copied()
+            .collect();
+        Frame {
+            width: self.size.x,
+            height: self.size.y,
+            rgba,
+        }
+    }
+}

@@ -1,0 +1,13 @@
+//! GPU tests: real frames rendered by Mesa lavapipe (or any Vulkan device) under the Khronos
+//! validation layer with synchronization validation. Any error-level message fails the test
+//! that caused it.
+//!
+//! One binary for all GPU tests: each extra test binary re-links Bevy.
+
+mod harness;
+#[path = "../../examples/scenes/mod.rs"]
+mod scenes;
+
+mod device_probe;
+mod forward_reference;
+mod validation_net;

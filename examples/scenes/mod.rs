@@ -148,3 +148,82 @@ pub fn spawn_lit_spheres(world: &mut World) {
         Transform::from_xyz(-3.0, 4.0, 3.0),
     ));
 }
+
+/// Marks the coloured lights of the showcase that orbit the scene.
+#[derive(Component)]
+pub struct OrbitingLight {
+    /// Orbit radius in metres.
+    pub radius: f32,
+    /// Height above the ground.
+    pub height: f32,
+    /// Angular speed in radians per second.
+    pub speed: f32,
+    /// Angle at time zero.
+    pub phase: f32,
+}
+
+/// The showcase scene: the lit spheres plus `light_count` coloured point lights that orbit it.
+pub fn spawn_showcase(world: &mut World, light_count: usize) {
+    spawn_lit_spheres(world);
+    let small_sphere = world
+        .resource_mut::<Assets<Mesh>>()
+        .add(Sphere::new(0.08).mesh().ico(2).unwrap());
+    for i in 0..light_count {
+        let t = i as f32 / light_count.max(1) as f32;
+        let color = Color::hsl(t * 360.0, 0.9, 0.55);
+        let emissive = world
+            .resource_mut::<Assets<StandardMaterial>>()
+            .add(StandardMaterial {
+                base_color: color,
+                emissive: LinearRgba::from(color) * 20.0,
+                unlit: false,
+                ..default()
+            });
+        let orbit = OrbitingLight {
+            radius: 3.5 + 2.0 * ((i * 7) % 5) as f32 / 4.0,
+            height: 0.4 + 1.6 * ((i * 3) % 4) as f32 / 3.0,
+            speed: 0.3 + 0.4 * ((i * 5) % 3) as f32 / 2.0,
+            phase: t * std::f32::consts::TAU,
+        };
+        world.spawn((
+            Name::new(format!("orbiting light {i}")),
+            PointLight {
+                intensity: 60_000.0,
+                range: 6.0,
+                radius: 0.08,
+                color,
+                shadow_maps_enabled: false,
+                ..default()
+            },
+            Mesh3d(small_sphere.clone()),
+            MeshMaterial3d(emissive),
+            Transform::from_translation(orbit_position(&orbit, 0.0)),
+            orbit,
+        ));
+    }
+}
+
+fn orbit_position(orbit: &OrbitingLight, seconds: f32) -> Vec3 {
+    let angle = orbit.phase + orbit.speed * seconds;
+    Vec3::new(
+        orbit.radius * angle.cos(),
+        orbit.height,
+        orbit.radius * angle.sin(),
+    )
+}
+
+/// Moves the orbiting lights (a system).
+pub fn move_orbiting_lights(time: Res<Time>, mut lights: Query<(&OrbitingLight, &mut Transform)>) {
+    for (orbit, mut transform) in &mut lights {
+        transform.translation = orbit_position(orbit, time.elapsed_secs());
+    }
+}
+
+/// Orbits every 3D camera around the scene's centre (a system).
+pub fn orbit_camera(time: Res<Time>, mut cameras: Query<&mut Transform, With<Camera3d>>) {
+    let angle = time.elapsed_secs() * 0.25;
+    for mut transform in &mut cameras {
+        *transform = Transform::from_xyz(9.5 * angle.sin(), 4.0, 9.5 * angle.cos())
+            .looking_at(Vec3::new(0.0, 1.0, 0.0), Vec3::Y);
+    }
+}

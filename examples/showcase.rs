@@ -1,0 +1,182 @@
+//! The showcase: a PBR scene with coloured lights orbiting it, seen by an orbiting camera.
+//!
+//! With a display it opens a window. Without one (or with `--headless`) it renders into an
+//! image, writes `showcase.png` (or the path after `--out`) and prints the device profile.
+//!
+//! ```sh
+//! cargo run --release --example showcase             # window if a display exists
+//! cargo run --release --example showcase -- --headless --out /tmp/showcase.png
+//! ```
+
+#[path = "scenes/mod.rs"]
+mod scenes;
+
+use bevy::{
+    app::ScheduleRunnerPlugin,
+    asset::RenderAssetUsages,
+    camera::RenderTarget,
+    diagnostic::FrameCount,
+    prelude::*,
+    render::{
+        render_resource::{Extent3d, TextureDimension, TextureFormat, TextureUsages},
+        view::screenshot::{Screenshot, ScreenshotCaptured},
+    },
+    window::ExitCondition,
+    winit::WinitPlugin,
+};
+use bevy_tile_deferred::{DeviceProfile, TileDeferredPlugin};
+use std::{path::PathBuf, time::Duration};
+
+/// Orbiting coloured point lights.
+const LIGHT_COUNT: usize = 48;
+/// Frames rendered before the headless capture (pipelines warm, lights moved).
+const HEADLESS_FRAMES: u32 = 30;
+
+fn main() {
+    let options = Options::from_args();
+    let mut app = App::new();
+    if options.headless {
+        app.add_plugins(
+            DefaultPlugins
+                .set(WindowPlugin {
+                    primary_window: None,
+                    exit_condition: ExitCondition::DontExit,
+                    ..default()
+                })
+                .disable::<WinitPlugin>(),
+        )
+        .add_plugins(ScheduleRunnerPlugin::run_loop(Duration::ZERO))
+        .insert_resource(HeadlessCapture {
+            path: options.out.clone(),
+            requested: false,
+        })
+        .add_systems(Startup, spawn_headless_camera)
+        .add_systems(Update, capture_when_warm);
+    } else {
+        app.add_plugins(DefaultPlugins.set(WindowPlugin {
+            primary_window: Some(Window {
+                title: "bevy_tile_deferred showcase".into(),
+                ..default()
+            }),
+            ..default()
+        }))
+        .add_systems(Startup, spawn_window_camera);
+    }
+    app.add_plugins(TileDeferredPlugin)
+        .add_systems(Startup, |world: &mut World| {
+            scenes::spawn_showcase(world, LIGHT_COUNT)
+        })
+        .add_systems(
+            Update,
+            (
+                scenes::move_orbiting_lights,
+                scenes::orbit_camera,
+                print_device_profile,
+            ),
+        )
+        .run();
+}
+
+struct Options {
+    headless: bool,
+    out: PathBuf,
+}
+
+impl Options {
+    fn from_args() -> Self {
+        let args: Vec<String> = std::env::args().skip(1).collect();
+        let has_display = cfg!(target_os = "android")
+            || cfg!(target_os = "windows")
+            || cfg!(target_os = "macos")
+            || std::env::var_os("DISPLAY").is_some()
+            || std::env::var_os("WAYLAND_DISPLAY").is_some();
+        let out = args
+            .iter()
+            .position(|a| a == "--out")
+            .and_then(|i| args.get(i + 1))
+            .map_or_else(|| PathBuf::from("showcase.png"), PathBuf::from);
+        Self {
+            headless: args.iter().any(|a| a == "--headless") || !has_display,
+            out,
+        }
+    }
+}
+
+fn spawn_window_camera(mut commands: Commands) {
+    commands.spawn((
+        Camera3d::default(),
+        scenes::reference_camera(),
+        scenes::reference_camera_transform(),
+    ));
+}
+
+#[derive(Resource)]
+struct HeadlessCapture {
+    path: PathBuf,
+    requested: bool,
+}
+
+#[derive(Resource)]
+struct HeadlessTarget(Handle<Image>);
+
+fn spawn_headless_camera(mut commands: Commands, mut images: ResMut<Assets<Image>>) {
+    let mut image = Image::new_fill(
+        Extent3d {
+            width: 1280,
+            height: 720,
+            depth_or_array_layers: 1,
+        },
+        TextureDimension::D2,
+        &[0, 0, 0, 255],
+        TextureFormat::Rgba8UnormSrgb,
+        RenderAssetUsages::default(),
+    );
+    image.texture_descriptor.usage |= TextureUsages::RENDER_ATTACHMENT | TextureUsages::COPY_SRC;
+    let handle = images.add(image);
+    commands.insert_resource(HeadlessTarget(handle.clone()));
+    commands.spawn((
+        Camera3d::default(),
+        scenes::reference_camera(),
+        scenes::reference_camera_transform(),
+        RenderTarget::Image(handle.into()),
+    ));
+}
+
+fn capture_when_warm(
+    mut commands: Commands,
+    frames: Res<FrameCount>,
+    target: Res<HeadlessTarget>,
+    mut capture: ResMut<HeadlessCapture>,
+) {
+    if capture.requested || frames.0 < HEADLESS_FRAMES {
+        return;
+    }
+    capture.requested = true;
+    let path = capture.path.clone();
+    commands.spawn(Screenshot::image(target.0.clone())).observe(
+        move |captured: On<ScreenshotCaptured>, mut exit: MessageWriter<AppExit>| {
+            let saved = captured
+                .image
+                .clone()
+                .try_into_dynamic()
+                .map_err(|e| e.to_string())
+                .and_then(|image| image.to_rgb8().save(&path).map_err(|e| e.to_string()));
+            match saved {
+                Ok(()) => {
+                    println!("wrote {}", path.display());
+                    exit.write(AppExit::Success);
+                }
+                Err(error) => {
+                    error!("cannot write {}: {error}", path.display());
+                    exit.write(AppExit::error());
+                }
+            }
+        },
+    );
+}
+
+fn print_device_profile(profile: Option<Res<DeviceProfile>>) {
+    if let Some(profile) = profile.filter(|p| p.is_added()) {
+        println!("device: {}", profile.summary());
+    }
+}

@@ -10,6 +10,9 @@
 //!
 //! The parts:
 //! - [`device`]: what the GPU can really do, read from Vulkan at start-up ([`DeviceProfile`]).
+//! - [`frame_graph`]: passes declare how they use attachments; `compile()` merges them into
+//!   native render passes with subpasses, picks load/store ops, makes intermediates memoryless,
+//!   explains every merge it refused and prices the frame in bytes, GB/s and mW.
 //!
 //! ```no_run
 //! use bevy::prelude::*;
@@ -21,6 +24,8 @@
 //! ```
 
 pub mod device;
+#[warn(missing_docs)]
+pub mod frame_graph;
 
 pub use device::{DeviceProfile, GpuModel, GpuVendor, GraphicsBackend};
 

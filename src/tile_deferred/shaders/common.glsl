@@ -1,0 +1,105 @@
+// Shared interface of the tile-deferred shaders and the Rust side (src/tile_deferred/gpu_types.rs
+// mirrors every struct here; keep them in sync). Every struct member is a vec4, uvec4 or mat4 so
+// that std140 and std430 layouts are identical and trivially mirrored by #[repr(C)] Rust structs.
+//
+// Conventions (the same as Bevy/wgpu so Bevy's matrices are used unchanged):
+// - The pipelines use a negative viewport height (wgpu's Y flip): clip_from_world is Bevy's
+//   matrix as is, NDC y points up, gl_FragCoord has its origin at the top-left.
+// - Reverse-Z: depth 1 at the near plane, 0 at infinity; the depth buffer is cleared to 0 and
+//   tested with GREATER_OR_EQUAL. A G-buffer pixel with depth == 0.0 is background.
+// - All colours are linear. Light colours are NOT pre-exposed; shaders multiply by
+//   view.exposure.x as Bevy does, so the light accumulation attachment holds pre-exposed values.
+//
+// Descriptor sets:
+//   set 0 (per view, every pipeline): binding 0 = View (uniform), binding 1 = ClusterableLights
+//          (storage, read-only; point and spot lights).
+//   set 1 (per material, G-buffer pipeline): binding 0 = Material (uniform),
+//          bindings 1..5 = sampler2D base_color, emissive, metallic_roughness, occlusion,
+//          normal_map (a 1x1 white texture is bound where the material has none; flags say which
+//          are real).
+//   set 2 (lighting subpass): input attachments 0..3 = albedo_occlusion, normal, material, depth
+//          (input_attachment_index 0..3, bindings 0..3).
+//   set 3 (tonemap subpass): binding 0 = light accumulation (input_attachment_index 0),
+//          binding 1 = depth (input_attachment_index 1), binding 2 = sampler3D tonemapping LUT
+//          (Bevy's TonyMcMapface LUT, or AgX's, or a 1x1x1 dummy for analytic operators).
+
+#define MAX_DIRECTIONAL_LIGHTS 10
+
+struct DirectionalLight {
+    vec4 direction_to_light; // xyz: unit vector from the surface towards the light (world)
+    vec4 color;              // rgb: linear colour * illuminance in lux; a: unused
+};
+
+struct View {
+    mat4 clip_from_world;
+    mat4 world_from_clip;
+    mat4 view_from_world;
+    mat4 clip_from_view;
+    vec4 world_position;     // xyz: camera position (world); w: 1.0 if orthographic else 0.0
+    vec4 viewport;           // x, y, width, height of the camera's viewport in target pixels
+    vec4 ambient;            // rgb: ambient colour * brightness (Bevy's GlobalAmbientLight units); a: unused
+    vec4 exposure;           // x: exposure factor (Bevy's Exposure::exposure()); y, z, w: unused
+    uvec4 counts;            // x: directional lights, y: clusterable (point+spot) lights; z, w: unused
+    DirectionalLight directional_lights[MAX_DIRECTIONAL_LIGHTS];
+};
+
+struct ClusterableLight {
+    vec4 position_radius;              // xyz: world position; w: light radius in metres
+    vec4 color_inverse_square_range;   // rgb: linear colour * intensity / (4 pi); w: 1 / range^2
+    vec4 spot_direction_range;         // xyz: spot direction (world, unit); w: range in metres
+    vec4 spot_scale_offset_kind;       // x: spot scale, y: spot offset (Bevy's), z: 1.0 spot, 0.0 point; w: unused
+};
+
+// Material flag bits (Material.flags.x).
+#define MATERIAL_BASE_COLOR_TEXTURE         (1u << 0)
+#define MATERIAL_EMISSIVE_TEXTURE           (1u << 1)
+#define MATERIAL_METALLIC_ROUGHNESS_TEXTURE (1u << 2)
+#define MATERIAL_OCCLUSION_TEXTURE          (1u << 3)
+#define MATERIAL_NORMAL_MAP_TEXTURE         (1u << 4)
+#define MATERIAL_UNLIT                      (1u << 5)
+#define MATERIAL_DOUBLE_SIDED               (1u << 6)
+#define MATERIAL_FLIP_NORMAL_MAP_Y          (1u << 7)
+#define MATERIAL_TWO_COMPONENT_NORMAL_MAP   (1u << 8)
+#define MATERIAL_ALPHA_MASK                 (1u << 9)
+
+struct Material {
+    vec4 base_color;          // linear RGBA
+    vec4 emissive;            // rgb: linear emissive (Bevy's LinearRgba, nits-like); a: exposure weight (Bevy's emissive.a)
+    vec4 roughness_metallic_reflectance_cutoff; // x: perceptual roughness, y: metallic, z: reflectance, w: alpha cutoff
+    vec4 uv_transform_matrix; // Bevy's Affine2 uv_transform matrix2: (x_axis.x, x_axis.y, y_axis.x, y_axis.y)
+    vec4 uv_transform_translation; // xy: translation; zw: unused
+    uvec4 flags;              // x: MATERIAL_* bits; y, z, w: unused
+};
+
+// The G-buffer (subpass 0 colour outputs; 128 bits per pixel of colour in total):
+//   location 0 albedo_occlusion  R8G8B8A8_SRGB      rgb: base colour (linear written, sRGB stored); a: diffuse occlusion
+//   location 1 normal            R16G16_SFLOAT      octahedral-encoded world normal in [-1, 1]^2
+//   location 2 material          R8G8B8A8_UNORM     r: perceptual roughness, g: metallic, b: reflectance, a: 1.0 if unlit else 0.0
+//   location 3 light             B10G11R11_UFLOAT   pre-exposed light: emissive in subpass 0, lights added (blend ONE, ONE) in subpass 1;
+//                                                   unlit pixels hold their base colour (Bevy does not expose unlit colour)
+// plus depth (D32_SFLOAT), read as input attachment 3 in the lighting subpass.
+
+vec2 octahedral_encode(vec3 n) {
+    n /= abs(n.x) + abs(n.y) + abs(n.z);
+    vec2 e = n.xy;
+    if (n.z < 0.0) {
+        e = (1.0 - abs(n.yx)) * vec2(e.x >= 0.0 ? 1.0 : -1.0, e.y >= 0.0 ? 1.0 : -1.0);
+    }
+    return e;
+}
+
+vec3 octahedral_decode(vec2 e) {
+    vec3 n = vec3(e, 1.0 - abs(e.x) - abs(e.y));
+    float t = max(-n.z, 0.0);
+    n.x += n.x >= 0.0 ? -t : t;
+    n.y += n.y >= 0.0 ? -t : t;
+    return normalize(n);
+}
+
+// World position of a pixel from its depth (reverse-Z, wgpu clip conventions).
+vec3 world_position_from_depth(View view, vec2 frag_coord, float depth) {
+    vec2 uv = (frag_coord - view.viewport.xy) / view.viewport.zw;
+    vec4 clip = vec4(uv.x * 2.0 - 1.0, 1.0 - uv.y * 2.0, depth, 1.0);
+    vec4 world = view.world_from_clip * clip;
+    return world.xyz / world.w;
+}

@@ -26,8 +26,14 @@
 pub mod device;
 #[warn(missing_docs)]
 pub mod frame_graph;
+pub mod tile_deferred;
+pub mod vulkan;
 
 pub use device::{DeviceProfile, GpuModel, GpuVendor, GraphicsBackend};
+pub use tile_deferred::{
+    TileDeferred, TileDeferredGraph,
+    report::{TileRenderReports, TileViewReport},
+};
 
 use bevy::{
     prelude::*,
@@ -53,6 +59,7 @@ impl Plugin for TileDeferredPlugin {
         render_app
             .add_systems(RenderStartup, probe_device)
             .add_systems(ExtractSchedule, mirror_profile_to_main_world);
+        tile_deferred::build(app);
     }
 }
 

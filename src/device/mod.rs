@@ -338,6 +338,47 @@ impl DeviceProfile {
     }
 }
 
+impl DeviceProfile {
+    /// What the frame-graph compiler needs to know about this device: attachment limits, the
+    /// tile budget of its architecture, lazily allocated memory, `STORE_OP_NONE`.
+    pub fn frame_graph_caps(&self) -> crate::frame_graph::DeviceCaps {
+        use crate::frame_graph::DeviceCaps;
+        let mut caps = match (self.vendor, self.model) {
+            // Arm: 128 bits of colour per pixel on Midgard and the first Bifrost cores (G71,
+            // G51, G31), 256 from G72/G76 on (Arm GPU best practices, "tile buffer").
+            (GpuVendor::Arm, GpuModel::Mali { arch, number }) => {
+                if arch == MaliArch::Midgard || matches!(number, 31 | 51 | 71) {
+                    DeviceCaps::mali_bifrost()
+                } else {
+                    DeviceCaps::mali_valhall()
+                }
+            }
+            (GpuVendor::Arm, _) => DeviceCaps::mali_bifrost(),
+            // Adreno: GMEM from 512 KiB (5xx) to 1.5-3 MiB (6xx/7xx); bins follow from it.
+            (GpuVendor::Qualcomm, model) => DeviceCaps::adreno(match model.adreno_series() {
+                Some(s) if s >= 7 => 3 << 20,
+                Some(6) => 1536 << 10,
+                _ => 512 << 10,
+            }),
+            _ => DeviceCaps::desktop(),
+        };
+        if let Some(vk) = &self.vulkan {
+            caps.max_color_attachments = caps.max_color_attachments.min(vk.max_color_attachments);
+            caps.max_input_attachments = caps
+                .max_input_attachments
+                .min(vk.max_per_stage_input_attachments);
+            caps.lazily_allocated_memory = vk.lazily_allocated_memory;
+            caps.depth_stencil_resolve = vk.depth_stencil_resolve.is_some();
+        } else {
+            caps.max_color_attachments = caps.max_color_attachments.min(self.max_color_attachments);
+            caps.lazily_allocated_memory = false;
+        }
+        // VK_ATTACHMENT_STORE_OP_NONE is core in Vulkan 1.3.
+        caps.store_op_none = self.api_version.is_some_and(|v| v.at_least(1, 3));
+        caps
+    }
+}
+
 fn yes_no(value: bool) -> &'static str {
     if value { "yes" } else { "no" }
 }

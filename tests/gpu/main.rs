@@ -10,4 +10,5 @@ mod scenes;
 
 mod device_probe;
 mod forward_reference;
+mod tile_deferred;
 mod validation_net;

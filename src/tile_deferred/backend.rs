@@ -1,0 +1,363 @@
+//! The render-world state of the tile path: the Vulkan objects it owns and their caches.
+
+use super::extract::{SamplerKey, TileMaterial};
+use crate::{
+    frame_graph::{CompiledFrame, FrameGraphCache, ResourceId},
+    tile_deferred::plan::ViewFrameDesc,
+    vulkan::{
+        Graveyard, VulkanContext,
+        context::DeadObject,
+        memory::{AttachmentImage, DeviceBuffer},
+        pipeline::{GbufferPipelineKey, TileLayouts, TileShaders},
+    },
+};
+use ash::vk;
+use bevy::{
+    ecs::entity::EntityHashMap,
+    platform::collections::{HashMap, HashSet},
+    prelude::*,
+    render::render_resource::TextureViewId,
+};
+
+/// The tile path's Vulkan state: created at render start-up on a Vulkan device.
+#[derive(Resource)]
+pub(crate) struct TileBackend {
+    pub(crate) layouts: Option<TileLayouts>,
+    pub(crate) shaders: Option<TileShaders>,
+    /// A 16-byte zero buffer feeding vertex attributes a mesh lacks (stride 0).
+    pub(crate) zero_buffer: Option<DeviceBuffer>,
+    pub(crate) zero_buffer_filled: bool,
+    pub(crate) samplers: HashMap<SamplerKey, vk::Sampler>,
+    pub(crate) lut_sampler: vk::Sampler,
+    pub(crate) material_pools: Vec<vk::DescriptorPool>,
+    pub(crate) materials: HashMap<AssetId<StandardMaterial>, MaterialResources>,
+    pub(crate) render_passes: HashMap<String, PassResources>,
+    pub(crate) views: EntityHashMap<ViewResources>,
+    /// Output image views wgpu has seen initialised (see `pass::prepare_output`).
+    pub(crate) initialized_outputs: HashMap<TextureViewId, u64>,
+    pub(crate) graveyard: Graveyard,
+    pub(crate) frame: u64,
+    /// Buffer updates recorded at the start of the next raw command buffer.
+    pub(crate) pending_updates: Vec<(vk::Buffer, Vec<u8>)>,
+    /// Cameras reported once (unsupported settings).
+    pub(crate) reported: HashSet<(Entity, &'static str)>,
+    // Declared last: dropped after everything above was destroyed in `Drop`.
+    pub(crate) context: VulkanContext,
+}
+
+/// A material's uniform buffer and descriptor set, valid for one material generation and one
+/// set of texture views.
+pub(crate) struct MaterialResources {
+    pub generation: u64,
+    pub texture_views: [vk::ImageView; 5],
+    pub buffer: DeviceBuffer,
+    pub set: vk::DescriptorSet,
+    pub pool: vk::DescriptorPool,
+    pub last_used: u64,
+}
+
+/// Pipelines built for one render pass.
+pub(crate) struct PassResources {
+    pub render_pass: vk::RenderPass,
+    pub gbuffer: HashMap<GbufferPipelineKey, vk::Pipeline>,
+    pub global_lighting: vk::Pipeline,
+    pub light_volumes: vk::Pipeline,
+    pub tonemap: vk::Pipeline,
+    pub last_used: u64,
+}
+
+/// Per-camera state.
+pub(crate) struct ViewResources {
+    pub graph_cache: FrameGraphCache,
+    pub desc: Option<ViewFrameDesc>,
+    /// The compiled plan of the last frame (also mirrored for tests and the inspector).
+    pub compiled: Option<CompiledFrame>,
+    pub render_pass_key: String,
+    /// Attachments the view owns (everything but the output), sized to the target.
+    pub attachments: Vec<(ResourceId, AttachmentImage)>,
+    pub attachments_extent: vk::Extent2D,
+    pub framebuffers: HashMap<TextureViewId, (vk::Framebuffer, u64)>,
+    pub view_buffer: DeviceBuffer,
+    pub light_buffer: DeviceBuffer,
+    pub instance_buffer: DeviceBuffer,
+    pub pool: vk::DescriptorPool,
+    pub view_set: vk::DescriptorSet,
+    pub gbuffer_set: vk::DescriptorSet,
+    pub tonemap_set: vk::DescriptorSet,
+    /// The views written into `gbuffer_set`/`tonemap_set` (rewritten when they change).
+    pub input_views: Vec<vk::ImageView>,
+    pub last_used: u64,
+}
+
+impl TileBackend {
+    /// Creates the backend's shared objects on `context`.
+    pub fn new(context: VulkanContext) -> Result<Self, vk::Result> {
+        let mut backend = Self {
+            layouts: None,
+            shaders: None,
+            zero_buffer: None,
+            zero_buffer_filled: false,
+            samplers: HashMap::default(),
+            lut_sampler: vk::Sampler::null(),
+            material_pools: Vec::new(),
+            materials: HashMap::default(),
+            render_passes: HashMap::default(),
+            views: EntityHashMap::default(),
+            initialized_outputs: HashMap::default(),
+            graveyard: Graveyard::default(),
+            frame: 0,
+            pending_updates: Vec::new(),
+            reported: HashSet::default(),
+            context,
+        };
+        // On error, `Drop` releases whatever was created.
+        backend.layouts = Some(backend.context.create_layouts()?);
+        backend.shaders = Some(backend.context.create_shaders()?);
+        backend.zero_buffer = Some(backend.context.create_device_buffer(
+            "tile zero vertex buffer",
+            16,
+            vk::BufferUsageFlags::VERTEX_BUFFER,
+        )?);
+        backend.lut_sampler = backend.create_sampler(&SamplerKey {
+            address: [0; 3],
+            mag_linear: true,
+            min_linear: true,
+            mip_linear: true,
+            anisotropy: 1,
+        })?;
+        Ok(backend)
+    }
+
+    pub fn layouts(&self) -> &TileLayouts {
+        self.layouts.as_ref().expect("created in TileBackend::new")
+    }
+
+    pub fn shaders(&self) -> &TileShaders {
+        self.shaders.as_ref().expect("created in TileBackend::new")
+    }
+
+    fn create_sampler(&self, key: &SamplerKey) -> Result<vk::Sampler, vk::Result> {
+        let address = |mode: u8| match mode {
+            1 => vk::SamplerAddressMode::REPEAT,
+            2 => vk::SamplerAddressMode::MIRRORED_REPEAT,
+            3 => vk::SamplerAddressMode::CLAMP_TO_BORDER,
+            _ => vk::SamplerAddressMode::CLAMP_TO_EDGE,
+        };
+        let filter = |linear: bool| {
+            if linear {
+                vk::Filter::LINEAR
+            } else {
+                vk::Filter::NEAREST
+            }
+        };
+        let anisotropy = f32::from(key.anisotropy)
+            .min(self.context.limits.max_sampler_anisotropy)
+            .max(1.0);
+        let info = vk::SamplerCreateInfo::default()
+            .mag_filter(filter(key.mag_linear))
+            .min_filter(filter(key.min_linear))
+            .mipmap_mode(if key.mip_linear {
+                vk::SamplerMipmapMode::LINEAR
+            } else {
+                vk::SamplerMipmapMode::NEAREST
+            })
+            .address_mode_u(address(key.address[0]))
+            .address_mode_v(address(key.address[1]))
+            .address_mode_w(address(key.address[2]))
+            // wgpu enables samplerAnisotropy whenever the device has it.
+            .anisotropy_enable(anisotropy > 1.0)
+            .max_anisotropy(anisotropy)
+            .min_lod(0.0)
+            .max_lod(vk::LOD_CLAMP_NONE)
+            .border_color(vk::BorderColor::FLOAT_TRANSPARENT_BLACK);
+        // SAFETY: valid create info; destroyed in `Drop`.
+        let sampler = unsafe { self.context.device.create_sampler(&info, None) }?;
+        crate::vulkan::LiveObjects::created(&self.context.live.other);
+        Ok(sampler)
+    }
+
+    /// The sampler for `key`, created on first use.
+    pub fn sampler(&mut self, key: &SamplerKey) -> Result<vk::Sampler, vk::Result> {
+        if let Some(sampler) = self.samplers.get(key) {
+            return Ok(*sampler);
+        }
+        let sampler = self.create_sampler(key)?;
+        self.samplers.insert(*key, sampler);
+        Ok(sampler)
+    }
+
+    /// Allocates a material descriptor set, adding a pool when the current ones are full.
+    pub fn allocate_material_set(
+        &mut self,
+    ) -> Result<(vk::DescriptorPool, vk::DescriptorSet), vk::Result> {
+        let layouts = [self.layouts().material];
+        for &pool in self.material_pools.iter().rev() {
+            let info = vk::DescriptorSetAllocateInfo::default()
+                .descriptor_pool(pool)
+                .set_layouts(&layouts);
+            // SAFETY: the pool and layout belong to this device.
+            if let Ok(sets) = unsafe { self.context.device.allocate_descriptor_sets(&info) } {
+                return Ok((pool, sets[0]));
+            }
+        }
+        const SETS_PER_POOL: u32 = 64;
+        let sizes = [
+            vk::DescriptorPoolSize {
+                ty: vk::DescriptorType::UNIFORM_BUFFER,
+                descriptor_count: SETS_PER_POOL,
+            },
+            vk::DescriptorPoolSize {
+                ty: vk::DescriptorType::COMBINED_IMAGE_SAMPLER,
+                descriptor_count: SETS_PER_POOL * 5,
+            },
+        ];
+        let pool = self.context.create_descriptor_pool(
+            SETS_PER_POOL,
+            &sizes,
+            vk::DescriptorPoolCreateFlags::FREE_DESCRIPTOR_SET,
+        )?;
+        self.material_pools.push(pool);
+        let info = vk::DescriptorSetAllocateInfo::default()
+            .descriptor_pool(pool)
+            .set_layouts(&layouts);
+        // SAFETY: a fresh pool with room for this set.
+        let sets = unsafe { self.context.device.allocate_descriptor_sets(&info) }?;
+        Ok((pool, sets[0]))
+    }
+
+    /// Queues material resources for destruction after the GPU is done.
+    pub fn retire_material(&mut self, material: MaterialResources) {
+        self.graveyard
+            .retire(Box::new(move |context: &VulkanContext| {
+                // SAFETY: the set came from this pool, created with FREE_DESCRIPTOR_SET, and no
+                // command buffer in flight uses it any more.
+                let _ = unsafe {
+                    context
+                        .device
+                        .free_descriptor_sets(material.pool, &[material.set])
+                };
+                context.destroy_device_buffer(material.buffer);
+            }));
+    }
+
+    /// Queues a view's resources for destruction after the GPU is done.
+    pub fn retire_view(&mut self, view: ViewResources) {
+        let mut objects: Vec<DeadObject> = Vec::new();
+        for (framebuffer, _) in view.framebuffers.into_values() {
+            objects.push(Box::new(move |c: &VulkanContext| {
+                c.destroy_framebuffer(framebuffer)
+            }));
+        }
+        for (_, image) in view.attachments {
+            objects.push(Box::new(move |c: &VulkanContext| {
+                c.destroy_attachment_image(image)
+            }));
+        }
+        let (pool, buffers) = (
+            view.pool,
+            [view.view_buffer, view.light_buffer, view.instance_buffer],
+        );
+        objects.push(Box::new(move |c: &VulkanContext| {
+            c.destroy_descriptor_pool(pool);
+            buffers
+                .into_iter()
+                .for_each(|buffer| c.destroy_device_buffer(buffer));
+        }));
+        objects
+            .into_iter()
+            .for_each(|object| self.graveyard.retire(object));
+    }
+
+    /// Queues a render pass and its pipelines for destruction after the GPU is done.
+    pub fn retire_pass(&mut self, pass: PassResources) {
+        self.graveyard.retire(Box::new(move |c: &VulkanContext| {
+            for pipeline in pass.gbuffer.into_values().chain([
+                pass.global_lighting,
+                pass.light_volumes,
+                pass.tonemap,
+            ]) {
+                if pipeline != vk::Pipeline::null() {
+                    c.destroy_pipeline(pipeline);
+                }
+            }
+            c.destroy_render_pass(pass.render_pass);
+        }));
+    }
+
+    /// Material updates of this frame, applied at the start of the next raw command buffer.
+    pub fn queue_material_update(&mut self, buffer: vk::Buffer, material: &TileMaterial) {
+        self.pending_updates
+            .push((buffer, bytemuck::bytes_of(&material.uniform).to_vec()));
+    }
+}
+
+impl VulkanContext {
+    /// Creates a descriptor pool.
+    pub fn create_descriptor_pool(
+        &self,
+        max_sets: u32,
+        sizes: &[vk::DescriptorPoolSize],
+        flags: vk::DescriptorPoolCreateFlags,
+    ) -> Result<vk::DescriptorPool, vk::Result> {
+        let info = vk::DescriptorPoolCreateInfo::default()
+            .flags(flags)
+            .max_sets(max_sets)
+            .pool_sizes(sizes);
+        // SAFETY: valid create info; destroyed through `destroy_descriptor_pool`.
+        let pool = unsafe { self.device.create_descriptor_pool(&info, None) }?;
+        crate::vulkan::LiveObjects::created(&self.live.other);
+        Ok(pool)
+    }
+
+    /// Destroys a descriptor pool and every set allocated from it.
+    pub fn destroy_descriptor_pool(&self, pool: vk::DescriptorPool) {
+        // SAFETY: created by this device; no command buffer in flight uses its sets.
+        unsafe { self.device.destroy_descriptor_pool(pool, None) };
+        crate::vulkan::LiveObjects::destroyed(&self.live.other);
+    }
+}
+
+impl Drop for TileBackend {
+    fn drop(&mut self) {
+        self.context.wait_idle();
+        for view in self.views.drain().map(|(_, v)| v).collect::<Vec<_>>() {
+            self.retire_view(view);
+        }
+        for pass in self
+            .render_passes
+            .drain()
+            .map(|(_, p)| p)
+            .collect::<Vec<_>>()
+        {
+            self.retire_pass(pass);
+        }
+        for material in self.materials.drain().map(|(_, m)| m).collect::<Vec<_>>() {
+            self.retire_material(material);
+        }
+        self.graveyard.destroy_all(&self.context);
+        let context = &self.context;
+        for pool in self.material_pools.drain(..) {
+            context.destroy_descriptor_pool(pool);
+        }
+        for sampler in self
+            .samplers
+            .drain()
+            .map(|(_, s)| s)
+            .chain([self.lut_sampler])
+            .filter(|s| *s != vk::Sampler::null())
+        {
+            // SAFETY: created by this device; the GPU is idle.
+            unsafe { context.device.destroy_sampler(sampler, None) };
+            crate::vulkan::LiveObjects::destroyed(&context.live.other);
+        }
+        if let Some(buffer) = self.zero_buffer.take() {
+            context.destroy_device_buffer(buffer);
+        }
+        if let Some(shaders) = self.shaders.take() {
+            context.destroy_shaders(shaders);
+        }
+        if let Some(layouts) = self.layouts.take() {
+            context.destroy_layouts(layouts);
+        }
+    }
+}

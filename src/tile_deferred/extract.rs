@@ -1,0 +1,350 @@
+//! Main world -> render world: the meshes, materials and textures the tile path draws.
+//!
+//! Only entities visible to some camera are extracted, and only while a tile camera exists.
+//! Materials are re-extracted when their asset changes, so run-time edits show up next frame.
+//! Whatever the tile path cannot draw is reported once per entity, by name, with the reason.
+
+use super::TileDeferred;
+use crate::tile_deferred::gpu_types::{GpuMaterial, material_flags};
+use bevy::{
+    asset::AssetEvent,
+    ecs::entity::EntityHashSet,
+    image::{ImageAddressMode, ImageFilterMode, ImageSampler, ImageSamplerDescriptor},
+    math::Affine3A,
+    platform::collections::HashMap,
+    prelude::*,
+    render::{
+        Extract, render_resource::Face, render_resource::TextureFormat, sync_world::MainEntity,
+        sync_world::MainEntityHashMap,
+    },
+};
+
+/// One drawable instance: a mesh with a `StandardMaterial` at a transform.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct TileMeshInstance {
+    pub mesh: AssetId<Mesh>,
+    pub material: AssetId<StandardMaterial>,
+    pub world_from_local: Affine3A,
+}
+
+/// Every visible `StandardMaterial` mesh, by main-world entity (rebuilt each frame).
+#[derive(Resource, Default)]
+pub(crate) struct TileMeshInstances {
+    pub by_entity: MainEntityHashMap<TileMeshInstance>,
+}
+
+/// Sampler settings of a texture, hashable, for the backend's sampler cache.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct SamplerKey {
+    /// Address modes u, v, w: 0 clamp to edge, 1 repeat, 2 mirrored repeat, 3 clamp to border.
+    pub address: [u8; 3],
+    pub mag_linear: bool,
+    pub min_linear: bool,
+    pub mip_linear: bool,
+    pub anisotropy: u16,
+}
+
+impl SamplerKey {
+    fn from_descriptor(descriptor: &ImageSamplerDescriptor) -> Self {
+        Self {
+            address: [
+                descriptor.address_mode_u,
+                descriptor.address_mode_v,
+                descriptor.address_mode_w,
+            ]
+            .map(|mode| match mode {
+                ImageAddressMode::ClampToEdge => 0,
+                ImageAddressMode::Repeat => 1,
+                ImageAddressMode::MirrorRepeat => 2,
+                ImageAddressMode::ClampToBorder => 3,
+            }),
+            mag_linear: descriptor.mag_filter == ImageFilterMode::Linear,
+            min_linear: descriptor.min_filter == ImageFilterMode::Linear,
+            mip_linear: descriptor.mipmap_filter == ImageFilterMode::Linear,
+            anisotropy: descriptor.anisotropy_clamp,
+        }
+    }
+
+    /// Bevy's default sampler (`ImagePlugin::default()`): linear, clamp to edge.
+    pub fn bevy_default() -> Self {
+        Self::from_descriptor(&ImageSamplerDescriptor::linear())
+    }
+}
+
+/// A material's texture slot: the image and how to sample it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct MaterialTexture {
+    pub image: AssetId<Image>,
+    pub sampler: SamplerKey,
+}
+
+/// A `StandardMaterial` as the tile path draws it.
+#[derive(Clone, Debug)]
+pub(crate) struct TileMaterial {
+    /// The uniform data (flags include which textures are real).
+    pub uniform: GpuMaterial,
+    /// base colour, emissive, metallic-roughness, occlusion, normal map.
+    pub textures: [Option<MaterialTexture>; 5],
+    pub cull_mode: Option<Face>,
+    pub alpha_mask: bool,
+    /// Transparent: not drawn by the tile path (reported).
+    pub blended: bool,
+    /// Bumped on every change, so descriptor sets are rebuilt.
+    pub generation: u64,
+}
+
+/// Extracted materials by asset id.
+#[derive(Resource, Default)]
+pub(crate) struct TileMaterials {
+    pub by_id: HashMap<AssetId<StandardMaterial>, TileMaterial>,
+    generation: u64,
+}
+
+/// Entities already reported as not drawn.
+#[derive(Resource, Default)]
+pub(crate) struct ReportedEntities(EntityHashSet);
+
+type VisibleStandardMeshes<'w, 's> = Query<
+    'w,
+    's,
+    (
+        Entity,
+        &'static Mesh3d,
+        &'static MeshMaterial3d<StandardMaterial>,
+        &'static GlobalTransform,
+        &'static ViewVisibility,
+    ),
+>;
+
+type CustomMaterialMeshes<'w, 's> = Query<
+    'w,
+    's,
+    (Entity, Option<&'static Name>, &'static ViewVisibility),
+    (With<Mesh3d>, Without<MeshMaterial3d<StandardMaterial>>),
+>;
+type StandardMaterialMeshes<'w, 's> = Query<
+    'w,
+    's,
+    (
+        Entity,
+        Option<&'static Name>,
+        &'static MeshMaterial3d<StandardMaterial>,
+    ),
+>;
+
+/// Extracts the visible `StandardMaterial` meshes while a tile camera exists.
+pub(crate) fn extract_tile_meshes(
+    tile_cameras: Extract<Query<(), With<TileDeferred>>>,
+    meshes: Extract<VisibleStandardMeshes>,
+    mut instances: ResMut<TileMeshInstances>,
+) {
+    instances.by_entity.clear();
+    if tile_cameras.is_empty() {
+        return;
+    }
+    instances
+        .by_entity
+        .extend(meshes.iter().filter(|m| m.4.get()).map(
+            |(entity, mesh, material, transform, _)| {
+                (
+                    MainEntity::from(entity),
+                    TileMeshInstance {
+                        mesh: mesh.id(),
+                        material: material.id(),
+                        world_from_local: transform.affine(),
+                    },
+                )
+            },
+        ));
+}
+
+/// Reports, once per entity, visible meshes the tile path cannot draw: meshes without a
+/// `StandardMaterial` (custom materials) and transparent `StandardMaterial`s.
+pub(crate) fn report_undrawable_meshes(
+    tile_cameras: Extract<Query<(), With<TileDeferred>>>,
+    custom: Extract<CustomMaterialMeshes>,
+    standard: Extract<StandardMaterialMeshes>,
+    materials: Res<TileMaterials>,
+    instances: Res<TileMeshInstances>,
+    mut reported: ResMut<ReportedEntities>,
+) {
+    if tile_cameras.is_empty() {
+        return;
+    }
+    let label = |entity: Entity, name: Option<&Name>| match name {
+        Some(name) => format!("{entity} (\"{name}\")"),
+        None => entity.to_string(),
+    };
+    for (entity, name, visibility) in &custom {
+        if visibility.get() && reported.0.insert(entity) {
+            warn!(
+                "bevy_tile_deferred: mesh entity {} has no StandardMaterial; the tile-deferred \
+                 path draws StandardMaterial meshes only, so it is not drawn on tile cameras",
+                label(entity, name)
+            );
+        }
+    }
+    for (entity, name, material) in &standard {
+        let blended = materials
+            .by_id
+            .get(&material.id())
+            .is_some_and(|m| m.blended);
+        if blended
+            && instances.by_entity.contains_key(&MainEntity::from(entity))
+            && reported.0.insert(entity)
+        {
+            warn!(
+                "bevy_tile_deferred: mesh entity {} uses a transparent StandardMaterial \
+                 (AlphaMode::Blend/Premultiplied/Add/Multiply); transparency is not on the \
+                 tile-deferred path yet, so it is not drawn on tile cameras",
+                label(entity, name)
+            );
+        }
+    }
+}
+
+/// Extracts materials used by visible instances that are new or changed.
+pub(crate) fn extract_tile_materials(
+    mut events: Extract<MessageReader<AssetEvent<StandardMaterial>>>,
+    assets: Extract<Res<Assets<StandardMaterial>>>,
+    images: Extract<Res<Assets<Image>>>,
+    instances: Res<TileMeshInstances>,
+    mut materials: ResMut<TileMaterials>,
+) {
+    for event in events.read() {
+        match event {
+            AssetEvent::Modified { id } | AssetEvent::Added { id } => {
+                materials.by_id.remove(id);
+            }
+            AssetEvent::Removed { id } | AssetEvent::Unused { id } => {
+                materials.by_id.remove(id);
+            }
+            _ => {}
+        }
+    }
+    for instance in instances.by_entity.values() {
+        if materials.by_id.contains_key(&instance.material) {
+            continue;
+        }
+        let Some(material) = assets.get(instance.material) else {
+            continue;
+        };
+        materials.generation += 1;
+        let generation = materials.generation;
+        materials.by_id.insert(
+            instance.material,
+            convert_material(material, &images, generation),
+        );
+    }
+}
+
+fn texture(handle: &Option<Handle<Image>>, images: &Assets<Image>) -> Option<MaterialTexture> {
+    let handle = handle.as_ref()?;
+    let sampler = match images.get(handle).map(|image| &image.sampler) {
+        Some(ImageSampler::Descriptor(descriptor)) => SamplerKey::from_descriptor(descriptor),
+        _ => SamplerKey::bevy_default(),
+    };
+    Some(MaterialTexture {
+        image: handle.id(),
+        sampler,
+    })
+}
+
+/// The formats Bevy treats as two-component normal maps (z reconstructed).
+fn is_two_component(format: TextureFormat) -> bool {
+    matches!(
+        format,
+        TextureFormat::Rg8Unorm
+            | TextureFormat::Rg16Unorm
+            | TextureFormat::Bc5RgUnorm
+            | TextureFormat::EacRg11Unorm
+    )
+}
+
+fn convert_material(
+    material: &StandardMaterial,
+    images: &Assets<Image>,
+    generation: u64,
+) -> TileMaterial {
+    let textures = [
+        texture(&material.base_color_texture, images),
+        texture(&material.emissive_texture, images),
+        texture(&material.metallic_roughness_texture, images),
+        texture(&material.occlusion_texture, images),
+        texture(&material.normal_map_texture, images),
+    ];
+    let mut flags = 0;
+    for (slot, bit) in [
+        material_flags::BASE_COLOR_TEXTURE,
+        material_flags::EMISSIVE_TEXTURE,
+        material_flags::METALLIC_ROUGHNESS_TEXTURE,
+        material_flags::OCCLUSION_TEXTURE,
+        material_flags::NORMAL_MAP_TEXTURE,
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        if textures[slot].is_some() {
+            flags |= bit;
+        }
+    }
+    if material.unlit {
+        flags |= material_flags::UNLIT;
+    }
+    if material.double_sided {
+        flags |= material_flags::DOUBLE_SIDED;
+    }
+    if material.flip_normal_map_y {
+        flags |= material_flags::FLIP_NORMAL_MAP_Y;
+    }
+    let normal_map_format = material
+        .normal_map_texture
+        .as_ref()
+        .and_then(|handle| images.get(handle))
+        .map(|image| image.texture_descriptor.format);
+    if normal_map_format.is_some_and(is_two_component) {
+        flags |= material_flags::TWO_COMPONENT_NORMAL_MAP;
+    }
+    let (alpha_mask, cutoff, blended) = match material.alpha_mode {
+        AlphaMode::Opaque => (false, 0.5, false),
+        AlphaMode::Mask(cutoff) => (true, cutoff, false),
+        // Without MSAA Bevy treats alpha-to-coverage as a mask at 0.5.
+        AlphaMode::AlphaToCoverage => (true, 0.5, false),
+        _ => (false, 0.5, true),
+    };
+    if alpha_mask {
+        flags |= material_flags::ALPHA_MASK;
+    }
+    let base_color = LinearRgba::from(material.base_color);
+    let uv = material.uv_transform;
+    TileMaterial {
+        uniform: GpuMaterial {
+            base_color: base_color.to_f32_array(),
+            emissive: [
+                material.emissive.red,
+                material.emissive.green,
+                material.emissive.blue,
+                material.emissive_exposure_weight,
+            ],
+            roughness_metallic_reflectance_cutoff: [
+                material.perceptual_roughness,
+                material.metallic,
+                material.reflectance,
+                cutoff,
+            ],
+            uv_transform_matrix: [
+                uv.matrix2.x_axis.x,
+                uv.matrix2.x_axis.y,
+                uv.matrix2.y_axis.x,
+                uv.matrix2.y_axis.y,
+            ],
+            uv_transform_translation: [uv.translation.x, uv.translation.y, 0.0, 0.0],
+            flags: [flags, 0, 0, 0],
+        },
+        textures,
+        cull_mode: material.cull_mode,
+        alpha_mask,
+        blended,
+        generation,
+    }
+}

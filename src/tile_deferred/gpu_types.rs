@@ -1,0 +1,138 @@
+//! The structs the tile-deferred shaders read, mirrored from `shaders/common.glsl`.
+//!
+//! Every member is a 16-byte vector or a matrix so that std140 and std430 agree and `#[repr(C)]`
+//! matches both.
+
+use bytemuck::{Pod, Zeroable};
+
+/// Directional lights the lighting subpass evaluates (Bevy's own limit).
+pub const MAX_DIRECTIONAL_LIGHTS: usize = 10;
+
+/// `DirectionalLight` in common.glsl.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
+pub struct GpuDirectionalLight {
+    /// xyz: unit vector from the surface towards the light.
+    pub direction_to_light: [f32; 4],
+    /// rgb: linear colour times illuminance (lux).
+    pub color: [f32; 4],
+}
+
+/// `View` in common.glsl: the per-view uniform.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Pod, Zeroable)]
+pub struct GpuView {
+    /// Bevy's `clip_from_world`.
+    pub clip_from_world: [[f32; 4]; 4],
+    /// Inverse of `clip_from_world`.
+    pub world_from_clip: [[f32; 4]; 4],
+    /// Bevy's `view_from_world`.
+    pub view_from_world: [[f32; 4]; 4],
+    /// Bevy's `clip_from_view` (projection).
+    pub clip_from_view: [[f32; 4]; 4],
+    /// xyz: camera position; w: 1 if orthographic.
+    pub world_position: [f32; 4],
+    /// x, y, width, height of the viewport in target pixels.
+    pub viewport: [f32; 4],
+    /// rgb: ambient colour times brightness.
+    pub ambient: [f32; 4],
+    /// x: exposure factor.
+    pub exposure: [f32; 4],
+    /// x: directional light count, y: point and spot light count.
+    pub counts: [u32; 4],
+    /// Directional lights, `counts[0]` of them valid.
+    pub directional_lights: [GpuDirectionalLight; MAX_DIRECTIONAL_LIGHTS],
+}
+
+/// `ClusterableLight` in common.glsl: a point or spot light.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
+pub struct GpuClusterableLight {
+    /// xyz: world position; w: radius.
+    pub position_radius: [f32; 4],
+    /// rgb: linear colour times intensity / (4 pi); w: 1 / range².
+    pub color_inverse_square_range: [f32; 4],
+    /// xyz: spot direction; w: range.
+    pub spot_direction_range: [f32; 4],
+    /// x: spot scale, y: spot offset, z: 1 for spot lights.
+    pub spot_scale_offset_kind: [f32; 4],
+}
+
+/// Material flag bits, as `MATERIAL_*` in common.glsl.
+pub mod material_flags {
+    /// The material samples a base colour texture.
+    pub const BASE_COLOR_TEXTURE: u32 = 1 << 0;
+    /// The material samples an emissive texture.
+    pub const EMISSIVE_TEXTURE: u32 = 1 << 1;
+    /// The material samples a metallic/roughness texture.
+    pub const METALLIC_ROUGHNESS_TEXTURE: u32 = 1 << 2;
+    /// The material samples an occlusion texture.
+    pub const OCCLUSION_TEXTURE: u32 = 1 << 3;
+    /// The material samples a normal map (needs tangents).
+    pub const NORMAL_MAP_TEXTURE: u32 = 1 << 4;
+    /// Unlit: the base colour is the output.
+    pub const UNLIT: u32 = 1 << 5;
+    /// Back faces are drawn and their normals flipped.
+    pub const DOUBLE_SIDED: u32 = 1 << 6;
+    /// The normal map's green channel is flipped.
+    pub const FLIP_NORMAL_MAP_Y: u32 = 1 << 7;
+    /// The normal map stores only x and y.
+    pub const TWO_COMPONENT_NORMAL_MAP: u32 = 1 << 8;
+    /// Alpha mask: fragments under the cutoff are discarded.
+    pub const ALPHA_MASK: u32 = 1 << 9;
+}
+
+/// `Material` in common.glsl.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+pub struct GpuMaterial {
+    /// Linear RGBA base colour.
+    pub base_color: [f32; 4],
+    /// rgb: linear emissive; a: exposure weight.
+    pub emissive: [f32; 4],
+    /// Perceptual roughness, metallic, reflectance, alpha cutoff.
+    pub roughness_metallic_reflectance_cutoff: [f32; 4],
+    /// The UV transform's 2x2 matrix, column-major.
+    pub uv_transform_matrix: [f32; 4],
+    /// xy: the UV transform's translation.
+    pub uv_transform_translation: [f32; 4],
+    /// x: `material_flags` bits.
+    pub flags: [u32; 4],
+}
+
+/// Per-instance vertex data: the rows of `world_from_local` (locations 4..6).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+pub struct GpuInstance {
+    /// Row i is (m\[0\]\[i\], m\[1\]\[i\], m\[2\]\[i\], translation\[i\]).
+    pub world_from_local_rows: [[f32; 4]; 3],
+}
+
+/// Push constants of the tonemap subpass.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
+pub struct GpuTonemapParams {
+    /// rgb: linear clear colour; a: 1 to write it on background pixels, 0 to keep them.
+    pub clear_color: [f32; 4],
+    /// x: operator, y: dither on, z: encode sRGB in the shader.
+    pub mode: [u32; 4],
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Sizes the GLSL std140/std430 layouts give these structs.
+    #[test]
+    fn layouts_match_glsl() {
+        assert_eq!(size_of::<GpuDirectionalLight>(), 32);
+        assert_eq!(
+            size_of::<GpuView>(),
+            4 * 64 + 5 * 16 + MAX_DIRECTIONAL_LIGHTS * 32
+        );
+        assert_eq!(size_of::<GpuClusterableLight>(), 64);
+        assert_eq!(size_of::<GpuMaterial>(), 96);
+        assert_eq!(size_of::<GpuInstance>(), 48);
+        assert_eq!(size_of::<GpuTonemapParams>(), 32);
+    }
+}

@@ -1,0 +1,163 @@
+//! The tile-deferred camera path.
+//!
+//! A camera with [`TileDeferred`] is rendered by the crate's own camera schedule
+//! ([`TileDeferredGraph`]) instead of Bevy's `Core3d`: one Vulkan render pass with three
+//! subpasses (G-buffer, lighting reading the G-buffer as input attachments, tonemap writing
+//! the camera's target), declared to the [frame-graph compiler](crate::frame_graph) and built
+//! from its plan, so only the final image leaves tile memory. `Camera3d` stays on the camera:
+//! Bevy's view, light and visibility preparation still run for it.
+//!
+//! ```no_run
+//! use bevy::prelude::*;
+//! use bevy_tile_deferred::{TileDeferred, TileDeferredPlugin};
+//!
+//! fn setup(mut commands: Commands) {
+//!     commands.spawn((Camera3d::default(), TileDeferred::default(), Msaa::Off));
+//! }
+//!
+//! App::new()
+//!     .add_plugins((DefaultPlugins, TileDeferredPlugin))
+//!     .add_systems(Startup, setup)
+//!     .run();
+//! ```
+
+mod backend;
+mod extract;
+pub mod gpu_types;
+mod pass;
+mod plan;
+pub mod report;
+
+use backend::TileBackend;
+
+use crate::{DeviceProfile, GraphicsBackend, vulkan::VulkanContext};
+use bevy::{
+    core_pipeline::schedule::Core3d,
+    ecs::schedule::ScheduleLabel,
+    prelude::*,
+    render::{
+        ExtractSchedule, Render, RenderApp, RenderStartup, RenderSystems,
+        camera::CameraRenderGraph,
+        extract_component::{ExtractComponent, ExtractComponentPlugin},
+        renderer::RenderDevice,
+    },
+};
+
+/// Put this on a `Camera3d` to render it with the tile-deferred path.
+///
+/// Keep `Camera3d` on the camera. Cameras without it keep Bevy's `Core3d` renderer; cameras
+/// with it fall back to `Core3d` (with a logged reason) where the device cannot run the tile
+/// path.
+#[derive(Component, Clone, Debug, Reflect, ExtractComponent)]
+#[extract_component_filter(With<Camera>)]
+#[reflect(Component, Clone, Debug, Default)]
+pub struct TileDeferred {
+    /// Merge the frame's passes into subpasses of one render pass (the point of this crate).
+    /// Off, the compiler plans separate render passes; the Vulkan path renders only merged
+    /// plans today and reports an unmerged plan instead of drawing it.
+    pub merge_subpasses: bool,
+}
+
+impl Default for TileDeferred {
+    fn default() -> Self {
+        Self {
+            merge_subpasses: true,
+        }
+    }
+}
+
+/// The camera schedule of tile-deferred cameras (the crate's replacement for `Core3d`).
+#[derive(ScheduleLabel, Debug, Clone, PartialEq, Eq, Hash, Default)]
+pub struct TileDeferredGraph;
+
+/// Sets up the tile path in the main and render worlds (called by the crate's plugin).
+pub(crate) fn build(app: &mut App) {
+    let reports = report::TileRenderReports::default();
+    app.add_plugins(ExtractComponentPlugin::<TileDeferred>::default())
+        .insert_resource(reports.clone())
+        .add_systems(PostUpdate, route_cameras);
+    let Some(render_app) = app.get_sub_app_mut(RenderApp) else {
+        return;
+    };
+    render_app.insert_resource(reports);
+    let mut schedule = bevy::ecs::schedule::Schedule::new(TileDeferredGraph);
+    schedule.set_build_settings(bevy::ecs::schedule::ScheduleBuildSettings {
+        auto_insert_apply_deferred: false,
+        ..default()
+    });
+    schedule.add_systems(pass::tile_deferred_pass);
+    render_app
+        .add_schedule(schedule)
+        .init_resource::<extract::TileMeshInstances>()
+        .init_resource::<extract::TileMaterials>()
+        .init_resource::<extract::ReportedEntities>()
+        .add_systems(RenderStartup, create_backend)
+        .add_systems(
+            ExtractSchedule,
+            (
+                extract::extract_tile_meshes,
+                extract::extract_tile_materials,
+                extract::report_undrawable_meshes,
+            )
+                .chain(),
+        )
+        .add_systems(Render, pass::end_frame.in_set(RenderSystems::Cleanup));
+}
+
+/// Creates the Vulkan backend on a Vulkan device (again after device loss).
+fn create_backend(
+    mut commands: Commands,
+    render_device: Res<RenderDevice>,
+    reports: Res<report::TileRenderReports>,
+) {
+    commands.remove_resource::<TileBackend>();
+    let Some(context) = VulkanContext::new(&render_device) else {
+        info!("bevy_tile_deferred: not running on Vulkan; tile cameras use Bevy's renderer");
+        return;
+    };
+    match TileBackend::new(context) {
+        Ok(backend) => {
+            if let Ok(mut live) = reports.live.lock() {
+                *live = Some(backend.context.live.clone());
+            }
+            commands.insert_resource(backend);
+        }
+        Err(error) => error!(
+            "bevy_tile_deferred: cannot create the Vulkan objects of the tile path ({error}); \
+             tile cameras use Bevy's renderer"
+        ),
+    }
+}
+
+/// Puts tile cameras on the tile schedule, and back on `Core3d` when the component goes or
+/// the device cannot run the tile path.
+fn route_cameras(
+    mut cameras: Query<(Entity, &mut CameraRenderGraph, Option<&TileDeferred>), With<Camera3d>>,
+    profile: Option<Res<DeviceProfile>>,
+    mut reported: Local<bool>,
+) {
+    let tile_capable = profile
+        .as_deref()
+        .is_none_or(|p| p.backend == GraphicsBackend::Vulkan);
+    for (entity, mut graph, tile) in &mut cameras {
+        let wanted = if tile.is_some() && tile_capable {
+            TileDeferredGraph.intern()
+        } else {
+            Core3d.intern()
+        };
+        if tile.is_some() && !tile_capable && !*reported {
+            *reported = true;
+            warn!(
+                "bevy_tile_deferred: camera {entity} asks for the tile path but the renderer is \
+                 not Vulkan ({}); it is drawn by Bevy's Core3d",
+                profile
+                    .as_deref()
+                    .map_or("unknown".into(), |p| p.backend.to_string())
+            );
+        }
+        let is_ours = graph.0 == TileDeferredGraph.intern();
+        if graph.0 != wanted && (is_ours || tile.is_some()) {
+            graph.0 = wanted;
+        }
+    }
+}

@@ -1,0 +1,105 @@
+//! What the tile path really did for each camera last frame, readable from the main world:
+//! the compiled plan and the Vulkan render pass that was created from it.
+
+use crate::frame_graph::CompiledFrame;
+use crate::vulkan::LiveObjects;
+use ash::vk;
+use bevy::{platform::collections::HashMap, prelude::*};
+use std::sync::{Arc, Mutex};
+
+/// One attachment of the `VkRenderPass` the backend created.
+#[derive(Clone, Debug, PartialEq)]
+pub struct VulkanAttachmentReport {
+    /// The frame-graph attachment's name.
+    pub name: String,
+    /// `VkFormat` as its raw value.
+    pub format: i32,
+    /// Samples per pixel.
+    pub samples: u32,
+    /// `VK_ATTACHMENT_LOAD_OP_*` as written in the render pass ("LOAD", "CLEAR", "DONT_CARE").
+    pub load_op: String,
+    /// `VK_ATTACHMENT_STORE_OP_*` ("STORE", "DONT_CARE", "NONE").
+    pub store_op: String,
+    /// Initial and final layouts as written in the render pass.
+    pub layouts: (String, String),
+    /// The `VkImageUsageFlags` of the image the crate created (None for the camera's output).
+    pub image_usage: Option<u32>,
+    /// The image lives in `LAZILY_ALLOCATED` memory.
+    pub lazily_allocated: bool,
+}
+
+/// A camera's last tile-deferred frame.
+#[derive(Clone, Debug)]
+pub struct TileViewReport {
+    /// The frame-graph compiler's plan.
+    pub compiled: CompiledFrame,
+    /// The attachments of the `VkRenderPass` actually created, in order.
+    pub attachments: Vec<VulkanAttachmentReport>,
+    /// Subpasses of the `VkRenderPass`.
+    pub subpass_count: usize,
+    /// `VkRenderPass` objects recorded for this camera in that frame.
+    pub render_passes_recorded: usize,
+    /// Instanced draws and instances in the G-buffer subpass.
+    pub draws: usize,
+    /// Mesh instances drawn.
+    pub instances: usize,
+    /// Point and spot lights drawn as light volumes.
+    pub light_volumes: usize,
+    /// Render-world frame number.
+    pub frame: u64,
+}
+
+/// Reports of every tile camera (keyed by the main-world camera entity), shared by the render
+/// world (which writes) and the main world (which reads); plus the crate's live Vulkan objects.
+#[derive(Resource, Clone, Default)]
+pub struct TileRenderReports {
+    pub(crate) views: Arc<Mutex<HashMap<Entity, TileViewReport>>>,
+    pub(crate) live: Arc<Mutex<Option<Arc<LiveObjects>>>>,
+}
+
+impl TileRenderReports {
+    /// The last report of `camera` (a main-world entity).
+    pub fn get(&self, camera: Entity) -> Option<TileViewReport> {
+        self.views.lock().ok()?.get(&camera).cloned()
+    }
+
+    /// Vulkan objects the crate currently owns (0 before the backend exists).
+    pub fn live_vulkan_objects(&self) -> i64 {
+        self.live
+            .lock()
+            .ok()
+            .and_then(|live| live.as_ref().map(|l| l.total()))
+            .unwrap_or(0)
+    }
+
+    pub(crate) fn insert(&self, camera: Entity, report: TileViewReport) {
+        if let Ok(mut views) = self.views.lock() {
+            views.insert(camera, report);
+        }
+    }
+
+    /// Drops reports of cameras not rendered since `frame - max_age`.
+    pub(crate) fn forget_older_than(&self, frame: u64, max_age: u64) {
+        if let Ok(mut views) = self.views.lock() {
+            views.retain(|_, report| frame.saturating_sub(report.frame) <= max_age);
+        }
+    }
+}
+
+pub(crate) fn load_op_name(op: vk::AttachmentLoadOp) -> String {
+    match op {
+        vk::AttachmentLoadOp::LOAD => "LOAD".into(),
+        vk::AttachmentLoadOp::CLEAR => "CLEAR".into(),
+        vk::AttachmentLoadOp::DONT_CARE => "DONT_CARE".into(),
+        other => format!("{other:?}"),
+    }
+}
+
+pub(crate) fn store_op_name(op: vk::AttachmentStoreOp) -> String {
+    match op {
+        vk::AttachmentStoreOp::STORE => "STORE".into(),
+        vk::AttachmentStoreOp::DONT_CARE => "DONT_CARE".into(),
+        vk::AttachmentStoreOp::NONE => "NONE".into(),
+        other => format!("{other:?}"),
+    }
+}

@@ -1,0 +1,308 @@
+//! Images and buffers the crate allocates itself.
+
+use super::{LiveObjects, VulkanContext};
+use ash::vk;
+use gpu_allocator::{
+    MemoryLocation,
+    vulkan::{Allocation, AllocationCreateDesc, AllocationScheme},
+};
+
+/// Where an object's memory came from.
+pub(crate) enum Memory {
+    /// A gpu-allocator sub-allocation.
+    Pooled(Allocation),
+    /// A dedicated `LAZILY_ALLOCATED` block: memoryless on tilers, backed only while a render
+    /// pass needs it.
+    Lazy(vk::DeviceMemory),
+}
+
+/// What an attachment image is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct AttachmentImageDesc {
+    pub format: vk::Format,
+    pub extent: vk::Extent2D,
+    pub samples: vk::SampleCountFlags,
+    /// Lives only inside one render pass: never loaded, never stored.
+    pub transient: bool,
+    /// Read as an input attachment.
+    pub input: bool,
+    /// Read as a sampled texture by a later pass (only when passes were not merged).
+    pub sampled: bool,
+}
+
+/// An attachment image with its view and memory.
+pub(crate) struct AttachmentImage {
+    pub image: vk::Image,
+    pub view: vk::ImageView,
+    pub desc: AttachmentImageDesc,
+    /// The usage the image was created with.
+    pub usage: vk::ImageUsageFlags,
+    /// True when the memory is lazily allocated (memoryless on tile-based GPUs).
+    pub lazily_allocated: bool,
+    memory: Memory,
+}
+
+/// A device-local buffer updated from command buffers (`vkCmdUpdateBuffer`).
+pub(crate) struct DeviceBuffer {
+    pub buffer: vk::Buffer,
+    pub size: vk::DeviceSize,
+    memory: Allocation,
+}
+
+fn is_depth(format: vk::Format) -> bool {
+    matches!(
+        format,
+        vk::Format::D16_UNORM
+            | vk::Format::D32_SFLOAT
+            | vk::Format::D24_UNORM_S8_UINT
+            | vk::Format::D32_SFLOAT_S8_UINT
+            | vk::Format::X8_D24_UNORM_PACK32
+    )
+}
+
+pub(crate) fn aspect_of(format: vk::Format) -> vk::ImageAspectFlags {
+    match format {
+        vk::Format::D24_UNORM_S8_UINT | vk::Format::D32_SFLOAT_S8_UINT => {
+            vk::ImageAspectFlags::DEPTH | vk::ImageAspectFlags::STENCIL
+        }
+        f if is_depth(f) => vk::ImageAspectFlags::DEPTH,
+        _ => vk::ImageAspectFlags::COLOR,
+    }
+}
+
+impl VulkanContext {
+    /// Creates an attachment image; transient images go to lazily allocated memory when the
+    /// device has it (device-local otherwise).
+    pub fn create_attachment_image(
+        &self,
+        name: &str,
+        desc: AttachmentImageDesc,
+    ) -> Result<AttachmentImage, vk::Result> {
+        let mut usage = if is_depth(desc.format) {
+            vk::ImageUsageFlags::DEPTH_STENCIL_ATTACHMENT
+        } else {
+            vk::ImageUsageFlags::COLOR_ATTACHMENT
+        };
+        if desc.transient {
+            usage |= vk::ImageUsageFlags::TRANSIENT_ATTACHMENT;
+        }
+        if desc.input {
+            usage |= vk::ImageUsageFlags::INPUT_ATTACHMENT;
+        }
+        if desc.sampled {
+            usage |= vk::ImageUsageFlags::SAMPLED;
+        }
+        let info = vk::ImageCreateInfo::default()
+            .image_type(vk::ImageType::TYPE_2D)
+            .format(desc.format)
+            .extent(vk::Extent3D {
+                width: desc.extent.width.max(1),
+                height: desc.extent.height.max(1),
+                depth: 1,
+            })
+            .mip_levels(1)
+            .array_layers(1)
+            .samples(desc.samples)
+            .tiling(vk::ImageTiling::OPTIMAL)
+            .usage(usage)
+            .sharing_mode(vk::SharingMode::EXCLUSIVE)
+            .initial_layout(vk::ImageLayout::UNDEFINED);
+        // SAFETY: valid create info for this device; the image is destroyed in
+        // `destroy_attachment_image`.
+        let image = unsafe { self.device.create_image(&info, None) }?;
+        LiveObjects::created(&self.live.images);
+        // SAFETY: the image was just created on this device.
+        let requirements = unsafe { self.device.get_image_memory_requirements(image) };
+
+        let lazy_type = desc
+            .transient
+            .then(|| {
+                self.memory_type_index(
+                    requirements.memory_type_bits,
+                    vk::MemoryPropertyFlags::LAZILY_ALLOCATED,
+                    vk::MemoryPropertyFlags::DEVICE_LOCAL,
+                )
+            })
+            .flatten();
+        let memory = match lazy_type {
+            Some(memory_type_index) => {
+                let allocate = vk::MemoryAllocateInfo::default()
+                    .allocation_size(requirements.size)
+                    .memory_type_index(memory_type_index);
+                // SAFETY: the type index comes from this device's memory properties and the
+                // image's requirements; freed in `destroy_attachment_image`.
+                match unsafe { self.device.allocate_memory(&allocate, None) } {
+                    Ok(memory) => Memory::Lazy(memory),
+                    Err(error) => {
+                        self.destroy_raw_image(image);
+                        return Err(error);
+                    }
+                }
+            }
+            None => {
+                match self.allocate_pooled(name, requirements, MemoryLocation::GpuOnly, false) {
+                    Ok(allocation) => Memory::Pooled(allocation),
+                    Err(error) => {
+                        self.destroy_raw_image(image);
+                        return Err(error);
+                    }
+                }
+            }
+        };
+        LiveObjects::created(&self.live.allocations);
+        let (memory_handle, offset) = match &memory {
+            // SAFETY: the allocation is alive; its block outlives the image binding.
+            Memory::Pooled(allocation) => (unsafe { allocation.memory() }, allocation.offset()),
+            Memory::Lazy(memory) => (*memory, 0),
+        };
+        let lazily_allocated = matches!(memory, Memory::Lazy(_));
+        let mut attachment = AttachmentImage {
+            image,
+            view: vk::ImageView::null(),
+            desc,
+            usage,
+            lazily_allocated,
+            memory,
+        };
+        // SAFETY: the memory satisfies the image's requirements (type, size, alignment).
+        if let Err(error) = unsafe { self.device.bind_image_memory(image, memory_handle, offset) } {
+            self.destroy_attachment_image(attachment);
+            return Err(error);
+        }
+        let view_info = vk::ImageViewCreateInfo::default()
+            .image(image)
+            .view_type(vk::ImageViewType::TYPE_2D)
+            .format(desc.format)
+            .subresource_range(vk::ImageSubresourceRange {
+                aspect_mask: aspect_of(desc.format),
+                base_mip_level: 0,
+                level_count: 1,
+                base_array_layer: 0,
+                layer_count: 1,
+            });
+        // SAFETY: the image is bound to memory and the view matches its format and usage.
+        match unsafe { self.device.create_image_view(&view_info, None) } {
+            Ok(view) => {
+                attachment.view = view;
+                LiveObjects::created(&self.live.image_views);
+                Ok(attachment)
+            }
+            Err(error) => {
+                self.destroy_attachment_image(attachment);
+                Err(error)
+            }
+        }
+    }
+
+    fn destroy_raw_image(&self, image: vk::Image) {
+        // SAFETY: the caller owns the image and the GPU no longer uses it.
+        unsafe { self.device.destroy_image(image, None) };
+        LiveObjects::destroyed(&self.live.images);
+    }
+
+    /// Destroys an attachment image, its view and memory. The GPU must be done with it.
+    pub fn destroy_attachment_image(&self, attachment: AttachmentImage) {
+        if attachment.view != vk::ImageView::null() {
+            // SAFETY: the view belongs to this device and is no longer used by the GPU.
+            unsafe { self.device.destroy_image_view(attachment.view, None) };
+            LiveObjects::destroyed(&self.live.image_views);
+        }
+        self.destroy_raw_image(attachment.image);
+        self.free_memory(attachment.memory);
+    }
+
+    fn free_memory(&self, memory: Memory) {
+        match memory {
+            Memory::Pooled(allocation) => {
+                let freed = self
+                    .allocator
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .free(allocation);
+                if let Err(error) = freed {
+                    bevy::log::error!("bevy_tile_deferred: freeing memory failed: {error}");
+                }
+            }
+            // SAFETY: the block was allocated by this device and nothing bound to it is used.
+            Memory::Lazy(memory) => unsafe { self.device.free_memory(memory, None) },
+        }
+        LiveObjects::destroyed(&self.live.allocations);
+    }
+
+    fn allocate_pooled(
+        &self,
+        name: &str,
+        requirements: vk::MemoryRequirements,
+        location: MemoryLocation,
+        linear: bool,
+    ) -> Result<Allocation, vk::Result> {
+        self.allocator
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .allocate(&AllocationCreateDesc {
+                name,
+                requirements,
+                location,
+                linear,
+                allocation_scheme: AllocationScheme::GpuAllocatorManaged,
+            })
+            .map_err(|error| {
+                bevy::log::error!("bevy_tile_deferred: cannot allocate {name}: {error}");
+                vk::Result::ERROR_OUT_OF_DEVICE_MEMORY
+            })
+    }
+
+    /// Creates a device-local buffer that command buffers update with `vkCmdUpdateBuffer`.
+    pub fn create_device_buffer(
+        &self,
+        name: &str,
+        size: vk::DeviceSize,
+        usage: vk::BufferUsageFlags,
+    ) -> Result<DeviceBuffer, vk::Result> {
+        let size = size.max(16).next_multiple_of(16);
+        let info = vk::BufferCreateInfo::default()
+            .size(size)
+            .usage(usage | vk::BufferUsageFlags::TRANSFER_DST)
+            .sharing_mode(vk::SharingMode::EXCLUSIVE);
+        // SAFETY: valid create info; destroyed in `destroy_device_buffer`.
+        let buffer = unsafe { self.device.create_buffer(&info, None) }?;
+        LiveObjects::created(&self.live.buffers);
+        // SAFETY: the buffer was just created on this device.
+        let requirements = unsafe { self.device.get_buffer_memory_requirements(buffer) };
+        let memory = match self.allocate_pooled(name, requirements, MemoryLocation::GpuOnly, true) {
+            Ok(memory) => memory,
+            Err(error) => {
+                // SAFETY: never used.
+                unsafe { self.device.destroy_buffer(buffer, None) };
+                LiveObjects::destroyed(&self.live.buffers);
+                return Err(error);
+            }
+        };
+        LiveObjects::created(&self.live.allocations);
+        // SAFETY: the allocation satisfies the buffer's requirements.
+        let bound = unsafe {
+            self.device
+                .bind_buffer_memory(buffer, memory.memory(), memory.offset())
+        };
+        let device_buffer = DeviceBuffer {
+            buffer,
+            size,
+            memory,
+        };
+        match bound {
+            Ok(()) => Ok(device_buffer),
+            Err(error) => {
+                self.destroy_device_buffer(device_buffer);
+                Err(error)
+            }
+        }
+    }
+
+    /// Destroys a buffer and frees its memory. The GPU must be done with it.
+    pub fn destroy_device_buffer(&self, buffer: DeviceBuffer) {
+        // SAFETY: the buffer belongs to this device and is no longer used.
+        unsafe { self.device.destroy_buffer(buffer.buffer, None) };
+        LiveObjects::destroyed(&self.live.buffers);
+        self.free_memory(Memory::Pooled(buffer.memory));
+    }
+}

@@ -1,0 +1,33 @@
+//! The Vulkan backend of the tile path, recorded with ash through wgpu's hal interop.
+//!
+//! # Design
+//!
+//! wgpu cannot express subpasses, input attachments or memoryless attachments, so the tile path
+//! records its native render pass with ash on a command encoder of its own, obtained from wgpu
+//! with `as_hal_mut` and handed back to Bevy with `RenderContext::add_command_buffer`, which
+//! keeps submission order. Everything wgpu must know about goes through wgpu on Bevy's encoder
+//! *before* that buffer: layout transitions of the output image, the meshes' vertex buffers and
+//! the sampled textures (`transition_resources`), and a first-use clear of output images wgpu
+//! believes uninitialised (it would otherwise zero-fill them before its next read, wiping what
+//! the raw pass drew). Swapchain images are never transitioned through wgpu, which moves them to
+//! `PRESENT_SRC_KHR` after each command buffer: the raw pass takes them from `UNDEFINED` (or
+//! `PRESENT_SRC_KHR` when it loads) and leaves them in `PRESENT_SRC_KHR`.
+//!
+//! Objects the crate creates are owned here: attachment images (G-buffer, depth, light
+//! accumulation; `TRANSIENT_ATTACHMENT` in lazily allocated memory where the device has it),
+//! buffers, render passes, framebuffers, pipelines, descriptor sets and samplers. They are
+//! counted ([`LiveObjects`]) so leaks are testable, and destroyed only once the GPU is done with
+//! them ([`Graveyard`]).
+//!
+//! Layout follows wgpu-hal's Vulkan backend: [`context`] (the device), `memory` (images and
+//! buffers), `conv` (frame-graph enums to Vulkan), `render_pass` (native passes from the
+//! compiled frame), `pipeline` (shader modules and pipelines).
+
+pub(crate) mod context;
+pub(crate) mod memory;
+
+pub use context::LiveObjects;
+pub(crate) use context::{Graveyard, VulkanContext};
+pub(crate) mod conv;
+pub(crate) mod pipeline;
+pub(crate) mod render_pass;

@@ -1,0 +1,457 @@
+//! Shader modules, descriptor set layouts and the pipelines of the tile-deferred pass.
+//!
+//! One pipeline layout serves every pipeline of the pass: set 0 view (uniform + lights), set 1
+//! material (uniform + 5 textures), set 2 the G-buffer input attachments, set 3 the tonemap
+//! inputs (light, depth, LUT), and 32 bytes of fragment push constants. Binding the view set once
+//! per pass and switching only the material set per draw keeps the command stream short.
+
+use super::{LiveObjects, VulkanContext};
+use ash::vk;
+use std::ffi::CStr;
+
+const ENTRY: &CStr = c"main";
+
+/// SPIR-V of the tile-deferred shaders, compiled from `src/tile_deferred/shaders` by
+/// `scripts/compile-shaders.sh` (a test checks they match their GLSL sources).
+pub(crate) mod spirv {
+    macro_rules! shader {
+        ($name:ident, $file:literal) => {
+            pub const $name: &[u8] =
+                include_bytes!(concat!("../tile_deferred/shaders/", $file, ".spv"));
+        };
+    }
+    shader!(GBUFFER_VERT, "gbuffer.vert");
+    shader!(GBUFFER_FRAG, "gbuffer.frag");
+    shader!(FULLSCREEN_VERT, "fullscreen.vert");
+    shader!(LIGHTING_GLOBAL_FRAG, "lighting_global.frag");
+    shader!(LIGHT_VOLUME_VERT, "light_volume.vert");
+    shader!(LIGHT_VOLUME_FRAG, "light_volume.frag");
+    shader!(TONEMAP_FRAG, "tonemap.frag");
+}
+
+/// The descriptor set layouts and the pipeline layout shared by all tile pipelines.
+pub(crate) struct TileLayouts {
+    pub view: vk::DescriptorSetLayout,
+    pub material: vk::DescriptorSetLayout,
+    pub gbuffer_inputs: vk::DescriptorSetLayout,
+    pub tonemap_inputs: vk::DescriptorSetLayout,
+    pub pipeline_layout: vk::PipelineLayout,
+}
+
+/// The shader modules, created once.
+pub(crate) struct TileShaders {
+    pub gbuffer_vert: vk::ShaderModule,
+    pub gbuffer_frag: vk::ShaderModule,
+    pub fullscreen_vert: vk::ShaderModule,
+    pub lighting_global_frag: vk::ShaderModule,
+    pub light_volume_vert: vk::ShaderModule,
+    pub light_volume_frag: vk::ShaderModule,
+    pub tonemap_frag: vk::ShaderModule,
+}
+
+fn binding(
+    index: u32,
+    ty: vk::DescriptorType,
+    stages: vk::ShaderStageFlags,
+) -> vk::DescriptorSetLayoutBinding<'static> {
+    vk::DescriptorSetLayoutBinding::default()
+        .binding(index)
+        .descriptor_type(ty)
+        .descriptor_count(1)
+        .stage_flags(stages)
+}
+
+impl VulkanContext {
+    fn create_set_layout(
+        &self,
+        bindings: &[vk::DescriptorSetLayoutBinding],
+    ) -> Result<vk::DescriptorSetLayout, vk::Result> {
+        let info = vk::DescriptorSetLayoutCreateInfo::default().bindings(bindings);
+        // SAFETY: valid bindings; destroyed in `destroy_layouts`.
+        let layout = unsafe { self.device.create_descriptor_set_layout(&info, None) }?;
+        LiveObjects::created(&self.live.other);
+        Ok(layout)
+    }
+
+    /// Creates the shared layouts.
+    pub fn create_layouts(&self) -> Result<TileLayouts, vk::Result> {
+        use vk::{DescriptorType as D, ShaderStageFlags as S};
+        let vertex_fragment = S::VERTEX | S::FRAGMENT;
+        let view = self.create_set_layout(&[
+            binding(0, D::UNIFORM_BUFFER, vertex_fragment),
+            binding(1, D::STORAGE_BUFFER, vertex_fragment),
+        ])?;
+        let material = self.create_set_layout(&[
+            binding(0, D::UNIFORM_BUFFER, vertex_fragment),
+            binding(1, D::COMBINED_IMAGE_SAMPLER, S::FRAGMENT),
+            binding(2, D::COMBINED_IMAGE_SAMPLER, S::FRAGMENT),
+            binding(3, D::COMBINED_IMAGE_SAMPLER, S::FRAGMENT),
+            binding(4, D::COMBINED_IMAGE_SAMPLER, S::FRAGMENT),
+            binding(5, D::COMBINED_IMAGE_SAMPLER, S::FRAGMENT),
+        ])?;
+        let gbuffer_inputs = self.create_set_layout(&[
+            binding(0, D::INPUT_ATTACHMENT, S::FRAGMENT),
+            binding(1, D::INPUT_ATTACHMENT, S::FRAGMENT),
+            binding(2, D::INPUT_ATTACHMENT, S::FRAGMENT),
+            binding(3, D::INPUT_ATTACHMENT, S::FRAGMENT),
+        ])?;
+        let tonemap_inputs = self.create_set_layout(&[
+            binding(0, D::INPUT_ATTACHMENT, S::FRAGMENT),
+            binding(1, D::INPUT_ATTACHMENT, S::FRAGMENT),
+            binding(2, D::COMBINED_IMAGE_SAMPLER, S::FRAGMENT),
+        ])?;
+        let set_layouts = [view, material, gbuffer_inputs, tonemap_inputs];
+        let push_constants = [vk::PushConstantRange::default()
+            .stage_flags(S::FRAGMENT)
+            .offset(0)
+            .size(size_of::<crate::tile_deferred::gpu_types::GpuTonemapParams>() as u32)];
+        let info = vk::PipelineLayoutCreateInfo::default()
+            .set_layouts(&set_layouts)
+            .push_constant_ranges(&push_constants);
+        // SAFETY: the set layouts were just created on this device.
+        let pipeline_layout = unsafe { self.device.create_pipeline_layout(&info, None) }?;
+        LiveObjects::created(&self.live.other);
+        Ok(TileLayouts {
+            view,
+            material,
+            gbuffer_inputs,
+            tonemap_inputs,
+            pipeline_layout,
+        })
+    }
+
+    /// Destroys the shared layouts. No pipeline or set using them may be in use.
+    pub fn destroy_layouts(&self, layouts: TileLayouts) {
+        // SAFETY: created by this device; nothing in flight uses them.
+        unsafe {
+            self.device
+                .destroy_pipeline_layout(layouts.pipeline_layout, None);
+            for layout in [
+                layouts.view,
+                layouts.material,
+                layouts.gbuffer_inputs,
+                layouts.tonemap_inputs,
+            ] {
+                self.device.destroy_descriptor_set_layout(layout, None);
+            }
+        }
+        for _ in 0..5 {
+            LiveObjects::destroyed(&self.live.other);
+        }
+    }
+
+    fn create_shader_module(&self, spirv: &[u8]) -> Result<vk::ShaderModule, vk::Result> {
+        let words = ash::util::read_spv(&mut std::io::Cursor::new(spirv))
+            .map_err(|_| vk::Result::ERROR_INVALID_SHADER_NV)?;
+        let info = vk::ShaderModuleCreateInfo::default().code(&words);
+        // SAFETY: the words are SPIR-V produced by glslangValidator for Vulkan 1.1.
+        let module = unsafe { self.device.create_shader_module(&info, None) }?;
+        LiveObjects::created(&self.live.other);
+        Ok(module)
+    }
+
+    /// Creates the shader modules.
+    pub fn create_shaders(&self) -> Result<TileShaders, vk::Result> {
+        Ok(TileShaders {
+            gbuffer_vert: self.create_shader_module(spirv::GBUFFER_VERT)?,
+            gbuffer_frag: self.create_shader_module(spirv::GBUFFER_FRAG)?,
+            fullscreen_vert: self.create_shader_module(spirv::FULLSCREEN_VERT)?,
+            lighting_global_frag: self.create_shader_module(spirv::LIGHTING_GLOBAL_FRAG)?,
+            light_volume_vert: self.create_shader_module(spirv::LIGHT_VOLUME_VERT)?,
+            light_volume_frag: self.create_shader_module(spirv::LIGHT_VOLUME_FRAG)?,
+            tonemap_frag: self.create_shader_module(spirv::TONEMAP_FRAG)?,
+        })
+    }
+
+    /// Destroys the shader modules.
+    pub fn destroy_shaders(&self, shaders: TileShaders) {
+        for module in [
+            shaders.gbuffer_vert,
+            shaders.gbuffer_frag,
+            shaders.fullscreen_vert,
+            shaders.lighting_global_frag,
+            shaders.light_volume_vert,
+            shaders.light_volume_frag,
+            shaders.tonemap_frag,
+        ] {
+            // SAFETY: created by this device; pipelines keep their own copy of the code.
+            unsafe { self.device.destroy_shader_module(module, None) };
+            LiveObjects::destroyed(&self.live.other);
+        }
+    }
+
+    /// Destroys a pipeline. The GPU must be done with it.
+    pub fn destroy_pipeline(&self, pipeline: vk::Pipeline) {
+        // SAFETY: created by this device; no command buffer in flight uses it.
+        unsafe { self.device.destroy_pipeline(pipeline, None) };
+        LiveObjects::destroyed(&self.live.pipelines);
+    }
+
+    fn create_graphics_pipeline(
+        &self,
+        info: &vk::GraphicsPipelineCreateInfo,
+    ) -> Result<vk::Pipeline, vk::Result> {
+        // SAFETY: the create info references live shader modules, layouts and render pass, and
+        // all its state structs outlive this call.
+        let pipelines = unsafe {
+            self.device.create_graphics_pipelines(
+                vk::PipelineCache::null(),
+                std::slice::from_ref(info),
+                None,
+            )
+        }
+        .map_err(|(_, error)| error)?;
+        LiveObjects::created(&self.live.pipelines);
+        Ok(pipelines[0])
+    }
+}
+
+/// What varies between G-buffer pipelines: the mesh's vertex layout and the material's
+/// rasterisation state.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct GbufferPipelineKey {
+    /// Stride of the mesh's interleaved vertex buffer.
+    pub stride: u32,
+    /// (format, offset) of position, normal, uv0, tangent; `None` where the mesh lacks one.
+    pub attributes: [Option<(vk::Format, u32)>; 4],
+    pub topology: vk::PrimitiveTopology,
+    pub cull_mode: vk::CullModeFlags,
+    pub alpha_mask: bool,
+    pub samples: vk::SampleCountFlags,
+}
+
+/// The render pass and subpass a pipeline is built for.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct PipelineTarget {
+    pub render_pass: vk::RenderPass,
+    pub subpass: u32,
+    pub color_attachments: u32,
+    pub samples: vk::SampleCountFlags,
+}
+
+const DYNAMIC: [vk::DynamicState; 2] = [vk::DynamicState::VIEWPORT, vk::DynamicState::SCISSOR];
+
+fn bool32(value: bool) -> [u8; 4] {
+    u32::from(value).to_ne_bytes()
+}
+
+impl VulkanContext {
+    /// The G-buffer pipeline for one mesh layout and material state.
+    pub fn create_gbuffer_pipeline(
+        &self,
+        layouts: &TileLayouts,
+        shaders: &TileShaders,
+        target: PipelineTarget,
+        key: &GbufferPipelineKey,
+    ) -> Result<vk::Pipeline, vk::Result> {
+        let constants: Vec<u8> = [
+            key.attributes[1].is_some(),
+            key.attributes[2].is_some(),
+            key.attributes[3].is_some(),
+            key.alpha_mask,
+        ]
+        .into_iter()
+        .flat_map(bool32)
+        .collect();
+        let map_entries: Vec<vk::SpecializationMapEntry> = (0..4)
+            .map(|id| {
+                vk::SpecializationMapEntry::default()
+                    .constant_id(id)
+                    .offset(id * 4)
+                    .size(4)
+            })
+            .collect();
+        let specialization = vk::SpecializationInfo::default()
+            .map_entries(&map_entries)
+            .data(&constants);
+        let stages = [
+            vk::PipelineShaderStageCreateInfo::default()
+                .stage(vk::ShaderStageFlags::VERTEX)
+                .module(shaders.gbuffer_vert)
+                .name(ENTRY)
+                .specialization_info(&specialization),
+            vk::PipelineShaderStageCreateInfo::default()
+                .stage(vk::ShaderStageFlags::FRAGMENT)
+                .module(shaders.gbuffer_frag)
+                .name(ENTRY)
+                .specialization_info(&specialization),
+        ];
+
+        // Binding 0: the mesh; 1: a zero buffer (stride 0) for missing attributes; 2: instances.
+        let bindings = [
+            vk::VertexInputBindingDescription {
+                binding: 0,
+                stride: key.stride,
+                input_rate: vk::VertexInputRate::VERTEX,
+            },
+            vk::VertexInputBindingDescription {
+                binding: 1,
+                stride: 0,
+                input_rate: vk::VertexInputRate::VERTEX,
+            },
+            vk::VertexInputBindingDescription {
+                binding: 2,
+                stride: size_of::<crate::tile_deferred::gpu_types::GpuInstance>() as u32,
+                input_rate: vk::VertexInputRate::INSTANCE,
+            },
+        ];
+        let fallback_formats = [
+            vk::Format::R32G32B32_SFLOAT,
+            vk::Format::R32G32B32_SFLOAT,
+            vk::Format::R32G32_SFLOAT,
+            vk::Format::R32G32B32A32_SFLOAT,
+        ];
+        let mut attributes: Vec<vk::VertexInputAttributeDescription> = key
+            .attributes
+            .iter()
+            .zip(fallback_formats)
+            .enumerate()
+            .map(|(location, (attribute, fallback))| match attribute {
+                Some((format, offset)) => vk::VertexInputAttributeDescription {
+                    location: location as u32,
+                    binding: 0,
+                    format: *format,
+                    offset: *offset,
+                },
+                None => vk::VertexInputAttributeDescription {
+                    location: location as u32,
+                    binding: 1,
+                    format: fallback,
+                    offset: 0,
+                },
+            })
+            .collect();
+        attributes.extend((0..3).map(|row| vk::VertexInputAttributeDescription {
+            location: 4 + row,
+            binding: 2,
+            format: vk::Format::R32G32B32A32_SFLOAT,
+            offset: row * 16,
+        }));
+        let vertex_input = vk::PipelineVertexInputStateCreateInfo::default()
+            .vertex_binding_descriptions(&bindings)
+            .vertex_attribute_descriptions(&attributes);
+        let input_assembly =
+            vk::PipelineInputAssemblyStateCreateInfo::default().topology(key.topology);
+        let rasterization = vk::PipelineRasterizationStateCreateInfo::default()
+            .polygon_mode(vk::PolygonMode::FILL)
+            .cull_mode(key.cull_mode)
+            // Bevy's winding with wgpu's negative viewport height, as wgpu sets it.
+            .front_face(vk::FrontFace::COUNTER_CLOCKWISE)
+            .line_width(1.0);
+        let depth = vk::PipelineDepthStencilStateCreateInfo::default()
+            .depth_test_enable(true)
+            .depth_write_enable(true)
+            .depth_compare_op(vk::CompareOp::GREATER_OR_EQUAL);
+        let blend_attachments: Vec<vk::PipelineColorBlendAttachmentState> = (0..target
+            .color_attachments)
+            .map(|_| {
+                vk::PipelineColorBlendAttachmentState::default()
+                    .color_write_mask(vk::ColorComponentFlags::RGBA)
+            })
+            .collect();
+        self.create_graphics_pipeline_with(
+            layouts,
+            target,
+            &stages,
+            &vertex_input,
+            &input_assembly,
+            &rasterization,
+            Some(&depth),
+            &blend_attachments,
+        )
+    }
+
+    /// A full-screen or light-volume pipeline of the lighting or tonemap subpass.
+    pub fn create_screen_pipeline(
+        &self,
+        layouts: &TileLayouts,
+        target: PipelineTarget,
+        vertex: vk::ShaderModule,
+        fragment: vk::ShaderModule,
+        additive: bool,
+    ) -> Result<vk::Pipeline, vk::Result> {
+        let stages = [
+            vk::PipelineShaderStageCreateInfo::default()
+                .stage(vk::ShaderStageFlags::VERTEX)
+                .module(vertex)
+                .name(ENTRY),
+            vk::PipelineShaderStageCreateInfo::default()
+                .stage(vk::ShaderStageFlags::FRAGMENT)
+                .module(fragment)
+                .name(ENTRY),
+        ];
+        let vertex_input = vk::PipelineVertexInputStateCreateInfo::default();
+        let input_assembly = vk::PipelineInputAssemblyStateCreateInfo::default()
+            .topology(vk::PrimitiveTopology::TRIANGLE_LIST);
+        let rasterization = vk::PipelineRasterizationStateCreateInfo::default()
+            .polygon_mode(vk::PolygonMode::FILL)
+            .cull_mode(vk::CullModeFlags::NONE)
+            .front_face(vk::FrontFace::COUNTER_CLOCKWISE)
+            .line_width(1.0);
+        let blend = if additive {
+            vk::PipelineColorBlendAttachmentState::default()
+                .blend_enable(true)
+                .src_color_blend_factor(vk::BlendFactor::ONE)
+                .dst_color_blend_factor(vk::BlendFactor::ONE)
+                .color_blend_op(vk::BlendOp::ADD)
+                .src_alpha_blend_factor(vk::BlendFactor::ONE)
+                .dst_alpha_blend_factor(vk::BlendFactor::ONE)
+                .alpha_blend_op(vk::BlendOp::ADD)
+                .color_write_mask(vk::ColorComponentFlags::RGBA)
+        } else {
+            vk::PipelineColorBlendAttachmentState::default()
+                .color_write_mask(vk::ColorComponentFlags::RGBA)
+        };
+        let blend_attachments = vec![blend; target.color_attachments as usize];
+        self.create_graphics_pipeline_with(
+            layouts,
+            target,
+            &stages,
+            &vertex_input,
+            &input_assembly,
+            &rasterization,
+            None,
+            &blend_attachments,
+        )
+    }
+
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "the fixed-function state of one pipeline"
+    )]
+    fn create_graphics_pipeline_with(
+        &self,
+        layouts: &TileLayouts,
+        target: PipelineTarget,
+        stages: &[vk::PipelineShaderStageCreateInfo],
+        vertex_input: &vk::PipelineVertexInputStateCreateInfo,
+        input_assembly: &vk::PipelineInputAssemblyStateCreateInfo,
+        rasterization: &vk::PipelineRasterizationStateCreateInfo,
+        depth: Option<&vk::PipelineDepthStencilStateCreateInfo>,
+        blend_attachments: &[vk::PipelineColorBlendAttachmentState],
+    ) -> Result<vk::Pipeline, vk::Result> {
+        let viewport = vk::PipelineViewportStateCreateInfo::default()
+            .viewport_count(1)
+            .scissor_count(1);
+        let multisample =
+            vk::PipelineMultisampleStateCreateInfo::default().rasterization_samples(target.samples);
+        let blend = vk::PipelineColorBlendStateCreateInfo::default().attachments(blend_attachments);
+        let dynamic = vk::PipelineDynamicStateCreateInfo::default().dynamic_states(&DYNAMIC);
+        let mut info = vk::GraphicsPipelineCreateInfo::default()
+            .stages(stages)
+            .vertex_input_state(vertex_input)
+            .input_assembly_state(input_assembly)
+            .viewport_state(&viewport)
+            .rasterization_state(rasterization)
+            .multisample_state(&multisample)
+            .color_blend_state(&blend)
+            .dynamic_state(&dynamic)
+            .layout(layouts.pipeline_layout)
+            .render_pass(target.render_pass)
+            .subpass(target.subpass);
+        if let Some(depth) = depth {
+            info = info.depth_stencil_state(depth);
+        }
+        self.create_graphics_pipeline(&info)
+    }
+}

@@ -1,0 +1,286 @@
+//! Native Vulkan render passes built from the frame graph's compiled plan.
+//!
+//! The backend decides nothing the compiler decided: attachments, load/store ops, subpass
+//! references, preserve lists and dependencies come from the [`NativePass`] as they are. What
+//! is left to the backend is Vulkan-specific: image layouts (from how each subpass uses an
+//! attachment) and how the imported output is handed over (a swapchain image ends in
+//! `PRESENT_SRC_KHR`; an image wgpu tracks stays in `COLOR_ATTACHMENT_OPTIMAL`).
+
+use super::{LiveObjects, VulkanContext, conv};
+use crate::frame_graph::{NativePass, ResourceId, SubpassIndex};
+use ash::vk;
+
+/// How the imported output image is handed over at the start and end of the pass.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum OutputKind {
+    /// A swapchain image: wgpu leaves it in `PRESENT_SRC_KHR` after every command buffer.
+    Swapchain,
+    /// An image wgpu tracks, transitioned by wgpu to `COLOR_ATTACHMENT_OPTIMAL` beforehand.
+    TrackedImage,
+}
+
+/// The plain-data description of a render pass (what `vkCreateRenderPass` receives). Its
+/// `Debug` text is the cache key: equal texts give compatible, identical render passes.
+#[derive(Clone, Debug)]
+pub(crate) struct RenderPassDescription {
+    pub attachments: Vec<vk::AttachmentDescription>,
+    pub subpasses: Vec<SubpassDescription>,
+    pub dependencies: Vec<vk::SubpassDependency>,
+}
+
+/// One subpass's attachment references.
+#[derive(Clone, Debug)]
+pub(crate) struct SubpassDescription {
+    pub color: Vec<vk::AttachmentReference>,
+    pub input: Vec<vk::AttachmentReference>,
+    pub resolve: Vec<vk::AttachmentReference>,
+    pub depth: Option<vk::AttachmentReference>,
+    pub preserve: Vec<u32>,
+}
+
+fn is_depth_format(format: vk::Format) -> bool {
+    super::memory::aspect_of(format).contains(vk::ImageAspectFlags::DEPTH)
+}
+
+/// The layout a subpass needs an attachment in.
+fn layout_in_subpass(
+    native: &NativePass,
+    subpass: usize,
+    attachment: usize,
+) -> Option<vk::ImageLayout> {
+    let s = &native.subpasses[subpass];
+    let as_color = s.color.contains(&attachment) || s.resolve.contains(&Some(attachment));
+    let as_input = s.input.contains(&attachment);
+    let as_depth = s.depth.as_ref().filter(|d| d.attachment == attachment);
+    let depth_format = is_depth_format(conv::format(native.attachments[attachment].format));
+    Some(match (as_color, as_input, as_depth) {
+        (false, false, None) if s.depth_resolve == Some(attachment) => {
+            vk::ImageLayout::DEPTH_STENCIL_ATTACHMENT_OPTIMAL
+        }
+        (false, false, None) => return None,
+        (true, false, None) => vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL,
+        // Read and written in one subpass (programmable blending): only GENERAL allows both.
+        (true, true, _) => vk::ImageLayout::GENERAL,
+        (false, true, None) if depth_format => vk::ImageLayout::DEPTH_STENCIL_READ_ONLY_OPTIMAL,
+        (false, true, None) => vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL,
+        (_, true, Some(depth)) if depth.read_only => {
+            vk::ImageLayout::DEPTH_STENCIL_READ_ONLY_OPTIMAL
+        }
+        (_, true, Some(_)) => vk::ImageLayout::GENERAL,
+        (_, false, Some(depth)) if depth.read_only => {
+            vk::ImageLayout::DEPTH_STENCIL_READ_ONLY_OPTIMAL
+        }
+        (_, false, Some(_)) => vk::ImageLayout::DEPTH_STENCIL_ATTACHMENT_OPTIMAL,
+    })
+}
+
+/// Describes the render pass of `native`. `output` names the imported output attachment and
+/// how it is handed over; `sampled_later` lists resources a later native pass samples (they
+/// end in `SHADER_READ_ONLY_OPTIMAL`); `layout_before` gives the layout a loaded attachment is
+/// in when the pass starts (from an earlier native pass).
+pub(crate) fn describe(
+    native: &NativePass,
+    output: Option<(ResourceId, OutputKind)>,
+    sampled_later: &[ResourceId],
+    layout_before: impl Fn(ResourceId) -> Option<vk::ImageLayout>,
+) -> RenderPassDescription {
+    let attachment_count = native.attachments.len();
+    let mut first_layout = vec![None; attachment_count];
+    let mut last_layout = vec![None; attachment_count];
+    for subpass in 0..native.subpasses.len() {
+        for attachment in 0..attachment_count {
+            if let Some(layout) = layout_in_subpass(native, subpass, attachment) {
+                first_layout[attachment].get_or_insert(layout);
+                last_layout[attachment] = Some(layout);
+            }
+        }
+    }
+
+    let attachments = native
+        .attachments
+        .iter()
+        .enumerate()
+        .map(|(i, a)| {
+            let format = conv::format(a.format);
+            let loads = matches!(a.load, crate::frame_graph::LoadOp::Load);
+            let used = last_layout[i].unwrap_or(vk::ImageLayout::GENERAL);
+            let output_kind = output.filter(|(id, _)| *id == a.resource).map(|(_, k)| k);
+            let (initial, final_layout) = match output_kind {
+                Some(OutputKind::Swapchain) => (
+                    if loads {
+                        vk::ImageLayout::PRESENT_SRC_KHR
+                    } else {
+                        vk::ImageLayout::UNDEFINED
+                    },
+                    vk::ImageLayout::PRESENT_SRC_KHR,
+                ),
+                Some(OutputKind::TrackedImage) => (
+                    vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL,
+                    vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL,
+                ),
+                None => (
+                    if loads {
+                        layout_before(a.resource)
+                            .unwrap_or(first_layout[i].unwrap_or(vk::ImageLayout::GENERAL))
+                    } else {
+                        vk::ImageLayout::UNDEFINED
+                    },
+                    if sampled_later.contains(&a.resource) {
+                        vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL
+                    } else {
+                        used
+                    },
+                ),
+            };
+            let depth = is_depth_format(format);
+            let (load, store) = (conv::load_op(&a.load), conv::store_op(a.store));
+            let has_stencil = a.format.has_stencil();
+            vk::AttachmentDescription::default()
+                .format(format)
+                .samples(conv::samples(a.samples))
+                .load_op(load)
+                .store_op(store)
+                .stencil_load_op(if depth && has_stencil {
+                    load
+                } else {
+                    vk::AttachmentLoadOp::DONT_CARE
+                })
+                .stencil_store_op(if depth && has_stencil {
+                    store
+                } else {
+                    vk::AttachmentStoreOp::DONT_CARE
+                })
+                .initial_layout(initial)
+                .final_layout(final_layout)
+        })
+        .collect();
+
+    let reference = |subpass: usize, attachment: usize| vk::AttachmentReference {
+        attachment: attachment as u32,
+        layout: layout_in_subpass(native, subpass, attachment).unwrap_or(vk::ImageLayout::GENERAL),
+    };
+    let subpasses = native
+        .subpasses
+        .iter()
+        .enumerate()
+        .map(|(i, s)| SubpassDescription {
+            color: s.color.iter().map(|&a| reference(i, a)).collect(),
+            input: s.input.iter().map(|&a| reference(i, a)).collect(),
+            resolve: if s.resolve.iter().any(Option::is_some) {
+                s.resolve
+                    .iter()
+                    .map(|r| match r {
+                        Some(a) => reference(i, *a),
+                        None => vk::AttachmentReference {
+                            attachment: vk::ATTACHMENT_UNUSED,
+                            layout: vk::ImageLayout::UNDEFINED,
+                        },
+                    })
+                    .collect()
+            } else {
+                Vec::new()
+            },
+            depth: s.depth.as_ref().map(|d| reference(i, d.attachment)),
+            preserve: s.preserve.iter().map(|&a| a as u32).collect(),
+        })
+        .collect();
+
+    let index = |s: SubpassIndex| match s {
+        SubpassIndex::External => vk::SUBPASS_EXTERNAL,
+        SubpassIndex::Index(i) => i,
+    };
+    let dependencies = native
+        .dependencies
+        .iter()
+        .map(|d| {
+            vk::SubpassDependency::default()
+                .src_subpass(index(d.src))
+                .dst_subpass(index(d.dst))
+                .src_stage_mask(conv::stages(d.src_stages))
+                .dst_stage_mask(conv::stages(d.dst_stages))
+                .src_access_mask(conv::access(d.src_access))
+                .dst_access_mask(conv::access(d.dst_access))
+                .dependency_flags(if d.by_region {
+                    vk::DependencyFlags::BY_REGION
+                } else {
+                    vk::DependencyFlags::empty()
+                })
+        })
+        .collect();
+
+    RenderPassDescription {
+        attachments,
+        subpasses,
+        dependencies,
+    }
+}
+
+impl VulkanContext {
+    /// Creates the `VkRenderPass` of a description.
+    pub fn create_render_pass(
+        &self,
+        description: &RenderPassDescription,
+    ) -> Result<vk::RenderPass, vk::Result> {
+        let subpasses: Vec<vk::SubpassDescription> = description
+            .subpasses
+            .iter()
+            .map(|s| {
+                let mut desc = vk::SubpassDescription::default()
+                    .pipeline_bind_point(vk::PipelineBindPoint::GRAPHICS)
+                    .color_attachments(&s.color)
+                    .input_attachments(&s.input)
+                    .preserve_attachments(&s.preserve);
+                if !s.resolve.is_empty() {
+                    desc = desc.resolve_attachments(&s.resolve);
+                }
+                if let Some(depth) = &s.depth {
+                    desc = desc.depth_stencil_attachment(depth);
+                }
+                desc
+            })
+            .collect();
+        let info = vk::RenderPassCreateInfo::default()
+            .attachments(&description.attachments)
+            .subpasses(&subpasses)
+            .dependencies(&description.dependencies);
+        // SAFETY: the description references only its own attachments and subpasses (built by
+        // `describe` from a validated plan); destroyed through `destroy_render_pass`.
+        let render_pass = unsafe { self.device.create_render_pass(&info, None) }?;
+        LiveObjects::created(&self.live.render_passes);
+        Ok(render_pass)
+    }
+
+    /// Destroys a render pass. The GPU must be done with it.
+    pub fn destroy_render_pass(&self, render_pass: vk::RenderPass) {
+        // SAFETY: created by this device; no command buffer in flight uses it.
+        unsafe { self.device.destroy_render_pass(render_pass, None) };
+        LiveObjects::destroyed(&self.live.render_passes);
+    }
+
+    /// Creates a framebuffer over `views` for `render_pass`.
+    pub fn create_framebuffer(
+        &self,
+        render_pass: vk::RenderPass,
+        views: &[vk::ImageView],
+        extent: vk::Extent2D,
+    ) -> Result<vk::Framebuffer, vk::Result> {
+        let info = vk::FramebufferCreateInfo::default()
+            .render_pass(render_pass)
+            .attachments(views)
+            .width(extent.width)
+            .height(extent.height)
+            .layers(1);
+        // SAFETY: the views match the render pass's attachments in count, format and samples,
+        // and are at least `extent` large.
+        let framebuffer = unsafe { self.device.create_framebuffer(&info, None) }?;
+        LiveObjects::created(&self.live.framebuffers);
+        Ok(framebuffer)
+    }
+
+    /// Destroys a framebuffer. The GPU must be done with it.
+    pub fn destroy_framebuffer(&self, framebuffer: vk::Framebuffer) {
+        // SAFETY: created by this device; no command buffer in flight uses it.
+        unsafe { self.device.destroy_framebuffer(framebuffer, None) };
+        LiveObjects::destroyed(&self.live.framebuffers);
+    }
+}

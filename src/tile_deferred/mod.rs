@@ -26,7 +26,9 @@ mod extract;
 pub mod gpu_types;
 mod pass;
 mod plan;
+mod record;
 pub mod report;
+mod resources;
 
 use backend::TileBackend;
 

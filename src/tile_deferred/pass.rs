@@ -4,21 +4,25 @@
 
 use super::{
     TileDeferred,
-    backend::{MaterialResources, PassResources, TileBackend, ViewResources},
+    backend::TileBackend,
     extract::{TileMaterials, TileMeshInstances},
     gpu_types::{
         GpuClusterableLight, GpuDirectionalLight, GpuInstance, GpuTonemapParams, GpuView,
         MAX_DIRECTIONAL_LIGHTS,
     },
     plan::{self, ViewFrameDesc, names},
+    record::{RecordedDraw, Recording, collect_mesh_bindings, record},
     report::{self, TileViewReport, VulkanAttachmentReport},
+    resources::{
+        BufferSlot, create_pass_resources, ensure_attachments, ensure_buffer_capacity,
+        ensure_material, ensure_view, lut_image, write_view_sets,
+    },
 };
 use crate::{
     DeviceProfile,
-    frame_graph::{Extent, Format, FrameGraphCache, NativePass},
+    frame_graph::{Extent, Format},
     vulkan::{
         VulkanContext, conv,
-        memory::AttachmentImageDesc,
         pipeline::{GbufferPipelineKey, PipelineTarget},
         render_pass::{self, OutputKind},
     },
@@ -35,36 +39,35 @@ use bevy::{
     prelude::*,
     render::{
         camera::ExtractedCamera,
-        mesh::{RenderMesh, RenderMeshBufferInfo, allocator::MeshAllocator},
+        mesh::{RenderMesh, allocator::MeshAllocator},
         render_asset::RenderAssets,
         render_resource::{
-            CommandEncoderDescriptor, Face, IndexFormat, LoadOp, Operations,
-            RenderPassColorAttachment, RenderPassDescriptor, StoreOp,
+            Face, LoadOp, Operations, RenderPassColorAttachment, RenderPassDescriptor, StoreOp,
         },
         renderer::{RenderContext, ViewQuery},
         texture::{FallbackImage, GpuImage},
         view::{ExtractedView, ExtractedWindows, Msaa, RenderVisibleEntities, ViewTarget},
     },
 };
-use wgpu::hal::{self, api::Vulkan};
+use wgpu::hal::api::Vulkan;
 
 /// The Vulkan `Result` of a failed step, with what was being done.
-type StepResult<T> = Result<T, (&'static str, vk::Result)>;
+pub(super) type StepResult<T> = Result<T, (&'static str, vk::Result)>;
 
-fn step<T>(what: &'static str, result: Result<T, vk::Result>) -> StepResult<T> {
+pub(super) fn step<T>(what: &'static str, result: Result<T, vk::Result>) -> StepResult<T> {
     result.map_err(|error| (what, error))
 }
 
 /// Everything the pass reads from the render world besides the view.
 #[derive(bevy::ecs::system::SystemParam)]
 pub(crate) struct TileSceneParams<'w, 's> {
-    instances: Res<'w, TileMeshInstances>,
-    materials: Res<'w, TileMaterials>,
-    meshes: Res<'w, RenderAssets<RenderMesh>>,
-    mesh_allocator: Res<'w, MeshAllocator>,
-    images: Res<'w, RenderAssets<GpuImage>>,
-    fallback_image: Res<'w, FallbackImage>,
-    luts: Option<Res<'w, TonemappingLuts>>,
+    pub(super) instances: Res<'w, TileMeshInstances>,
+    pub(super) materials: Res<'w, TileMaterials>,
+    pub(super) meshes: Res<'w, RenderAssets<RenderMesh>>,
+    pub(super) mesh_allocator: Res<'w, MeshAllocator>,
+    pub(super) images: Res<'w, RenderAssets<GpuImage>>,
+    pub(super) fallback_image: Res<'w, FallbackImage>,
+    pub(super) luts: Option<Res<'w, TonemappingLuts>>,
     global_ambient: Option<Res<'w, GlobalAmbientLight>>,
     clear_color: Res<'w, bevy::camera::ClearColor>,
     windows: Res<'w, ExtractedWindows>,
@@ -148,11 +151,11 @@ pub(crate) fn tile_deferred_pass(
 }
 
 /// Per-frame facts about the view, computed once.
-struct Frame {
-    entity: Entity,
-    desc: ViewFrameDesc,
+pub(super) struct Frame {
+    pub(super) entity: Entity,
+    pub(super) desc: ViewFrameDesc,
     output_kind: OutputKind,
-    target_extent: vk::Extent2D,
+    pub(super) target_extent: vk::Extent2D,
     viewport: UVec4,
     gpu_view: GpuView,
     tonemap: GpuTonemapParams,
@@ -295,12 +298,12 @@ fn tonemapping_mode(tonemapping: Tonemapping) -> u32 {
 }
 
 /// One instanced draw of a mesh with a material.
-struct Draw {
-    mesh: AssetId<Mesh>,
-    material: AssetId<StandardMaterial>,
-    pipeline_key: GbufferPipelineKey,
-    first_instance: u32,
-    instance_count: u32,
+pub(super) struct Draw {
+    pub(super) mesh: AssetId<Mesh>,
+    pub(super) material: AssetId<StandardMaterial>,
+    pub(super) pipeline_key: GbufferPipelineKey,
+    pub(super) first_instance: u32,
+    pub(super) instance_count: u32,
 }
 
 /// Vertex attributes the G-buffer shader reads, in location order.
@@ -733,572 +736,6 @@ fn render_view(
     Ok(report)
 }
 
-fn lut_image<'a>(scene: &'a TileSceneParams, tonemapping: Tonemapping) -> &'a GpuImage {
-    let handle = scene.luts.as_ref().map(|luts| match tonemapping {
-        Tonemapping::TonyMcMapface => &luts.tony_mc_mapface,
-        Tonemapping::BlenderFilmic => &luts.blender_filmic,
-        _ => &luts.agx,
-    });
-    handle
-        .and_then(|h| scene.images.get(h))
-        .unwrap_or(&scene.fallback_image.d3)
-}
-
-fn ensure_view(backend: &mut TileBackend, entity: Entity) -> StepResult<&mut ViewResources> {
-    if !backend.views.contains_key(&entity) {
-        let context = &backend.context;
-        let view_buffer = step(
-            "creating the view buffer",
-            context.create_device_buffer(
-                "tile view uniform",
-                size_of::<GpuView>() as u64,
-                vk::BufferUsageFlags::UNIFORM_BUFFER,
-            ),
-        )?;
-        let light_buffer = step(
-            "creating the light buffer",
-            context.create_device_buffer(
-                "tile lights",
-                64 * size_of::<GpuClusterableLight>() as u64,
-                vk::BufferUsageFlags::STORAGE_BUFFER,
-            ),
-        )?;
-        let instance_buffer = step(
-            "creating the instance buffer",
-            context.create_device_buffer(
-                "tile instances",
-                1024 * size_of::<GpuInstance>() as u64,
-                vk::BufferUsageFlags::VERTEX_BUFFER,
-            ),
-        )?;
-        let sizes = [
-            vk::DescriptorPoolSize {
-                ty: vk::DescriptorType::UNIFORM_BUFFER,
-                descriptor_count: 1,
-            },
-            vk::DescriptorPoolSize {
-                ty: vk::DescriptorType::STORAGE_BUFFER,
-                descriptor_count: 1,
-            },
-            vk::DescriptorPoolSize {
-                ty: vk::DescriptorType::INPUT_ATTACHMENT,
-                descriptor_count: 6,
-            },
-            vk::DescriptorPoolSize {
-                ty: vk::DescriptorType::COMBINED_IMAGE_SAMPLER,
-                descriptor_count: 1,
-            },
-        ];
-        let pool = step(
-            "creating the view descriptor pool",
-            context.create_descriptor_pool(3, &sizes, vk::DescriptorPoolCreateFlags::empty()),
-        )?;
-        let layouts = backend.layouts();
-        let set_layouts = [layouts.view, layouts.gbuffer_inputs, layouts.tonemap_inputs];
-        let info = vk::DescriptorSetAllocateInfo::default()
-            .descriptor_pool(pool)
-            .set_layouts(&set_layouts);
-        // SAFETY: a fresh pool sized for exactly these three sets.
-        let sets = step("allocating view descriptor sets", unsafe {
-            context.device.allocate_descriptor_sets(&info)
-        })?;
-        let view = ViewResources {
-            graph_cache: FrameGraphCache::default(),
-            desc: None,
-            compiled: None,
-            render_pass_key: String::new(),
-            attachments: Vec::new(),
-            attachments_extent: vk::Extent2D::default(),
-            framebuffers: HashMap::default(),
-            view_buffer,
-            light_buffer,
-            instance_buffer,
-            pool,
-            view_set: sets[0],
-            gbuffer_set: sets[1],
-            tonemap_set: sets[2],
-            input_views: Vec::new(),
-            last_used: backend.frame,
-        };
-        write_buffer_descriptors(&backend.context, &view);
-        backend.views.insert(entity, view);
-    }
-    Ok(backend.views.get_mut(&entity).unwrap())
-}
-
-fn write_buffer_descriptors(context: &VulkanContext, view: &ViewResources) {
-    let uniform = [vk::DescriptorBufferInfo {
-        buffer: view.view_buffer.buffer,
-        offset: 0,
-        range: vk::WHOLE_SIZE,
-    }];
-    let storage = [vk::DescriptorBufferInfo {
-        buffer: view.light_buffer.buffer,
-        offset: 0,
-        range: vk::WHOLE_SIZE,
-    }];
-    let writes = [
-        vk::WriteDescriptorSet::default()
-            .dst_set(view.view_set)
-            .dst_binding(0)
-            .descriptor_type(vk::DescriptorType::UNIFORM_BUFFER)
-            .buffer_info(&uniform),
-        vk::WriteDescriptorSet::default()
-            .dst_set(view.view_set)
-            .dst_binding(1)
-            .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
-            .buffer_info(&storage),
-    ];
-    // SAFETY: the set is not in use by any pending command buffer: it is written only when
-    // created or right after its buffers were replaced (the old set's users retired with them).
-    unsafe { context.device.update_descriptor_sets(&writes, &[]) };
-}
-
-#[derive(Clone, Copy)]
-enum BufferSlot {
-    Lights,
-    Instances,
-}
-
-/// Grows a per-view buffer; the old buffer and the view's descriptor pool are retired (the
-/// sets may be in use by a frame in flight), and new sets are allocated and written.
-fn ensure_buffer_capacity(
-    backend: &mut TileBackend,
-    entity: Entity,
-    slot: BufferSlot,
-    needed: u64,
-) -> StepResult<()> {
-    let current = {
-        let view = &backend.views[&entity];
-        match slot {
-            BufferSlot::Lights => view.light_buffer.size,
-            BufferSlot::Instances => view.instance_buffer.size,
-        }
-    };
-    if needed <= current {
-        return Ok(());
-    }
-    let size = needed.next_power_of_two();
-    let (name, usage) = match slot {
-        BufferSlot::Lights => ("tile lights", vk::BufferUsageFlags::STORAGE_BUFFER),
-        BufferSlot::Instances => ("tile instances", vk::BufferUsageFlags::VERTEX_BUFFER),
-    };
-    let buffer = step(
-        "growing a view buffer",
-        backend.context.create_device_buffer(name, size, usage),
-    )?;
-    let view = backend.views.get_mut(&entity).unwrap();
-    let old = match slot {
-        BufferSlot::Lights => std::mem::replace(&mut view.light_buffer, buffer),
-        BufferSlot::Instances => std::mem::replace(&mut view.instance_buffer, buffer),
-    };
-    backend.graveyard.retire(Box::new(move |c: &VulkanContext| {
-        c.destroy_device_buffer(old)
-    }));
-    if matches!(slot, BufferSlot::Lights) {
-        // The view set references the light buffer: write a fresh set from a fresh pool.
-        reallocate_view_sets(backend, entity)?;
-    }
-    Ok(())
-}
-
-fn reallocate_view_sets(backend: &mut TileBackend, entity: Entity) -> StepResult<()> {
-    let sizes = [
-        vk::DescriptorPoolSize {
-            ty: vk::DescriptorType::UNIFORM_BUFFER,
-            descriptor_count: 1,
-        },
-        vk::DescriptorPoolSize {
-            ty: vk::DescriptorType::STORAGE_BUFFER,
-            descriptor_count: 1,
-        },
-        vk::DescriptorPoolSize {
-            ty: vk::DescriptorType::INPUT_ATTACHMENT,
-            descriptor_count: 6,
-        },
-        vk::DescriptorPoolSize {
-            ty: vk::DescriptorType::COMBINED_IMAGE_SAMPLER,
-            descriptor_count: 1,
-        },
-    ];
-    let pool = step(
-        "creating the view descriptor pool",
-        backend
-            .context
-            .create_descriptor_pool(3, &sizes, vk::DescriptorPoolCreateFlags::empty()),
-    )?;
-    let layouts = backend.layouts();
-    let set_layouts = [layouts.view, layouts.gbuffer_inputs, layouts.tonemap_inputs];
-    let info = vk::DescriptorSetAllocateInfo::default()
-        .descriptor_pool(pool)
-        .set_layouts(&set_layouts);
-    // SAFETY: a fresh pool sized for exactly these three sets.
-    let sets = step("allocating view descriptor sets", unsafe {
-        backend.context.device.allocate_descriptor_sets(&info)
-    })?;
-    let view = backend.views.get_mut(&entity).unwrap();
-    let old_pool = std::mem::replace(&mut view.pool, pool);
-    view.view_set = sets[0];
-    view.gbuffer_set = sets[1];
-    view.tonemap_set = sets[2];
-    view.input_views.clear();
-    write_buffer_descriptors(&backend.context, &backend.views[&entity]);
-    backend.graveyard.retire(Box::new(move |c: &VulkanContext| {
-        c.destroy_descriptor_pool(old_pool)
-    }));
-    Ok(())
-}
-
-fn create_pass_resources(
-    backend: &mut TileBackend,
-    description: &render_pass::RenderPassDescription,
-    native: &NativePass,
-) -> StepResult<PassResources> {
-    let context = &backend.context;
-    let render_pass = step(
-        "creating the render pass",
-        context.create_render_pass(description),
-    )?;
-    let subpass_of = |name: &str| {
-        native
-            .subpasses
-            .iter()
-            .position(|s| s.name == name)
-            .unwrap_or(0) as u32
-    };
-    let target = |name: &str| {
-        let subpass = subpass_of(name);
-        PipelineTarget {
-            render_pass,
-            subpass,
-            color_attachments: native.subpasses[subpass as usize].color.len() as u32,
-            samples: conv::samples(native.samples),
-        }
-    };
-    let shaders = backend.shaders();
-    let layouts = backend.layouts();
-    let mut pass = PassResources {
-        render_pass,
-        gbuffer: HashMap::default(),
-        global_lighting: vk::Pipeline::null(),
-        light_volumes: vk::Pipeline::null(),
-        tonemap: vk::Pipeline::null(),
-        last_used: backend.frame,
-    };
-    let result = (|| {
-        pass.global_lighting = context.create_screen_pipeline(
-            layouts,
-            target(names::LIGHTING),
-            shaders.fullscreen_vert,
-            shaders.lighting_global_frag,
-            true,
-        )?;
-        pass.light_volumes = context.create_screen_pipeline(
-            layouts,
-            target(names::LIGHTING),
-            shaders.light_volume_vert,
-            shaders.light_volume_frag,
-            true,
-        )?;
-        pass.tonemap = context.create_screen_pipeline(
-            layouts,
-            target(names::TONEMAP),
-            shaders.fullscreen_vert,
-            shaders.tonemap_frag,
-            false,
-        )?;
-        Ok(())
-    })();
-    match result {
-        Ok(()) => Ok(pass),
-        Err(error) => {
-            backend.retire_pass(pass);
-            Err(("creating the lighting and tonemap pipelines", error))
-        }
-    }
-}
-
-/// (Re)creates the view's own attachments when the plan or the target size changed.
-fn ensure_attachments(
-    backend: &mut TileBackend,
-    frame: &Frame,
-    native: &NativePass,
-    output_id: crate::frame_graph::ResourceId,
-) -> StepResult<()> {
-    let wanted: Vec<(crate::frame_graph::ResourceId, AttachmentImageDesc, String)> = native
-        .attachments
-        .iter()
-        .filter(|a| a.resource != output_id)
-        .map(|a| {
-            let input = native.subpasses.iter().any(|s| {
-                s.input
-                    .iter()
-                    .any(|&i| native.attachments[i].resource == a.resource)
-            });
-            (
-                a.resource,
-                AttachmentImageDesc {
-                    format: conv::format(a.format),
-                    extent: frame.target_extent,
-                    samples: conv::samples(a.samples),
-                    transient: a.transient,
-                    input,
-                    sampled: false,
-                },
-                a.name.clone(),
-            )
-        })
-        .collect();
-    let view = &backend.views[&frame.entity];
-    let unchanged = view.attachments.len() == wanted.len()
-        && view
-            .attachments
-            .iter()
-            .zip(&wanted)
-            .all(|((id, image), (wid, desc, _))| id == wid && image.desc == *desc);
-    if unchanged {
-        return Ok(());
-    }
-    let mut created = Vec::new();
-    for (id, desc, name) in wanted {
-        match backend.context.create_attachment_image(&name, desc) {
-            Ok(image) => created.push((id, image)),
-            Err(error) => {
-                for (_, image) in created {
-                    backend.context.destroy_attachment_image(image);
-                }
-                return Err(("creating attachment images", error));
-            }
-        }
-    }
-    let view = backend.views.get_mut(&frame.entity).unwrap();
-    let old_images = std::mem::replace(&mut view.attachments, created);
-    view.attachments_extent = frame.target_extent;
-    view.input_views.clear();
-    let old_framebuffers: Vec<vk::Framebuffer> =
-        view.framebuffers.drain().map(|(_, (fb, _))| fb).collect();
-    backend.graveyard.retire(Box::new(move |c: &VulkanContext| {
-        old_framebuffers
-            .into_iter()
-            .for_each(|fb| c.destroy_framebuffer(fb));
-        old_images
-            .into_iter()
-            .for_each(|(_, image)| c.destroy_attachment_image(image));
-    }));
-    // The input-attachment sets point at the old views; a frame in flight may still use them.
-    reallocate_view_sets(backend, frame.entity)
-}
-
-/// Writes the G-buffer and tonemap input sets when their views changed.
-fn write_view_sets(
-    backend: &mut TileBackend,
-    entity: Entity,
-    native: &NativePass,
-    lut_view: vk::ImageView,
-) {
-    let view = &backend.views[&entity];
-    let view_of = |name: &str| {
-        native
-            .attachment_named(name)
-            .and_then(|a| view.attachments.iter().find(|(id, _)| *id == a.resource))
-            .map(|(_, image)| image.view)
-            .unwrap_or_default()
-    };
-    let gbuffer_views = [
-        view_of(names::ALBEDO_OCCLUSION),
-        view_of(names::NORMAL),
-        view_of(names::MATERIAL),
-        view_of(names::DEPTH),
-    ];
-    let tonemap_views = [view_of(names::LIGHT), view_of(names::DEPTH)];
-    let mut all: Vec<vk::ImageView> = gbuffer_views.to_vec();
-    all.extend(tonemap_views);
-    all.push(lut_view);
-    if view.input_views == all {
-        return;
-    }
-    if !view.input_views.is_empty() {
-        // In use by a frame in flight: write fresh sets instead.
-        if reallocate_view_sets(backend, entity).is_err() {
-            return;
-        }
-    }
-    let view = &backend.views[&entity];
-    let depth_layout = vk::ImageLayout::DEPTH_STENCIL_READ_ONLY_OPTIMAL;
-    let gbuffer_infos: Vec<[vk::DescriptorImageInfo; 1]> = gbuffer_views
-        .iter()
-        .enumerate()
-        .map(|(i, &image_view)| {
-            [vk::DescriptorImageInfo {
-                sampler: vk::Sampler::null(),
-                image_view,
-                image_layout: if i == 3 {
-                    depth_layout
-                } else {
-                    vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL
-                },
-            }]
-        })
-        .collect();
-    let tonemap_infos: Vec<[vk::DescriptorImageInfo; 1]> = tonemap_views
-        .iter()
-        .enumerate()
-        .map(|(i, &image_view)| {
-            [vk::DescriptorImageInfo {
-                sampler: vk::Sampler::null(),
-                image_view,
-                image_layout: if i == 1 {
-                    depth_layout
-                } else {
-                    vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL
-                },
-            }]
-        })
-        .collect();
-    let lut_info = [vk::DescriptorImageInfo {
-        sampler: backend.lut_sampler,
-        image_view: lut_view,
-        image_layout: vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL,
-    }];
-    let mut writes: Vec<vk::WriteDescriptorSet> = gbuffer_infos
-        .iter()
-        .enumerate()
-        .map(|(binding, info)| {
-            vk::WriteDescriptorSet::default()
-                .dst_set(view.gbuffer_set)
-                .dst_binding(binding as u32)
-                .descriptor_type(vk::DescriptorType::INPUT_ATTACHMENT)
-                .image_info(info)
-        })
-        .collect();
-    writes.extend(tonemap_infos.iter().enumerate().map(|(binding, info)| {
-        vk::WriteDescriptorSet::default()
-            .dst_set(view.tonemap_set)
-            .dst_binding(binding as u32)
-            .descriptor_type(vk::DescriptorType::INPUT_ATTACHMENT)
-            .image_info(info)
-    }));
-    writes.push(
-        vk::WriteDescriptorSet::default()
-            .dst_set(view.tonemap_set)
-            .dst_binding(2)
-            .descriptor_type(vk::DescriptorType::COMBINED_IMAGE_SAMPLER)
-            .image_info(&lut_info),
-    );
-    // SAFETY: the sets are fresh (never used by a submitted command buffer) and every view is
-    // alive.
-    unsafe { backend.context.device.update_descriptor_sets(&writes, &[]) };
-    backend.views.get_mut(&entity).unwrap().input_views = all;
-}
-
-/// Makes sure `material` has a uniform buffer and a descriptor set matching its current
-/// generation and texture views.
-fn ensure_material(
-    backend: &mut TileBackend,
-    scene: &TileSceneParams,
-    id: AssetId<StandardMaterial>,
-) -> StepResult<()> {
-    let Some(material) = scene.materials.by_id.get(&id) else {
-        return Ok(());
-    };
-    let fallback = &scene.fallback_image.d2;
-    let images: Vec<&GpuImage> = material
-        .textures
-        .iter()
-        .map(|t| {
-            t.and_then(|t| scene.images.get(t.image))
-                .unwrap_or(fallback)
-        })
-        .collect();
-    let mut views = [vk::ImageView::null(); 5];
-    for (slot, image) in images.iter().enumerate() {
-        // SAFETY: reads the raw handle of a view Bevy keeps alive while the asset exists; the
-        // descriptor set is replaced when the view changes.
-        views[slot] = unsafe {
-            image
-                .texture_view
-                .as_hal::<Vulkan>()
-                .map(|v| v.raw_handle())
-        }
-        .unwrap_or_default();
-    }
-    if let Some(existing) = backend.materials.get_mut(&id)
-        && existing.generation == material.generation
-        && existing.texture_views == views
-    {
-        existing.last_used = backend.frame;
-        return Ok(());
-    }
-    if let Some(old) = backend.materials.remove(&id) {
-        backend.retire_material(old);
-    }
-    let buffer = step(
-        "creating a material buffer",
-        backend.context.create_device_buffer(
-            "tile material",
-            size_of::<super::gpu_types::GpuMaterial>() as u64,
-            vk::BufferUsageFlags::UNIFORM_BUFFER,
-        ),
-    )?;
-    let (pool, set) = match backend.allocate_material_set() {
-        Ok(allocated) => allocated,
-        Err(error) => {
-            backend.context.destroy_device_buffer(buffer);
-            return Err(("allocating a material descriptor set", error));
-        }
-    };
-    let mut samplers = [vk::Sampler::null(); 5];
-    for (slot, texture) in material.textures.iter().enumerate() {
-        let key = texture
-            .map(|t| t.sampler)
-            .unwrap_or_else(super::extract::SamplerKey::bevy_default);
-        samplers[slot] = step("creating a sampler", backend.sampler(&key))?;
-    }
-    let buffer_info = [vk::DescriptorBufferInfo {
-        buffer: buffer.buffer,
-        offset: 0,
-        range: vk::WHOLE_SIZE,
-    }];
-    let image_infos: Vec<[vk::DescriptorImageInfo; 1]> = (0..5)
-        .map(|slot| {
-            [vk::DescriptorImageInfo {
-                sampler: samplers[slot],
-                image_view: views[slot],
-                image_layout: vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL,
-            }]
-        })
-        .collect();
-    let mut writes = vec![
-        vk::WriteDescriptorSet::default()
-            .dst_set(set)
-            .dst_binding(0)
-            .descriptor_type(vk::DescriptorType::UNIFORM_BUFFER)
-            .buffer_info(&buffer_info),
-    ];
-    writes.extend(image_infos.iter().enumerate().map(|(slot, info)| {
-        vk::WriteDescriptorSet::default()
-            .dst_set(set)
-            .dst_binding(slot as u32 + 1)
-            .descriptor_type(vk::DescriptorType::COMBINED_IMAGE_SAMPLER)
-            .image_info(info)
-    }));
-    // SAFETY: the set was just allocated; buffer, views and samplers are alive.
-    unsafe { backend.context.device.update_descriptor_sets(&writes, &[]) };
-    backend.queue_material_update(buffer.buffer, material);
-    backend.materials.insert(
-        id,
-        MaterialResources {
-            generation: material.generation,
-            texture_views: views,
-            buffer,
-            set,
-            pool,
-            last_used: backend.frame,
-        },
-    );
-    Ok(())
-}
-
 /// wgpu-side preparation on Bevy's encoder, before the raw command buffer.
 fn prepare_wgpu_resources(
     backend: &mut TileBackend,
@@ -1381,292 +818,6 @@ fn prepare_wgpu_resources(
             })
             .chain(output_transition),
     );
-}
-
-/// A mesh's buffers as the hal encoder binds them.
-struct MeshBinding {
-    vertex_buffer: *const hal::vulkan::Buffer,
-    first_vertex: i32,
-    index: Option<(*const hal::vulkan::Buffer, u32, u32, IndexFormat)>,
-    vertex_count: u32,
-}
-
-fn collect_mesh_bindings(scene: &TileSceneParams, draws: &[Draw]) -> StepResult<Vec<MeshBinding>> {
-    let hal_buffer = |buffer: &wgpu::Buffer| -> StepResult<*const hal::vulkan::Buffer> {
-        // SAFETY: the guard is taken alone (never inside `as_hal_mut`, never two at once: the
-        // snatch lock is not re-entrant); the pointer is used only while this system runs,
-        // during which Bevy neither destroys nor replaces mesh slab buffers.
-        let guard = unsafe { buffer.as_hal::<Vulkan>() }
-            .ok_or(("reading a mesh buffer", vk::Result::ERROR_UNKNOWN))?;
-        Ok(&*guard as *const hal::vulkan::Buffer)
-    };
-    draws
-        .iter()
-        .map(|draw| {
-            let mesh = scene.meshes.get(draw.mesh).unwrap();
-            let vertex = scene
-                .mesh_allocator
-                .mesh_vertex_slice(&draw.mesh)
-                .ok_or(("finding a mesh's vertices", vk::Result::ERROR_UNKNOWN))?;
-            let index = match mesh.buffer_info {
-                RenderMeshBufferInfo::Indexed {
-                    count,
-                    index_format,
-                } => {
-                    let slice = scene
-                        .mesh_allocator
-                        .mesh_index_slice(&draw.mesh)
-                        .ok_or(("finding a mesh's indices", vk::Result::ERROR_UNKNOWN))?;
-                    Some((
-                        hal_buffer(slice.buffer)?,
-                        slice.range.start,
-                        count,
-                        index_format,
-                    ))
-                }
-                RenderMeshBufferInfo::NonIndexed => None,
-            };
-            Ok(MeshBinding {
-                vertex_buffer: hal_buffer(vertex.buffer)?,
-                first_vertex: vertex.range.start as i32,
-                index,
-                vertex_count: mesh.vertex_count,
-            })
-        })
-        .collect()
-}
-
-struct RecordedDraw {
-    pipeline: vk::Pipeline,
-    material_set: vk::DescriptorSet,
-    binding: MeshBinding,
-    first_instance: u32,
-    instance_count: u32,
-}
-
-/// Everything the raw recording needs, gathered beforehand.
-struct Recording {
-    render_pass: vk::RenderPass,
-    framebuffer: vk::Framebuffer,
-    render_area: vk::Rect2D,
-    clear_values: Vec<vk::ClearValue>,
-    pipeline_layout: vk::PipelineLayout,
-    view_set: vk::DescriptorSet,
-    gbuffer_set: vk::DescriptorSet,
-    tonemap_set: vk::DescriptorSet,
-    global_lighting: vk::Pipeline,
-    light_volumes: vk::Pipeline,
-    tonemap: vk::Pipeline,
-    light_count: u32,
-    tonemap_params: GpuTonemapParams,
-    zero_buffer: vk::Buffer,
-    fill_zero_buffer: bool,
-    instance_buffer: vk::Buffer,
-    updates: Vec<(vk::Buffer, Vec<u8>)>,
-    draws: Vec<RecordedDraw>,
-}
-
-/// Records the frame on a new encoder used only through `as_hal_mut`, and returns its command
-/// buffer (wgpu panics if one encoder mixes wgpu commands and raw recording).
-fn record(
-    context: &VulkanContext,
-    ctx: &mut RenderContext,
-    recording: Recording,
-) -> wgpu::CommandBuffer {
-    let mut encoder = ctx
-        .render_device()
-        .create_command_encoder(&CommandEncoderDescriptor {
-            label: Some("tile_deferred"),
-        });
-    let device = &context.device;
-    // SAFETY: this encoder is used only here, through the hal encoder handed to the closure;
-    // everything recorded refers to objects that outlive the command buffer's execution (the
-    // crate retires its objects through the graveyard after the GPU is done).
-    unsafe {
-        encoder.as_hal_mut::<Vulkan, _, _>(|hal_encoder| {
-            let Some(hal_encoder) = hal_encoder else {
-                return;
-            };
-            let cb = hal_encoder.raw_handle();
-            record_into(device, hal_encoder, cb, &recording);
-        });
-    }
-    encoder.finish()
-}
-
-/// # Safety
-/// `cb` must be the recording command buffer of `hal_encoder`, and every handle in `recording`
-/// must be alive until the command buffer has executed.
-unsafe fn record_into(
-    device: &ash::Device,
-    hal_encoder: &mut hal::vulkan::CommandEncoder,
-    cb: vk::CommandBuffer,
-    r: &Recording,
-) {
-    use hal::CommandEncoder as _;
-    // SAFETY (whole function): the caller guarantees `cb` is recording and the handles live;
-    // every command below is valid in the state this sequence leaves the command buffer in.
-    unsafe {
-        // Uploads: wait for earlier readers of these buffers (previous frames), write, then make
-        // the writes visible to this frame's vertex, uniform and storage reads.
-        if !r.updates.is_empty() || r.fill_zero_buffer {
-            let before = vk::MemoryBarrier::default()
-                .src_access_mask(vk::AccessFlags::empty())
-                .dst_access_mask(vk::AccessFlags::TRANSFER_WRITE);
-            device.cmd_pipeline_barrier(
-                cb,
-                vk::PipelineStageFlags::VERTEX_INPUT
-                    | vk::PipelineStageFlags::VERTEX_SHADER
-                    | vk::PipelineStageFlags::FRAGMENT_SHADER,
-                vk::PipelineStageFlags::TRANSFER,
-                vk::DependencyFlags::empty(),
-                &[before],
-                &[],
-                &[],
-            );
-            if r.fill_zero_buffer {
-                device.cmd_fill_buffer(cb, r.zero_buffer, 0, vk::WHOLE_SIZE, 0);
-            }
-            for (buffer, bytes) in &r.updates {
-                for (i, chunk) in bytes.chunks(65536).enumerate() {
-                    device.cmd_update_buffer(cb, *buffer, (i * 65536) as u64, chunk);
-                }
-            }
-            let after = vk::MemoryBarrier::default()
-                .src_access_mask(vk::AccessFlags::TRANSFER_WRITE)
-                .dst_access_mask(
-                    vk::AccessFlags::VERTEX_ATTRIBUTE_READ
-                        | vk::AccessFlags::UNIFORM_READ
-                        | vk::AccessFlags::SHADER_READ,
-                );
-            device.cmd_pipeline_barrier(
-                cb,
-                vk::PipelineStageFlags::TRANSFER,
-                vk::PipelineStageFlags::VERTEX_INPUT
-                    | vk::PipelineStageFlags::VERTEX_SHADER
-                    | vk::PipelineStageFlags::FRAGMENT_SHADER,
-                vk::DependencyFlags::empty(),
-                &[after],
-                &[],
-                &[],
-            );
-        }
-
-        let begin = vk::RenderPassBeginInfo::default()
-            .render_pass(r.render_pass)
-            .framebuffer(r.framebuffer)
-            .render_area(r.render_area)
-            .clear_values(&r.clear_values);
-        device.cmd_begin_render_pass(cb, &begin, vk::SubpassContents::INLINE);
-        // wgpu's convention: a negative viewport height flips Y, so Bevy's matrices work as is.
-        let area = r.render_area;
-        let viewport = vk::Viewport {
-            x: area.offset.x as f32,
-            y: (area.offset.y + area.extent.height as i32) as f32,
-            width: area.extent.width as f32,
-            height: -(area.extent.height as f32),
-            min_depth: 0.0,
-            max_depth: 1.0,
-        };
-        device.cmd_set_viewport(cb, 0, &[viewport]);
-        device.cmd_set_scissor(cb, 0, &[area]);
-        device.cmd_bind_descriptor_sets(
-            cb,
-            vk::PipelineBindPoint::GRAPHICS,
-            r.pipeline_layout,
-            0,
-            &[r.view_set],
-            &[],
-        );
-
-        // Subpass 0: the G-buffer.
-        device.cmd_bind_vertex_buffers(cb, 1, &[r.zero_buffer, r.instance_buffer], &[0, 0]);
-        let mut bound_pipeline = vk::Pipeline::null();
-        let mut bound_material = vk::DescriptorSet::null();
-        for draw in &r.draws {
-            if draw.pipeline != bound_pipeline {
-                device.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, draw.pipeline);
-                bound_pipeline = draw.pipeline;
-            }
-            if draw.material_set != bound_material {
-                device.cmd_bind_descriptor_sets(
-                    cb,
-                    vk::PipelineBindPoint::GRAPHICS,
-                    r.pipeline_layout,
-                    1,
-                    &[draw.material_set],
-                    &[],
-                );
-                bound_material = draw.material_set;
-            }
-            let b = &draw.binding;
-            hal_encoder.set_vertex_buffer(
-                0,
-                hal::BufferBinding::new_unchecked(&*b.vertex_buffer, 0, None),
-            );
-            match b.index {
-                Some((buffer, first_index, count, format)) => {
-                    hal_encoder.set_index_buffer(
-                        hal::BufferBinding::new_unchecked(&*buffer, 0, None),
-                        format,
-                    );
-                    device.cmd_draw_indexed(
-                        cb,
-                        count,
-                        draw.instance_count,
-                        first_index,
-                        b.first_vertex,
-                        draw.first_instance,
-                    );
-                }
-                None => device.cmd_draw(
-                    cb,
-                    b.vertex_count,
-                    draw.instance_count,
-                    b.first_vertex as u32,
-                    draw.first_instance,
-                ),
-            }
-        }
-
-        // Subpass 1: lighting from the G-buffer, read on tile.
-        device.cmd_next_subpass(cb, vk::SubpassContents::INLINE);
-        device.cmd_bind_descriptor_sets(
-            cb,
-            vk::PipelineBindPoint::GRAPHICS,
-            r.pipeline_layout,
-            2,
-            &[r.gbuffer_set],
-            &[],
-        );
-        device.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, r.global_lighting);
-        device.cmd_draw(cb, 3, 1, 0, 0);
-        if r.light_count > 0 {
-            device.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, r.light_volumes);
-            device.cmd_draw(cb, 6, r.light_count, 0, 0);
-        }
-
-        // Subpass 2: tonemap into the output.
-        device.cmd_next_subpass(cb, vk::SubpassContents::INLINE);
-        device.cmd_bind_descriptor_sets(
-            cb,
-            vk::PipelineBindPoint::GRAPHICS,
-            r.pipeline_layout,
-            3,
-            &[r.tonemap_set],
-            &[],
-        );
-        device.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, r.tonemap);
-        device.cmd_push_constants(
-            cb,
-            r.pipeline_layout,
-            vk::ShaderStageFlags::FRAGMENT,
-            0,
-            bytemuck::bytes_of(&r.tonemap_params),
-        );
-        device.cmd_draw(cb, 3, 1, 0, 0);
-        device.cmd_end_render_pass(cb);
-    }
 }
 
 /// Retires views, framebuffers, materials and render passes no longer used, seals this frame's

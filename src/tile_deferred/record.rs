@@ -1,0 +1,304 @@
+//! Recording a tile view's frame with ash, on a command encoder used only through wgpu's
+//! `as_hal_mut` (wgpu panics if one encoder mixes wgpu commands and raw recording).
+
+use super::{
+    gpu_types::GpuTonemapParams,
+    pass::{Draw, StepResult, TileSceneParams},
+};
+use crate::vulkan::VulkanContext;
+use ash::vk;
+use bevy::render::{
+    mesh::RenderMeshBufferInfo,
+    render_resource::{CommandEncoderDescriptor, IndexFormat},
+    renderer::RenderContext,
+};
+use wgpu::hal::{self, api::Vulkan};
+
+/// A mesh's buffers as the hal encoder binds them.
+pub(super) struct MeshBinding {
+    pub(super) vertex_buffer: *const hal::vulkan::Buffer,
+    pub(super) first_vertex: i32,
+    pub(super) index: Option<(*const hal::vulkan::Buffer, u32, u32, IndexFormat)>,
+    pub(super) vertex_count: u32,
+}
+
+pub(super) fn collect_mesh_bindings(
+    scene: &TileSceneParams,
+    draws: &[Draw],
+) -> StepResult<Vec<MeshBinding>> {
+    let hal_buffer = |buffer: &wgpu::Buffer| -> StepResult<*const hal::vulkan::Buffer> {
+        // SAFETY: the guard is taken alone (never inside `as_hal_mut`, never two at once: the
+        // snatch lock is not re-entrant); the pointer is used only while this system runs,
+        // during which Bevy neither destroys nor replaces mesh slab buffers.
+        let guard = unsafe { buffer.as_hal::<Vulkan>() }
+            .ok_or(("reading a mesh buffer", vk::Result::ERROR_UNKNOWN))?;
+        Ok(&*guard as *const hal::vulkan::Buffer)
+    };
+    draws
+        .iter()
+        .map(|draw| {
+            let mesh = scene.meshes.get(draw.mesh).unwrap();
+            let vertex = scene
+                .mesh_allocator
+                .mesh_vertex_slice(&draw.mesh)
+                .ok_or(("finding a mesh's vertices", vk::Result::ERROR_UNKNOWN))?;
+            let index = match mesh.buffer_info {
+                RenderMeshBufferInfo::Indexed {
+                    count,
+                    index_format,
+                } => {
+                    let slice = scene
+                        .mesh_allocator
+                        .mesh_index_slice(&draw.mesh)
+                        .ok_or(("finding a mesh's indices", vk::Result::ERROR_UNKNOWN))?;
+                    Some((
+                        hal_buffer(slice.buffer)?,
+                        slice.range.start,
+                        count,
+                        index_format,
+                    ))
+                }
+                RenderMeshBufferInfo::NonIndexed => None,
+            };
+            Ok(MeshBinding {
+                vertex_buffer: hal_buffer(vertex.buffer)?,
+                first_vertex: vertex.range.start as i32,
+                index,
+                vertex_count: mesh.vertex_count,
+            })
+        })
+        .collect()
+}
+
+pub(super) struct RecordedDraw {
+    pub(super) pipeline: vk::Pipeline,
+    pub(super) material_set: vk::DescriptorSet,
+    pub(super) binding: MeshBinding,
+    pub(super) first_instance: u32,
+    pub(super) instance_count: u32,
+}
+
+/// Everything the raw recording needs, gathered beforehand.
+pub(super) struct Recording {
+    pub(super) render_pass: vk::RenderPass,
+    pub(super) framebuffer: vk::Framebuffer,
+    pub(super) render_area: vk::Rect2D,
+    pub(super) clear_values: Vec<vk::ClearValue>,
+    pub(super) pipeline_layout: vk::PipelineLayout,
+    pub(super) view_set: vk::DescriptorSet,
+    pub(super) gbuffer_set: vk::DescriptorSet,
+    pub(super) tonemap_set: vk::DescriptorSet,
+    pub(super) global_lighting: vk::Pipeline,
+    pub(super) light_volumes: vk::Pipeline,
+    pub(super) tonemap: vk::Pipeline,
+    pub(super) light_count: u32,
+    pub(super) tonemap_params: GpuTonemapParams,
+    pub(super) zero_buffer: vk::Buffer,
+    pub(super) fill_zero_buffer: bool,
+    pub(super) instance_buffer: vk::Buffer,
+    pub(super) updates: Vec<(vk::Buffer, Vec<u8>)>,
+    pub(super) draws: Vec<RecordedDraw>,
+}
+
+/// Records the frame on a new encoder used only through `as_hal_mut`, and returns its command
+/// buffer (wgpu panics if one encoder mixes wgpu commands and raw recording).
+pub(super) fn record(
+    context: &VulkanContext,
+    ctx: &mut RenderContext,
+    recording: Recording,
+) -> wgpu::CommandBuffer {
+    let mut encoder = ctx
+        .render_device()
+        .create_command_encoder(&CommandEncoderDescriptor {
+            label: Some("tile_deferred"),
+        });
+    let device = &context.device;
+    // SAFETY: this encoder is used only here, through the hal encoder handed to the closure;
+    // everything recorded refers to objects that outlive the command buffer's execution (the
+    // crate retires its objects through the graveyard after the GPU is done).
+    unsafe {
+        encoder.as_hal_mut::<Vulkan, _, _>(|hal_encoder| {
+            let Some(hal_encoder) = hal_encoder else {
+                return;
+            };
+            let cb = hal_encoder.raw_handle();
+            record_into(device, hal_encoder, cb, &recording);
+        });
+    }
+    encoder.finish()
+}
+
+/// # Safety
+/// `cb` must be the recording command buffer of `hal_encoder`, and every handle in `recording`
+/// must be alive until the command buffer has executed.
+unsafe fn record_into(
+    device: &ash::Device,
+    hal_encoder: &mut hal::vulkan::CommandEncoder,
+    cb: vk::CommandBuffer,
+    r: &Recording,
+) {
+    use hal::CommandEncoder as _;
+    // SAFETY (whole function): the caller guarantees `cb` is recording and the handles live;
+    // every command below is valid in the state this sequence leaves the command buffer in.
+    unsafe {
+        // Uploads: wait for earlier readers of these buffers (previous frames), write, then make
+        // the writes visible to this frame's vertex, uniform and storage reads.
+        if !r.updates.is_empty() || r.fill_zero_buffer {
+            let before = vk::MemoryBarrier::default()
+                .src_access_mask(vk::AccessFlags::empty())
+                .dst_access_mask(vk::AccessFlags::TRANSFER_WRITE);
+            device.cmd_pipeline_barrier(
+                cb,
+                vk::PipelineStageFlags::VERTEX_INPUT
+                    | vk::PipelineStageFlags::VERTEX_SHADER
+                    | vk::PipelineStageFlags::FRAGMENT_SHADER,
+                vk::PipelineStageFlags::TRANSFER,
+                vk::DependencyFlags::empty(),
+                &[before],
+                &[],
+                &[],
+            );
+            if r.fill_zero_buffer {
+                device.cmd_fill_buffer(cb, r.zero_buffer, 0, vk::WHOLE_SIZE, 0);
+            }
+            for (buffer, bytes) in &r.updates {
+                for (i, chunk) in bytes.chunks(65536).enumerate() {
+                    device.cmd_update_buffer(cb, *buffer, (i * 65536) as u64, chunk);
+                }
+            }
+            let after = vk::MemoryBarrier::default()
+                .src_access_mask(vk::AccessFlags::TRANSFER_WRITE)
+                .dst_access_mask(
+                    vk::AccessFlags::VERTEX_ATTRIBUTE_READ
+                        | vk::AccessFlags::UNIFORM_READ
+                        | vk::AccessFlags::SHADER_READ,
+                );
+            device.cmd_pipeline_barrier(
+                cb,
+                vk::PipelineStageFlags::TRANSFER,
+                vk::PipelineStageFlags::VERTEX_INPUT
+                    | vk::PipelineStageFlags::VERTEX_SHADER
+                    | vk::PipelineStageFlags::FRAGMENT_SHADER,
+                vk::DependencyFlags::empty(),
+                &[after],
+                &[],
+                &[],
+            );
+        }
+
+        let begin = vk::RenderPassBeginInfo::default()
+            .render_pass(r.render_pass)
+            .framebuffer(r.framebuffer)
+            .render_area(r.render_area)
+            .clear_values(&r.clear_values);
+        device.cmd_begin_render_pass(cb, &begin, vk::SubpassContents::INLINE);
+        // wgpu's convention: a negative viewport height flips Y, so Bevy's matrices work as is.
+        let area = r.render_area;
+        let viewport = vk::Viewport {
+            x: area.offset.x as f32,
+            y: (area.offset.y + area.extent.height as i32) as f32,
+            width: area.extent.width as f32,
+            height: -(area.extent.height as f32),
+            min_depth: 0.0,
+            max_depth: 1.0,
+        };
+        device.cmd_set_viewport(cb, 0, &[viewport]);
+        device.cmd_set_scissor(cb, 0, &[area]);
+        device.cmd_bind_descriptor_sets(
+            cb,
+            vk::PipelineBindPoint::GRAPHICS,
+            r.pipeline_layout,
+            0,
+            &[r.view_set],
+            &[],
+        );
+
+        // Subpass 0: the G-buffer.
+        device.cmd_bind_vertex_buffers(cb, 1, &[r.zero_buffer, r.instance_buffer], &[0, 0]);
+        let mut bound_pipeline = vk::Pipeline::null();
+        let mut bound_material = vk::DescriptorSet::null();
+        for draw in &r.draws {
+            if draw.pipeline != bound_pipeline {
+                device.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, draw.pipeline);
+                bound_pipeline = draw.pipeline;
+            }
+            if draw.material_set != bound_material {
+                device.cmd_bind_descriptor_sets(
+                    cb,
+                    vk::PipelineBindPoint::GRAPHICS,
+                    r.pipeline_layout,
+                    1,
+                    &[draw.material_set],
+                    &[],
+                );
+                bound_material = draw.material_set;
+            }
+            let b = &draw.binding;
+            hal_encoder.set_vertex_buffer(
+                0,
+                hal::BufferBinding::new_unchecked(&*b.vertex_buffer, 0, None),
+            );
+            match b.index {
+                Some((buffer, first_index, count, format)) => {
+                    hal_encoder.set_index_buffer(
+                        hal::BufferBinding::new_unchecked(&*buffer, 0, None),
+                        format,
+                    );
+                    device.cmd_draw_indexed(
+                        cb,
+                        count,
+                        draw.instance_count,
+                        first_index,
+                        b.first_vertex,
+                        draw.first_instance,
+                    );
+                }
+                None => device.cmd_draw(
+                    cb,
+                    b.vertex_count,
+                    draw.instance_count,
+                    b.first_vertex as u32,
+                    draw.first_instance,
+                ),
+            }
+        }
+
+        // Subpass 1: lighting from the G-buffer, read on tile.
+        device.cmd_next_subpass(cb, vk::SubpassContents::INLINE);
+        device.cmd_bind_descriptor_sets(
+            cb,
+            vk::PipelineBindPoint::GRAPHICS,
+            r.pipeline_layout,
+            2,
+            &[r.gbuffer_set],
+            &[],
+        );
+        device.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, r.global_lighting);
+        device.cmd_draw(cb, 3, 1, 0, 0);
+        if r.light_count > 0 {
+            device.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, r.light_volumes);
+            device.cmd_draw(cb, 6, r.light_count, 0, 0);
+        }
+
+        // Subpass 2: tonemap into the output.
+        device.cmd_next_subpass(cb, vk::SubpassContents::INLINE);
+        device.cmd_bind_descriptor_sets(
+            cb,
+            vk::PipelineBindPoint::GRAPHICS,
+            r.pipeline_layout,
+            3,
+            &[r.tonemap_set],
+            &[],
+        );
+        device.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, r.tonemap);
+        device.cmd_push_constants(
+            cb,
+            r.pipeline_layout,
+            vk::ShaderStageFlags::FRAGMENT,
+            0,
+            bytemuck::bytes_of(&r.tonemap_params),
+        );
+        device.cmd_draw(cb, 3, 1, 0, 0);
+        device.cmd_end_render_pass(cb);
+    }
+}

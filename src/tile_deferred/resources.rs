@@ -1,0 +1,564 @@
+//! The Vulkan objects of a tile view, created or reused each frame: per-view buffers and
+//! descriptor sets, the render pass with its pipelines, the attachments and the material sets.
+
+use super::{
+    backend::{MaterialResources, PassResources, TileBackend, ViewResources},
+    gpu_types::{GpuClusterableLight, GpuInstance, GpuView},
+    pass::{Frame, StepResult, TileSceneParams, step},
+    plan::names,
+};
+use crate::{
+    frame_graph::{FrameGraphCache, NativePass},
+    vulkan::{
+        VulkanContext, conv, memory::AttachmentImageDesc, pipeline::PipelineTarget, render_pass,
+    },
+};
+use ash::vk;
+use bevy::{
+    core_pipeline::tonemapping::Tonemapping, platform::collections::HashMap, prelude::*,
+    render::texture::GpuImage,
+};
+use wgpu::hal::api::Vulkan;
+
+pub(super) fn lut_image<'a>(scene: &'a TileSceneParams, tonemapping: Tonemapping) -> &'a GpuImage {
+    let handle = scene.luts.as_ref().map(|luts| match tonemapping {
+        Tonemapping::TonyMcMapface => &luts.tony_mc_mapface,
+        Tonemapping::BlenderFilmic => &luts.blender_filmic,
+        _ => &luts.agx,
+    });
+    handle
+        .and_then(|h| scene.images.get(h))
+        .unwrap_or(&scene.fallback_image.d3)
+}
+
+pub(super) fn ensure_view(
+    backend: &mut TileBackend,
+    entity: Entity,
+) -> StepResult<&mut ViewResources> {
+    if !backend.views.contains_key(&entity) {
+        let context = &backend.context;
+        let view_buffer = step(
+            "creating the view buffer",
+            context.create_device_buffer(
+                "tile view uniform",
+                size_of::<GpuView>() as u64,
+                vk::BufferUsageFlags::UNIFORM_BUFFER,
+            ),
+        )?;
+        let light_buffer = step(
+            "creating the light buffer",
+            context.create_device_buffer(
+                "tile lights",
+                64 * size_of::<GpuClusterableLight>() as u64,
+                vk::BufferUsageFlags::STORAGE_BUFFER,
+            ),
+        )?;
+        let instance_buffer = step(
+            "creating the instance buffer",
+            context.create_device_buffer(
+                "tile instances",
+                1024 * size_of::<GpuInstance>() as u64,
+                vk::BufferUsageFlags::VERTEX_BUFFER,
+            ),
+        )?;
+        let (pool, sets) = allocate_view_sets(backend)?;
+        let view = ViewResources {
+            graph_cache: FrameGraphCache::default(),
+            desc: None,
+            compiled: None,
+            render_pass_key: String::new(),
+            attachments: Vec::new(),
+            attachments_extent: vk::Extent2D::default(),
+            framebuffers: HashMap::default(),
+            view_buffer,
+            light_buffer,
+            instance_buffer,
+            pool,
+            view_set: sets[0],
+            gbuffer_set: sets[1],
+            tonemap_set: sets[2],
+            input_views: Vec::new(),
+            last_used: backend.frame,
+        };
+        write_buffer_descriptors(&backend.context, &view);
+        backend.views.insert(entity, view);
+    }
+    Ok(backend.views.get_mut(&entity).unwrap())
+}
+
+fn write_buffer_descriptors(context: &VulkanContext, view: &ViewResources) {
+    let uniform = [vk::DescriptorBufferInfo {
+        buffer: view.view_buffer.buffer,
+        offset: 0,
+        range: vk::WHOLE_SIZE,
+    }];
+    let storage = [vk::DescriptorBufferInfo {
+        buffer: view.light_buffer.buffer,
+        offset: 0,
+        range: vk::WHOLE_SIZE,
+    }];
+    let writes = [
+        vk::WriteDescriptorSet::default()
+            .dst_set(view.view_set)
+            .dst_binding(0)
+            .descriptor_type(vk::DescriptorType::UNIFORM_BUFFER)
+            .buffer_info(&uniform),
+        vk::WriteDescriptorSet::default()
+            .dst_set(view.view_set)
+            .dst_binding(1)
+            .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
+            .buffer_info(&storage),
+    ];
+    // SAFETY: the set is not in use by any pending command buffer: it is written only when
+    // created or right after its buffers were replaced (the old set's users retired with them).
+    unsafe { context.device.update_descriptor_sets(&writes, &[]) };
+}
+
+#[derive(Clone, Copy)]
+pub(super) enum BufferSlot {
+    Lights,
+    Instances,
+}
+
+/// Grows a per-view buffer; the old buffer and the view's descriptor pool are retired (the
+/// sets may be in use by a frame in flight), and new sets are allocated and written.
+pub(super) fn ensure_buffer_capacity(
+    backend: &mut TileBackend,
+    entity: Entity,
+    slot: BufferSlot,
+    needed: u64,
+) -> StepResult<()> {
+    let current = {
+        let view = &backend.views[&entity];
+        match slot {
+            BufferSlot::Lights => view.light_buffer.size,
+            BufferSlot::Instances => view.instance_buffer.size,
+        }
+    };
+    if needed <= current {
+        return Ok(());
+    }
+    let size = needed.next_power_of_two();
+    let (name, usage) = match slot {
+        BufferSlot::Lights => ("tile lights", vk::BufferUsageFlags::STORAGE_BUFFER),
+        BufferSlot::Instances => ("tile instances", vk::BufferUsageFlags::VERTEX_BUFFER),
+    };
+    let buffer = step(
+        "growing a view buffer",
+        backend.context.create_device_buffer(name, size, usage),
+    )?;
+    let view = backend.views.get_mut(&entity).unwrap();
+    let old = match slot {
+        BufferSlot::Lights => std::mem::replace(&mut view.light_buffer, buffer),
+        BufferSlot::Instances => std::mem::replace(&mut view.instance_buffer, buffer),
+    };
+    backend.graveyard.retire(Box::new(move |c: &VulkanContext| {
+        c.destroy_device_buffer(old)
+    }));
+    if matches!(slot, BufferSlot::Lights) {
+        // The view set references the light buffer: write a fresh set from a fresh pool.
+        reallocate_view_sets(backend, entity)?;
+    }
+    Ok(())
+}
+
+/// A descriptor pool with the view's three sets: view (set 0), G-buffer inputs (set 2) and
+/// tonemap inputs (set 3).
+fn allocate_view_sets(
+    backend: &TileBackend,
+) -> StepResult<(vk::DescriptorPool, [vk::DescriptorSet; 3])> {
+    let sizes = [
+        (vk::DescriptorType::UNIFORM_BUFFER, 1),
+        (vk::DescriptorType::STORAGE_BUFFER, 1),
+        (vk::DescriptorType::INPUT_ATTACHMENT, 6),
+        (vk::DescriptorType::COMBINED_IMAGE_SAMPLER, 1),
+    ]
+    .map(|(ty, descriptor_count)| vk::DescriptorPoolSize {
+        ty,
+        descriptor_count,
+    });
+    let pool = step(
+        "creating the view descriptor pool",
+        backend
+            .context
+            .create_descriptor_pool(3, &sizes, vk::DescriptorPoolCreateFlags::empty()),
+    )?;
+    let layouts = backend.layouts();
+    let set_layouts = [layouts.view, layouts.gbuffer_inputs, layouts.tonemap_inputs];
+    let info = vk::DescriptorSetAllocateInfo::default()
+        .descriptor_pool(pool)
+        .set_layouts(&set_layouts);
+    // SAFETY: a fresh pool sized for exactly these three sets.
+    match unsafe { backend.context.device.allocate_descriptor_sets(&info) } {
+        Ok(sets) => Ok((pool, [sets[0], sets[1], sets[2]])),
+        Err(error) => {
+            backend.context.destroy_descriptor_pool(pool);
+            Err(("allocating view descriptor sets", error))
+        }
+    }
+}
+
+fn reallocate_view_sets(backend: &mut TileBackend, entity: Entity) -> StepResult<()> {
+    let (pool, sets) = allocate_view_sets(backend)?;
+    let view = backend.views.get_mut(&entity).unwrap();
+    let old_pool = std::mem::replace(&mut view.pool, pool);
+    view.view_set = sets[0];
+    view.gbuffer_set = sets[1];
+    view.tonemap_set = sets[2];
+    view.input_views.clear();
+    write_buffer_descriptors(&backend.context, &backend.views[&entity]);
+    backend.graveyard.retire(Box::new(move |c: &VulkanContext| {
+        c.destroy_descriptor_pool(old_pool)
+    }));
+    Ok(())
+}
+
+pub(super) fn create_pass_resources(
+    backend: &mut TileBackend,
+    description: &render_pass::RenderPassDescription,
+    native: &NativePass,
+) -> StepResult<PassResources> {
+    let context = &backend.context;
+    let render_pass = step(
+        "creating the render pass",
+        context.create_render_pass(description),
+    )?;
+    let subpass_of = |name: &str| {
+        native
+            .subpasses
+            .iter()
+            .position(|s| s.name == name)
+            .unwrap_or(0) as u32
+    };
+    let target = |name: &str| {
+        let subpass = subpass_of(name);
+        PipelineTarget {
+            render_pass,
+            subpass,
+            color_attachments: native.subpasses[subpass as usize].color.len() as u32,
+            samples: conv::samples(native.samples),
+        }
+    };
+    let shaders = backend.shaders();
+    let layouts = backend.layouts();
+    let mut pass = PassResources {
+        render_pass,
+        gbuffer: HashMap::default(),
+        global_lighting: vk::Pipeline::null(),
+        light_volumes: vk::Pipeline::null(),
+        tonemap: vk::Pipeline::null(),
+        last_used: backend.frame,
+    };
+    let result = (|| {
+        pass.global_lighting = context.create_screen_pipeline(
+            layouts,
+            target(names::LIGHTING),
+            shaders.fullscreen_vert,
+            shaders.lighting_global_frag,
+            true,
+        )?;
+        pass.light_volumes = context.create_screen_pipeline(
+            layouts,
+            target(names::LIGHTING),
+            shaders.light_volume_vert,
+            shaders.light_volume_frag,
+            true,
+        )?;
+        pass.tonemap = context.create_screen_pipeline(
+            layouts,
+            target(names::TONEMAP),
+            shaders.fullscreen_vert,
+            shaders.tonemap_frag,
+            false,
+        )?;
+        Ok(())
+    })();
+    match result {
+        Ok(()) => Ok(pass),
+        Err(error) => {
+            backend.retire_pass(pass);
+            Err(("creating the lighting and tonemap pipelines", error))
+        }
+    }
+}
+
+/// (Re)creates the view's own attachments when the plan or the target size changed.
+pub(super) fn ensure_attachments(
+    backend: &mut TileBackend,
+    frame: &Frame,
+    native: &NativePass,
+    output_id: crate::frame_graph::ResourceId,
+) -> StepResult<()> {
+    let wanted: Vec<(crate::frame_graph::ResourceId, AttachmentImageDesc, String)> = native
+        .attachments
+        .iter()
+        .filter(|a| a.resource != output_id)
+        .map(|a| {
+            let input = native.subpasses.iter().any(|s| {
+                s.input
+                    .iter()
+                    .any(|&i| native.attachments[i].resource == a.resource)
+            });
+            (
+                a.resource,
+                AttachmentImageDesc {
+                    format: conv::format(a.format),
+                    extent: frame.target_extent,
+                    samples: conv::samples(a.samples),
+                    transient: a.transient,
+                    input,
+                    sampled: false,
+                },
+                a.name.clone(),
+            )
+        })
+        .collect();
+    let view = &backend.views[&frame.entity];
+    let unchanged = view.attachments.len() == wanted.len()
+        && view
+            .attachments
+            .iter()
+            .zip(&wanted)
+            .all(|((id, image), (wid, desc, _))| id == wid && image.desc == *desc);
+    if unchanged {
+        return Ok(());
+    }
+    let mut created = Vec::new();
+    for (id, desc, name) in wanted {
+        match backend.context.create_attachment_image(&name, desc) {
+            Ok(image) => created.push((id, image)),
+            Err(error) => {
+                for (_, image) in created {
+                    backend.context.destroy_attachment_image(image);
+                }
+                return Err(("creating attachment images", error));
+            }
+        }
+    }
+    let view = backend.views.get_mut(&frame.entity).unwrap();
+    let old_images = std::mem::replace(&mut view.attachments, created);
+    view.attachments_extent = frame.target_extent;
+    view.input_views.clear();
+    let old_framebuffers: Vec<vk::Framebuffer> =
+        view.framebuffers.drain().map(|(_, (fb, _))| fb).collect();
+    backend.graveyard.retire(Box::new(move |c: &VulkanContext| {
+        old_framebuffers
+            .into_iter()
+            .for_each(|fb| c.destroy_framebuffer(fb));
+        old_images
+            .into_iter()
+            .for_each(|(_, image)| c.destroy_attachment_image(image));
+    }));
+    // The input-attachment sets point at the old views; a frame in flight may still use them.
+    reallocate_view_sets(backend, frame.entity)
+}
+
+/// Writes the G-buffer and tonemap input sets when their views changed.
+pub(super) fn write_view_sets(
+    backend: &mut TileBackend,
+    entity: Entity,
+    native: &NativePass,
+    lut_view: vk::ImageView,
+) {
+    let view = &backend.views[&entity];
+    let view_of = |name: &str| {
+        native
+            .attachment_named(name)
+            .and_then(|a| view.attachments.iter().find(|(id, _)| *id == a.resource))
+            .map(|(_, image)| image.view)
+            .unwrap_or_default()
+    };
+    let gbuffer_views = [
+        view_of(names::ALBEDO_OCCLUSION),
+        view_of(names::NORMAL),
+        view_of(names::MATERIAL),
+        view_of(names::DEPTH),
+    ];
+    let tonemap_views = [view_of(names::LIGHT), view_of(names::DEPTH)];
+    let mut all: Vec<vk::ImageView> = gbuffer_views.to_vec();
+    all.extend(tonemap_views);
+    all.push(lut_view);
+    if view.input_views == all {
+        return;
+    }
+    if !view.input_views.is_empty() {
+        // In use by a frame in flight: write fresh sets instead.
+        if reallocate_view_sets(backend, entity).is_err() {
+            return;
+        }
+    }
+    let view = &backend.views[&entity];
+    let depth_layout = vk::ImageLayout::DEPTH_STENCIL_READ_ONLY_OPTIMAL;
+    let gbuffer_infos: Vec<[vk::DescriptorImageInfo; 1]> = gbuffer_views
+        .iter()
+        .enumerate()
+        .map(|(i, &image_view)| {
+            [vk::DescriptorImageInfo {
+                sampler: vk::Sampler::null(),
+                image_view,
+                image_layout: if i == 3 {
+                    depth_layout
+                } else {
+                    vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL
+                },
+            }]
+        })
+        .collect();
+    let tonemap_infos: Vec<[vk::DescriptorImageInfo; 1]> = tonemap_views
+        .iter()
+        .enumerate()
+        .map(|(i, &image_view)| {
+            [vk::DescriptorImageInfo {
+                sampler: vk::Sampler::null(),
+                image_view,
+                image_layout: if i == 1 {
+                    depth_layout
+                } else {
+                    vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL
+                },
+            }]
+        })
+        .collect();
+    let lut_info = [vk::DescriptorImageInfo {
+        sampler: backend.lut_sampler,
+        image_view: lut_view,
+        image_layout: vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL,
+    }];
+    let mut writes: Vec<vk::WriteDescriptorSet> = gbuffer_infos
+        .iter()
+        .enumerate()
+        .map(|(binding, info)| {
+            vk::WriteDescriptorSet::default()
+                .dst_set(view.gbuffer_set)
+                .dst_binding(binding as u32)
+                .descriptor_type(vk::DescriptorType::INPUT_ATTACHMENT)
+                .image_info(info)
+        })
+        .collect();
+    writes.extend(tonemap_infos.iter().enumerate().map(|(binding, info)| {
+        vk::WriteDescriptorSet::default()
+            .dst_set(view.tonemap_set)
+            .dst_binding(binding as u32)
+            .descriptor_type(vk::DescriptorType::INPUT_ATTACHMENT)
+            .image_info(info)
+    }));
+    writes.push(
+        vk::WriteDescriptorSet::default()
+            .dst_set(view.tonemap_set)
+            .dst_binding(2)
+            .descriptor_type(vk::DescriptorType::COMBINED_IMAGE_SAMPLER)
+            .image_info(&lut_info),
+    );
+    // SAFETY: the sets are fresh (never used by a submitted command buffer) and every view is
+    // alive.
+    unsafe { backend.context.device.update_descriptor_sets(&writes, &[]) };
+    backend.views.get_mut(&entity).unwrap().input_views = all;
+}
+
+/// Makes sure `material` has a uniform buffer and a descriptor set matching its current
+/// generation and texture views.
+pub(super) fn ensure_material(
+    backend: &mut TileBackend,
+    scene: &TileSceneParams,
+    id: AssetId<StandardMaterial>,
+) -> StepResult<()> {
+    let Some(material) = scene.materials.by_id.get(&id) else {
+        return Ok(());
+    };
+    let fallback = &scene.fallback_image.d2;
+    let images: Vec<&GpuImage> = material
+        .textures
+        .iter()
+        .map(|t| {
+            t.and_then(|t| scene.images.get(t.image))
+                .unwrap_or(fallback)
+        })
+        .collect();
+    let mut views = [vk::ImageView::null(); 5];
+    for (slot, image) in images.iter().enumerate() {
+        // SAFETY: reads the raw handle of a view Bevy keeps alive while the asset exists; the
+        // descriptor set is replaced when the view changes.
+        views[slot] = unsafe {
+            image
+                .texture_view
+                .as_hal::<Vulkan>()
+                .map(|v| v.raw_handle())
+        }
+        .unwrap_or_default();
+    }
+    if let Some(existing) = backend.materials.get_mut(&id)
+        && existing.generation == material.generation
+        && existing.texture_views == views
+    {
+        existing.last_used = backend.frame;
+        return Ok(());
+    }
+    if let Some(old) = backend.materials.remove(&id) {
+        backend.retire_material(old);
+    }
+    let buffer = step(
+        "creating a material buffer",
+        backend.context.create_device_buffer(
+            "tile material",
+            size_of::<super::gpu_types::GpuMaterial>() as u64,
+            vk::BufferUsageFlags::UNIFORM_BUFFER,
+        ),
+    )?;
+    let (pool, set) = match backend.allocate_material_set() {
+        Ok(allocated) => allocated,
+        Err(error) => {
+            backend.context.destroy_device_buffer(buffer);
+            return Err(("allocating a material descriptor set", error));
+        }
+    };
+    let mut samplers = [vk::Sampler::null(); 5];
+    for (slot, texture) in material.textures.iter().enumerate() {
+        let key = texture
+            .map(|t| t.sampler)
+            .unwrap_or_else(super::extract::SamplerKey::bevy_default);
+        samplers[slot] = step("creating a sampler", backend.sampler(&key))?;
+    }
+    let buffer_info = [vk::DescriptorBufferInfo {
+        buffer: buffer.buffer,
+        offset: 0,
+        range: vk::WHOLE_SIZE,
+    }];
+    let image_infos: Vec<[vk::DescriptorImageInfo; 1]> = (0..5)
+        .map(|slot| {
+            [vk::DescriptorImageInfo {
+                sampler: samplers[slot],
+                image_view: views[slot],
+                image_layout: vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL,
+            }]
+        })
+        .collect();
+    let mut writes = vec![
+        vk::WriteDescriptorSet::default()
+            .dst_set(set)
+            .dst_binding(0)
+            .descriptor_type(vk::DescriptorType::UNIFORM_BUFFER)
+            .buffer_info(&buffer_info),
+    ];
+    writes.extend(image_infos.iter().enumerate().map(|(slot, info)| {
+        vk::WriteDescriptorSet::default()
+            .dst_set(set)
+            .dst_binding(slot as u32 + 1)
+            .descriptor_type(vk::DescriptorType::COMBINED_IMAGE_SAMPLER)
+            .image_info(info)
+    }));
+    // SAFETY: the set was just allocated; buffer, views and samplers are alive.
+    unsafe { backend.context.device.update_descriptor_sets(&writes, &[]) };
+    backend.queue_material_update(buffer.buffer, material);
+    backend.materials.insert(
+        id,
+        MaterialResources {
+            generation: material.generation,
+            texture_views: views,
+            buffer,
+            set,
+            pool,
+            last_used: backend.frame,
+        },
+    );
+    Ok(())
+}

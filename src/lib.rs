@@ -32,7 +32,7 @@ pub mod vulkan;
 pub use device::{DeviceProfile, GpuModel, GpuVendor, GraphicsBackend};
 pub use tile_deferred::{
     TileDeferred, TileDeferredGraph,
-    report::{TileRenderReports, TileViewReport},
+    report::{TileGpuTimes, TileRenderReports, TileViewReport},
 };
 
 use bevy::{

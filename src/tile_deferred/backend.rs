@@ -9,6 +9,7 @@ use crate::{
         context::DeadObject,
         memory::{AttachmentImage, DeviceBuffer},
         pipeline::{GbufferPipelineKey, TileLayouts, TileShaders},
+        timing::TimestampQueries,
     },
 };
 use ash::vk;
@@ -86,6 +87,8 @@ pub(crate) struct ViewResources {
     pub tonemap_set: vk::DescriptorSet,
     /// The views written into `gbuffer_set`/`tonemap_set` (rewritten when they change).
     pub input_views: Vec<vk::ImageView>,
+    /// GPU timestamps: before the pass, after each subpass.
+    pub timestamps: Option<TimestampQueries>,
     pub last_used: u64,
 }
 
@@ -251,6 +254,11 @@ impl TileBackend {
         for (_, image) in view.attachments {
             objects.push(Box::new(move |c: &VulkanContext| {
                 c.destroy_attachment_image(image)
+            }));
+        }
+        if let Some(queries) = view.timestamps {
+            objects.push(Box::new(move |c: &VulkanContext| {
+                c.destroy_timestamp_queries(queries)
             }));
         }
         let (pool, buffers) = (

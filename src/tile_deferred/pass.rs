@@ -12,7 +12,7 @@ use super::{
     },
     plan::{self, ViewFrameDesc, names},
     record::{RecordedDraw, Recording, collect_mesh_bindings, record},
-    report::{self, TileViewReport, VulkanAttachmentReport},
+    report::{self, TileGpuTimes, TileViewReport, VulkanAttachmentReport},
     resources::{
         BufferSlot, create_pass_resources, ensure_attachments, ensure_buffer_capacity,
         ensure_material, ensure_view, lut_image, write_view_sets,
@@ -366,6 +366,7 @@ fn render_view(
     output_view: &bevy::render::render_resource::TextureView,
     ctx: &mut RenderContext,
 ) -> StepResult<TileViewReport> {
+    let started = std::time::Instant::now();
     let frame_number = backend.frame;
 
     // 1. The plan: declare the frame and let the compiler decide (cached while unchanged).
@@ -641,7 +642,7 @@ fn render_view(
     // 11. The raw pass, on an encoder of its own.
     let pass = &backend.render_passes[&key];
     let mesh_bindings = collect_mesh_bindings(scene, &draws)?;
-    let recording = Recording {
+    let mut recording = Recording {
         render_pass,
         framebuffer,
         render_area: vk::Rect2D {
@@ -690,7 +691,21 @@ fn render_view(
                 })
             })
             .collect(),
+        timestamps: None,
     };
+    let view_state = backend.views.get_mut(&frame.entity).unwrap();
+    let gpu_times = view_state.timestamps.as_ref().and_then(|queries| {
+        let ms = queries.read(&backend.context, frame_number)?;
+        Some(TileGpuTimes {
+            gbuffer_ms: ms[0],
+            lighting_ms: ms[1],
+            tonemap_ms: ms[2],
+        })
+    });
+    recording.timestamps = view_state.timestamps.as_mut().map(|queries| {
+        queries.recorded(frame_number);
+        (queries.pool, queries.first_query(frame_number))
+    });
     backend.zero_buffer_filled = true;
     let draw_count = recording.draws.len();
     let command_buffer = record(&backend.context, ctx, recording);
@@ -731,6 +746,8 @@ fn render_view(
         light_volumes: lights.len(),
         frame: frame_number,
         compiled: compiled.clone(),
+        gpu_times,
+        cpu_ms: started.elapsed().as_secs_f64() * 1000.0,
     };
     view_state.compiled = Some(compiled);
     Ok(report)

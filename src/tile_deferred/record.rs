@@ -98,6 +98,8 @@ pub(super) struct Recording {
     pub(super) instance_buffer: vk::Buffer,
     pub(super) updates: Vec<(vk::Buffer, Vec<u8>)>,
     pub(super) draws: Vec<RecordedDraw>,
+    /// Query pool and first query: marks before the pass and after each subpass.
+    pub(super) timestamps: Option<(vk::QueryPool, u32)>,
 }
 
 /// Records the frame on a new encoder used only through `as_hal_mut`, and returns its command
@@ -186,6 +188,16 @@ unsafe fn record_into(
             );
         }
 
+        let mark = |index: u32, stage: vk::PipelineStageFlags| {
+            if let Some((pool, first)) = r.timestamps {
+                device.cmd_write_timestamp(cb, stage, pool, first + index);
+            }
+        };
+        if let Some((pool, first)) = r.timestamps {
+            device.cmd_reset_query_pool(cb, pool, first, 4);
+        }
+        mark(0, vk::PipelineStageFlags::TOP_OF_PIPE);
+
         let begin = vk::RenderPassBeginInfo::default()
             .render_pass(r.render_pass)
             .framebuffer(r.framebuffer)
@@ -263,6 +275,8 @@ unsafe fn record_into(
             }
         }
 
+        mark(1, vk::PipelineStageFlags::BOTTOM_OF_PIPE);
+
         // Subpass 1: lighting from the G-buffer, read on tile.
         device.cmd_next_subpass(cb, vk::SubpassContents::INLINE);
         device.cmd_bind_descriptor_sets(
@@ -279,6 +293,8 @@ unsafe fn record_into(
             device.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, r.light_volumes);
             device.cmd_draw(cb, 6, r.light_count, 0, 0);
         }
+
+        mark(2, vk::PipelineStageFlags::BOTTOM_OF_PIPE);
 
         // Subpass 2: tonemap into the output.
         device.cmd_next_subpass(cb, vk::SubpassContents::INLINE);
@@ -300,5 +316,6 @@ unsafe fn record_into(
         );
         device.cmd_draw(cb, 3, 1, 0, 0);
         device.cmd_end_render_pass(cb);
+        mark(3, vk::PipelineStageFlags::BOTTOM_OF_PIPE);
     }
 }

@@ -28,6 +28,25 @@ pub struct VulkanAttachmentReport {
     pub lazily_allocated: bool,
 }
 
+/// GPU time of a tile view's native pass, from the crate's own timestamp queries (a few
+/// frames old: they are read without waiting).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct TileGpuTimes {
+    /// G-buffer subpass, ms.
+    pub gbuffer_ms: f64,
+    /// Lighting subpass, ms.
+    pub lighting_ms: f64,
+    /// Tonemap subpass, ms.
+    pub tonemap_ms: f64,
+}
+
+impl TileGpuTimes {
+    /// The whole native pass, ms.
+    pub fn total_ms(&self) -> f64 {
+        self.gbuffer_ms + self.lighting_ms + self.tonemap_ms
+    }
+}
+
 /// A camera's last tile-deferred frame.
 #[derive(Clone, Debug)]
 pub struct TileViewReport {
@@ -47,6 +66,10 @@ pub struct TileViewReport {
     pub light_volumes: usize,
     /// Render-world frame number.
     pub frame: u64,
+    /// GPU time per subpass, when the device has timestamps.
+    pub gpu_times: Option<TileGpuTimes>,
+    /// CPU time the crate spent preparing and recording this view, ms.
+    pub cpu_ms: f64,
 }
 
 /// Reports of every tile camera (keyed by the main-world camera entity), shared by the render

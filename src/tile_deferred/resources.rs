@@ -78,6 +78,7 @@ pub(super) fn ensure_view(
             gbuffer_set: sets[1],
             tonemap_set: sets[2],
             input_views: Vec::new(),
+            timestamps: backend.context.create_timestamp_queries(4),
             last_used: backend.frame,
         };
         write_buffer_descriptors(&backend.context, &view);

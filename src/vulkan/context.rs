@@ -67,6 +67,8 @@ pub(crate) struct VulkanContext {
     pub device: ash::Device,
     pub memory_properties: vk::PhysicalDeviceMemoryProperties,
     pub limits: vk::PhysicalDeviceLimits,
+    /// Valid bits of timestamps on wgpu's queue (0: no timestamps).
+    pub timestamp_valid_bits: u32,
     pub live: Arc<LiveObjects>,
 }
 
@@ -80,12 +82,18 @@ impl VulkanContext {
         let device = hal_device.raw_device().clone();
         let instance = hal_device.shared_instance().raw_instance().clone();
         let physical_device = hal_device.raw_physical_device();
+        let queue_family_index = hal_device.queue_family_index();
         drop(hal_device);
         // SAFETY: the physical device belongs to this instance; these are pure queries.
         let memory_properties =
             unsafe { instance.get_physical_device_memory_properties(physical_device) };
         // SAFETY: as above.
         let limits = unsafe { instance.get_physical_device_properties(physical_device) }.limits;
+        // SAFETY: as above.
+        let timestamp_valid_bits =
+            unsafe { instance.get_physical_device_queue_family_properties(physical_device) }
+                .get(queue_family_index as usize)
+                .map_or(0, |family| family.timestamp_valid_bits);
         let allocator =
             gpu_allocator::vulkan::Allocator::new(&gpu_allocator::vulkan::AllocatorCreateDesc {
                 instance: instance.clone(),
@@ -105,6 +113,7 @@ impl VulkanContext {
             device,
             memory_properties,
             limits,
+            timestamp_valid_bits,
             live: Arc::default(),
         })
     }

@@ -31,3 +31,4 @@ pub(crate) use context::{Graveyard, VulkanContext};
 pub(crate) mod conv;
 pub(crate) mod pipeline;
 pub(crate) mod render_pass;
+pub(crate) mod timing;

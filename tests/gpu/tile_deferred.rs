@@ -126,4 +126,13 @@ fn tile_plan_is_one_render_pass_storing_only_the_output() {
     assert_eq!(plan.cost.total.stored, output_bytes);
     assert_eq!(report.instances, 5, "ground, three spheres and a cube");
     assert_eq!(report.light_volumes, 1, "one point light");
+    // The crate's own timestamps time each subpass.
+    headless.update();
+    let report = reports.get(camera).unwrap();
+    let times = report.gpu_times.expect("lavapipe has timestamps");
+    assert!(
+        times.gbuffer_ms > 0.0 && times.lighting_ms > 0.0 && times.tonemap_ms > 0.0,
+        "{times:?}"
+    );
+    assert!(report.cpu_ms > 0.0);
 }

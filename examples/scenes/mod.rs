@@ -4,6 +4,8 @@
 
 use bevy::{camera::ClearColorConfig, prelude::*};
 
+pub mod fidelity;
+
 /// The clear colour of every reference scene: dark blue, far from any lit object colour.
 pub const CLEAR_COLOR: Color = Color::srgb(0.1, 0.12, 0.18);
 

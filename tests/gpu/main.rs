@@ -11,4 +11,6 @@ mod scenes;
 mod device_probe;
 mod forward_reference;
 mod tile_deferred;
+mod tile_fidelity;
+mod tile_lifecycle;
 mod validation_net;

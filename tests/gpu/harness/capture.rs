@@ -14,6 +14,7 @@ use std::{
 use tracing::{Event, Level, Subscriber, field::Field};
 
 static ERRORS: Mutex<Vec<String>> = Mutex::new(Vec::new());
+static WARNINGS: Mutex<Vec<String>> = Mutex::new(Vec::new());
 static INIT: Once = Once::new();
 
 /// Installs the process-wide subscriber once: readable output filtered by `RUST_LOG` (default
@@ -35,6 +36,11 @@ pub fn install() {
     });
 }
 
+/// Removes and returns the warnings captured so far (they never fail a test by themselves).
+pub fn take_warnings() -> Vec<String> {
+    std::mem::take(&mut *WARNINGS.lock().unwrap_or_else(|e| e.into_inner()))
+}
+
 /// Removes and returns the errors captured so far.
 pub fn take_errors() -> Vec<String> {
     std::mem::take(&mut *ERRORS.lock().unwrap_or_else(|e| e.into_inner()))
@@ -44,7 +50,8 @@ struct ErrorCapture;
 
 impl<S: Subscriber> Layer<S> for ErrorCapture {
     fn on_event(&self, event: &Event<'_>, _ctx: tracing_subscriber::layer::Context<'_, S>) {
-        if *event.metadata().level() != Level::ERROR {
+        let level = *event.metadata().level();
+        if level != Level::ERROR && level != Level::WARN {
             return;
         }
         let mut text = format!("[{}] ", event.metadata().target());
@@ -55,6 +62,11 @@ impl<S: Subscriber> Layer<S> for ErrorCapture {
                 let _ = write!(text, " {}={value:?}", field.name());
             }
         });
-        ERRORS.lock().unwrap_or_else(|e| e.into_inner()).push(text);
+        let list = if level == Level::ERROR {
+            &ERRORS
+        } else {
+            &WARNINGS
+        };
+        list.lock().unwrap_or_else(|e| e.into_inner()).push(text);
     }
 }

@@ -42,6 +42,7 @@ impl GpuTest {
     pub fn start(name: &'static str) -> Self {
         let exclusive = GPU.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         capture::install();
+        capture::take_warnings();
         let stale = capture::take_errors();
         if !stale.is_empty() {
             eprintln!(
@@ -58,6 +59,11 @@ impl GpuTest {
     /// Errors logged so far in this test (taken: they will not fail the test).
     pub fn take_errors(&self) -> Vec<String> {
         capture::take_errors()
+    }
+
+    /// Warnings logged so far in this test.
+    pub fn take_warnings(&self) -> Vec<String> {
+        capture::take_warnings()
     }
 }
 
@@ -114,30 +120,18 @@ impl HeadlessApp {
         )
         .add_plugins(TileDeferredPlugin);
 
-        let size = Extent3d {
-            width,
-            height,
-            depth_or_array_layers: 1,
-        };
-        // Created with data (not uninitialised): wgpu then never zero-fills it behind a raw
-        // Vulkan writer's back.
-        let mut image = Image::new_fill(
-            size,
-            TextureDimension::D2,
-            &[0, 0, 0, 255],
-            TextureFormat::Rgba8UnormSrgb,
-            RenderAssetUsages::default(),
-        );
-        image.texture_descriptor.usage |= TextureUsages::RENDER_ATTACHMENT
-            | TextureUsages::COPY_SRC
-            | TextureUsages::TEXTURE_BINDING;
-        let target = app.world_mut().resource_mut::<Assets<Image>>().add(image);
+        let target = add_target_image(&mut app, width, height);
         Self {
             app,
             target,
             size: UVec2::new(width, height),
             finished: false,
         }
+    }
+
+    /// Adds another render-target image of the same kind as `target`.
+    pub fn add_target(&mut self, width: u32, height: u32) -> Handle<Image> {
+        add_target_image(&mut self.app, width, height)
     }
 
     /// The render target to put on cameras.
@@ -184,12 +178,18 @@ impl HeadlessApp {
 
     /// Reads the target back after the next frame.
     pub fn read_target(&mut self) -> Frame {
+        let target = self.target.clone();
+        self.read_image(&target)
+    }
+
+    /// Reads `image` back after the next frame.
+    pub fn read_image(&mut self, image: &Handle<Image>) -> Frame {
         let received: Arc<Mutex<Option<Vec<u8>>>> = Arc::default();
         let sink = received.clone();
         let reader = self
             .app
             .world_mut()
-            .spawn(Readback::texture(self.target.clone()))
+            .spawn(Readback::texture(image.clone()))
             .observe(move |event: On<ReadbackComplete>| {
                 *sink.lock().unwrap() = Some(event.data.clone());
             })
@@ -206,29 +206,57 @@ impl HeadlessApp {
             .unwrap()
             .take()
             .expect("readback completes within 10 frames");
-        self.unpad(data)
+        let size = self
+            .app
+            .world()
+            .resource::<Assets<Image>>()
+            .get(image)
+            .map(|i| i.size())
+            .expect("the image exists");
+        unpad(data, size)
     }
 
-    /// wgpu copies rows padded to 256 bytes.
-    fn unpad(&self, data: Vec<u8>) -> Frame {
-        let row = self.size.x as usize * 4;
-        let padded_row = row.div_ceil(256) * 256;
-        assert_eq!(
-            data.len(),
-            padded_row * self.size.y as usize,
-            "readback size of a {}x{} RGBA8 image",
-            self.size.x,
-            self.size.y
-        );
-        let rgba = data
-            .chunks_exact(padded_row)
-            .flat_map(|r| &r[..row])
-            .copied()
-            .collect();
-        Frame {
-            width: self.size.x,
-            height: self.size.y,
-            rgba,
-        }
+}
+
+/// wgpu copies rows padded to 256 bytes.
+fn unpad(data: Vec<u8>, size: UVec2) -> Frame {
+    let row = size.x as usize * 4;
+    let padded_row = row.div_ceil(256) * 256;
+    assert_eq!(
+        data.len(),
+        padded_row * size.y as usize,
+        "readback size of a {}x{} RGBA8 image",
+        size.x,
+        size.y
+    );
+    let rgba = data
+        .chunks_exact(padded_row)
+        .flat_map(|r| &r[..row])
+        .copied()
+        .collect();
+    Frame {
+        width: size.x,
+        height: size.y,
+        rgba,
     }
+}
+
+/// An RGBA8 sRGB render target created with data (not uninitialised: wgpu then never
+/// zero-fills it behind a raw Vulkan writer's back).
+fn add_target_image(app: &mut App, width: u32, height: u32) -> Handle<Image> {
+    let size = Extent3d {
+        width,
+        height,
+        depth_or_array_layers: 1,
+    };
+    let mut image = Image::new_fill(
+        size,
+        TextureDimension::D2,
+        &[0, 0, 0, 255],
+        TextureFormat::Rgba8UnormSrgb,
+        RenderAssetUsages::default(),
+    );
+    image.texture_descriptor.usage |=
+        TextureUsages::RENDER_ATTACHMENT | TextureUsages::COPY_SRC | TextureUsages::TEXTURE_BINDING;
+    app.world_mut().resource_mut::<Assets<Image>>().add(image)
 }

@@ -14,4 +14,8 @@ if [ -z "${XDG_RUNTIME_DIR:-}" ] || [ ! -d "$XDG_RUNTIME_DIR" ]; then
     export XDG_RUNTIME_DIR="$(mktemp -d)"
 fi
 
+# Window tests need an X display: use the session's, or a private Xvfb.
+if [ -z "${DISPLAY:-}" ]; then
+    exec xvfb-run -a -s "-screen 0 1280x720x24" cargo test --all-features "$@"
+fi
 cargo test --all-features "$@"

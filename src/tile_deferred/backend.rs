@@ -51,6 +51,9 @@ pub(crate) struct TileBackend {
 pub(crate) struct MaterialResources {
     pub generation: u64,
     pub texture_views: [vk::ImageView; 5],
+    /// The wgpu views behind `texture_views`, held as long as the descriptor set can be used:
+    /// wgpu would destroy a dropped view without knowing the set refers to it.
+    pub _texture_keep_alive: Vec<bevy::render::render_resource::TextureView>,
     pub buffer: DeviceBuffer,
     pub set: vk::DescriptorSet,
     pub pool: vk::DescriptorPool,
@@ -77,7 +80,9 @@ pub(crate) struct ViewResources {
     /// Attachments the view owns (everything but the output), sized to the target.
     pub attachments: Vec<(ResourceId, AttachmentImage)>,
     pub attachments_extent: vk::Extent2D,
-    pub framebuffers: HashMap<TextureViewId, (vk::Framebuffer, u64)>,
+    /// Framebuffers by output view and render pass (a framebuffer is only valid with render
+    /// passes compatible with the one it was made for).
+    pub framebuffers: HashMap<(TextureViewId, vk::RenderPass), (vk::Framebuffer, u64)>,
     pub view_buffer: DeviceBuffer,
     pub light_buffer: DeviceBuffer,
     pub instance_buffer: DeviceBuffer,
@@ -87,6 +92,9 @@ pub(crate) struct ViewResources {
     pub tonemap_set: vk::DescriptorSet,
     /// The views written into `gbuffer_set`/`tonemap_set` (rewritten when they change).
     pub input_views: Vec<vk::ImageView>,
+    /// The wgpu view of the tonemapping LUT written into `tonemap_set`, held while the set
+    /// can be used.
+    pub lut_keep_alive: Option<bevy::render::render_resource::TextureView>,
     /// GPU timestamps: before the pass, after each subpass.
     pub timestamps: Option<TimestampQueries>,
     pub last_used: u64,
@@ -255,6 +263,9 @@ impl TileBackend {
             objects.push(Box::new(move |c: &VulkanContext| {
                 c.destroy_attachment_image(image)
             }));
+        }
+        if let Some(lut) = view.lut_keep_alive {
+            objects.push(Box::new(move |_: &VulkanContext| drop(lut)));
         }
         if let Some(queries) = view.timestamps {
             objects.push(Box::new(move |c: &VulkanContext| {

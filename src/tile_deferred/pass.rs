@@ -29,7 +29,7 @@ use crate::{
 };
 use ash::vk;
 use bevy::{
-    camera::ClearColorConfig,
+    camera::{CameraOutputMode, ClearColorConfig},
     core_pipeline::tonemapping::{DebandDither, Tonemapping, TonemappingLuts},
     light::{AmbientLight, GlobalAmbientLight},
     math::Affine3A,
@@ -138,6 +138,7 @@ pub(crate) fn tile_deferred_pass(
     let Some(frame) = frame else {
         return;
     };
+    clear_output_like_bevy(&frame, target, &mut ctx);
     match render_view(backend, &scene, &frame, visible, output_view, &mut ctx) {
         Ok(report) => scene.reports.insert(main_entity.id(), report),
         Err((what, error)) => {
@@ -150,6 +151,30 @@ pub(crate) fn tile_deferred_pass(
     }
 }
 
+/// Bevy clears a camera target once per frame, when the first camera writes to it (through
+/// `ViewTarget::out_texture_color_attachment`, whose "first call" flag every camera on that
+/// target shares), with that camera's `output_mode` clear colour, over the whole target. Do the
+/// same: take the flag, so that a later `Core3d` camera on this target loads instead of clearing
+/// what the tile pass drew, and where the flag asks for a clear that the raw pass cannot do
+/// (its render area is the viewport) clear the target with a wgpu pass before it.
+fn clear_output_like_bevy(frame: &Frame, target: &ViewTarget, ctx: &mut RenderContext) {
+    let Some(attachment) = target.out_texture_color_attachment(frame.output_clear) else {
+        return;
+    };
+    if frame.covers_target || !matches!(attachment.ops.load, LoadOp::Clear(_)) {
+        return;
+    }
+    ctx.command_encoder()
+        .begin_render_pass(&RenderPassDescriptor {
+            label: Some("tile_deferred_output_clear"),
+            color_attachments: &[Some(attachment)],
+            depth_stencil_attachment: None,
+            timestamp_writes: None,
+            occlusion_query_set: None,
+            multiview_mask: None,
+        });
+}
+
 /// Per-frame facts about the view, computed once.
 pub(super) struct Frame {
     pub(super) entity: Entity,
@@ -160,6 +185,11 @@ pub(super) struct Frame {
     gpu_view: GpuView,
     tonemap: GpuTonemapParams,
     tonemapping: Tonemapping,
+    /// Bevy's clear of the camera's final target (`Camera::output_mode`): what the first camera
+    /// drawing to a target clears the whole target to, inside its viewport and out.
+    output_clear: Option<LinearRgba>,
+    /// The viewport is the whole target.
+    covers_target: bool,
 }
 
 impl Frame {
@@ -196,12 +226,27 @@ impl Frame {
             ClearColorConfig::Custom(color) => Some(color.to_linear()),
             ClearColorConfig::None => None,
         };
-        let covers_target = viewport.x == 0
-            && viewport.y == 0
-            && viewport.z == target_extent.width
-            && viewport.w == target_extent.height;
-        let keep_output =
-            clear.is_none() || !covers_target || camera.sorted_camera_index_for_target > 0;
+        // The render area never leaves the target (a window being resized can briefly report a
+        // viewport from its previous size).
+        let viewport = UVec4::new(
+            viewport.x.min(target_extent.width - 1),
+            viewport.y.min(target_extent.height - 1),
+            viewport
+                .z
+                .min(target_extent.width - viewport.x.min(target_extent.width - 1)),
+            viewport
+                .w
+                .min(target_extent.height - viewport.y.min(target_extent.height - 1)),
+        );
+        let drew_before = camera.sorted_camera_index_for_target > 0;
+        // A freshly acquired swapchain image has no contents to keep unless another camera drew
+        // into it this frame; an image keeps what is outside a user viewport or under
+        // `ClearColorConfig::None`.
+        let keep_output = if is_swapchain {
+            drew_before
+        } else {
+            drew_before || clear.is_none() || camera.viewport.is_some()
+        };
         let desc = ViewFrameDesc {
             extent: Extent::new(viewport.z, viewport.w),
             output_format,
@@ -278,6 +323,25 @@ impl Frame {
             gpu_view,
             tonemap,
             tonemapping,
+            output_clear: match camera.output_mode {
+                CameraOutputMode::Write {
+                    clear_color: ClearColorConfig::Default,
+                    ..
+                } => Some(scene.clear_color.0.to_linear()),
+                CameraOutputMode::Write {
+                    clear_color: ClearColorConfig::Custom(color),
+                    ..
+                } => Some(color.to_linear()),
+                CameraOutputMode::Write {
+                    clear_color: ClearColorConfig::None,
+                    ..
+                }
+                | CameraOutputMode::Skip => None,
+            },
+            covers_target: viewport.x == 0
+                && viewport.y == 0
+                && viewport.z == target_extent.width
+                && viewport.w == target_extent.height,
         })
     }
 }
@@ -423,59 +487,38 @@ fn render_view(
     view_state.last_used = frame_number;
 
     // 4. The framebuffer over the attachments and this frame's output view.
-    // SAFETY: the guard only reads the raw handle; the view lives until the frame is submitted
-    // (ViewTarget holds it), and the guard is dropped at once.
+    // SAFETY: the guard only reads the raw handle and is dropped at once; the view itself is
+    // kept alive below until the GPU has finished this frame.
     let output_raw = unsafe {
         output_view
             .as_hal::<Vulkan>()
             .map(|hal_view| hal_view.raw_handle())
     }
     .ok_or(("reading the output view", vk::Result::ERROR_UNKNOWN))?;
-    let framebuffer = {
-        let view_state = backend.views.get_mut(&frame.entity).unwrap();
-        match view_state.framebuffers.get_mut(&output_view.id()) {
-            Some((framebuffer, used)) => {
-                *used = frame_number;
-                *framebuffer
-            }
-            None => {
-                let views: Vec<vk::ImageView> = native
-                    .attachments
-                    .iter()
-                    .map(|a| {
-                        if a.resource == output_id {
-                            output_raw
-                        } else {
-                            view_state
-                                .attachments
-                                .iter()
-                                .find(|(id, _)| *id == a.resource)
-                                .map(|(_, image)| image.view)
-                                .unwrap_or_default()
-                        }
-                    })
-                    .collect();
-                let framebuffer = step(
-                    "creating a framebuffer",
-                    backend
-                        .context
-                        .create_framebuffer(render_pass, &views, frame.target_extent),
-                )?;
-                let view_state = backend.views.get_mut(&frame.entity).unwrap();
-                view_state
-                    .framebuffers
-                    .insert(output_view.id(), (framebuffer, frame_number));
-                framebuffer
-            }
-        }
-    };
+    // wgpu destroys a view as soon as it is dropped and its *tracked* uses are done; our
+    // framebuffer's use is invisible to it. Bevy makes a new view of the swapchain image (and of
+    // a screenshot's capture texture) every frame and drops it after presenting, so the view is
+    // held until the GPU has finished this frame.
+    let keep_alive = output_view.clone();
+    backend
+        .graveyard
+        .retire(Box::new(move |_: &VulkanContext| drop(keep_alive)));
+    let framebuffer = output_framebuffer(
+        backend,
+        frame,
+        native,
+        output_id,
+        render_pass,
+        output_view,
+        output_raw,
+    )?;
 
     // 5. Descriptor sets of the view (inputs rewritten when the attachments changed).
     let lut = lut_image(scene, frame.tonemapping);
     // SAFETY: as for the output view above.
     let lut_view = unsafe { lut.texture_view.as_hal::<Vulkan>().map(|v| v.raw_handle()) }
         .ok_or(("reading the LUT view", vk::Result::ERROR_UNKNOWN))?;
-    write_view_sets(backend, frame.entity, native, lut_view);
+    write_view_sets(backend, frame.entity, native, lut, lut_view);
 
     // 6. What to draw: instances grouped by (mesh, material), and the lights.
     let samples = vk::SampleCountFlags::TYPE_1;
@@ -751,6 +794,60 @@ fn render_view(
     };
     view_state.compiled = Some(compiled);
     Ok(report)
+}
+
+/// The framebuffer of this frame's output view. Views that persist (image targets) keep theirs;
+/// a view Bevy makes anew each frame (swapchain images, screenshot captures) gets one that is
+/// retired with the frame.
+fn output_framebuffer(
+    backend: &mut TileBackend,
+    frame: &Frame,
+    native: &crate::frame_graph::NativePass,
+    output_id: crate::frame_graph::ResourceId,
+    render_pass: vk::RenderPass,
+    output_view: &bevy::render::render_resource::TextureView,
+    output_raw: vk::ImageView,
+) -> StepResult<vk::Framebuffer> {
+    let frame_number = backend.frame;
+    let key = (output_view.id(), render_pass);
+    let view_state = backend.views.get_mut(&frame.entity).unwrap();
+    if let Some((framebuffer, used)) = view_state.framebuffers.get_mut(&key) {
+        *used = frame_number;
+        return Ok(*framebuffer);
+    }
+    let views: Vec<vk::ImageView> = native
+        .attachments
+        .iter()
+        .map(|a| {
+            if a.resource == output_id {
+                output_raw
+            } else {
+                view_state
+                    .attachments
+                    .iter()
+                    .find(|(id, _)| *id == a.resource)
+                    .map(|(_, image)| image.view)
+                    .unwrap_or_default()
+            }
+        })
+        .collect();
+    let framebuffer = step(
+        "creating a framebuffer",
+        backend
+            .context
+            .create_framebuffer(render_pass, &views, frame.target_extent),
+    )?;
+    if frame.output_kind == OutputKind::Swapchain {
+        backend.graveyard.retire(Box::new(move |c: &VulkanContext| {
+            c.destroy_framebuffer(framebuffer)
+        }));
+    } else {
+        let view_state = backend.views.get_mut(&frame.entity).unwrap();
+        view_state
+            .framebuffers
+            .insert(key, (framebuffer, frame_number));
+    }
+    Ok(framebuffer)
 }
 
 /// wgpu-side preparation on Bevy's encoder, before the raw command buffer.

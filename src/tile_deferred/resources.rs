@@ -78,6 +78,7 @@ pub(super) fn ensure_view(
             gbuffer_set: sets[1],
             tonemap_set: sets[2],
             input_views: Vec::new(),
+            lut_keep_alive: None,
             timestamps: backend.context.create_timestamp_queries(4),
             last_used: backend.frame,
         };
@@ -359,6 +360,7 @@ pub(super) fn write_view_sets(
     backend: &mut TileBackend,
     entity: Entity,
     native: &NativePass,
+    lut: &GpuImage,
     lut_view: vk::ImageView,
 ) {
     let view = &backend.views[&entity];
@@ -453,7 +455,13 @@ pub(super) fn write_view_sets(
     // SAFETY: the sets are fresh (never used by a submitted command buffer) and every view is
     // alive.
     unsafe { backend.context.device.update_descriptor_sets(&writes, &[]) };
-    backend.views.get_mut(&entity).unwrap().input_views = all;
+    let view = backend.views.get_mut(&entity).unwrap();
+    view.input_views = all;
+    if let Some(old) = view.lut_keep_alive.replace(lut.texture_view.clone()) {
+        backend
+            .graveyard
+            .retire(Box::new(move |_: &VulkanContext| drop(old)));
+    }
 }
 
 /// Makes sure `material` has a uniform buffer and a descriptor set matching its current
@@ -555,6 +563,7 @@ pub(super) fn ensure_material(
         MaterialResources {
             generation: material.generation,
             texture_views: views,
+            _texture_keep_alive: images.iter().map(|i| i.texture_view.clone()).collect(),
             buffer,
             set,
             pool,

@@ -1,0 +1,188 @@
+//! A tile camera drawing into a real window (Xvfb on CI): presented frames, resizes that
+//! rebuild the framebuffers without leaking, and a screenshot of the window.
+//!
+//! winit allows one event loop per process, so each window scenario runs in a child process of
+//! this test binary (an ignored test run by its parent).
+
+use crate::{
+    harness::{Frame, GpuTest},
+    scenes,
+};
+use bevy::{
+    diagnostic::FrameCount,
+    log::LogPlugin,
+    prelude::*,
+    render::{
+        RenderPlugin,
+        settings::{Backends, WgpuSettings},
+        view::{
+            Msaa,
+            screenshot::{Screenshot, ScreenshotCaptured},
+        },
+    },
+    window::{ExitCondition, WindowResolution},
+    winit::WinitPlugin,
+};
+use bevy_tile_deferred::{TileDeferred, TileDeferredPlugin, TileRenderReports};
+use std::process::Command;
+
+/// Validation messages lavapipe's swapchain produces for stock Bevy too (not the crate's).
+const KNOWN_SWAPCHAIN_NOISE: &[&str] = &[
+    "VUID-vkAcquireNextImageKHR-semaphore-01286",
+    "VUID-VkPresentInfoKHR-pImageIndices-01296",
+];
+
+/// Runs the ignored test `name` of this binary in a child process and fails if it fails.
+pub fn run_in_child_process(name: &str) {
+    assert!(
+        std::env::var_os("DISPLAY").is_some(),
+        "window tests need an X display: run `bash scripts/test.sh` (it starts Xvfb) or \
+         `xvfb-run -a cargo test`"
+    );
+    let output = Command::new(std::env::current_exe().expect("the test binary"))
+        .args([
+            name,
+            "--exact",
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .output()
+        .expect("the test binary runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success() && stdout.contains("1 passed"),
+        "child test {name} failed ({}):\n{stdout}\n{stderr}",
+        output.status
+    );
+}
+
+#[test]
+fn tile_camera_in_a_window() {
+    run_in_child_process("tile_window::child_tile_camera_in_a_window");
+}
+
+/// What the window run saw; shared because winit's runner takes the app.
+#[derive(Resource, Clone, Default)]
+struct SharedWindowRun(std::sync::Arc<std::sync::Mutex<WindowRun>>);
+
+#[derive(Default)]
+struct WindowRun {
+    live_before_resize: i64,
+    live_after_resizes: i64,
+    screenshot: Option<Image>,
+    requested: bool,
+}
+
+#[test]
+#[ignore = "run in a child process by tile_camera_in_a_window (one winit event loop per process)"]
+fn child_tile_camera_in_a_window() {
+    let test = GpuTest::start("child_tile_camera_in_a_window");
+    let shared = SharedWindowRun::default();
+    let mut app = App::new();
+    app.add_plugins(
+        DefaultPlugins
+            .set(WindowPlugin {
+                primary_window: Some(Window {
+                    resolution: WindowResolution::new(320, 180),
+                    title: "bevy_tile_deferred window test".into(),
+                    ..default()
+                }),
+                exit_condition: ExitCondition::DontExit,
+                ..default()
+            })
+            .set(WinitPlugin {
+                run_on_any_thread: true,
+            })
+            .set(RenderPlugin {
+                render_creation: WgpuSettings {
+                    backends: Some(Backends::VULKAN),
+                    ..default()
+                }
+                .into(),
+                synchronous_pipeline_compilation: true,
+                ..default()
+            })
+            .disable::<LogPlugin>(),
+    )
+    .add_plugins(TileDeferredPlugin)
+    .insert_resource(shared.clone())
+    .add_systems(Startup, |world: &mut World| {
+        scenes::spawn_lit_spheres(world);
+        world.spawn((
+            Camera3d::default(),
+            scenes::reference_camera(),
+            scenes::reference_camera_transform(),
+            Msaa::Off,
+            TileDeferred::default(),
+        ));
+    })
+    .add_systems(Update, drive_window_run);
+    app.run();
+
+    let run = std::mem::take(&mut *shared.0.lock().unwrap());
+    let errors: Vec<String> = test
+        .take_errors()
+        .into_iter()
+        .filter(|e| !KNOWN_SWAPCHAIN_NOISE.iter().any(|vuid| e.contains(vuid)))
+        .collect();
+    assert!(errors.is_empty(), "errors in the window run: {errors:#?}");
+    assert!(run.live_before_resize > 0);
+    assert_eq!(
+        run.live_after_resizes, run.live_before_resize,
+        "resizing and restoring the window leaves as many Vulkan objects as before"
+    );
+    let image = run.screenshot.expect("the window was captured");
+    let rgba = image.try_into_dynamic().unwrap().to_rgba8();
+    let frame = Frame {
+        width: rgba.width(),
+        height: rgba.height(),
+        rgba: rgba.into_raw(),
+    };
+    frame.save_png("tile-window");
+    assert_eq!((frame.width, frame.height), (320, 180));
+    let red = frame
+        .rgba
+        .chunks_exact(4)
+        .filter(|p| p[0] > 120 && p[1] < 60 && p[2] < 60)
+        .count();
+    assert!(
+        red > 300,
+        "the red sphere is on the window's screenshot ({red} red pixels)"
+    );
+}
+
+fn drive_window_run(
+    mut commands: Commands,
+    frames: Res<FrameCount>,
+    mut windows: Query<&mut Window>,
+    reports: Res<TileRenderReports>,
+    shared: Res<SharedWindowRun>,
+    mut exit: MessageWriter<AppExit>,
+) {
+    let mut run = shared.0.lock().unwrap();
+    let Ok(mut window) = windows.single_mut() else {
+        return;
+    };
+    match frames.0 {
+        10 => {
+            run.live_before_resize = reports.live_vulkan_objects();
+            window.resolution.set(400.0, 240.0);
+        }
+        20 => window.resolution.set(320.0, 180.0),
+        30 => run.live_after_resizes = reports.live_vulkan_objects(),
+        31.. if !run.requested => {
+            run.requested = true;
+            commands.spawn(Screenshot::primary_window()).observe(
+                |captured: On<ScreenshotCaptured>, shared: Res<SharedWindowRun>| {
+                    shared.0.lock().unwrap().screenshot = Some(captured.image.clone());
+                },
+            );
+        }
+        _ => {}
+    }
+    if run.screenshot.is_some() || frames.0 > 300 {
+        exit.write(AppExit::Success);
+    }
+}

@@ -13,4 +13,5 @@ mod forward_reference;
 mod tile_deferred;
 mod tile_fidelity;
 mod tile_lifecycle;
+mod tile_window;
 mod validation_net;

@@ -74,7 +74,10 @@ fn screenshot_of_tile_camera_is_the_rendered_frame() {
         .chunks_exact(4)
         .filter(|p| p[0] > 60 || p[1] > 60 || p[2] > 60)
         .count();
-    assert!(lit > (WIDTH * HEIGHT / 10) as usize, "screenshot is (nearly) black");
+    assert!(
+        lit > (WIDTH * HEIGHT / 10) as usize,
+        "screenshot is (nearly) black"
+    );
     // ...and it is the frame the readback saw.
     assert_frames_match("screenshot-vs-readback", &screenshot, &readback, 40.0, 2);
 }
@@ -102,7 +105,10 @@ fn tile_and_bevy_cameras_in_one_app() {
     let forward = headless.read_image(&second);
     assert_frames_match("two-cameras", &tile, &forward, 36.0, 8);
     let reports = headless.app.world().resource::<TileRenderReports>().clone();
-    assert!(reports.get(tile_entity).is_some(), "the tile camera went through the tile path");
+    assert!(
+        reports.get(tile_entity).is_some(),
+        "the tile camera went through the tile path"
+    );
 }
 
 /// Changing a material's colour and moving a mesh at run time shows up in the next frames.
@@ -131,14 +137,21 @@ fn run_time_changes_show_up() {
     }
     let after = headless.render(2);
     let reports = headless.app.world().resource::<TileRenderReports>().clone();
-    assert_eq!(reports.get(camera).unwrap().instances, 4, "the cube left the view");
+    assert_eq!(
+        reports.get(camera).unwrap().instances,
+        4,
+        "the cube left the view"
+    );
     let changed = before
         .rgba
         .chunks_exact(4)
         .zip(after.rgba.chunks_exact(4))
         .filter(|(a, b)| a[0].abs_diff(b[0]) > 40)
         .count();
-    assert!(changed > 500, "only {changed} pixels changed after recolouring a sphere");
+    assert!(
+        changed > 500,
+        "only {changed} pixels changed after recolouring a sphere"
+    );
 }
 
 /// Despawning a tile camera releases its Vulkan objects; a new one recreates them.
@@ -163,12 +176,20 @@ fn despawned_cameras_leak_nothing() {
     for _ in 0..5 {
         let camera = headless.spawn_camera(tile_camera());
         headless.render(2);
-        assert_eq!(reports.live_vulkan_objects(), with_camera, "a camera costs the same each time");
+        assert_eq!(
+            reports.live_vulkan_objects(),
+            with_camera,
+            "a camera costs the same each time"
+        );
         headless.app.world_mut().despawn(camera);
         for _ in 0..8 {
             headless.update();
         }
-        assert_eq!(reports.live_vulkan_objects(), without_camera, "no leak after a despawn");
+        assert_eq!(
+            reports.live_vulkan_objects(),
+            without_camera,
+            "no leak after a despawn"
+        );
     }
 }
 
@@ -207,9 +228,20 @@ fn unsupported_settings_are_reported_not_hidden() {
         TileDeferred::default(),
     ));
     let frame = headless.render(3);
-    assert!(frame.rgba.chunks_exact(4).any(|p| p[0] > 100), "the frame was rendered");
+    assert!(
+        frame.rgba.chunks_exact(4).any(|p| p[0] > 100),
+        "the frame was rendered"
+    );
     let warnings = test.take_warnings();
     let about = |needle: &str| warnings.iter().filter(|w| w.contains(needle)).count();
-    assert_eq!(about("MSAA on the tile path"), 1, "MSAA reported once: {warnings:#?}");
-    assert_eq!(about("\"glass ball\""), 1, "the transparent mesh reported once by name: {warnings:#?}");
+    assert_eq!(
+        about("MSAA on the tile path"),
+        1,
+        "MSAA reported once: {warnings:#?}"
+    );
+    assert_eq!(
+        about("\"glass ball\""),
+        1,
+        "the transparent mesh reported once by name: {warnings:#?}"
+    );
 }

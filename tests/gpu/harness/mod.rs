@@ -215,7 +215,6 @@ impl HeadlessApp {
             .expect("the image exists");
         unpad(data, size)
     }
-
 }
 
 /// wgpu copies rows padded to 256 bytes.

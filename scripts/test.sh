@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 # lavapipe, the Vulkan loader, the validation layer, vulkaninfo (the probe test compares with
 # it), Xvfb (window tests) and the X11 libraries winit loads at run time.
 bash scripts/ensure-packages.sh mesa-vulkan-drivers libvulkan1 vulkan-validationlayers \
-    vulkan-tools xvfb xauth libx11-6 libxcursor1 libxi6 libxrandr2 libxkbcommon-x11-0
+    vulkan-tools glslang-tools xvfb xauth libx11-6 libxcursor1 libxi6 libxrandr2 libxkbcommon-x11-0
 
 # Mesa's WSI complains without a runtime dir; give it a private one.
 if [ -z "${XDG_RUNTIME_DIR:-}" ] || [ ! -d "$XDG_RUNTIME_DIR" ]; then

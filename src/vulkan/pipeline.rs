@@ -455,3 +455,48 @@ impl VulkanContext {
         self.create_graphics_pipeline(&info)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::{path::Path, process::Command};
+
+    /// The checked-in SPIR-V is what `glslangValidator` makes of the GLSL beside it (run
+    /// `scripts/compile-shaders.sh` after editing a shader).
+    #[test]
+    fn spirv_matches_glsl_sources() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/tile_deferred/shaders");
+        let out = std::env::temp_dir().join(format!("btd-spirv-check-{}", std::process::id()));
+        std::fs::create_dir_all(&out).unwrap();
+        let mut checked = 0;
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let source = entry.unwrap().path();
+            let Some(ext) = source.extension().and_then(|e| e.to_str()) else {
+                continue;
+            };
+            if ext != "vert" && ext != "frag" {
+                continue;
+            }
+            let name = source.file_name().unwrap().to_str().unwrap().to_owned();
+            let compiled = out.join(format!("{name}.spv"));
+            let status = Command::new("glslangValidator")
+                .args(["-V", "--target-env", "vulkan1.1", "-g0", "-o"])
+                .arg(&compiled)
+                .arg(&name)
+                .current_dir(&dir)
+                .output()
+                .unwrap_or_else(|e| {
+                    panic!("cannot run glslangValidator ({e}): apt-get install glslang-tools")
+                });
+            assert!(status.status.success(), "{name}: {status:?}");
+            let fresh = std::fs::read(&compiled).unwrap();
+            let checked_in = std::fs::read(dir.join(format!("{name}.spv"))).unwrap();
+            assert!(
+                fresh == checked_in,
+                "{name}.spv is stale: run scripts/compile-shaders.sh"
+            );
+            checked += 1;
+        }
+        assert_eq!(checked, 7, "every shader was checked");
+        let _ = std::fs::remove_dir_all(&out);
+    }
+}

@@ -1,7 +1,10 @@
-//! The showcase: a PBR scene with coloured lights orbiting it, seen by an orbiting camera.
+//! The showcase: a PBR scene with coloured lights orbiting it, seen by an orbiting camera
+//! rendered by the tile-deferred path (G-buffer, lighting and tonemap in one Vulkan render
+//! pass; only the final image leaves tile memory).
 //!
 //! With a display it opens a window. Without one (or with `--headless`) it renders into an
-//! image, writes `showcase.png` (or the path after `--out`) and prints the device profile.
+//! image, writes `showcase.png` (or the path after `--out`) and prints the device profile, the
+//! frame's plan and its bandwidth.
 //!
 //! ```sh
 //! cargo run --release --example showcase             # window if a display exists
@@ -24,7 +27,10 @@ use bevy::{
     window::ExitCondition,
     winit::WinitPlugin,
 };
-use bevy_tile_deferred::{DeviceProfile, TileDeferredPlugin};
+use bevy_tile_deferred::{
+    DeviceProfile, TileDeferred, TileDeferredPlugin, TileRenderReports,
+    frame_graph::DEFAULT_MW_PER_GBPS,
+};
 use std::{path::PathBuf, time::Duration};
 
 /// Orbiting coloured point lights.
@@ -107,6 +113,8 @@ fn spawn_window_camera(mut commands: Commands) {
         Camera3d::default(),
         scenes::reference_camera(),
         scenes::reference_camera_transform(),
+        Msaa::Off,
+        TileDeferred::default(),
     ));
 }
 
@@ -138,6 +146,8 @@ fn spawn_headless_camera(mut commands: Commands, mut images: ResMut<Assets<Image
         Camera3d::default(),
         scenes::reference_camera(),
         scenes::reference_camera_transform(),
+        Msaa::Off,
+        TileDeferred::default(),
         RenderTarget::Image(handle.into()),
     ));
 }
@@ -147,11 +157,16 @@ fn capture_when_warm(
     frames: Res<FrameCount>,
     target: Res<HeadlessTarget>,
     mut capture: ResMut<HeadlessCapture>,
+    reports: Res<TileRenderReports>,
+    cameras: Query<Entity, With<TileDeferred>>,
 ) {
     if capture.requested || frames.0 < HEADLESS_FRAMES {
         return;
     }
     capture.requested = true;
+    for camera in &cameras {
+        print_plan(&reports, camera);
+    }
     let path = capture.path.clone();
     commands.spawn(Screenshot::image(target.0.clone())).observe(
         move |captured: On<ScreenshotCaptured>, mut exit: MessageWriter<AppExit>| {
@@ -179,4 +194,32 @@ fn print_device_profile(profile: Option<Res<DeviceProfile>>) {
     if let Some(profile) = profile.filter(|p| p.is_added()) {
         println!("device: {}", profile.summary());
     }
+}
+
+/// Prints the frame's plan and what it costs in bandwidth and power.
+fn print_plan(reports: &TileRenderReports, camera: Entity) {
+    let Some(report) = reports.get(camera) else {
+        println!("camera {camera}: not rendered by the tile path (see the log for why)");
+        return;
+    };
+    let plan = &report.compiled;
+    println!("frame plan:\n{}", plan.describe());
+    let cost = &plan.cost;
+    println!(
+        "attachment traffic: {:.2} MB/frame, {:.3} GB/s and about {:.0} mW at 60 fps \
+         ({DEFAULT_MW_PER_GBPS} mW per GB/s)",
+        cost.mb(),
+        cost.gb_per_s(60.0),
+        cost.milliwatts(60.0, DEFAULT_MW_PER_GBPS)
+    );
+    if let Some(times) = report.gpu_times {
+        println!(
+            "GPU: G-buffer {:.2} ms, lighting {:.2} ms, tonemap {:.2} ms",
+            times.gbuffer_ms, times.lighting_ms, times.tonemap_ms
+        );
+    }
+    println!(
+        "{} draws, {} instances, {} light volumes",
+        report.draws, report.instances, report.light_volumes
+    );
 }

@@ -613,6 +613,9 @@ fn render_view(
         BufferSlot::Instances,
         (instance_data.len().max(1) * size_of::<GpuInstance>()) as u64,
     )?;
+    // Growing the light buffer replaced the view's descriptor sets (step 5 wrote the old ones):
+    // write the input-attachment and LUT sets of the new ones too (a no-op when unchanged).
+    write_view_sets(backend, frame.entity, native, lut, lut_view);
     let view_state = &backend.views[&frame.entity];
     let (view_buffer, light_buffer, instance_buffer) = (
         view_state.view_buffer.buffer,
@@ -864,9 +867,16 @@ fn prepare_wgpu_resources(
     if frame.output_kind == OutputKind::TrackedImage {
         // wgpu zero-fills, before its next read, a texture it believes was never written; raw
         // writes are invisible to it. The first time an output view is seen, an empty wgpu pass
-        // that loads and stores it makes wgpu consider it initialised (it clears it once if it
-        // really was not), so later readbacks and screenshots see what the raw pass drew.
+        // that stores it makes wgpu consider it initialised, so later readbacks and screenshots
+        // see what the raw pass drew. It clears when the frame overwrites the output anyway,
+        // and loads (keeping what another camera drew) otherwise. This costs one store of the
+        // output the first time a view is seen (and on screenshot frames: a new capture view).
         if !backend.initialized_outputs.contains_key(&output_view.id()) {
+            let load = if frame.desc.keep_output {
+                LoadOp::Load
+            } else {
+                LoadOp::Clear(wgpu::Color::TRANSPARENT)
+            };
             encoder.begin_render_pass(&RenderPassDescriptor {
                 label: Some("tile_deferred_output_init"),
                 color_attachments: &[Some(RenderPassColorAttachment {
@@ -874,7 +884,7 @@ fn prepare_wgpu_resources(
                     depth_slice: None,
                     resolve_target: None,
                     ops: Operations {
-                        load: LoadOp::Load,
+                        load,
                         store: StoreOp::Store,
                     },
                 })],

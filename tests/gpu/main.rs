@@ -8,6 +8,7 @@ mod harness;
 #[path = "../../examples/scenes/mod.rs"]
 mod scenes;
 
+mod best_practices;
 mod device_probe;
 mod forward_reference;
 mod tile_deferred;

@@ -5,7 +5,7 @@
 //! this test binary (an ignored test run by its parent).
 
 use crate::{
-    harness::{Frame, GpuTest},
+    harness::{Frame, GpuTest, run_in_child_process},
     scenes,
 };
 use bevy::{
@@ -24,7 +24,6 @@ use bevy::{
     winit::WinitPlugin,
 };
 use bevy_tile_deferred::{TileDeferred, TileDeferredPlugin, TileRenderReports};
-use std::process::Command;
 
 /// Validation messages lavapipe's swapchain produces for stock Bevy too (not the crate's).
 const KNOWN_SWAPCHAIN_NOISE: &[&str] = &[
@@ -32,34 +31,13 @@ const KNOWN_SWAPCHAIN_NOISE: &[&str] = &[
     "VUID-VkPresentInfoKHR-pImageIndices-01296",
 ];
 
-/// Runs the ignored test `name` of this binary in a child process and fails if it fails.
-pub fn run_in_child_process(name: &str) {
+#[test]
+fn tile_camera_in_a_window() {
     assert!(
         std::env::var_os("DISPLAY").is_some(),
         "window tests need an X display: run `bash scripts/test.sh` (it starts Xvfb) or \
          `xvfb-run -a cargo test`"
     );
-    let output = Command::new(std::env::current_exe().expect("the test binary"))
-        .args([
-            name,
-            "--exact",
-            "--ignored",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .output()
-        .expect("the test binary runs");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        output.status.success() && stdout.contains("1 passed"),
-        "child test {name} failed ({}):\n{stdout}\n{stderr}",
-        output.status
-    );
-}
-
-#[test]
-fn tile_camera_in_a_window() {
     run_in_child_process("tile_window::child_tile_camera_in_a_window");
 }
 

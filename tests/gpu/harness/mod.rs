@@ -259,3 +259,24 @@ fn add_target_image(app: &mut App, width: u32, height: u32) -> Handle<Image> {
         TextureUsages::RENDER_ATTACHMENT | TextureUsages::COPY_SRC | TextureUsages::TEXTURE_BINDING;
     app.world_mut().resource_mut::<Assets<Image>>().add(image)
 }
+
+/// Runs the ignored test `name` of this binary in a child process and fails if it fails.
+pub fn run_in_child_process(name: &str) {
+    let output = std::process::Command::new(std::env::current_exe().expect("the test binary"))
+        .args([
+            name,
+            "--exact",
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .output()
+        .expect("the test binary runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success() && stdout.contains("1 passed"),
+        "child test {name} failed ({}):\n{stdout}\n{stderr}",
+        output.status
+    );
+}

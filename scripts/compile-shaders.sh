@@ -3,6 +3,9 @@
 # (<name>.<stage>.spv, e.g. gbuffer.frag.spv) with glslangValidator for Vulkan 1.1 (SPIR-V 1.3).
 # Deterministic: no debug information (-g0), so the same sources always give the same bytes.
 # Fails on any compiler warning, and validates each module with spirv-val when it is installed.
+# Variants are separate sources, never -D flags (the spirv_matches_glsl_sources test compiles each
+# file without any): e.g. lighting_global_ms.frag is `#define MSAA` + `#include "lighting_global.glsl"`,
+# the body it shares with lighting_global.frag. Include files (*.glsl) are not compiled on their own.
 set -euo pipefail
 
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

@@ -26,12 +26,13 @@
 pub mod device;
 #[warn(missing_docs)]
 pub mod frame_graph;
+pub mod tiers;
 pub mod tile_deferred;
 pub mod vulkan;
 
 pub use device::{DeviceProfile, GpuModel, GpuVendor, GraphicsBackend};
 pub use tile_deferred::{
-    TileDeferred, TileDeferredGraph,
+    MsaaShading, TileDeferred, TileDeferredGraph,
     report::{TileGpuTimes, TileRenderReports, TileViewReport},
 };
 

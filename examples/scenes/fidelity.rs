@@ -12,7 +12,7 @@
 
 use bevy::{
     asset::RenderAssetUsages,
-    camera::{ClearColorConfig, Viewport},
+    camera::{ClearColorConfig, Exposure, Viewport},
     core_pipeline::tonemapping::{DebandDither, Tonemapping},
     image::{ImageAddressMode, ImageFilterMode, ImageSampler, ImageSamplerDescriptor},
     light::{AmbientLight, GlobalAmbientLight},
@@ -25,6 +25,9 @@ use bevy::{
     },
 };
 use std::f32::consts::{FRAC_PI_2, PI, TAU};
+
+/// The size of the images the fidelity cases are drawn into (the viewport cases depend on it).
+pub const IMAGE_SIZE: UVec2 = UVec2::new(256, 144);
 
 /// Distance between stages along x; every stage's point-light range is shorter than this.
 pub const STAGE_SPACING: f32 = 60.0;
@@ -60,7 +63,8 @@ impl FidelityCamera {
             transform: Transform::from_translation(from).looking_at(at, Vec3::Y),
             projection: Projection::Perspective(PerspectiveProjection::default()),
             tonemapping: Tonemapping::default(),
-            dither: DebandDither::default(),
+            // What `Camera3d` requires (`DebandDither::default()` is `Disabled`).
+            dither: DebandDither::Enabled,
             exposure: Exposure::default(),
             ambient: None,
         }
@@ -229,7 +233,12 @@ pub fn alpha_holes_image() -> Image {
     image(64, TextureFormat::Rgba8UnormSrgb, |u, v| {
         let d = Vec2::new((u * 3.0).fract() - 0.5, (v * 3.0).fract() - 0.5).length();
         let alpha = ((d - 0.22) / 0.1).clamp(0.0, 1.0);
-        [unorm(0.2 + 0.7 * u), 200, unorm(0.3 + 0.5 * v), unorm(alpha)]
+        [
+            unorm(0.2 + 0.7 * u),
+            200,
+            unorm(0.3 + 0.5 * v),
+            unorm(alpha),
+        ]
     })
 }
 
@@ -248,11 +257,15 @@ pub fn positions_only_pyramid() -> Mesh {
     let mut positions: Vec<[f32; 3]> = Vec::new();
     for i in 0..4 {
         // Counter-clockwise seen from outside.
-        positions.extend([base[i], base[(i + 1) % 4], apex]);
+        positions.extend([base[(i + 1) % 4], base[i], apex]);
     }
-    positions.extend([base[0], base[2], base[1], base[0], base[3], base[2]]);
-    Mesh::new(PrimitiveTopology::TriangleList, RenderAssetUsages::default())
-        .with_inserted_attribute(Mesh::ATTRIBUTE_POSITION, positions)
+    // The base faces down.
+    positions.extend([base[0], base[1], base[2], base[0], base[2], base[3]]);
+    Mesh::new(
+        PrimitiveTopology::TriangleList,
+        RenderAssetUsages::default(),
+    )
+    .with_inserted_attribute(Mesh::ATTRIBUTE_POSITION, positions)
 }
 
 /// A cube with positions and normals but no UVs (indexed).
@@ -265,17 +278,25 @@ pub fn cube_without_uvs() -> Mesh {
 /// A quad in the XZ plane facing +Y, with UVs 0..`uv_scale` (indexed).
 pub fn quad(size: f32, uv_scale: f32) -> Mesh {
     let h = size / 2.0;
-    Mesh::new(PrimitiveTopology::TriangleList, RenderAssetUsages::default())
-        .with_inserted_attribute(
-            Mesh::ATTRIBUTE_POSITION,
-            vec![[-h, 0.0, -h], [h, 0.0, -h], [h, 0.0, h], [-h, 0.0, h]],
-        )
-        .with_inserted_attribute(Mesh::ATTRIBUTE_NORMAL, vec![[0.0, 1.0, 0.0]; 4])
-        .with_inserted_attribute(
-            Mesh::ATTRIBUTE_UV_0,
-            vec![[0.0, 0.0], [uv_scale, 0.0], [uv_scale, uv_scale], [0.0, uv_scale]],
-        )
-        .with_inserted_indices(Indices::U32(vec![0, 3, 2, 0, 2, 1]))
+    Mesh::new(
+        PrimitiveTopology::TriangleList,
+        RenderAssetUsages::default(),
+    )
+    .with_inserted_attribute(
+        Mesh::ATTRIBUTE_POSITION,
+        vec![[-h, 0.0, -h], [h, 0.0, -h], [h, 0.0, h], [-h, 0.0, h]],
+    )
+    .with_inserted_attribute(Mesh::ATTRIBUTE_NORMAL, vec![[0.0, 1.0, 0.0]; 4])
+    .with_inserted_attribute(
+        Mesh::ATTRIBUTE_UV_0,
+        vec![
+            [0.0, 0.0],
+            [uv_scale, 0.0],
+            [uv_scale, uv_scale],
+            [0.0, uv_scale],
+        ],
+    )
+    .with_inserted_indices(Indices::U32(vec![0, 3, 2, 0, 2, 1]))
 }
 
 // ------------------------------------------------------------------------------------------
@@ -393,10 +414,16 @@ fn material_cases() -> Vec<FidelityCase> {
     let origin = stage_origin(DOUBLE_SIDED);
     double_sided.transform = Transform::from_translation(origin + Vec3::new(0.0, -2.5, 5.0))
         .looking_at(origin + Vec3::new(0.0, 1.0, 0.0), Vec3::Y);
+    // The occlusion texture darkens only the ambient term: a bright ambient shows it.
+    let mut occlusion = FidelityCamera::stage(OCCLUSION);
+    occlusion.ambient = Some(AmbientLight {
+        brightness: 2_000.0,
+        ..default()
+    });
     let mut instancing = FidelityCamera::stage(INSTANCING);
     let origin = stage_origin(INSTANCING);
-    instancing.transform = Transform::from_translation(origin + Vec3::new(0.0, 9.0, 9.0))
-        .looking_at(origin, Vec3::Y);
+    instancing.transform =
+        Transform::from_translation(origin + Vec3::new(0.0, 9.0, 9.0)).looking_at(origin, Vec3::Y);
     vec![
         FidelityCase::single(
             "base_color_texture",
@@ -408,7 +435,7 @@ fn material_cases() -> Vec<FidelityCase> {
         ),
         FidelityCase::single("normal_map", FidelityCamera::stage(NORMAL_MAP)),
         FidelityCase::single("emissive", FidelityCamera::stage(EMISSIVE)),
-        FidelityCase::single("occlusion_texture", FidelityCamera::stage(OCCLUSION)),
+        FidelityCase::single("occlusion_texture", occlusion),
         FidelityCase::single("unlit", FidelityCamera::stage(UNLIT)),
         FidelityCase::single("alpha_mask", FidelityCamera::stage(ALPHA_MASK)),
         FidelityCase::single("double_sided", double_sided),
@@ -523,7 +550,9 @@ pub fn spawn_materials(world: &mut World) {
     );
     let bumpy_sphere = add_mesh(
         world,
-        Mesh::from(Sphere::new(0.9).mesh().uv(48, 24))
+        Sphere::new(0.9)
+            .mesh()
+            .uv(48, 24)
             .with_generated_tangents()
             .expect("a UV sphere has UVs and normals"),
     );
@@ -548,13 +577,13 @@ pub fn spawn_materials(world: &mut World) {
         at(NORMAL_MAP, right).with_rotation(Quat::from_rotation_y(-0.5)),
     );
 
-    // Emissive colour, and emissive texture times colour.
+    // Emissive colour, and emissive texture times colour weighted by the exposure.
     let emissive_texture = add_image(world, emissive_image());
     let glowing = add_material(
         world,
         StandardMaterial {
             base_color: Color::srgb(0.1, 0.1, 0.1),
-            emissive: LinearRgba::rgb(400.0, 120.0, 30.0),
+            emissive: LinearRgba::rgb(2.0, 0.6, 0.15),
             ..default()
         },
     );
@@ -562,12 +591,20 @@ pub fn spawn_materials(world: &mut World) {
         world,
         StandardMaterial {
             base_color: Color::srgb(0.3, 0.3, 0.3),
-            emissive: LinearRgba::rgb(600.0, 600.0, 600.0),
+            // Nits scaled by the camera exposure (about 1/1560 at Bevy's default).
+            emissive: LinearRgba::rgb(1_200.0, 1_200.0, 1_200.0),
+            emissive_exposure_weight: 1.0,
             emissive_texture: Some(emissive_texture),
             ..default()
         },
     );
-    spawn_object(world, "emissive sphere".into(), &sphere, &glowing, at(EMISSIVE, left));
+    spawn_object(
+        world,
+        "emissive sphere".into(),
+        &sphere,
+        &glowing,
+        at(EMISSIVE, left),
+    );
     spawn_object(
         world,
         "emissive textured cube".into(),
@@ -619,7 +656,13 @@ pub fn spawn_materials(world: &mut World) {
             ..default()
         },
     );
-    spawn_object(world, "unlit sphere".into(), &sphere, &unlit, at(UNLIT, left));
+    spawn_object(
+        world,
+        "unlit sphere".into(),
+        &sphere,
+        &unlit,
+        at(UNLIT, left),
+    );
     spawn_object(
         world,
         "unlit textured cube".into(),
@@ -765,6 +808,8 @@ pub fn spawn_materials(world: &mut World) {
     }
 
     // A mesh without normals (and UVs), and a mesh without UVs whose material has textures.
+    // The mesh without normals is unlit: lit, Bevy normalises a zero normal (undefined in WGSL;
+    // lavapipe draws it nearly black) where the tile path shades the flat face normal.
     let pyramid = add_mesh(world, positions_only_pyramid());
     let no_uv_cube = add_mesh(world, cube_without_uvs());
     let pyramid_material = add_material(
@@ -789,7 +834,7 @@ pub fn spawn_materials(world: &mut World) {
         "pyramid without normals".into(),
         &pyramid,
         &pyramid_material,
-        at(MISSING_ATTRIBUTES, left - Vec3::Y * 0.9).with_rotation(Quat::from_rotation_y(0.4)),
+        at(MISSING_ATTRIBUTES, left - Vec3::Y * 0.85).with_rotation(Quat::from_rotation_y(0.4)),
     );
     spawn_object(
         world,
@@ -1022,8 +1067,7 @@ pub fn spawn_lights(world: &mut World) {
         world.spawn((
             Name::new(name),
             light,
-            Transform::from_translation(origin + position)
-                .looking_at(origin + target, Vec3::Y),
+            Transform::from_translation(origin + position).looking_at(origin + target, Vec3::Y),
         ));
     }
 }
@@ -1068,11 +1112,11 @@ fn reference() -> FidelityCamera {
     camera
 }
 
-/// The viewport of the viewport cases, in a 384x216 target.
+/// The viewport of the viewport cases: the upper right part of an [`IMAGE_SIZE`] target.
 pub fn inset_viewport() -> Viewport {
     Viewport {
-        physical_position: UVec2::new(200, 24),
-        physical_size: UVec2::new(160, 120),
+        physical_position: UVec2::new(IMAGE_SIZE.x / 2 + 8, IMAGE_SIZE.y / 8),
+        physical_size: UVec2::new(IMAGE_SIZE.x * 5 / 12, IMAGE_SIZE.y * 5 / 9),
         ..default()
     }
 }
@@ -1122,7 +1166,7 @@ pub fn spawn_camera_settings(world: &mut World) {
         world,
         StandardMaterial {
             base_color: Color::srgb(0.2, 0.2, 0.2),
-            emissive: LinearRgba::rgb(6_000.0, 3_000.0, 800.0),
+            emissive: LinearRgba::rgb(12.0, 6.0, 1.6),
             ..default()
         },
     );
@@ -1209,7 +1253,11 @@ pub fn spawn_many_lights(world: &mut World) {
                 0.0,
                 Color::hsl(hue, 0.85, 0.55),
             ),
-            Transform::from_xyz(x * 0.95 + 0.3 * (PI * i as f32 * 0.13).sin(), height, z * 0.95),
+            Transform::from_xyz(
+                x * 0.95 + 0.3 * (PI * i as f32 * 0.13).sin(),
+                height,
+                z * 0.95,
+            ),
         ));
     }
 }

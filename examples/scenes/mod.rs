@@ -2,6 +2,9 @@
 //! comparison between the tile path and Bevy's own renderers draws the same thing.
 #![allow(dead_code, reason = "shared by examples and tests; each uses a part")]
 
+pub mod aliasing;
+pub mod bench;
+
 use bevy::{camera::ClearColorConfig, prelude::*};
 
 pub mod fidelity;

@@ -154,6 +154,7 @@ mod format;
 mod graph;
 mod merge;
 mod ops;
+pub mod stock_bevy;
 mod validate;
 
 #[cfg(test)]
@@ -180,3 +181,7 @@ pub use graph::{
 };
 pub use merge::{BreakReason, MergeBreak, MergeCandidate, can_merge};
 pub use ops::{LoadOp, StoreOp};
+pub use stock_bevy::{
+    StockBevyOptions, StockBevyPath, compile_stock_bevy, stock_bevy_caps, stock_bevy_deferred,
+    stock_bevy_forward,
+};

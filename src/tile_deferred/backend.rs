@@ -97,6 +97,8 @@ pub(crate) struct ViewResources {
     pub lut_keep_alive: Option<bevy::render::render_resource::TextureView>,
     /// GPU timestamps: before the pass, after each subpass.
     pub timestamps: Option<TimestampQueries>,
+    /// Occlusion query counting the pixels lit per sample (MSAA).
+    pub edge_queries: Option<TimestampQueries>,
     pub last_used: u64,
 }
 
@@ -267,7 +269,7 @@ impl TileBackend {
         if let Some(lut) = view.lut_keep_alive {
             objects.push(Box::new(move |_: &VulkanContext| drop(lut)));
         }
-        if let Some(queries) = view.timestamps {
+        for queries in [view.timestamps, view.edge_queries].into_iter().flatten() {
             objects.push(Box::new(move |c: &VulkanContext| {
                 c.destroy_timestamp_queries(queries)
             }));

@@ -118,6 +118,25 @@ pub struct GpuTonemapParams {
     pub mode: [u32; 4],
 }
 
+/// The fragment push constants of every tile pipeline: tonemap parameters, then MSAA
+/// parameters of the lighting and tonemap subpasses.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
+pub struct GpuPushConstants {
+    /// Read by the tonemap subpass.
+    pub tonemap: GpuTonemapParams,
+    /// x: the sample a lighting draw shades, y: sample count, z: `msaa_flags` bits.
+    pub msaa: [u32; 4],
+}
+
+/// `msaa.z` bits of [`GpuPushConstants`].
+pub mod msaa_flags {
+    /// Shade every sample of every pixel (the brute-force reference), not only edges.
+    pub const PER_SAMPLE: u32 = 1 << 0;
+    /// Tint edge pixels red in the output: the edge-mask debug view.
+    pub const DEBUG_EDGES: u32 = 1 << 1;
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -134,5 +153,6 @@ mod tests {
         assert_eq!(size_of::<GpuMaterial>(), 96);
         assert_eq!(size_of::<GpuInstance>(), 48);
         assert_eq!(size_of::<GpuTonemapParams>(), 32);
+        assert_eq!(size_of::<GpuPushConstants>(), 48);
     }
 }

@@ -25,7 +25,7 @@ mod backend;
 mod extract;
 pub mod gpu_types;
 mod pass;
-mod plan;
+pub(crate) mod plan;
 mod record;
 pub mod report;
 mod resources;
@@ -58,14 +58,31 @@ pub struct TileDeferred {
     /// Off, the compiler plans separate render passes; the Vulkan path renders only merged
     /// plans today and reports an unmerged plan instead of drawing it.
     pub merge_subpasses: bool,
+    /// With `Msaa` above `Off`: which samples the lighting shades.
+    pub msaa_shading: MsaaShading,
+    /// Debug view: tint the pixels lit per sample (MSAA edges) red.
+    pub show_msaa_edges: bool,
 }
 
 impl Default for TileDeferred {
     fn default() -> Self {
         Self {
             merge_subpasses: true,
+            msaa_shading: MsaaShading::EdgeSelective,
+            show_msaa_edges: false,
         }
     }
+}
+
+/// How a multisampled tile camera shades its samples.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Reflect)]
+pub enum MsaaShading {
+    /// Interior pixels are lit once, geometric edges once per sample (Lauritzen's test on the
+    /// G-buffer samples): MSAA quality for about the cost of no MSAA.
+    #[default]
+    EdgeSelective,
+    /// Every sample of every pixel is lit: the brute-force reference to compare against.
+    EverySample,
 }
 
 /// The camera schedule of tile-deferred cameras (the crate's replacement for `Core3d`).

@@ -108,7 +108,7 @@ pub(crate) fn tile_deferred_pass(
         camera,
         extracted_view,
         target,
-        _settings,
+        settings,
         visible,
         tonemapping,
         dither,
@@ -118,20 +118,17 @@ pub(crate) fn tile_deferred_pass(
     let Some(output_view) = target.out_texture() else {
         return;
     };
-    if msaa.is_some_and(|m| *m != Msaa::Off) && backend.reported.insert((entity, "msaa")) {
-        warn!(
-            "bevy_tile_deferred: camera {entity} asks for {:?}; MSAA on the tile path is not \
-             supported yet, rendering without it",
-            msaa.copied().unwrap_or_default()
-        );
-    }
     let frame = Frame::gather(
         entity,
         camera,
         extracted_view,
         target,
-        tonemapping.copied().unwrap_or_default(),
-        dither.copied().unwrap_or_default(),
+        (
+            tonemapping.copied().unwrap_or_default(),
+            dither.copied().unwrap_or_default(),
+            msaa.map_or(1, |m| m.samples()),
+            settings,
+        ),
         ambient,
         &scene,
     );
@@ -179,6 +176,10 @@ fn clear_output_like_bevy(frame: &Frame, target: &ViewTarget, ctx: &mut RenderCo
 pub(super) struct Frame {
     pub(super) entity: Entity,
     pub(super) desc: ViewFrameDesc,
+    requested_samples: u32,
+    /// Why the sample count differs from the camera's `Msaa`, if it does.
+    msaa_note: Option<String>,
+    msaa_flags: u32,
     output_kind: OutputKind,
     pub(super) target_extent: vk::Extent2D,
     viewport: UVec4,
@@ -193,14 +194,17 @@ pub(super) struct Frame {
 }
 
 impl Frame {
-    #[expect(clippy::too_many_arguments, reason = "the view's extracted components")]
     fn gather(
         entity: Entity,
         camera: &ExtractedCamera,
         view: &ExtractedView,
         target: &ViewTarget,
-        tonemapping: Tonemapping,
-        dither: DebandDither,
+        (tonemapping, dither, requested_samples, settings): (
+            Tonemapping,
+            DebandDither,
+            u32,
+            &TileDeferred,
+        ),
         ambient_override: Option<&AmbientLight>,
         scene: &TileSceneParams,
     ) -> Option<Self> {
@@ -247,13 +251,31 @@ impl Frame {
         } else {
             drew_before || clear.is_none() || camera.viewport.is_some()
         };
+        let supported = scene
+            .profile
+            .as_deref()
+            .and_then(|p| p.vulkan.as_ref())
+            .map_or(crate::device::SampleCounts(1), |vk| {
+                crate::device::SampleCounts(
+                    vk.framebuffer_color_sample_counts.0 & vk.framebuffer_depth_sample_counts.0,
+                )
+            });
+        let (samples, msaa_note) = plan::sample_count(requested_samples, supported, keep_output);
         let desc = ViewFrameDesc {
             extent: Extent::new(viewport.z, viewport.w),
             output_format,
             keep_output,
             light_format: Format::Rg11b10Float,
             depth_format: Format::Depth32Float,
+            samples,
         };
+        let mut msaa_flags = 0;
+        if settings.msaa_shading == super::MsaaShading::EverySample {
+            msaa_flags |= super::gpu_types::msaa_flags::PER_SAMPLE;
+        }
+        if settings.show_msaa_edges {
+            msaa_flags |= super::gpu_types::msaa_flags::DEBUG_EDGES;
+        }
 
         let clip_from_view = view.clip_from_view;
         let world_from_view = view.world_from_view.to_matrix();
@@ -313,6 +335,9 @@ impl Frame {
         Some(Self {
             entity,
             desc,
+            requested_samples,
+            msaa_note,
+            msaa_flags,
             output_kind: if is_swapchain {
                 OutputKind::Swapchain
             } else {
@@ -344,6 +369,50 @@ impl Frame {
                 && viewport.w == target_extent.height,
         })
     }
+}
+
+/// Lowers the sample count while the multisampled frame does not fit the device's tile memory
+/// (a Mali spill or Adreno GMEM too small), recompiling at each step.
+fn fit_tile_budget(
+    mut compiled: crate::frame_graph::CompiledFrame,
+    mut desc: ViewFrameDesc,
+    caps: &crate::frame_graph::DeviceCaps,
+) -> StepResult<(
+    crate::frame_graph::CompiledFrame,
+    ViewFrameDesc,
+    Option<String>,
+)> {
+    use crate::frame_graph::TileVerdict;
+    let requested = desc.samples;
+    // The compiler refuses to merge passes whose tile footprint exceeds the budget; a merged
+    // pass can still spill on its own.
+    let spills = |frame: &crate::frame_graph::CompiledFrame| {
+        frame.breaks.iter().any(|b| {
+            matches!(
+                b.reason,
+                crate::frame_graph::BreakReason::TileBudgetExceeded { .. }
+            )
+        }) || frame.native_passes.iter().any(|n| {
+            matches!(
+                n.footprint.verdict,
+                TileVerdict::Spills { .. } | TileVerdict::GmemTooSmall { .. }
+            )
+        })
+    };
+    while desc.samples > 1 && spills(&compiled) {
+        desc.samples /= 2;
+        let graph =
+            plan::declare(&desc).map_err(|_| ("declaring the frame", vk::Result::ERROR_UNKNOWN))?;
+        compiled = crate::frame_graph::compile(&graph, caps)
+            .map_err(|_| ("compiling the frame", vk::Result::ERROR_UNKNOWN))?;
+    }
+    let note = (desc.samples != requested).then(|| {
+        format!(
+            "the {requested}x multisampled G-buffer does not fit this GPU's tile memory; {}x does",
+            desc.samples
+        )
+    });
+    Ok((compiled, desc, note))
 }
 
 /// The tonemap shader's operator index (see `shaders/tonemap.frag`).
@@ -452,6 +521,20 @@ fn render_view(
             ("compiling the frame", vk::Result::ERROR_UNKNOWN)
         })?
         .clone();
+    let (compiled, frame_desc, budget_note) = fit_tile_budget(compiled, frame.desc, &caps)?;
+    let notes: Vec<&str> = [frame.msaa_note.as_deref(), budget_note.as_deref()]
+        .into_iter()
+        .flatten()
+        .collect();
+    if !notes.is_empty() && backend.reported.insert((frame.entity, "msaa")) {
+        warn!(
+            "bevy_tile_deferred: camera {}: asked for {}x MSAA, rendering {}x: {}",
+            frame.entity,
+            frame.requested_samples,
+            frame_desc.samples,
+            notes.join("; ")
+        );
+    }
     if compiled.native_passes.len() != 1 || compiled.native_passes[0].subpasses.len() != 3 {
         error!(
             "bevy_tile_deferred: the frame did not merge into one render pass:\n{}",
@@ -483,7 +566,7 @@ fn render_view(
     ensure_attachments(backend, frame, native, output_id)?;
     let view_state = backend.views.get_mut(&frame.entity).unwrap();
     view_state.render_pass_key = key.clone();
-    view_state.desc = Some(frame.desc);
+    view_state.desc = Some(frame_desc);
     view_state.last_used = frame_number;
 
     // 4. The framebuffer over the attachments and this frame's output view.
@@ -521,7 +604,7 @@ fn render_view(
     write_view_sets(backend, frame.entity, native, lut, lut_view);
 
     // 6. What to draw: instances grouped by (mesh, material), and the lights.
-    let samples = vk::SampleCountFlags::TYPE_1;
+    let samples = conv::samples(native.samples);
     let mut batches: HashMap<(AssetId<Mesh>, AssetId<StandardMaterial>), Vec<GpuInstance>> =
         HashMap::default();
     if let Some(class) = visible.get::<Mesh3d>() {
@@ -738,6 +821,9 @@ fn render_view(
             })
             .collect(),
         timestamps: None,
+        samples: native.samples,
+        msaa_flags: frame.msaa_flags,
+        edge_query: None,
     };
     let view_state = backend.views.get_mut(&frame.entity).unwrap();
     let gpu_times = view_state.timestamps.as_ref().and_then(|queries| {
@@ -752,6 +838,19 @@ fn render_view(
         queries.recorded(frame_number);
         (queries.pool, queries.first_query(frame_number))
     });
+    let viewport_pixels = f64::from(frame.viewport.z) * f64::from(frame.viewport.w);
+    let per_sample_fraction = view_state
+        .edge_queries
+        .as_ref()
+        .filter(|_| native.samples > 1)
+        .and_then(|queries| queries.read_raw(&backend.context, frame_number))
+        .map(|counts| (counts[0] as f64 / viewport_pixels) as f32);
+    if native.samples > 1 {
+        recording.edge_query = view_state.edge_queries.as_mut().map(|queries| {
+            queries.recorded(frame_number);
+            (queries.pool, queries.first_query(frame_number))
+        });
+    }
     backend.zero_buffer_filled = true;
     let draw_count = recording.draws.len();
     let command_buffer = record(&backend.context, ctx, recording);
@@ -794,6 +893,8 @@ fn render_view(
         compiled: compiled.clone(),
         gpu_times,
         cpu_ms: started.elapsed().as_secs_f64() * 1000.0,
+        samples: native.samples,
+        per_sample_fraction,
     };
     view_state.compiled = Some(compiled);
     Ok(report)
@@ -1016,4 +1117,38 @@ pub(crate) fn end_frame(
     backend.graveyard.seal_after_submit(&queue);
     backend.graveyard.collect(&backend.context);
     backend.frame += 1;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::frame_graph::{DeviceCaps, compile};
+
+    fn fitted(samples: u32, caps: DeviceCaps) -> (u32, usize, Option<String>) {
+        let desc = ViewFrameDesc {
+            extent: Extent::new(1920, 1080),
+            output_format: Format::Bgra8Srgb,
+            keep_output: false,
+            light_format: Format::Rg11b10Float,
+            depth_format: Format::Depth32Float,
+            samples,
+        };
+        let compiled = compile(&plan::declare(&desc).unwrap(), &caps).unwrap();
+        let (compiled, desc, note) = fit_tile_budget(compiled, desc, &caps).unwrap();
+        (desc.samples, compiled.render_pass_count(), note)
+    }
+
+    #[test]
+    fn msaa_is_lowered_until_the_g_buffer_fits_tile_memory() {
+        // No tile budget: 4x stays 4x in one render pass.
+        assert_eq!(fitted(4, DeviceCaps::desktop()), (4, 1, None));
+        // Mali Valhall (256 bits per pixel): 2x and 4x of a 128-bit G-buffer do not fit.
+        let (samples, passes, note) = fitted(4, DeviceCaps::mali_valhall());
+        assert_eq!((samples, passes), (1, 1));
+        assert!(note.unwrap().contains("does not fit"));
+        // Adreno with 3 MiB of GMEM bins the 4x G-buffer: smaller bins, still one pass.
+        let (samples, passes, _) = fitted(4, DeviceCaps::adreno(3 << 20));
+        assert_eq!(passes, 1);
+        assert!(samples >= 1);
+    }
 }

@@ -21,6 +21,8 @@ pub(crate) mod names {
     pub const LIGHT: &str = "light";
     pub const DEPTH: &str = "depth";
     pub const OUTPUT: &str = "output";
+    /// The multisampled colour the tonemap subpass writes and resolves into the output.
+    pub const OUTPUT_SAMPLES: &str = "output_samples";
 }
 
 /// What shapes a view's frame.
@@ -37,6 +39,9 @@ pub(crate) struct ViewFrameDesc {
     pub light_format: Format,
     /// Depth format.
     pub depth_format: Format,
+    /// Samples per pixel of every subpass (1: no MSAA). With MSAA the tonemap subpass writes a
+    /// transient multisampled colour that is resolved in-pass into the output.
+    pub samples: u32,
 }
 
 /// The G-buffer formats (see `shaders/common.glsl`).
@@ -48,11 +53,13 @@ pub(crate) const MATERIAL_FORMAT: Format = Format::Rgba8Unorm;
 pub(crate) fn declare(desc: &ViewFrameDesc) -> Result<FrameGraph, GraphError> {
     use names::*;
     let mut graph = FrameGraph::new(desc.extent);
-    let mut albedo = graph.create_attachment(ALBEDO_OCCLUSION, AttachmentDesc::new(ALBEDO_FORMAT));
-    let mut normal = graph.create_attachment(NORMAL, AttachmentDesc::new(NORMAL_FORMAT));
-    let mut material = graph.create_attachment(MATERIAL, AttachmentDesc::new(MATERIAL_FORMAT));
-    let mut light = graph.create_attachment(LIGHT, AttachmentDesc::new(desc.light_format));
-    let mut depth = graph.create_attachment(DEPTH, AttachmentDesc::new(desc.depth_format));
+    let n = desc.samples;
+    let tile = |format| AttachmentDesc::new(format).with_samples(n);
+    let mut albedo = graph.create_attachment(ALBEDO_OCCLUSION, tile(ALBEDO_FORMAT));
+    let mut normal = graph.create_attachment(NORMAL, tile(NORMAL_FORMAT));
+    let mut material = graph.create_attachment(MATERIAL, tile(MATERIAL_FORMAT));
+    let mut light = graph.create_attachment(LIGHT, tile(desc.light_format));
+    let mut depth = graph.create_attachment(DEPTH, tile(desc.depth_format));
     let mut output = graph.import_attachment(
         OUTPUT,
         AttachmentDesc::new(desc.output_format),
@@ -88,19 +95,144 @@ pub(crate) fn declare(desc: &ViewFrameDesc) -> Result<FrameGraph, GraphError> {
         .input(&depth)
         .color(&mut light, Access::ReadWrite, None)
         .finish()?;
-    graph
-        .add_raster_pass(TONEMAP)
-        .input(&light)
-        .input(&depth)
-        .color(
-            &mut output,
-            if desc.keep_output {
-                Access::Write
-            } else {
-                Access::WriteAll
-            },
-            None,
-        )
-        .finish()?;
+    if n > 1 {
+        // Tonemapped per sample where samples differ, then resolved in-pass: only the resolved
+        // image is stored.
+        let mut samples = graph.create_attachment(OUTPUT_SAMPLES, tile(desc.output_format));
+        graph
+            .add_raster_pass(TONEMAP)
+            .input(&light)
+            .input(&depth)
+            .color(&mut samples, Access::WriteAll, None)
+            .resolve(&samples, &mut output)
+            .finish()?;
+    } else {
+        graph
+            .add_raster_pass(TONEMAP)
+            .input(&light)
+            .input(&depth)
+            .color(
+                &mut output,
+                if desc.keep_output {
+                    Access::Write
+                } else {
+                    Access::WriteAll
+                },
+                None,
+            )
+            .finish()?;
+    }
     Ok(graph)
+}
+
+/// The sample count a view renders with, and why it differs from the request.
+///
+/// Highest count not above `requested` that the device supports for colour and depth
+/// attachments; 1 when the output must keep its contents (the multisampled colour would have to
+/// be loaded from the single-sample output, which defeats the point).
+pub(crate) fn sample_count(
+    requested: u32,
+    supported: crate::device::SampleCounts,
+    keep_output: bool,
+) -> (u32, Option<String>) {
+    if requested <= 1 {
+        return (1, None);
+    }
+    if keep_output {
+        return (
+            1,
+            Some(format!(
+                "{requested}x MSAA with an output that keeps its contents (viewport, \
+                 ClearColorConfig::None or a second camera on the target) is not supported on \
+                 the tile path; rendering without MSAA"
+            )),
+        );
+    }
+    let samples = supported.highest_at_most(requested);
+    let reason = (samples != requested).then(|| {
+        format!(
+            "the device supports {supported} samples for colour and depth attachments; \
+             {requested}x MSAA lowered to {samples}x"
+        )
+    });
+    (samples, reason)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{
+        device::SampleCounts,
+        frame_graph::{DeviceCaps, StoreOp, TileVerdict, compile},
+    };
+
+    fn desc(samples: u32) -> ViewFrameDesc {
+        ViewFrameDesc {
+            extent: Extent::new(1920, 1080),
+            output_format: Format::Bgra8Srgb,
+            keep_output: false,
+            light_format: Format::Rg11b10Float,
+            depth_format: Format::Depth32Float,
+            samples,
+        }
+    }
+
+    #[test]
+    fn one_render_pass_storing_only_the_output() {
+        for (samples, caps) in [
+            (1, DeviceCaps::mali_valhall()),
+            (1, DeviceCaps::desktop()),
+            (4, DeviceCaps::desktop()),
+        ] {
+            let frame = compile(&declare(&desc(samples)).unwrap(), &caps).unwrap();
+            assert_eq!(frame.render_pass_count(), 1, "{}", frame.describe());
+            let native = &frame.native_passes[0];
+            assert!(native.subpasses.len() == 3 && native.samples == samples);
+            for attachment in &native.attachments {
+                let stored = attachment.store == StoreOp::Store;
+                assert_eq!(
+                    stored,
+                    attachment.name == names::OUTPUT,
+                    "{}",
+                    frame.describe()
+                );
+                assert_eq!(attachment.transient, !stored, "{}", attachment.name);
+            }
+            // 1080p: one store of the BGRA8 output, 8.29 MB, whatever the sample count.
+            assert_eq!(frame.cost.total.stored, 1920 * 1080 * 4);
+            assert_eq!(frame.cost.total.loaded, 0);
+        }
+    }
+
+    #[test]
+    fn the_g_buffer_fits_mali_tile_memory_only_without_msaa() {
+        let fits = |samples, caps: DeviceCaps| {
+            let frame = compile(&declare(&desc(samples)).unwrap(), &caps).unwrap();
+            matches!(
+                frame.native_passes[0].footprint.verdict,
+                TileVerdict::Fits { .. } | TileVerdict::Unlimited
+            )
+        };
+        // 128 bits of G-buffer + 32 of output at 1 sample fit a 256-bit Valhall budget...
+        assert!(fits(1, DeviceCaps::mali_valhall()));
+        // ...4 samples of it do not: the compiler refuses to merge the passes, and the
+        // view lowers its sample count until the merged frame fits (`fit_tile_budget`).
+        assert!(!fits(4, DeviceCaps::mali_valhall()));
+    }
+
+    #[test]
+    fn sample_count_follows_the_device() {
+        let lavapipe = SampleCounts(0b101); // 1 and 4
+        assert_eq!(sample_count(1, lavapipe, false), (1, None));
+        assert_eq!(sample_count(4, lavapipe, false), (4, None));
+        let (samples, why) = sample_count(8, lavapipe, false);
+        assert_eq!(samples, 4);
+        assert!(why.unwrap().contains("lowered to 4x"));
+        let (samples, why) = sample_count(2, lavapipe, false);
+        assert_eq!(samples, 1, "2x is not supported, 1x is the highest below");
+        assert!(why.is_some());
+        let (samples, why) = sample_count(4, lavapipe, true);
+        assert_eq!(samples, 1);
+        assert!(why.unwrap().contains("keeps its contents"));
+    }
 }

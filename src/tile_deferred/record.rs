@@ -2,7 +2,7 @@
 //! `as_hal_mut` (wgpu panics if one encoder mixes wgpu commands and raw recording).
 
 use super::{
-    gpu_types::GpuTonemapParams,
+    gpu_types::{GpuPushConstants, GpuTonemapParams},
     pass::{Draw, StepResult, TileSceneParams},
 };
 use crate::vulkan::VulkanContext;
@@ -100,6 +100,12 @@ pub(super) struct Recording {
     pub(super) draws: Vec<RecordedDraw>,
     /// Query pool and first query: marks before the pass and after each subpass.
     pub(super) timestamps: Option<(vk::QueryPool, u32)>,
+    /// Samples per pixel of the pass.
+    pub(super) samples: u32,
+    /// `msaa_flags` bits.
+    pub(super) msaa_flags: u32,
+    /// Occlusion query counting the pixels lit per sample (with MSAA).
+    pub(super) edge_query: Option<(vk::QueryPool, u32)>,
 }
 
 /// Records the frame on a new encoder used only through `as_hal_mut`, and returns its command
@@ -196,6 +202,9 @@ unsafe fn record_into(
         if let Some((pool, first)) = r.timestamps {
             device.cmd_reset_query_pool(cb, pool, first, 4);
         }
+        if let Some((pool, query)) = r.edge_query {
+            device.cmd_reset_query_pool(cb, pool, query, 1);
+        }
         mark(0, vk::PipelineStageFlags::TOP_OF_PIPE);
 
         let begin = vk::RenderPassBeginInfo::default()
@@ -287,13 +296,37 @@ unsafe fn record_into(
             &[r.gbuffer_set],
             &[],
         );
-        device.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, r.global_lighting);
-        device.cmd_draw(cb, 3, 1, 0, 0);
-        if r.light_count > 0 {
-            device.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, r.light_volumes);
-            device.cmd_draw(cb, 6, r.light_count, 0, 0);
+        // With MSAA every lighting draw runs once per sample index: interior pixels are lit by
+        // the sample-0 draw for all their samples, edge pixels by each draw for its sample. The
+        // sample-1 draw of the global lighting writes exactly one sample per edge pixel: the
+        // occlusion query around it counts them.
+        let mut push = GpuPushConstants {
+            tonemap: r.tonemap_params,
+            msaa: [0, r.samples, r.msaa_flags, 0],
+        };
+        for sample in 0..r.samples {
+            push.msaa[0] = sample;
+            device.cmd_push_constants(
+                cb,
+                r.pipeline_layout,
+                vk::ShaderStageFlags::FRAGMENT,
+                0,
+                bytemuck::bytes_of(&push),
+            );
+            let count_edges = sample == 1 && r.edge_query.is_some();
+            device.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, r.global_lighting);
+            if let (true, Some((pool, query))) = (count_edges, r.edge_query) {
+                device.cmd_begin_query(cb, pool, query, vk::QueryControlFlags::empty());
+            }
+            device.cmd_draw(cb, 3, 1, 0, 0);
+            if let (true, Some((pool, query))) = (count_edges, r.edge_query) {
+                device.cmd_end_query(cb, pool, query);
+            }
+            if r.light_count > 0 {
+                device.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, r.light_volumes);
+                device.cmd_draw(cb, 6, r.light_count, 0, 0);
+            }
         }
-
         mark(2, vk::PipelineStageFlags::BOTTOM_OF_PIPE);
 
         // Subpass 2: tonemap into the output.
@@ -307,12 +340,13 @@ unsafe fn record_into(
             &[],
         );
         device.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, r.tonemap);
+        push.msaa[0] = 0;
         device.cmd_push_constants(
             cb,
             r.pipeline_layout,
             vk::ShaderStageFlags::FRAGMENT,
             0,
-            bytemuck::bytes_of(&r.tonemap_params),
+            bytemuck::bytes_of(&push),
         );
         device.cmd_draw(cb, 3, 1, 0, 0);
         device.cmd_end_render_pass(cb);

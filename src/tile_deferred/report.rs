@@ -70,6 +70,11 @@ pub struct TileViewReport {
     pub gpu_times: Option<TileGpuTimes>,
     /// CPU time the crate spent preparing and recording this view, ms.
     pub cpu_ms: f64,
+    /// Samples per pixel the frame was rendered with (after any fallback).
+    pub samples: u32,
+    /// With MSAA: the fraction of the view's pixels lit once per sample (edges), measured on
+    /// the GPU by an occlusion query a few frames ago.
+    pub per_sample_fraction: Option<f32>,
 }
 
 /// Reports of every tile camera (keyed by the main-world camera entity), shared by the render

@@ -80,6 +80,7 @@ pub(super) fn ensure_view(
             input_views: Vec::new(),
             lut_keep_alive: None,
             timestamps: backend.context.create_timestamp_queries(4),
+            edge_queries: backend.context.create_occlusion_queries(),
             last_used: backend.frame,
         };
         write_buffer_descriptors(&backend.context, &view);
@@ -243,6 +244,20 @@ pub(super) fn create_pass_resources(
     };
     let shaders = backend.shaders();
     let layouts = backend.layouts();
+    let multisampled = native.samples > 1;
+    let (lighting_global, light_volume, tonemap) = if multisampled {
+        (
+            shaders.lighting_global_ms_frag,
+            shaders.light_volume_ms_frag,
+            shaders.tonemap_ms_frag,
+        )
+    } else {
+        (
+            shaders.lighting_global_frag,
+            shaders.light_volume_frag,
+            shaders.tonemap_frag,
+        )
+    };
     let mut pass = PassResources {
         render_pass,
         gbuffer: HashMap::default(),
@@ -256,21 +271,21 @@ pub(super) fn create_pass_resources(
             layouts,
             target(names::LIGHTING),
             shaders.fullscreen_vert,
-            shaders.lighting_global_frag,
+            lighting_global,
             true,
         )?;
         pass.light_volumes = context.create_screen_pipeline(
             layouts,
             target(names::LIGHTING),
             shaders.light_volume_vert,
-            shaders.light_volume_frag,
+            light_volume,
             true,
         )?;
         pass.tonemap = context.create_screen_pipeline(
             layouts,
             target(names::TONEMAP),
             shaders.fullscreen_vert,
-            shaders.tonemap_frag,
+            tonemap,
             false,
         )?;
         Ok(())

@@ -27,6 +27,9 @@ pub(crate) mod spirv {
     shader!(LIGHT_VOLUME_VERT, "light_volume.vert");
     shader!(LIGHT_VOLUME_FRAG, "light_volume.frag");
     shader!(TONEMAP_FRAG, "tonemap.frag");
+    shader!(LIGHTING_GLOBAL_MS_FRAG, "lighting_global_ms.frag");
+    shader!(LIGHT_VOLUME_MS_FRAG, "light_volume_ms.frag");
+    shader!(TONEMAP_MS_FRAG, "tonemap_ms.frag");
 }
 
 /// The descriptor set layouts and the pipeline layout shared by all tile pipelines.
@@ -47,6 +50,10 @@ pub(crate) struct TileShaders {
     pub light_volume_vert: vk::ShaderModule,
     pub light_volume_frag: vk::ShaderModule,
     pub tonemap_frag: vk::ShaderModule,
+    /// Multisampled variants: edge-selective per-sample lighting, tonemap-then-resolve.
+    pub lighting_global_ms_frag: vk::ShaderModule,
+    pub light_volume_ms_frag: vk::ShaderModule,
+    pub tonemap_ms_frag: vk::ShaderModule,
 }
 
 fn binding(
@@ -104,7 +111,7 @@ impl VulkanContext {
         let push_constants = [vk::PushConstantRange::default()
             .stage_flags(S::FRAGMENT)
             .offset(0)
-            .size(size_of::<crate::tile_deferred::gpu_types::GpuTonemapParams>() as u32)];
+            .size(size_of::<crate::tile_deferred::gpu_types::GpuPushConstants>() as u32)];
         let info = vk::PipelineLayoutCreateInfo::default()
             .set_layouts(&set_layouts)
             .push_constant_ranges(&push_constants);
@@ -160,6 +167,9 @@ impl VulkanContext {
             light_volume_vert: self.create_shader_module(spirv::LIGHT_VOLUME_VERT)?,
             light_volume_frag: self.create_shader_module(spirv::LIGHT_VOLUME_FRAG)?,
             tonemap_frag: self.create_shader_module(spirv::TONEMAP_FRAG)?,
+            lighting_global_ms_frag: self.create_shader_module(spirv::LIGHTING_GLOBAL_MS_FRAG)?,
+            light_volume_ms_frag: self.create_shader_module(spirv::LIGHT_VOLUME_MS_FRAG)?,
+            tonemap_ms_frag: self.create_shader_module(spirv::TONEMAP_MS_FRAG)?,
         })
     }
 
@@ -173,6 +183,9 @@ impl VulkanContext {
             shaders.light_volume_vert,
             shaders.light_volume_frag,
             shaders.tonemap_frag,
+            shaders.lighting_global_ms_frag,
+            shaders.light_volume_ms_frag,
+            shaders.tonemap_ms_frag,
         ] {
             // SAFETY: created by this device; pipelines keep their own copy of the code.
             unsafe { self.device.destroy_shader_module(module, None) };
@@ -496,7 +509,7 @@ mod tests {
             );
             checked += 1;
         }
-        assert_eq!(checked, 7, "every shader was checked");
+        assert_eq!(checked, 10, "every shader was checked");
         let _ = std::fs::remove_dir_all(&out);
     }
 }

@@ -10,7 +10,7 @@ use ash::vk;
 /// Frames a slot waits before its results are read.
 const RING: u32 = 4;
 
-/// Timestamp queries of one view: `marks` timestamps per frame.
+/// A ring of queries of one view: `marks` queries per frame (timestamps or occlusion).
 pub(crate) struct TimestampQueries {
     pub pool: vk::QueryPool,
     marks: u32,
@@ -28,6 +28,26 @@ impl TimestampQueries {
     /// Marks `frame`'s slot as recorded.
     pub fn recorded(&mut self, frame: u64) {
         self.written[(frame % u64::from(RING)) as usize] = true;
+    }
+
+    /// The raw results of the frame that last used `frame`'s slot, if available (never waits).
+    pub fn read_raw(&self, context: &VulkanContext, frame: u64) -> Option<Vec<u64>> {
+        let slot = (frame % u64::from(RING)) as usize;
+        if !self.written[slot] {
+            return None;
+        }
+        let mut values = vec![0u64; self.marks as usize];
+        // SAFETY: as in `read`.
+        unsafe {
+            context.device.get_query_pool_results(
+                self.pool,
+                self.first_query(frame),
+                &mut values,
+                vk::QueryResultFlags::TYPE_64,
+            )
+        }
+        .ok()?;
+        Some(values)
     }
 
     /// Milliseconds between consecutive marks of the frame that last used `frame`'s slot, if
@@ -83,6 +103,25 @@ impl VulkanContext {
             } else {
                 (1u64 << self.timestamp_valid_bits) - 1
             },
+        })
+    }
+
+    /// One occlusion query per frame: the MSAA lighting counts the pixels it shades per sample
+    /// with it. Without `occlusionQueryPrecise` (wgpu does not enable it) Vulkan only promises a
+    /// non-zero result when samples pass; lavapipe and desktop drivers count exactly.
+    pub fn create_occlusion_queries(&self) -> Option<TimestampQueries> {
+        let info = vk::QueryPoolCreateInfo::default()
+            .query_type(vk::QueryType::OCCLUSION)
+            .query_count(RING);
+        // SAFETY: valid create info; destroyed through `destroy_timestamp_queries`.
+        let pool = unsafe { self.device.create_query_pool(&info, None) }.ok()?;
+        LiveObjects::created(&self.live.other);
+        Some(TimestampQueries {
+            pool,
+            marks: 1,
+            written: [false; RING as usize],
+            period_ns: 0.0,
+            valid_mask: u64::MAX,
         })
     }
 

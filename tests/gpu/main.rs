@@ -14,5 +14,6 @@ mod forward_reference;
 mod tile_deferred;
 mod tile_fidelity;
 mod tile_lifecycle;
+mod tile_msaa;
 mod tile_window;
 mod validation_net;

@@ -8,7 +8,7 @@
 //! failure). Drawing both renderers in one app also proves they coexist.
 
 use crate::{
-    harness::{Frame, GpuTest, HeadlessApp, assert_frames_match, image_compare},
+    harness::{Frame, GpuTest, HeadlessApp, image_compare},
     scenes::fidelity::{self, FidelityScene},
 };
 use bevy::{
@@ -23,9 +23,14 @@ use bevy::{
 use bevy_tile_deferred::TileDeferred;
 use std::sync::{Arc, Mutex};
 
-const WIDTH: u32 = 384;
-const HEIGHT: u32 = 216;
-const WARMUP_FRAMES: u32 = 3;
+const WIDTH: u32 = fidelity::IMAGE_SIZE.x;
+const HEIGHT: u32 = fidelity::IMAGE_SIZE.y;
+/// Frames rendered before the read-back. Bevy's forward renderer needs more than the harness's
+/// usual 3: with GPU clustering (on wherever compute shaders exist, lavapipe included) its
+/// clusters use the depth range read back from earlier frames, and until that arrives point and
+/// spot lights are missing from its image (measured: still missing after 4 frames, present
+/// after 5).
+const WARMUP_FRAMES: u32 = 6;
 
 /// One case of a scene as both renderers drew it.
 struct Comparison {
@@ -48,9 +53,8 @@ fn new_target(app: &mut App) -> Handle<Image> {
         TextureFormat::Rgba8UnormSrgb,
         RenderAssetUsages::default(),
     );
-    image.texture_descriptor.usage |= TextureUsages::RENDER_ATTACHMENT
-        | TextureUsages::COPY_SRC
-        | TextureUsages::TEXTURE_BINDING;
+    image.texture_descriptor.usage |=
+        TextureUsages::RENDER_ATTACHMENT | TextureUsages::COPY_SRC | TextureUsages::TEXTURE_BINDING;
     app.world_mut().resource_mut::<Assets<Image>>().add(image)
 }
 
@@ -80,10 +84,10 @@ fn render_scene(scene: &FidelityScene) -> Vec<Comparison> {
         for (slot, tile) in [false, true].into_iter().enumerate() {
             let target = new_target(&mut headless.app);
             for camera in &case.cameras {
-                let mut entity = headless.app.world_mut().spawn((
-                    camera.bundle(),
-                    RenderTarget::Image(target.clone().into()),
-                ));
+                let mut entity = headless
+                    .app
+                    .world_mut()
+                    .spawn((camera.bundle(), RenderTarget::Image(target.clone().into())));
                 if let Some(ambient) = &camera.ambient {
                     entity.insert(ambient.clone());
                 }
@@ -140,9 +144,30 @@ fn render_scene(scene: &FidelityScene) -> Vec<Comparison> {
         .collect()
 }
 
-/// Renders `scene` and asserts every case matches; prints every case's numbers first so that
-/// one failure does not hide the others.
+/// Side by side (tile left, forward right), one case per row: for a person to look at.
+fn contact_sheet(comparisons: &[Comparison]) -> Frame {
+    let row = WIDTH as usize * 4;
+    let mut rgba = Vec::with_capacity(row * 2 * HEIGHT as usize * comparisons.len());
+    for c in comparisons {
+        for y in 0..HEIGHT as usize {
+            rgba.extend_from_slice(&c.tile.rgba[y * row..(y + 1) * row]);
+            rgba.extend_from_slice(&c.forward.rgba[y * row..(y + 1) * row]);
+        }
+    }
+    Frame {
+        width: WIDTH * 2,
+        height: HEIGHT * comparisons.len() as u32,
+        rgba,
+    }
+}
+
+/// Renders `scene` and asserts every case matches (PSNR >= 36 dB, p99.5 <= 8/255); prints
+/// every case's numbers and writes the images of every failing case before failing, so that
+/// one failure does not hide the others. With `FIDELITY_SAVE` set, also writes a contact sheet
+/// of the whole scene.
 fn assert_scene_matches(scene: &FidelityScene) {
+    const MIN_PSNR: f64 = 36.0;
+    const MAX_P995: u8 = 8;
     let started = std::time::Instant::now();
     let comparisons = render_scene(scene);
     let mut failures = Vec::new();
@@ -153,21 +178,24 @@ fn assert_scene_matches(scene: &FidelityScene) {
             "fidelity {}/{}: PSNR {psnr:.2} dB, p99.5 {p995}",
             scene.name, c.name
         );
-        if std::env::var_os("FIDELITY_SAVE").is_some() {
-            c.tile.save_png(&format!("fidelity-{}-tile", c.name));
-            c.forward.save_png(&format!("fidelity-{}-forward", c.name));
+        if psnr < MIN_PSNR || p995 > MAX_P995 {
+            let name = format!("fidelity-{}", c.name);
+            let paths = [
+                c.tile.save_png(&format!("{name}-actual")),
+                c.forward.save_png(&format!("{name}-expected")),
+                image_compare::difference_image(&c.tile, &c.forward)
+                    .save_png(&format!("{name}-diff")),
+            ];
+            failures.push(format!(
+                "{name}: PSNR {psnr:.2} dB (need >= {MIN_PSNR}), 99.5th percentile channel \
+                 difference {p995} (need <= {MAX_P995}); images: {}",
+                paths.map(|p| p.display().to_string()).join(", ")
+            ));
         }
-        let name = format!("fidelity-{}", c.name);
-        if let Err(panic) = std::panic::catch_unwind(|| {
-            assert_frames_match(&name, &c.tile, &c.forward, 36.0, 8);
-        }) {
-            failures.push(
-                panic
-                    .downcast_ref::<String>()
-                    .cloned()
-                    .unwrap_or_else(|| name.clone()),
-            );
-        }
+    }
+    if std::env::var_os("FIDELITY_SAVE").is_some() {
+        let path = contact_sheet(&comparisons).save_png(&format!("fidelity-{}-sheet", scene.name));
+        eprintln!("fidelity {}: contact sheet {}", scene.name, path.display());
     }
     eprintln!(
         "fidelity {}: {} cases in {:.1} s",

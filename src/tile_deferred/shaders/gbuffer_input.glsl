@@ -1,5 +1,7 @@
 // Subpass 1 (lighting): G-buffer input attachments (set 2) and the per-view bindings (set 0).
-// Requires common.glsl and pbr_lighting.glsl to be included first.
+// Requires common.glsl and pbr_lighting.glsl to be included first. With MSAA defined (the *_ms.frag
+// variants) the inputs are subpassInputMS and load_gbuffer() is the edge-selective per-sample
+// loader of gbuffer_msaa.glsl.
 
 #ifndef TILE_DEFERRED_GBUFFER_INPUT_GLSL
 #define TILE_DEFERRED_GBUFFER_INPUT_GLSL
@@ -8,10 +10,19 @@ layout(set = 0, binding = 0, std140) uniform ViewUniform {
     View view;
 };
 
+#ifdef MSAA
+// Every subpass of the pass runs at N samples: the G-buffer is read per sample.
+layout(input_attachment_index = 0, set = 2, binding = 0)
+    uniform subpassInputMS gbuffer_albedo_occlusion;
+layout(input_attachment_index = 1, set = 2, binding = 1) uniform subpassInputMS gbuffer_normal;
+layout(input_attachment_index = 2, set = 2, binding = 2) uniform subpassInputMS gbuffer_material;
+layout(input_attachment_index = 3, set = 2, binding = 3) uniform subpassInputMS gbuffer_depth;
+#else
 layout(input_attachment_index = 0, set = 2, binding = 0) uniform subpassInput gbuffer_albedo_occlusion;
 layout(input_attachment_index = 1, set = 2, binding = 1) uniform subpassInput gbuffer_normal;
 layout(input_attachment_index = 2, set = 2, binding = 2) uniform subpassInput gbuffer_material;
 layout(input_attachment_index = 3, set = 2, binding = 3) uniform subpassInput gbuffer_depth;
+#endif
 
 struct GbufferSample {
     vec3 base_color;            // linear
@@ -26,7 +37,19 @@ struct GbufferSample {
 
 // Returns false for pixels the lighting subpass must leave alone: background (depth == 0.0, the
 // clear value of the reverse-Z depth buffer) and unlit materials (material.a == 1.0).
+// Single-sample: load_gbuffer(s) reads the pixel at gl_FragCoord. MSAA: the same body is
+// load_gbuffer_sample(sample_index, sample_frag_coord, s), which reads one sample, placed at
+// sample_frag_coord (framebuffer coordinates of the sample's location) for the position
+// reconstruction; gbuffer_msaa.glsl defines load_gbuffer(s) on top of it.
+#ifdef MSAA
+bool load_gbuffer_sample(int sample_index, vec2 sample_frag_coord, out GbufferSample s) {
+#define GBUFFER_LOAD(input) subpassLoad(input, sample_index)
+#define GBUFFER_FRAG_COORD sample_frag_coord
+#else
 bool load_gbuffer(out GbufferSample s) {
+#define GBUFFER_LOAD(input) subpassLoad(input)
+#define GBUFFER_FRAG_COORD gl_FragCoord.xy
+#endif
     s.base_color = vec3(0.0);
     s.diffuse_occlusion = 1.0;
     s.N = vec3(0.0, 0.0, 1.0);
@@ -36,16 +59,16 @@ bool load_gbuffer(out GbufferSample s) {
     s.world_position = vec3(0.0);
     s.V = vec3(0.0, 0.0, 1.0);
 
-    float depth = subpassLoad(gbuffer_depth).r;
+    float depth = GBUFFER_LOAD(gbuffer_depth).r;
     if (depth == 0.0) {
         return false;
     }
-    vec4 material = subpassLoad(gbuffer_material);
+    vec4 material = GBUFFER_LOAD(gbuffer_material);
     if (material.a > 0.5) {
         return false;
     }
-    vec4 albedo_occlusion = subpassLoad(gbuffer_albedo_occlusion);
-    vec2 encoded_normal = subpassLoad(gbuffer_normal).xy;
+    vec4 albedo_occlusion = GBUFFER_LOAD(gbuffer_albedo_occlusion);
+    vec2 encoded_normal = GBUFFER_LOAD(gbuffer_normal).xy;
 
     s.base_color = albedo_occlusion.rgb;
     s.diffuse_occlusion = albedo_occlusion.a;
@@ -53,10 +76,16 @@ bool load_gbuffer(out GbufferSample s) {
     s.perceptual_roughness = material.r;
     s.metallic = material.g;
     s.reflectance = material.b;
-    s.world_position = world_position_from_depth(view, gl_FragCoord.xy, depth);
+    s.world_position = world_position_from_depth(view, GBUFFER_FRAG_COORD, depth);
     s.V = calculate_view(view, s.world_position, view_is_orthographic(view));
     return true;
 }
+#undef GBUFFER_LOAD
+#undef GBUFFER_FRAG_COORD
+
+#ifdef MSAA
+#include "gbuffer_msaa.glsl"
+#endif
 
 LightingInput lighting_input_from_gbuffer(GbufferSample s) {
     return make_lighting_input(s.base_color, s.metallic, s.perceptual_roughness, s.reflectance,

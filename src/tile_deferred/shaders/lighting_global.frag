@@ -1,37 +1,6 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 
-// Subpass 1, drawn once with fullscreen.vert, blend ONE + ONE into the light attachment: Bevy's
-// ambient term (pbr_ambient.wgsl, with the occlusion texture's diffuse occlusion) and every
-// directional light (pbr_lighting.wgsl directional_light), times the view exposure as
-// apply_pbr_lighting does: exposure * (direct + indirect). Emissive was written in subpass 0,
-// point and spot lights are added by light_volume.frag.
+// Single-sample global lighting (subpass 1); the shader is in lighting_global.glsl.
 
-#include "common.glsl"
-#include "pbr_lighting.glsl"
-#include "gbuffer_input.glsl"
-
-layout(location = 0) out vec4 out_light;
-
-void main() {
-    GbufferSample s;
-    if (!load_gbuffer(s)) {
-        discard; // background or unlit: keep what subpass 0 wrote
-    }
-    LightingInput lighting_input = lighting_input_from_gbuffer(s);
-
-    // Directional lights (direct)
-    vec3 direct_light = vec3(0.0);
-    uint n_directional_lights = min(view.counts.x, uint(MAX_DIRECTIONAL_LIGHTS));
-    for (uint i = 0u; i < n_directional_lights; i = i + 1u) {
-        direct_light += directional_light(view.directional_lights[i], lighting_input);
-    }
-
-    // Ambient light (indirect). specular_color is F0 = calculate_F0(base_color, metallic, reflectance).
-    vec3 F0 = calculate_F0(s.base_color, s.metallic, vec3(s.reflectance));
-    vec3 indirect_light = ambient_light(lighting_input.NdotV, lighting_input.diffuse_color, F0,
-                                        s.perceptual_roughness, vec3(s.diffuse_occlusion),
-                                        view.ambient.rgb);
-
-    out_light = vec4(view.exposure.x * (direct_light + indirect_light), 0.0);
-}
+#include "lighting_global.glsl"

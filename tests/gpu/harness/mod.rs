@@ -87,8 +87,6 @@ pub struct HeadlessApp {
     pub app: App,
     /// The image cameras render into.
     pub target: Handle<Image>,
-    /// Size of `target`.
-    pub size: UVec2,
     finished: bool,
 }
 
@@ -124,7 +122,6 @@ impl HeadlessApp {
         Self {
             app,
             target,
-            size: UVec2::new(width, height),
             finished: false,
         }
     }

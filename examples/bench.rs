@@ -1,0 +1,903 @@
+//! Benchmark: one scene rendered by the tile-deferred path and by stock Bevy's forward
+//! (`Msaa::Off` and `Msaa::Sample4`) and deferred paths, in one headless run.
+//!
+//! For each path and light count it prints, as one table:
+//! - GPU time: the tile path's own timestamps per subpass and in total; for every path the wall
+//!   time of a frame rendered and waited for (`app.update()` then `device.poll(Wait)`), the
+//!   part of it spent waiting for the GPU, and the time per frame of a loop that never waits
+//!   (CPU and GPU overlap: the slower of the two);
+//! - CPU time: `app.update()` without the GPU wait (pipelined rendering is off, so the render
+//!   world runs inside it), and for the tile path the crate's own per-view CPU time;
+//! - attachment traffic per frame: the tile path's compiled plan, and for Bevy's paths the
+//!   frame-graph model of the passes Bevy 0.19.1 records (`frame_graph::stock_bevy`), with
+//!   GB/s and mW at 60 fps, and ratios against each Bevy path.
+//!
+//! With several `--meshes` counts it measures instead how CPU time per frame grows with the
+//! number of (unchanged) meshes, for the tile path and Bevy forward.
+//!
+//! ```sh
+//! cargo run --release --example bench -- --width 3840 --height 2160 --lights 1,16,256
+//! cargo run --release --example bench -- --meshes 1000,10000
+//! cargo run --release --example bench -- --width 640 --height 360 --frames 10   # lavapipe
+//! ```
+//!
+//! Flags: `--width W --height H` (1920x1080), `--lights 1,16,256`, `--meshes M` (64; a list
+//! switches to the mesh-scaling mode), `--frames N` (100) measured after `--warmup N` (20),
+//! `--paths tile,forward,forward4x,deferred`, `--plans` (print each compiled plan).
+
+#[path = "scenes/mod.rs"]
+mod scenes;
+
+use bevy::{
+    app::PluginsState,
+    asset::RenderAssetUsages,
+    camera::{ClearColorConfig, RenderTarget},
+    core_pipeline::prepass::{DeferredPrepass, DepthPrepass},
+    log::{Level, LogPlugin},
+    pbr::DefaultOpaqueRendererMethod,
+    prelude::*,
+    render::{
+        RenderPlugin,
+        pipelined_rendering::PipelinedRenderingPlugin,
+        render_resource::{Extent3d, PollType, TextureDimension, TextureFormat, TextureUsages},
+        renderer::RenderDevice,
+        settings::{Backends, WgpuSettings},
+    },
+    window::ExitCondition,
+    winit::WinitPlugin,
+};
+use bevy_tile_deferred::{
+    DeviceProfile, TileDeferred, TileDeferredPlugin, TileRenderReports,
+    frame_graph::{
+        CompiledFrame, DEFAULT_MW_PER_GBPS, DeviceCaps, Extent, Format, FrameCost, StockBevyPath,
+    },
+};
+use scenes::bench::BenchScene;
+use std::{
+    panic::{AssertUnwindSafe, catch_unwind},
+    time::{Duration, Instant},
+};
+
+/// Frame rate at which traffic is turned into GB/s and milliwatts.
+const FPS: f64 = 60.0;
+
+fn main() {
+    let options = match Options::from_args() {
+        Ok(options) => options,
+        Err(message) => {
+            eprintln!("bench: {message}\n\n{USAGE}");
+            std::process::exit(2);
+        }
+    };
+    let mut log = true;
+    if options.meshes.len() > 1 {
+        mesh_scaling(&options, &mut log);
+    } else {
+        paths_by_lights(&options, &mut log);
+    }
+}
+
+const USAGE: &str = "usage: bench [--width W] [--height H] [--lights 1,16,256] [--meshes M | \
+                     --meshes 1000,10000] [--frames N] [--warmup N] \
+                     [--paths tile,forward,forward4x,deferred] [--plans]";
+
+/// The main mode: every path at every light count.
+fn paths_by_lights(options: &Options, log: &mut bool) {
+    let meshes = options.meshes[0];
+    println!(
+        "{}x{}, {meshes} PBR objects + ground, lights {:?}, {} frames after {} warm-up frames",
+        options.width, options.height, options.lights, options.frames, options.warmup
+    );
+    let mut runs = Vec::new();
+    for &lights in &options.lights {
+        for &path in &options.paths {
+            let scene = BenchScene { meshes, lights };
+            let run = measure(options, path, scene, log);
+            print_progress(&run);
+            runs.push(run);
+        }
+    }
+    print_device(&runs);
+    print_table(&runs, options);
+}
+
+/// The `--meshes 1000,10000` mode: CPU time per frame against the number of unchanged meshes.
+fn mesh_scaling(options: &Options, log: &mut bool) {
+    let lights = if options.lights_given {
+        options.lights[0]
+    } else {
+        16
+    };
+    println!(
+        "{}x{}, meshes {:?}, {lights} lights, {} frames after {} warm-up frames",
+        options.width, options.height, options.meshes, options.frames, options.warmup
+    );
+    let paths: Vec<PathKind> = [PathKind::Tile, PathKind::Forward]
+        .into_iter()
+        .filter(|p| options.paths.contains(p))
+        .collect();
+    let mut runs = Vec::new();
+    for &meshes in &options.meshes {
+        for &path in &paths {
+            let run = measure(options, path, BenchScene { meshes, lights }, log);
+            print_progress(&run);
+            runs.push(run);
+        }
+    }
+    print_device(&runs);
+    let mut table = Table::new(&[
+        "meshes",
+        "path",
+        "CPU ms",
+        "crate CPU ms",
+        "draws",
+        "instances",
+        "wall ms",
+        "loop ms",
+    ]);
+    for run in &runs {
+        let tile = run.tile.as_ref();
+        table.row(vec![
+            run.scene.meshes.to_string(),
+            run.path.label().to_owned(),
+            opt_ms(run.timing.as_ref().map(|t| t.cpu_ms)),
+            opt_ms(tile.map(|t| t.crate_cpu_ms)),
+            tile.map_or("-".into(), |t| t.draws.to_string()),
+            tile.map_or("-".into(), |t| t.instances.to_string()),
+            opt_ms(run.timing.as_ref().map(|t| t.wall_ms)),
+            opt_ms(run.timing.as_ref().map(|t| t.loop_ms)),
+        ]);
+    }
+    table.print();
+    print_failures(&runs);
+
+    // Growth from the smallest to the largest mesh count, per measure.
+    let (first, last) = (options.meshes[0], options.meshes[options.meshes.len() - 1]);
+    let find = |meshes: usize, path: PathKind| {
+        runs.iter()
+            .find(|r| r.scene.meshes == meshes && r.path == path && r.timing.is_some())
+    };
+    println!();
+    println!(
+        "growth from {first} to {last} meshes (x{:.1} meshes):",
+        last as f64 / first as f64
+    );
+    let growth = |what: &str, a: Option<f64>, b: Option<f64>| match (a, b) {
+        (Some(a), Some(b)) if a > 0.0 => {
+            println!("  {what:<32} {a:>8.3} -> {b:>8.3} ms  x{:.2}", b / a)
+        }
+        _ => println!("  {what:<32} not measured"),
+    };
+    let cpu = |r: Option<&Run>| r.and_then(|r| r.timing.as_ref()).map(|t| t.cpu_ms);
+    let crate_cpu = |r: Option<&Run>| r.and_then(|r| r.tile.as_ref()).map(|t| t.crate_cpu_ms);
+    let (tile_a, tile_b) = (find(first, PathKind::Tile), find(last, PathKind::Tile));
+    let (fwd_a, fwd_b) = (
+        find(first, PathKind::Forward),
+        find(last, PathKind::Forward),
+    );
+    growth(
+        "tile: crate CPU per frame",
+        crate_cpu(tile_a),
+        crate_cpu(tile_b),
+    );
+    growth("tile: total CPU per frame", cpu(tile_a), cpu(tile_b));
+    growth("Bevy forward: total CPU per frame", cpu(fwd_a), cpu(fwd_b));
+    if let (Some(ta), Some(tb), Some(fa), Some(fb)) =
+        (crate_cpu(tile_a), crate_cpu(tile_b), cpu(fwd_a), cpu(fwd_b))
+        && last != first
+    {
+        // What each added mesh costs per frame: the crate's own work against Bevy's whole frame.
+        let per_thousand = 1000.0 / (last as f64 - first as f64);
+        let crate_growth = (tb - ta) * per_thousand;
+        let bevy_growth = (fb - fa) * per_thousand;
+        println!(
+            "  per 1000 added meshes: the crate's own CPU work +{crate_growth:.3} ms per frame, \
+             Bevy forward's whole frame +{bevy_growth:.3} ms: {}",
+            if crate_growth <= bevy_growth.max(0.0) {
+                "the crate grows no faster than Bevy"
+            } else {
+                "the crate grows FASTER than Bevy"
+            }
+        );
+    }
+}
+
+/// The paths under comparison.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum PathKind {
+    Tile,
+    Forward,
+    Forward4x,
+    Deferred,
+}
+
+impl PathKind {
+    const ALL: [PathKind; 4] = [
+        PathKind::Tile,
+        PathKind::Forward,
+        PathKind::Forward4x,
+        PathKind::Deferred,
+    ];
+
+    fn label(self) -> &'static str {
+        match self {
+            PathKind::Tile => "tile deferred",
+            PathKind::Forward => "Bevy forward",
+            PathKind::Forward4x => "Bevy forward 4xMSAA",
+            PathKind::Deferred => "Bevy deferred",
+        }
+    }
+
+    fn short(self) -> &'static str {
+        match self {
+            PathKind::Tile => "tile",
+            PathKind::Forward => "fwd",
+            PathKind::Forward4x => "fwd4x",
+            PathKind::Deferred => "def",
+        }
+    }
+
+    fn parse(name: &str) -> Option<Self> {
+        match name {
+            "tile" => Some(PathKind::Tile),
+            "forward" | "fwd" => Some(PathKind::Forward),
+            "forward4x" | "fwd4x" => Some(PathKind::Forward4x),
+            "deferred" | "def" => Some(PathKind::Deferred),
+            _ => None,
+        }
+    }
+
+    /// Bevy's path, for the stock-Bevy traffic model.
+    fn stock(self) -> Option<StockBevyPath> {
+        match self {
+            PathKind::Tile => None,
+            PathKind::Forward => Some(StockBevyPath::Forward { msaa_samples: 1 }),
+            PathKind::Forward4x => Some(StockBevyPath::Forward { msaa_samples: 4 }),
+            PathKind::Deferred => Some(StockBevyPath::Deferred),
+        }
+    }
+
+    fn msaa(self) -> Msaa {
+        match self {
+            PathKind::Forward4x => Msaa::Sample4,
+            _ => Msaa::Off,
+        }
+    }
+}
+
+struct Options {
+    width: u32,
+    height: u32,
+    lights: Vec<usize>,
+    lights_given: bool,
+    meshes: Vec<usize>,
+    frames: u32,
+    warmup: u32,
+    paths: Vec<PathKind>,
+    plans: bool,
+}
+
+impl Options {
+    fn from_args() -> Result<Self, String> {
+        let mut options = Options {
+            width: 1920,
+            height: 1080,
+            lights: vec![1, 16, 256],
+            lights_given: false,
+            meshes: vec![64],
+            frames: 100,
+            warmup: 20,
+            paths: PathKind::ALL.to_vec(),
+            plans: false,
+        };
+        let mut args = std::env::args().skip(1);
+        while let Some(flag) = args.next() {
+            let mut value = || args.next().ok_or_else(|| format!("{flag} needs a value"));
+            match flag.as_str() {
+                "--width" => options.width = number(&value()?)?,
+                "--height" => options.height = number(&value()?)?,
+                "--frames" => options.frames = number(&value()?)?,
+                "--warmup" => options.warmup = number(&value()?)?,
+                "--lights" => {
+                    options.lights = list(&value()?)?;
+                    options.lights_given = true;
+                }
+                "--meshes" => options.meshes = list(&value()?)?,
+                "--paths" => {
+                    options.paths = value()?
+                        .split(',')
+                        .map(|p| PathKind::parse(p.trim()).ok_or(format!("unknown path `{p}`")))
+                        .collect::<Result<_, _>>()?;
+                }
+                "--plans" => options.plans = true,
+                "--help" | "-h" => {
+                    println!("{USAGE}");
+                    std::process::exit(0);
+                }
+                other => return Err(format!("unknown flag `{other}`")),
+            }
+        }
+        if options.width == 0 || options.height == 0 || options.frames == 0 {
+            return Err("width, height and frames must be positive".into());
+        }
+        if options.lights.is_empty() || options.meshes.is_empty() || options.paths.is_empty() {
+            return Err("--lights, --meshes and --paths need at least one value".into());
+        }
+        Ok(options)
+    }
+
+    fn extent(&self) -> Extent {
+        Extent::new(self.width, self.height)
+    }
+}
+
+fn number<T: std::str::FromStr>(text: &str) -> Result<T, String> {
+    text.trim()
+        .parse()
+        .map_err(|_| format!("`{text}` is not a number"))
+}
+
+fn list(text: &str) -> Result<Vec<usize>, String> {
+    text.split(',').map(number).collect()
+}
+
+/// What one app instance measured.
+struct Run {
+    path: PathKind,
+    scene: BenchScene,
+    device: Option<String>,
+    timing: Option<Timing>,
+    tile: Option<TileStats>,
+    /// Attachment traffic per frame and its plan: the tile path's compiled frame, or the
+    /// stock-Bevy model's.
+    plan: Option<CompiledFrame>,
+    error: Option<String>,
+}
+
+/// Medians over the measured frames, ms.
+struct Timing {
+    /// `app.update()`.
+    cpu_ms: f64,
+    /// `device.poll(Wait)` after it.
+    wait_ms: f64,
+    /// Both.
+    wall_ms: f64,
+    /// Per frame of a loop of `app.update()` without waits, then one wait.
+    loop_ms: f64,
+}
+
+/// The tile path's own report, averaged over the measured frames.
+struct TileStats {
+    /// G-buffer, lighting, tonemap, ms (None without timestamps).
+    gpu_ms: Option<[f64; 3]>,
+    crate_cpu_ms: f64,
+    draws: usize,
+    instances: usize,
+    light_volumes: usize,
+}
+
+fn print_progress(run: &Run) {
+    match (&run.timing, &run.error) {
+        (_, Some(error)) => eprintln!(
+            "  {} / {} lights / {} meshes: FAILED: {error}",
+            run.path.label(),
+            run.scene.lights,
+            run.scene.meshes
+        ),
+        (Some(t), None) => eprintln!(
+            "  {} / {} lights / {} meshes: wall {:.3} ms, CPU {:.3} ms",
+            run.path.label(),
+            run.scene.lights,
+            run.scene.meshes,
+            t.wall_ms,
+            t.cpu_ms
+        ),
+        (None, None) => {}
+    }
+}
+
+fn print_device(runs: &[Run]) {
+    let device = runs.iter().find_map(|r| r.device.clone());
+    println!();
+    println!(
+        "device: {}",
+        device.as_deref().unwrap_or("unknown (no DeviceProfile)")
+    );
+}
+
+fn print_failures(runs: &[Run]) {
+    for run in runs.iter().filter(|r| r.error.is_some()) {
+        println!(
+            "failed: {} at {} lights, {} meshes: {}",
+            run.path.label(),
+            run.scene.lights,
+            run.scene.meshes,
+            run.error.as_deref().unwrap_or_default()
+        );
+    }
+}
+
+/// Renders `frames` frames of `scene` with `path` in a fresh app and measures them.
+fn measure(options: &Options, path: PathKind, scene: BenchScene, log: &mut bool) -> Run {
+    let mut run = Run {
+        path,
+        scene,
+        device: None,
+        timing: None,
+        tile: None,
+        plan: None,
+        error: None,
+    };
+    let first_app = std::mem::replace(log, false);
+    let outcome = catch_unwind(AssertUnwindSafe(|| {
+        measure_in_app(options, path, scene, first_app, &mut run)
+    }));
+    match outcome {
+        Ok(Ok(())) => {}
+        Ok(Err(error)) => run.error = Some(error),
+        Err(panic) => {
+            run.error = Some(format!(
+                "panicked: {}",
+                panic
+                    .downcast_ref::<String>()
+                    .map(String::as_str)
+                    .or_else(|| panic.downcast_ref::<&str>().copied())
+                    .unwrap_or("(no message)")
+            ));
+        }
+    }
+    if run.plan.is_none()
+        && let Some(stock) = path.stock()
+    {
+        // The model does not need the app: price Bevy's path even when the run failed.
+        run.plan = stock
+            .compile(options.extent(), Format::Rgba8Srgb, &DeviceCaps::desktop())
+            .ok();
+    }
+    run
+}
+
+fn measure_in_app(
+    options: &Options,
+    path: PathKind,
+    scene: BenchScene,
+    log: bool,
+    run: &mut Run,
+) -> Result<(), String> {
+    let mut app = new_app(path, log);
+    let camera = spawn_scene_and_camera(&mut app, options, path, scene);
+    // As Bevy's runners do: wait for the renderer to be created, then finish the plugins.
+    while app.plugins_state() == PluginsState::Adding {
+        bevy::tasks::tick_global_task_pools_on_main_thread();
+    }
+    app.finish();
+    app.cleanup();
+
+    for _ in 0..options.warmup {
+        app.update();
+        wait_for_gpu(&app)?;
+    }
+
+    // Frames rendered and waited for one by one.
+    let mut cpu = Vec::new();
+    let mut wait = Vec::new();
+    let mut wall = Vec::new();
+    let mut tile = TileAccumulator::default();
+    for _ in 0..options.frames {
+        let started = Instant::now();
+        app.update();
+        let updated = Instant::now();
+        wait_for_gpu(&app)?;
+        let done = Instant::now();
+        cpu.push(ms(updated - started));
+        wait.push(ms(done - updated));
+        wall.push(ms(done - started));
+        if path == PathKind::Tile {
+            tile.add(&app, camera);
+        }
+    }
+    // A loop that never waits: CPU and GPU overlap.
+    let started = Instant::now();
+    for _ in 0..options.frames {
+        app.update();
+    }
+    wait_for_gpu(&app)?;
+    let loop_ms = ms(started.elapsed()) / f64::from(options.frames);
+
+    run.timing = Some(Timing {
+        cpu_ms: median(&mut cpu),
+        wait_ms: median(&mut wait),
+        wall_ms: median(&mut wall),
+        loop_ms,
+    });
+    let profile = app.world().get_resource::<DeviceProfile>().cloned();
+    run.device = profile.as_ref().map(DeviceProfile::summary);
+    let caps = profile
+        .as_ref()
+        .map_or_else(DeviceCaps::desktop, DeviceProfile::frame_graph_caps);
+    match path.stock() {
+        None => {
+            run.plan = tile.plan.take();
+            run.tile = tile.finish();
+            if run.tile.is_none() {
+                return Err(
+                    "the tile path reported nothing (did the camera fall back to \
+                            Core3d?)"
+                        .into(),
+                );
+            }
+        }
+        Some(stock) => {
+            run.plan = Some(
+                stock
+                    .compile(options.extent(), Format::Rgba8Srgb, &caps)
+                    .map_err(|e| format!("stock-Bevy model: {e}"))?,
+            );
+        }
+    }
+    if options.plans
+        && let Some(plan) = &run.plan
+    {
+        println!(
+            "\nplan of {} ({} lights, {}x{}):\n{}",
+            path.label(),
+            scene.lights,
+            options.width,
+            options.height,
+            plan.describe()
+        );
+    }
+
+    // Tear down: let the renderers release the camera's resources, finish the GPU's work, then
+    // drop the app (and with it the device) while nothing is in flight.
+    app.world_mut().despawn(camera);
+    for _ in 0..2 {
+        app.update();
+        wait_for_gpu(&app)?;
+    }
+    drop(app);
+    Ok(())
+}
+
+fn new_app(path: PathKind, log: bool) -> App {
+    let mut app = App::new();
+    let plugins = DefaultPlugins
+        .set(WindowPlugin {
+            primary_window: None,
+            exit_condition: ExitCondition::DontExit,
+            close_when_requested: false,
+            ..default()
+        })
+        .set(RenderPlugin {
+            render_creation: WgpuSettings {
+                backends: Some(Backends::VULKAN),
+                ..default()
+            }
+            .into(),
+            // Every pipeline is ready before the first measured frame.
+            synchronous_pipeline_compilation: true,
+            ..default()
+        })
+        .set(LogPlugin {
+            level: Level::WARN,
+            filter: "wgpu=error,naga=warn".into(),
+            ..default()
+        })
+        .disable::<WinitPlugin>()
+        // The render world runs inside `app.update()`, so that it can be timed.
+        .disable::<PipelinedRenderingPlugin>();
+    if log {
+        app.add_plugins(plugins);
+    } else {
+        // Bevy's logger is global: only the first app installs it.
+        app.add_plugins(plugins.disable::<LogPlugin>());
+    }
+    app.add_plugins(TileDeferredPlugin);
+    if path == PathKind::Deferred {
+        app.insert_resource(DefaultOpaqueRendererMethod::deferred());
+    }
+    app
+}
+
+fn spawn_scene_and_camera(
+    app: &mut App,
+    options: &Options,
+    path: PathKind,
+    scene: BenchScene,
+) -> Entity {
+    let mut image = Image::new_fill(
+        Extent3d {
+            width: options.width,
+            height: options.height,
+            depth_or_array_layers: 1,
+        },
+        TextureDimension::D2,
+        &[0, 0, 0, 255],
+        TextureFormat::Rgba8UnormSrgb,
+        RenderAssetUsages::default(),
+    );
+    image.texture_descriptor.usage |= TextureUsages::RENDER_ATTACHMENT | TextureUsages::COPY_SRC;
+    let target = app.world_mut().resource_mut::<Assets<Image>>().add(image);
+    scene.spawn(app.world_mut());
+    let mut camera = app.world_mut().spawn((
+        Camera3d::default(),
+        Camera {
+            clear_color: ClearColorConfig::Custom(scenes::CLEAR_COLOR),
+            ..default()
+        },
+        scene.camera_transform(),
+        RenderTarget::Image(target.into()),
+        path.msaa(),
+    ));
+    match path {
+        PathKind::Tile => {
+            camera.insert(TileDeferred::default());
+        }
+        PathKind::Deferred => {
+            camera.insert((DepthPrepass, DeferredPrepass));
+        }
+        PathKind::Forward | PathKind::Forward4x => {}
+    }
+    camera.id()
+}
+
+fn wait_for_gpu(app: &App) -> Result<(), String> {
+    let device = app
+        .world()
+        .get_resource::<RenderDevice>()
+        .ok_or("no RenderDevice in the main world")?;
+    device
+        .wgpu_device()
+        .poll(PollType::Wait {
+            submission_index: None,
+            timeout: None,
+        })
+        .map(|_| ())
+        .map_err(|e| format!("waiting for the GPU: {e}"))
+}
+
+/// Collects the tile path's per-frame reports (each frame's report is read once).
+#[derive(Default)]
+struct TileAccumulator {
+    last_frame: Option<u64>,
+    gpu: Vec<[f64; 3]>,
+    crate_cpu: Vec<f64>,
+    draws: usize,
+    instances: usize,
+    light_volumes: usize,
+    plan: Option<CompiledFrame>,
+}
+
+impl TileAccumulator {
+    fn add(&mut self, app: &App, camera: Entity) {
+        let Some(report) = app
+            .world()
+            .get_resource::<TileRenderReports>()
+            .and_then(|reports| reports.get(camera))
+        else {
+            return;
+        };
+        if self.last_frame == Some(report.frame) {
+            return;
+        }
+        self.last_frame = Some(report.frame);
+        if let Some(t) = report.gpu_times {
+            self.gpu.push([t.gbuffer_ms, t.lighting_ms, t.tonemap_ms]);
+        }
+        self.crate_cpu.push(report.cpu_ms);
+        self.draws = report.draws;
+        self.instances = report.instances;
+        self.light_volumes = report.light_volumes;
+        self.plan = Some(report.compiled);
+    }
+
+    fn finish(&mut self) -> Option<TileStats> {
+        if self.crate_cpu.is_empty() {
+            return None;
+        }
+        let gpu_ms = (!self.gpu.is_empty()).then(|| {
+            let n = self.gpu.len() as f64;
+            let mut sum = [0.0; 3];
+            for t in &self.gpu {
+                for (s, v) in sum.iter_mut().zip(t) {
+                    *s += v;
+                }
+            }
+            sum.map(|s| s / n)
+        });
+        Some(TileStats {
+            gpu_ms,
+            crate_cpu_ms: median(&mut self.crate_cpu),
+            draws: self.draws,
+            instances: self.instances,
+            light_volumes: self.light_volumes,
+        })
+    }
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+fn median(values: &mut [f64]) -> f64 {
+    if values.is_empty() {
+        return f64::NAN;
+    }
+    values.sort_by(f64::total_cmp);
+    let mid = values.len() / 2;
+    if values.len().is_multiple_of(2) {
+        0.5 * (values[mid - 1] + values[mid])
+    } else {
+        values[mid]
+    }
+}
+
+fn opt_ms(value: Option<f64>) -> String {
+    value.map_or_else(|| "-".into(), |v| format!("{v:.3}"))
+}
+
+/// The main table: one row per light count and path.
+fn print_table(runs: &[Run], options: &Options) {
+    let bevy_paths: Vec<PathKind> = options
+        .paths
+        .iter()
+        .copied()
+        .filter(|p| p.stock().is_some())
+        .collect();
+    let mut headers: Vec<String> = [
+        "lights",
+        "path",
+        "ts gbuf",
+        "ts light",
+        "ts tone",
+        "ts total",
+        "wall",
+        "wait",
+        "loop",
+        "CPU",
+        "crate CPU",
+        "MB/frame",
+        "GB/s@60",
+        "mW@60",
+    ]
+    .iter()
+    .map(|h| (*h).to_owned())
+    .collect();
+    for p in &bevy_paths {
+        headers.push(format!("MB {}/", p.short()));
+    }
+    for p in &bevy_paths {
+        headers.push(format!("wall {}/", p.short()));
+    }
+    let mut table = Table::new(&headers.iter().map(String::as_str).collect::<Vec<_>>());
+    for run in runs {
+        let ts = run.tile.as_ref().and_then(|t| t.gpu_ms);
+        let cost: Option<&FrameCost> = run.plan.as_ref().map(|p| &p.cost);
+        let mut row = vec![
+            run.scene.lights.to_string(),
+            run.path.label().to_owned(),
+            opt_ms(ts.map(|t| t[0])),
+            opt_ms(ts.map(|t| t[1])),
+            opt_ms(ts.map(|t| t[2])),
+            opt_ms(ts.map(|t| t.iter().sum())),
+            opt_ms(run.timing.as_ref().map(|t| t.wall_ms)),
+            opt_ms(run.timing.as_ref().map(|t| t.wait_ms)),
+            opt_ms(run.timing.as_ref().map(|t| t.loop_ms)),
+            opt_ms(run.timing.as_ref().map(|t| t.cpu_ms)),
+            opt_ms(run.tile.as_ref().map(|t| t.crate_cpu_ms)),
+            cost.map_or("-".into(), |c| format!("{:.2}", c.mb())),
+            cost.map_or("-".into(), |c| format!("{:.2}", c.gb_per_s(FPS))),
+            cost.map_or("-".into(), |c| {
+                format!("{:.0}", c.milliwatts(FPS, DEFAULT_MW_PER_GBPS))
+            }),
+        ];
+        let same_lights = |p: PathKind| {
+            runs.iter()
+                .find(|r| r.path == p && r.scene.lights == run.scene.lights)
+        };
+        for &p in &bevy_paths {
+            let theirs = same_lights(p)
+                .and_then(|r| r.plan.as_ref())
+                .map(|p| p.cost.mb());
+            row.push(ratio(theirs, cost.map(FrameCost::mb)));
+        }
+        for &p in &bevy_paths {
+            let theirs = same_lights(p)
+                .and_then(|r| r.timing.as_ref())
+                .map(|t| t.wall_ms);
+            row.push(ratio(theirs, run.timing.as_ref().map(|t| t.wall_ms)));
+        }
+        table.row(row);
+    }
+    println!(
+        "resolution {}x{}, {} objects; times in ms per frame (medians; tile timestamps are means)",
+        options.width, options.height, options.meshes[0]
+    );
+    table.print();
+    println!(
+        "ts *: the tile path's GPU timestamps per subpass | wall: app.update() + poll(Wait) | \
+         wait: the poll(Wait) part | loop: frames rendered back to back without waiting | \
+         CPU: app.update() | crate CPU: the crate's own per-view CPU time (report.cpu_ms) | \
+         MB: attachment traffic per frame (tile: compiled plan; Bevy: stock_bevy model) | \
+         GB/s and mW at {FPS:.0} fps, {DEFAULT_MW_PER_GBPS:.0} mW per GB/s | \
+         X/ = that Bevy path's value divided by this row's (above 1: this row is cheaper)"
+    );
+    for run in runs.iter().filter(|r| r.path == PathKind::Tile) {
+        if let Some(t) = &run.tile {
+            println!(
+                "tile at {} lights: {} instanced draws, {} instances, {} light volumes{}",
+                run.scene.lights,
+                t.draws,
+                t.instances,
+                t.light_volumes,
+                if t.gpu_ms.is_none() {
+                    " (no GPU timestamps on this device)"
+                } else {
+                    ""
+                }
+            );
+        }
+    }
+    print_failures(runs);
+}
+
+fn ratio(theirs: Option<f64>, ours: Option<f64>) -> String {
+    match (theirs, ours) {
+        (Some(t), Some(o)) if o > 0.0 => format!("{:.2}x", t / o),
+        _ => "-".into(),
+    }
+}
+
+/// A text table with aligned columns (first two left-aligned, the rest right-aligned).
+struct Table {
+    headers: Vec<String>,
+    rows: Vec<Vec<String>>,
+}
+
+impl Table {
+    fn new(headers: &[&str]) -> Self {
+        Table {
+            headers: headers.iter().map(|h| (*h).to_owned()).collect(),
+            rows: Vec::new(),
+        }
+    }
+
+    fn row(&mut self, row: Vec<String>) {
+        self.rows.push(row);
+    }
+
+    fn print(&self) {
+        let widths: Vec<usize> = (0..self.headers.len())
+            .map(|c| {
+                self.rows
+                    .iter()
+                    .filter_map(|r| r.get(c))
+                    .chain(std::iter::once(&self.headers[c]))
+                    .map(|s| s.chars().count())
+                    .max()
+                    .unwrap_or(0)
+            })
+            .collect();
+        let line = |cells: &[String]| {
+            let text: Vec<String> = cells
+                .iter()
+                .zip(&widths)
+                .enumerate()
+                .map(|(c, (s, &w))| {
+                    if c < 2 {
+                        format!("{s:<w$}")
+                    } else {
+                        format!("{s:>w$}")
+                    }
+                })
+                .collect();
+            println!("{}", text.join("  ").trim_end());
+        };
+        line(&self.headers);
+        let rule: Vec<String> = widths.iter().map(|&w| "-".repeat(w)).collect();
+        line(&rule);
+        for r in &self.rows {
+            line(r);
+        }
+    }
+}

@@ -1,0 +1,121 @@
+//! The benchmark scene: PBR objects in a square grid under a square grid of point lights, sized
+//! by two numbers, so that every renderer under comparison draws exactly the same frame.
+//!
+//! Objects share two meshes and eight materials (instancing applies to every renderer alike);
+//! each light's range covers a few grid cells, so a pixel pays for the lights near it, not for
+//! all of them. Nothing moves: a benchmark frame is the same frame every time.
+
+use bevy::prelude::*;
+
+/// The scene's size.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BenchScene {
+    /// PBR objects (spheres and cubes) in a square grid, plus one ground plane.
+    pub meshes: usize,
+    /// Point lights in a square grid above the objects.
+    pub lights: usize,
+}
+
+impl BenchScene {
+    /// Cells along one side of the object grid.
+    pub fn side(&self) -> usize {
+        (self.meshes as f64).sqrt().ceil().max(1.0) as usize
+    }
+
+    /// Half the width of the object grid, in metres (objects sit 1 m apart).
+    pub fn half_extent(&self) -> f32 {
+        self.side() as f32 * 0.5
+    }
+
+    /// A camera transform that sees the whole grid from above and in front.
+    pub fn camera_transform(&self) -> Transform {
+        let e = self.half_extent().max(2.0);
+        Transform::from_xyz(0.0, 1.5 * e, 2.1 * e).looking_at(Vec3::new(0.0, 0.0, 0.1 * e), Vec3::Y)
+    }
+
+    /// Spawns the objects, the ground and the lights (no camera) into `world`.
+    pub fn spawn(&self, world: &mut World) {
+        let side = self.side();
+        let e = self.half_extent();
+        let (sphere, cube, ground) = {
+            let mut meshes = world.resource_mut::<Assets<Mesh>>();
+            (
+                meshes.add(Sphere::new(0.36).mesh().uv(24, 12)),
+                meshes.add(Cuboid::new(0.6, 0.6, 0.6)),
+                meshes.add(Plane3d::default().mesh().size(2.0 * e + 2.0, 2.0 * e + 2.0)),
+            )
+        };
+        let (materials, ground_material) = {
+            let mut materials = world.resource_mut::<Assets<StandardMaterial>>();
+            let palette: Vec<Handle<StandardMaterial>> = (0..8)
+                .map(|i| {
+                    let t = i as f32 / 8.0;
+                    materials.add(StandardMaterial {
+                        base_color: Color::hsl(t * 360.0, 0.65, 0.55),
+                        perceptual_roughness: 0.25 + 0.6 * ((i * 3) % 8) as f32 / 7.0,
+                        metallic: if i % 3 == 0 { 0.8 } else { 0.0 },
+                        reflectance: 0.5,
+                        ..default()
+                    })
+                })
+                .collect();
+            let ground = materials.add(StandardMaterial {
+                base_color: Color::srgb(0.45, 0.45, 0.47),
+                perceptual_roughness: 0.9,
+                ..default()
+            });
+            (palette, ground)
+        };
+        world.spawn((
+            Name::new("bench ground"),
+            Mesh3d(ground),
+            MeshMaterial3d(ground_material),
+            Transform::IDENTITY,
+        ));
+        let objects: Vec<_> = (0..self.meshes)
+            .map(|i| {
+                let (row, col) = (i / side, i % side);
+                let x = col as f32 + 0.5 - e;
+                let z = row as f32 + 0.5 - e;
+                let mesh = if (row + col) % 2 == 0 { &sphere } else { &cube };
+                (
+                    Mesh3d(mesh.clone()),
+                    MeshMaterial3d(materials[(row * 3 + col) % materials.len()].clone()),
+                    Transform::from_xyz(x, 0.4, z)
+                        .with_rotation(Quat::from_rotation_y(0.3 * (i % 7) as f32)),
+                )
+            })
+            .collect();
+        world.spawn_batch(objects);
+
+        // Lights on a square grid over the same area; each reaches about two cells around it.
+        let per_side = (self.lights as f64).sqrt().ceil().max(1.0) as usize;
+        let cell = 2.0 * e.max(1.0) / per_side as f32;
+        let height = 0.6 * cell + 0.8;
+        let range = 2.0 * cell + 1.5;
+        let lights: Vec<_> = (0..self.lights)
+            .map(|i| {
+                let (row, col) = (i / per_side, i % per_side);
+                let t = i as f32 / self.lights.max(1) as f32;
+                (
+                    PointLight {
+                        color: Color::hsl(t * 360.0 + 30.0, 0.5, 0.7),
+                        // Proportional to the area each light covers: about the same brightness for
+                        // any light count.
+                        intensity: 12_000.0 * cell * cell,
+                        range,
+                        radius: 0.05,
+                        shadow_maps_enabled: false,
+                        ..default()
+                    },
+                    Transform::from_xyz(
+                        (col as f32 + 0.5) * cell - e.max(1.0),
+                        height,
+                        (row as f32 + 0.5) * cell - e.max(1.0),
+                    ),
+                )
+            })
+            .collect();
+        world.spawn_batch(lights);
+    }
+}

@@ -1,0 +1,548 @@
+//! Device tiers: which path a camera renders with on this device, and why.
+//!
+//! The best path the device really supports is picked from the [`DeviceProfile`], the camera's
+//! requested MSAA and the user's [`TierSetting`], by rules written as data: each names its
+//! reason and, where there is one, the source that documents the vendor behaviour. Known driver
+//! bugs are [`Quirks`] the backend obeys. The decision is a component on the camera
+//! ([`TierDecision`]) that the inspector shows; it is logged once per camera.
+//!
+//! Tiers, best first: [`RenderTier::TileDeferredMsaa`] (one native pass, multisampled
+//! transient G-buffer, edge-selective lighting, in-pass resolve), [`RenderTier::TileDeferred`]
+//! (the same without MSAA), [`RenderTier::Forward`] (Bevy's own `Core3d` with the camera's
+//! MSAA). A camera whose tile tier fails at run time (pipeline or render pass creation, out of
+//! memory) drops to the next tier for the rest of the run.
+
+use crate::{
+    DeviceProfile, GpuModel, GpuVendor, GraphicsBackend,
+    device::{MaliArch, SampleCounts},
+};
+use bevy::prelude::*;
+use std::fmt;
+
+/// A rendering path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Reflect)]
+pub enum RenderTier {
+    /// Tile-deferred with MSAA on tile memory at this many samples.
+    TileDeferredMsaa {
+        /// Samples per pixel (2, 4 or 8).
+        samples: u32,
+    },
+    /// Tile-deferred without MSAA.
+    TileDeferred,
+    /// Bevy's own `Core3d` forward renderer, with the camera's MSAA.
+    Forward,
+}
+
+impl RenderTier {
+    /// The next tier down, used when this one fails at run time.
+    pub fn fallback(self) -> Self {
+        match self {
+            Self::TileDeferredMsaa { .. } => Self::TileDeferred,
+            Self::TileDeferred | Self::Forward => Self::Forward,
+        }
+    }
+
+    /// Whether the tile schedule renders this tier.
+    pub fn is_tile(self) -> bool {
+        !matches!(self, Self::Forward)
+    }
+
+    /// Samples per pixel the tile path renders with (1 for `TileDeferred`).
+    pub fn tile_samples(self) -> u32 {
+        match self {
+            Self::TileDeferredMsaa { samples } => samples,
+            _ => 1,
+        }
+    }
+}
+
+impl fmt::Display for RenderTier {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::TileDeferredMsaa { samples } => write!(f, "tile-deferred + {samples}x MSAA"),
+            Self::TileDeferred => f.write_str("tile-deferred"),
+            Self::Forward => f.write_str("Bevy forward (Core3d)"),
+        }
+    }
+}
+
+/// What the user asks for on a camera.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Reflect)]
+pub enum TierSetting {
+    /// The best tier the device supports.
+    #[default]
+    Auto,
+    /// This tier if the device can run it at all (a tile tier still needs Vulkan).
+    Force(RenderTier),
+}
+
+/// Known driver and GPU bugs the backends work around; each names the vendor and the bug.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Reflect)]
+pub struct Quirks(pub u32);
+
+impl Quirks {
+    /// Adreno 6xx and older: subpasses combined with MSAA are unreliable (driver resolves or
+    /// splits the pass; seed 004's closing section; Godot issue 81910 saw a Quest Pro, an
+    /// Adreno 650, skip an MSAA-resolving subpass and present black).
+    pub const ADRENO_SUBPASS_MSAA: Quirks = Quirks(1 << 0);
+    /// Early Mali-G (Bifrost G71/G72): subpass + MSAA splits or spills (seed 004; Godot issue
+    /// 82175 on mixed sample counts).
+    pub const EARLY_MALI_SUBPASS_MSAA: Quirks = Quirks(1 << 1);
+    /// Adreno: a subpass must never get an empty-but-present resolve attachment list (Filament's
+    /// Vulkan backend passes null instead).
+    pub const ADRENO_NO_EMPTY_RESOLVE_LIST: Quirks = Quirks(1 << 2);
+    /// Samsung Exynos Mali drivers of the Galaxy S10/S20 generation (Mali-G76/G77) were
+    /// reported not to merge subpasses (Arm community forum): the tile path still renders, but
+    /// saves nothing, so Bevy's forward path is preferred.
+    pub const SAMSUNG_MALI_NO_SUBPASS_MERGE: Quirks = Quirks(1 << 3);
+
+    /// Whether all of `other` is set.
+    pub fn contains(self, other: Quirks) -> bool {
+        self.0 & other.0 == other.0
+    }
+
+    /// Adds `other`.
+    pub fn insert(&mut self, other: Quirks) {
+        self.0 |= other.0;
+    }
+}
+
+/// The tier chosen for a camera, with its reasons (a main-world component on the camera).
+#[derive(Component, Clone, Debug, PartialEq, Reflect)]
+pub struct TierDecision {
+    /// The tier in use.
+    pub tier: RenderTier,
+    /// Why, in plain words, one line per rule that applied.
+    pub reasons: Vec<String>,
+    /// Driver workarounds in force.
+    pub quirks: Quirks,
+    /// Set when the tier was lowered after a failure at run time.
+    pub failure: Option<String>,
+}
+
+impl TierDecision {
+    /// One readable line for the log and the inspector.
+    pub fn summary(&self) -> String {
+        format!("{} ({})", self.tier, self.reasons.join("; "))
+    }
+}
+
+/// A tier rule: when it applies, what it changes, and why.
+struct Rule {
+    applies: fn(&DeviceProfile) -> bool,
+    effect: Effect,
+    reason: &'static str,
+}
+
+#[derive(Clone, Copy)]
+enum Effect {
+    /// The tile path cannot run at all.
+    ForwardOnly,
+    /// The tile path runs, but not with MSAA.
+    NoTileMsaa,
+    /// A driver workaround; the tier is unchanged.
+    Quirk(Quirks),
+}
+
+fn adreno_series(profile: &DeviceProfile) -> Option<u32> {
+    (profile.vendor == GpuVendor::Qualcomm)
+        .then(|| profile.model.adreno_series())
+        .flatten()
+}
+
+/// The rules, in order. Data, not code paths: add a row to teach the crate about a device.
+const RULES: &[Rule] = &[
+    Rule {
+        applies: |p| p.backend != GraphicsBackend::Vulkan,
+        effect: Effect::ForwardOnly,
+        reason: "not Vulkan: subpasses, input attachments and memoryless attachments need the \
+                 Vulkan backend",
+    },
+    Rule {
+        applies: |p| {
+            p.vulkan
+                .as_ref()
+                .is_some_and(|vk| vk.max_color_attachments < 5)
+        },
+        effect: Effect::ForwardOnly,
+        reason: "fewer than 5 colour attachments per subpass (the G-buffer subpass writes 4 \
+                 plus depth, the tonemap subpass 1)",
+    },
+    Rule {
+        applies: |p| {
+            p.vulkan
+                .as_ref()
+                .is_some_and(|vk| vk.max_per_stage_input_attachments < 4)
+        },
+        effect: Effect::ForwardOnly,
+        reason: "fewer than 4 input attachments per fragment shader (lighting reads albedo, \
+                 normal, material and depth on tile)",
+    },
+    Rule {
+        applies: |p| adreno_series(p).is_some_and(|s| s <= 6),
+        effect: Effect::NoTileMsaa,
+        reason: "Adreno 6xx and older: subpass + MSAA is unreliable (seed 004; Godot #81910)",
+    },
+    Rule {
+        applies: |p| {
+            matches!(
+                p.model,
+                GpuModel::Mali {
+                    arch: MaliArch::Midgard,
+                    ..
+                } | GpuModel::Mali {
+                    number: 71 | 72,
+                    ..
+                }
+            )
+        },
+        effect: Effect::NoTileMsaa,
+        reason: "early Mali-G (G71/G72) and Midgard: subpass + MSAA splits the pass (seed 004; \
+                 Godot #82175)",
+    },
+    Rule {
+        applies: |p| p.vendor == GpuVendor::Qualcomm,
+        effect: Effect::Quirk(Quirks::ADRENO_NO_EMPTY_RESOLVE_LIST),
+        reason: "Adreno: never pass an empty resolve attachment list (Filament's quirk)",
+    },
+    Rule {
+        applies: |p| {
+            p.vendor == GpuVendor::Arm
+                && p.driver_info.to_ascii_lowercase().contains("samsung")
+                && matches!(
+                    p.model,
+                    GpuModel::Mali {
+                        number: 76 | 77,
+                        ..
+                    }
+                )
+        },
+        effect: Effect::ForwardOnly,
+        reason: "Samsung Exynos Mali-G76/G77 drivers were reported not to merge subpasses \
+                 (Arm community forum): the tile path would save nothing",
+    },
+];
+
+/// The MSAA sample counts the tile path can use on this device (colour and depth).
+fn tile_sample_counts(profile: &DeviceProfile) -> SampleCounts {
+    profile.vulkan.as_ref().map_or(SampleCounts(1), |vk| {
+        SampleCounts(vk.framebuffer_color_sample_counts.0 & vk.framebuffer_depth_sample_counts.0)
+    })
+}
+
+/// Picks the tier for a camera asking for `requested_samples` MSAA with `setting`.
+pub fn choose_tier(
+    profile: &DeviceProfile,
+    requested_samples: u32,
+    setting: TierSetting,
+) -> TierDecision {
+    let mut reasons = Vec::new();
+    let mut quirks = Quirks::default();
+    let mut forward_only = false;
+    let mut no_tile_msaa = false;
+    for rule in RULES.iter().filter(|rule| (rule.applies)(profile)) {
+        match rule.effect {
+            Effect::ForwardOnly => forward_only = true,
+            Effect::NoTileMsaa => no_tile_msaa = requested_samples > 1,
+            Effect::Quirk(quirk) => quirks.insert(quirk),
+        }
+        if !matches!(rule.effect, Effect::NoTileMsaa) || requested_samples > 1 {
+            reasons.push(rule.reason.to_string());
+        }
+    }
+    let best = if forward_only {
+        RenderTier::Forward
+    } else if requested_samples <= 1 || no_tile_msaa {
+        RenderTier::TileDeferred
+    } else {
+        let samples = tile_sample_counts(profile).highest_at_most(requested_samples);
+        if samples != requested_samples {
+            reasons.push(format!(
+                "{requested_samples}x MSAA requested, the device supports {} for colour and \
+                 depth: {samples}x",
+                tile_sample_counts(profile)
+            ));
+        }
+        if samples > 1 {
+            RenderTier::TileDeferredMsaa { samples }
+        } else {
+            RenderTier::TileDeferred
+        }
+    };
+    let tier = match setting {
+        TierSetting::Auto => best,
+        TierSetting::Force(forced) if forced.is_tile() && forward_only => {
+            reasons.push(format!("{forced} was forced, but the device cannot run it"));
+            RenderTier::Forward
+        }
+        TierSetting::Force(forced) => {
+            reasons.push(format!(
+                "forced by the camera's TileDeferred::tier ({forced})"
+            ));
+            forced
+        }
+    };
+    if reasons.is_empty() {
+        reasons.push(match tier {
+            RenderTier::TileDeferredMsaa { .. } => {
+                "Vulkan with subpasses, input attachments and the requested MSAA".to_string()
+            }
+            RenderTier::TileDeferred if requested_samples > 1 => {
+                "MSAA is not available on this device's tile path".to_string()
+            }
+            RenderTier::TileDeferred => "Vulkan with subpasses and input attachments".to_string(),
+            RenderTier::Forward => "forced".to_string(),
+        });
+    }
+    TierDecision {
+        tier,
+        reasons,
+        quirks,
+        failure: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::device::{ApiVersion, DeviceKind, VulkanCaps};
+
+    fn vulkan(vendor_id: u32, name: &str, color: u32, depth: u32) -> DeviceProfile {
+        DeviceProfile {
+            backend: GraphicsBackend::Vulkan,
+            vendor: GpuVendor::classify(vendor_id, name),
+            model: GpuModel::parse(name),
+            vendor_id,
+            device_id: 0,
+            device_kind: DeviceKind::Integrated,
+            device_name: name.into(),
+            driver_name: String::new(),
+            driver_info: String::new(),
+            driver_version: 0,
+            api_version: Some(ApiVersion {
+                major: 1,
+                minor: 3,
+                patch: 0,
+            }),
+            max_color_attachments: 8,
+            vulkan: Some(VulkanCaps {
+                max_color_attachments: 8,
+                max_per_stage_input_attachments: 8,
+                framebuffer_color_sample_counts: SampleCounts(color),
+                framebuffer_depth_sample_counts: SampleCounts(depth),
+                sample_rate_shading: true,
+                lazily_allocated_memory: true,
+                depth_stencil_resolve: None,
+                timestamps: None,
+                create_renderpass2_supported: true,
+                create_renderpass2_enabled: true,
+                enabled_extensions: Vec::new(),
+            }),
+        }
+    }
+
+    fn with<F: FnOnce(&mut DeviceProfile)>(mut profile: DeviceProfile, change: F) -> DeviceProfile {
+        change(&mut profile);
+        profile
+    }
+
+    /// Real device names and limits, each with the tier expected at 4x MSAA and a word the
+    /// reason must contain.
+    #[test]
+    fn tiers_of_real_devices() {
+        let msaa_1_2_4 = 0b111;
+        let msaa_1_4 = 0b101;
+        let msaa_1_2_4_8 = 0b1111;
+        let msaa4 = RenderTier::TileDeferredMsaa { samples: 4 };
+        let table: Vec<(DeviceProfile, RenderTier, &str)> = vec![
+            (
+                vulkan(0x5143, "Adreno (TM) 540", msaa_1_2_4, msaa_1_2_4),
+                RenderTier::TileDeferred,
+                "Adreno 6xx and older",
+            ),
+            (
+                vulkan(0x5143, "Adreno (TM) 618", msaa_1_2_4, msaa_1_2_4),
+                RenderTier::TileDeferred,
+                "Adreno 6xx and older",
+            ),
+            (
+                vulkan(0x5143, "Adreno (TM) 650", msaa_1_2_4, msaa_1_2_4),
+                RenderTier::TileDeferred,
+                "#81910",
+            ),
+            (
+                vulkan(0x5143, "Adreno (TM) 740", msaa_1_2_4_8, msaa_1_2_4_8),
+                msaa4,
+                "empty resolve",
+            ),
+            (
+                vulkan(0x13B5, "Mali-G71", msaa_1_2_4_8, msaa_1_2_4_8),
+                RenderTier::TileDeferred,
+                "G71/G72",
+            ),
+            (
+                vulkan(0x13B5, "Mali-G76", msaa_1_2_4_8, msaa_1_2_4_8),
+                msaa4,
+                "Vulkan",
+            ),
+            (
+                vulkan(0x13B5, "Mali-G78", msaa_1_2_4_8, msaa_1_2_4_8),
+                msaa4,
+                "Vulkan",
+            ),
+            (
+                vulkan(0x13B5, "Mali-G715", msaa_1_2_4_8, msaa_1_2_4_8),
+                msaa4,
+                "Vulkan",
+            ),
+            (
+                with(
+                    vulkan(0x13B5, "Mali-G77", msaa_1_2_4_8, msaa_1_2_4_8),
+                    |p| p.driver_info = "Samsung Exynos 990 driver".into(),
+                ),
+                RenderTier::Forward,
+                "Samsung",
+            ),
+            (
+                vulkan(0x1010, "PowerVR B-Series BXM-8-256", msaa_1_2_4, msaa_1_2_4),
+                msaa4,
+                "Vulkan",
+            ),
+            (
+                vulkan(0x1010, "IMG DXT-48-1536", msaa_1_2_4, msaa_1_2_4),
+                msaa4,
+                "Vulkan",
+            ),
+            (
+                with(
+                    vulkan(0x106B, "Apple M2", msaa_1_2_4_8, msaa_1_2_4_8),
+                    |p| {
+                        p.backend = GraphicsBackend::Metal;
+                        p.vulkan = None;
+                    },
+                ),
+                RenderTier::Forward,
+                "not Vulkan",
+            ),
+            (
+                vulkan(0x10DE, "NVIDIA H200", 0b1111111, 0b1111111),
+                msaa4,
+                "Vulkan",
+            ),
+            (
+                vulkan(
+                    0x1002,
+                    "AMD Radeon RX 7900 XTX (RADV NAVI31)",
+                    0b1111,
+                    0b1111,
+                ),
+                msaa4,
+                "Vulkan",
+            ),
+            (
+                vulkan(
+                    0x8086,
+                    "Intel(R) UHD Graphics 630 (CFL GT2)",
+                    0b1111,
+                    0b1111,
+                ),
+                msaa4,
+                "Vulkan",
+            ),
+            (
+                vulkan(
+                    0x10005,
+                    "llvmpipe (LLVM 15.0.6, 256 bits)",
+                    msaa_1_4,
+                    msaa_1_4,
+                ),
+                msaa4,
+                "Vulkan",
+            ),
+            (
+                with(
+                    vulkan(0x5143, "Adreno (TM) 650", msaa_1_2_4, msaa_1_2_4),
+                    |p| {
+                        p.backend = GraphicsBackend::Gl;
+                        p.vulkan = None;
+                    },
+                ),
+                RenderTier::Forward,
+                "not Vulkan",
+            ),
+            (
+                with(vulkan(0x13B5, "Mali-G78", msaa_1_2_4, msaa_1_2_4), |p| {
+                    p.vulkan.as_mut().unwrap().max_per_stage_input_attachments = 2;
+                }),
+                RenderTier::Forward,
+                "input attachments",
+            ),
+        ];
+        assert!(table.len() >= 15);
+        for (profile, expected, reason) in table {
+            let decision = choose_tier(&profile, 4, TierSetting::Auto);
+            assert_eq!(
+                decision.tier, expected,
+                "{}: {:?}",
+                profile.device_name, decision
+            );
+            assert!(
+                decision.summary().contains(reason),
+                "{}: reason {:?} lacks {reason:?}",
+                profile.device_name,
+                decision.reasons
+            );
+        }
+    }
+
+    #[test]
+    fn quirks_are_set_for_their_vendor_only() {
+        let adreno = choose_tier(
+            &vulkan(0x5143, "Adreno (TM) 740", 0b111, 0b111),
+            1,
+            TierSetting::Auto,
+        );
+        assert!(adreno.quirks.contains(Quirks::ADRENO_NO_EMPTY_RESOLVE_LIST));
+        let mali = choose_tier(
+            &vulkan(0x13B5, "Mali-G78", 0b111, 0b111),
+            1,
+            TierSetting::Auto,
+        );
+        assert_eq!(mali.quirks, Quirks::default());
+    }
+
+    #[test]
+    fn msaa_counts_and_forcing() {
+        let lavapipe = vulkan(0x10005, "llvmpipe (LLVM 15.0.6, 256 bits)", 0b101, 0b101);
+        // 8x asked, 1/4 supported: 4x with the reason.
+        let decision = choose_tier(&lavapipe, 8, TierSetting::Auto);
+        assert_eq!(decision.tier, RenderTier::TileDeferredMsaa { samples: 4 });
+        assert!(decision.summary().contains("8x MSAA requested"));
+        // 2x asked: no 2x, so no MSAA on the tile path.
+        assert_eq!(
+            choose_tier(&lavapipe, 2, TierSetting::Auto).tier,
+            RenderTier::TileDeferred
+        );
+        // No MSAA asked.
+        assert_eq!(
+            choose_tier(&lavapipe, 1, TierSetting::Auto).tier,
+            RenderTier::TileDeferred
+        );
+        // Forcing Forward always works; forcing a tile tier off Vulkan does not.
+        let forced = choose_tier(&lavapipe, 4, TierSetting::Force(RenderTier::Forward));
+        assert_eq!(forced.tier, RenderTier::Forward);
+        let mut metal = lavapipe.clone();
+        metal.backend = GraphicsBackend::Metal;
+        let forced = choose_tier(&metal, 1, TierSetting::Force(RenderTier::TileDeferred));
+        assert_eq!(forced.tier, RenderTier::Forward);
+        assert!(forced.summary().contains("cannot run it"));
+    }
+
+    #[test]
+    fn fallback_order() {
+        let msaa = RenderTier::TileDeferredMsaa { samples: 4 };
+        assert_eq!(msaa.fallback(), RenderTier::TileDeferred);
+        assert_eq!(RenderTier::TileDeferred.fallback(), RenderTier::Forward);
+        assert_eq!(RenderTier::Forward.fallback(), RenderTier::Forward);
+    }
+}

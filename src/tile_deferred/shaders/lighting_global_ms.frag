@@ -1,0 +1,11 @@
+#version 450
+#extension GL_GOOGLE_include_directive : require
+
+// MSAA variant of lighting_global.frag: subpass 1 at N samples, the G-buffer read as
+// subpassInputMS. Drawn N times, msaa.x = sample index s = 0 .. N-1, with edge-selective
+// per-sample shading as described in gbuffer_msaa.glsl. The global lighting itself is
+// lighting_global.glsl, shared with the single-sample shader.
+
+#define MSAA
+
+#include "lighting_global.glsl"

@@ -1,0 +1,255 @@
+//! MSAA on tile memory: a multisampled G-buffer lit per sample only at edges, tonemapped per
+//! sample and resolved in-pass, against the brute-force every-sample mode, Bevy's forward MSAA
+//! and the same scene without MSAA.
+
+use crate::{
+    harness::{Frame, GpuTest, HeadlessApp, assert_frames_match, image_compare::psnr},
+    scenes::{self, aliasing},
+};
+use bevy::{prelude::*, render::view::Msaa};
+use bevy_tile_deferred::{MsaaShading, TileDeferred, TileRenderReports, TileViewReport};
+
+const WIDTH: u32 = 320;
+const HEIGHT: u32 = 192;
+
+/// What to render: the scene, its camera, and how.
+#[derive(Clone, Copy)]
+struct Setup {
+    scene: fn(&mut World),
+    camera: fn() -> Transform,
+    msaa: Msaa,
+    tile: Option<(MsaaShading, bool)>,
+}
+
+fn render(setup: Setup) -> (Frame, Option<TileViewReport>) {
+    let mut headless = HeadlessApp::new(WIDTH, HEIGHT);
+    (setup.scene)(headless.app.world_mut());
+    let camera = headless.spawn_camera((
+        Camera3d::default(),
+        scenes::reference_camera(),
+        (setup.camera)(),
+        setup.msaa,
+    ));
+    if let Some((msaa_shading, show_msaa_edges)) = setup.tile {
+        headless
+            .app
+            .world_mut()
+            .entity_mut(camera)
+            .insert(TileDeferred {
+                msaa_shading,
+                show_msaa_edges,
+                ..default()
+            });
+    }
+    let frame = headless.render(3);
+    // Occlusion results are read a few frames late.
+    for _ in 0..4 {
+        headless.update();
+    }
+    let reports = headless.app.world().resource::<TileRenderReports>().clone();
+    (frame, reports.get(camera))
+}
+
+fn tile(
+    scene: fn(&mut World),
+    camera: fn() -> Transform,
+    msaa: Msaa,
+    shading: MsaaShading,
+) -> Setup {
+    Setup {
+        scene,
+        camera,
+        msaa,
+        tile: Some((shading, false)),
+    }
+}
+
+/// Mean squared luminance step between neighbouring pixels: staircase silhouettes make big
+/// steps; anti-aliased ones spread them over several pixels, which lowers the squared sum.
+fn aliasing_energy(frame: &Frame) -> f64 {
+    let luminance = |x: u32, y: u32| {
+        let p = frame.pixel(x as i32, y as i32);
+        0.2126 * f64::from(p[0]) + 0.7152 * f64::from(p[1]) + 0.0722 * f64::from(p[2])
+    };
+    let mut sum = 0.0;
+    let mut count = 0.0;
+    for y in 0..frame.height - 1 {
+        for x in 0..frame.width - 1 {
+            let here = luminance(x, y);
+            let dx = luminance(x + 1, y) - here;
+            let dy = luminance(x, y + 1) - here;
+            sum += dx * dx + dy * dy;
+            count += 1.0;
+        }
+    }
+    sum / count
+}
+
+#[test]
+fn msaa_plan_keeps_every_sample_on_tile() {
+    let _test = GpuTest::start("msaa_plan_keeps_every_sample_on_tile");
+    let (_, report) = render(tile(
+        aliasing::spawn_aliasing_scene,
+        aliasing::aliasing_camera_transform,
+        Msaa::Sample4,
+        MsaaShading::EdgeSelective,
+    ));
+    let report = report.expect("the tile path rendered");
+    let plan = &report.compiled;
+    assert_eq!(report.samples, 4);
+    assert_eq!(plan.render_pass_count(), 1, "{}", plan.describe());
+    assert_eq!(report.subpass_count, 3);
+    let native = &plan.native_passes[0];
+    assert!(native.subpasses.iter().all(|_| native.samples == 4));
+    for (planned, created) in native.attachments.iter().zip(&report.attachments) {
+        if planned.name == "output" {
+            assert_eq!((created.samples, created.store_op.as_str()), (1, "STORE"));
+        } else {
+            assert_eq!(created.samples, 4, "{} is multisampled", planned.name);
+            assert_eq!(
+                created.store_op, "DONT_CARE",
+                "{} samples are never stored",
+                planned.name
+            );
+            assert!(planned.transient, "{} is transient", planned.name);
+        }
+    }
+    // The resolve happens in the last subpass, into the output.
+    let last = native.subpasses.last().unwrap();
+    assert!(
+        last.resolve
+            .iter()
+            .flatten()
+            .any(|&i| native.attachments[i].name == "output")
+    );
+    // Traffic: one store of the 1-sample output, nothing else.
+    assert_eq!(plan.cost.total.stored, u64::from(WIDTH * HEIGHT * 4));
+    assert_eq!(plan.cost.total.loaded, 0);
+}
+
+#[test]
+fn edge_selective_matches_every_sample_and_bevy_msaa() {
+    let _test = GpuTest::start("edge_selective_matches_every_sample_and_bevy_msaa");
+    for (name, scene, camera) in [
+        (
+            "aliasing",
+            aliasing::spawn_aliasing_scene as fn(&mut World),
+            aliasing::aliasing_camera_transform as fn() -> Transform,
+        ),
+        (
+            "lit-spheres",
+            scenes::spawn_lit_spheres,
+            scenes::reference_camera_transform,
+        ),
+    ] {
+        let (selective, selective_report) = render(tile(
+            scene,
+            camera,
+            Msaa::Sample4,
+            MsaaShading::EdgeSelective,
+        ));
+        let (every, every_report) =
+            render(tile(scene, camera, Msaa::Sample4, MsaaShading::EverySample));
+        let (bevy_msaa, _) = render(Setup {
+            scene,
+            camera,
+            msaa: Msaa::Sample4,
+            tile: None,
+        });
+        let (no_msaa, _) = render(tile(scene, camera, Msaa::Off, MsaaShading::EdgeSelective));
+        assert_frames_match(
+            &format!("msaa-{name}-selective-vs-every-sample"),
+            &selective,
+            &every,
+            45.0,
+            8,
+        );
+        let against_bevy = psnr(&selective, &bevy_msaa);
+        assert!(
+            against_bevy >= 34.0,
+            "{name}: tile 4x vs Bevy forward 4x PSNR {against_bevy:.2} dB < 34 (images: {}, {})",
+            selective.save_png(&format!("msaa-{name}-tile")).display(),
+            bevy_msaa.save_png(&format!("msaa-{name}-bevy")).display()
+        );
+        let (aliased, smooth) = (aliasing_energy(&no_msaa), aliasing_energy(&selective));
+        assert!(
+            smooth < aliased * 0.97,
+            "{name}: MSAA does not smooth edges (aliasing energy {aliased:.1} -> {smooth:.1})"
+        );
+        // Work saved: only edges are lit per sample.
+        let fraction = selective_report
+            .unwrap()
+            .per_sample_fraction
+            .expect("measured");
+        let every_fraction = every_report.unwrap().per_sample_fraction.expect("measured");
+        eprintln!(
+            "{name}: PSNR vs every-sample {:.2} dB, vs Bevy 4x {against_bevy:.2} dB; \
+             aliasing energy {aliased:.1} -> {smooth:.1}; per-sample pixels {:.1}% \
+             (every-sample mode {:.1}%)",
+            psnr(&selective, &every),
+            fraction * 100.0,
+            every_fraction * 100.0
+        );
+        assert!(
+            fraction > 0.0 && fraction < every_fraction,
+            "{fraction} vs {every_fraction}"
+        );
+    }
+}
+
+#[test]
+fn unsupported_sample_count_falls_back_to_the_highest_supported() {
+    let test = GpuTest::start("unsupported_sample_count_falls_back_to_the_highest_supported");
+    // lavapipe supports 1x and 4x: 8x becomes 4x, 2x becomes 1x, each with one warning.
+    for (requested, expected) in [(Msaa::Sample8, 4), (Msaa::Sample2, 1)] {
+        let (frame, report) = render(tile(
+            scenes::spawn_lit_spheres,
+            scenes::reference_camera_transform,
+            requested,
+            MsaaShading::EdgeSelective,
+        ));
+        assert_eq!(report.unwrap().samples, expected);
+        assert!(frame.rgba.chunks_exact(4).any(|p| p[0] > 100), "rendered");
+        let warnings = test.take_warnings();
+        assert_eq!(
+            warnings
+                .iter()
+                .filter(|w| w.contains("MSAA, rendering"))
+                .count(),
+            1,
+            "{warnings:#?}"
+        );
+    }
+}
+
+#[test]
+fn edge_mask_debug_view_shows_edges() {
+    let _test = GpuTest::start("edge_mask_debug_view_shows_edges");
+    let setup = Setup {
+        tile: Some((MsaaShading::EdgeSelective, true)),
+        ..tile(
+            aliasing::spawn_aliasing_scene,
+            aliasing::aliasing_camera_transform,
+            Msaa::Sample4,
+            MsaaShading::EdgeSelective,
+        )
+    };
+    let (debug, _) = render(setup);
+    let (plain, _) = render(tile(
+        aliasing::spawn_aliasing_scene,
+        aliasing::aliasing_camera_transform,
+        Msaa::Sample4,
+        MsaaShading::EdgeSelective,
+    ));
+    let reddened = debug
+        .rgba
+        .chunks_exact(4)
+        .zip(plain.rgba.chunks_exact(4))
+        .filter(|(d, p)| d[0] > p[0].saturating_add(40) && d[1] < p[1].max(1))
+        .count();
+    debug.save_png("msaa-edge-mask");
+    assert!(
+        reddened > 100,
+        "only {reddened} pixels tinted by the edge-mask view"
+    );
+}

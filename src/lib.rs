@@ -31,6 +31,8 @@ pub mod tile_deferred;
 pub mod vulkan;
 
 pub use device::{DeviceProfile, GpuModel, GpuVendor, GraphicsBackend};
+#[doc(hidden)]
+pub use tile_deferred::TileFaultInjection;
 pub use tile_deferred::{
     MsaaShading, TileDeferred, TileDeferredGraph,
     report::{TileGpuTimes, TileRenderReports, TileViewReport},
@@ -61,6 +63,21 @@ impl Plugin for TileDeferredPlugin {
             .add_systems(RenderStartup, probe_device)
             .add_systems(ExtractSchedule, mirror_profile_to_main_world);
         tile_deferred::build(app);
+    }
+
+    fn finish(&self, app: &mut App) {
+        // The renderer's device is in the main world once Bevy's RenderPlugin has finished: probe
+        // it now so tiers are decided before the first frame (RenderStartup probes again in the
+        // render world, also after device loss).
+        let world = app.world();
+        let (Some(render_device), Some(adapter_info)) = (
+            world.get_resource::<RenderDevice>(),
+            world.get_resource::<RenderAdapterInfo>(),
+        ) else {
+            return;
+        };
+        let profile = device::probe_render_device(render_device, adapter_info);
+        app.insert_resource(profile);
     }
 }
 

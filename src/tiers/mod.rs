@@ -16,7 +16,7 @@ use crate::{
     DeviceProfile, GpuModel, GpuVendor, GraphicsBackend,
     device::{MaliArch, SampleCounts},
 };
-use bevy::prelude::*;
+use bevy::{prelude::*, render::extract_component::ExtractComponent};
 use std::fmt;
 
 /// A rendering path.
@@ -107,8 +107,10 @@ impl Quirks {
     }
 }
 
-/// The tier chosen for a camera, with its reasons (a main-world component on the camera).
-#[derive(Component, Clone, Debug, PartialEq, Reflect)]
+/// The tier chosen for a camera, with its reasons (a component on the camera, extracted to
+/// the render world).
+#[derive(Component, Clone, Debug, PartialEq, Reflect, ExtractComponent)]
+#[extract_component_filter(With<Camera>)]
 pub struct TierDecision {
     /// The tier in use.
     pub tier: RenderTier,

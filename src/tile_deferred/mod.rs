@@ -25,6 +25,8 @@ mod backend;
 mod extract;
 pub mod gpu_types;
 mod pass;
+#[doc(hidden)]
+pub use pass::TileFaultInjection;
 pub(crate) mod plan;
 mod record;
 pub mod report;
@@ -32,7 +34,11 @@ mod resources;
 
 use backend::TileBackend;
 
-use crate::{DeviceProfile, GraphicsBackend, vulkan::VulkanContext};
+use crate::{
+    DeviceProfile,
+    tiers::{self, TierDecision, TierSetting},
+    vulkan::VulkanContext,
+};
 use bevy::{
     core_pipeline::schedule::Core3d,
     ecs::schedule::ScheduleLabel,
@@ -42,6 +48,7 @@ use bevy::{
         camera::CameraRenderGraph,
         extract_component::{ExtractComponent, ExtractComponentPlugin},
         renderer::RenderDevice,
+        view::Msaa,
     },
 };
 
@@ -62,6 +69,8 @@ pub struct TileDeferred {
     pub msaa_shading: MsaaShading,
     /// Debug view: tint the pixels lit per sample (MSAA edges) red.
     pub show_msaa_edges: bool,
+    /// Which tier to render with: the best the device supports, or a forced one.
+    pub tier: TierSetting,
 }
 
 impl Default for TileDeferred {
@@ -70,6 +79,7 @@ impl Default for TileDeferred {
             merge_subpasses: true,
             msaa_shading: MsaaShading::EdgeSelective,
             show_msaa_edges: false,
+            tier: TierSetting::Auto,
         }
     }
 }
@@ -92,9 +102,12 @@ pub struct TileDeferredGraph;
 /// Sets up the tile path in the main and render worlds (called by the crate's plugin).
 pub(crate) fn build(app: &mut App) {
     let reports = report::TileRenderReports::default();
-    app.add_plugins(ExtractComponentPlugin::<TileDeferred>::default())
-        .insert_resource(reports.clone())
-        .add_systems(PostUpdate, route_cameras);
+    app.add_plugins((
+        ExtractComponentPlugin::<TileDeferred>::default(),
+        ExtractComponentPlugin::<TierDecision>::default(),
+    ))
+    .insert_resource(reports.clone())
+    .add_systems(PostUpdate, route_cameras);
     let Some(render_app) = app.get_sub_app_mut(RenderApp) else {
         return;
     };
@@ -120,7 +133,13 @@ pub(crate) fn build(app: &mut App) {
             )
                 .chain(),
         )
-        .add_systems(Render, pass::end_frame.in_set(RenderSystems::Cleanup));
+        .add_systems(
+            Render,
+            (
+                take_over_msaa.in_set(RenderSystems::PrepareAssets),
+                pass::end_frame.in_set(RenderSystems::Cleanup),
+            ),
+        );
 }
 
 /// Creates the Vulkan backend on a Vulkan device (again after device loss).
@@ -148,35 +167,94 @@ fn create_backend(
     }
 }
 
-/// Puts tile cameras on the tile schedule, and back on `Core3d` when the component goes or
-/// the device cannot run the tile path.
+/// Chooses each tile camera's tier (device capabilities, requested MSAA, the camera's setting,
+/// failures reported by the render world), records it on the camera as a [`TierDecision`],
+/// logs it when it changes, and puts the camera on the tile schedule or back on `Core3d`.
+type RoutedCameras<'w, 's> = Query<
+    'w,
+    's,
+    (
+        Entity,
+        &'static mut CameraRenderGraph,
+        Option<&'static TileDeferred>,
+        Option<&'static Msaa>,
+        Option<&'static TierDecision>,
+    ),
+    With<Camera3d>,
+>;
+
 fn route_cameras(
-    mut cameras: Query<(Entity, &mut CameraRenderGraph, Option<&TileDeferred>), With<Camera3d>>,
+    mut commands: Commands,
+    mut cameras: RoutedCameras,
     profile: Option<Res<DeviceProfile>>,
-    mut reported: Local<bool>,
+    reports: Res<report::TileRenderReports>,
 ) {
-    let tile_capable = profile
-        .as_deref()
-        .is_none_or(|p| p.backend == GraphicsBackend::Vulkan);
-    for (entity, mut graph, tile) in &mut cameras {
-        let wanted = if tile.is_some() && tile_capable {
+    let failures = reports.take_failures();
+    for (entity, mut graph, tile, msaa, previous) in &mut cameras {
+        let decision = match (tile, profile.as_deref()) {
+            (None, _) => None,
+            // Until the device is probed (first frame), the tile schedule renders.
+            (Some(_), None) => previous.cloned(),
+            (Some(tile), Some(profile)) => {
+                let requested = msaa.map_or(1, |m| m.samples());
+                let mut decision = tiers::choose_tier(profile, requested, tile.tier);
+                // A failure lowers the tier for the rest of the run.
+                let failure = failures
+                    .get(&entity)
+                    .cloned()
+                    .or_else(|| previous.and_then(|p| p.failure.clone()));
+                if let Some(failure) = failure {
+                    let mut tier = previous.map_or(decision.tier, |p| p.tier);
+                    if failures.contains_key(&entity) {
+                        tier = tier.fallback();
+                        error!(
+                            "bevy_tile_deferred: camera {entity}: {failure}; falling back to {tier}"
+                        );
+                    }
+                    decision.tier = tier;
+                    decision.failure = Some(failure);
+                }
+                Some(decision)
+            }
+        };
+        if decision.as_ref() != previous {
+            match &decision {
+                Some(decision) => {
+                    info!(
+                        "bevy_tile_deferred: camera {entity}: {}",
+                        decision.summary()
+                    );
+                    commands.entity(entity).insert(decision.clone());
+                }
+                None => {
+                    commands.entity(entity).remove::<TierDecision>();
+                }
+            }
+        }
+        let tile_tier = match (&decision, tile) {
+            (Some(decision), _) => decision.tier.is_tile(),
+            (None, tile) => tile.is_some() && profile.is_none(),
+        };
+        let wanted = if tile_tier {
             TileDeferredGraph.intern()
         } else {
             Core3d.intern()
         };
-        if tile.is_some() && !tile_capable && !*reported {
-            *reported = true;
-            warn!(
-                "bevy_tile_deferred: camera {entity} asks for the tile path but the renderer is \
-                 not Vulkan ({}); it is drawn by Bevy's Core3d",
-                profile
-                    .as_deref()
-                    .map_or("unknown".into(), |p| p.backend.to_string())
-            );
-        }
         let is_ours = graph.0 == TileDeferredGraph.intern();
         if graph.0 != wanted && (is_ours || tile.is_some()) {
             graph.0 = wanted;
+        }
+    }
+}
+
+/// The tile path owns a tile camera's MSAA: Bevy's view preparation sees `Msaa::Off`, so it
+/// allocates no multisampled textures the tile path would never use (and none at a count the
+/// device lacks). The tier keeps the requested count.
+fn take_over_msaa(mut views: Query<(&mut Msaa, Option<&TierDecision>), With<TileDeferred>>) {
+    for (mut msaa, decision) in &mut views {
+        let tile = decision.is_none_or(|decision| decision.tier.is_tile());
+        if tile && *msaa != Msaa::Off {
+            *msaa = Msaa::Off;
         }
     }
 }

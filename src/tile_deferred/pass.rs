@@ -46,7 +46,7 @@ use bevy::{
         },
         renderer::{RenderContext, ViewQuery},
         texture::{FallbackImage, GpuImage},
-        view::{ExtractedView, ExtractedWindows, Msaa, RenderVisibleEntities, ViewTarget},
+        view::{ExtractedView, ExtractedWindows, RenderVisibleEntities, ViewTarget},
     },
 };
 use wgpu::hal::api::Vulkan;
@@ -57,6 +57,12 @@ pub(super) type StepResult<T> = Result<T, (&'static str, vk::Result)>;
 pub(super) fn step<T>(what: &'static str, result: Result<T, vk::Result>) -> StepResult<T> {
     result.map_err(|error| (what, error))
 }
+
+/// Test hook: when armed, the next tile frame fails as if a Vulkan object could not be
+/// created. Insert it in the render world before the app runs; arm it through a clone.
+#[doc(hidden)]
+#[derive(Resource, Clone, Default)]
+pub struct TileFaultInjection(pub std::sync::Arc<std::sync::atomic::AtomicBool>);
 
 /// Everything the pass reads from the render world besides the view.
 #[derive(bevy::ecs::system::SystemParam)]
@@ -73,6 +79,7 @@ pub(crate) struct TileSceneParams<'w, 's> {
     windows: Res<'w, ExtractedWindows>,
     profile: Option<Res<'w, DeviceProfile>>,
     reports: Res<'w, super::report::TileRenderReports>,
+    fault: Option<Res<'w, TileFaultInjection>>,
     point_lights: Query<'w, 's, &'static ExtractedPointLight>,
     directional_lights: Query<'w, 's, &'static ExtractedDirectionalLight>,
 }
@@ -87,7 +94,7 @@ type TileViewQuery = (
     &'static RenderVisibleEntities,
     Option<&'static Tonemapping>,
     Option<&'static DebandDither>,
-    Option<&'static Msaa>,
+    Option<&'static crate::tiers::TierDecision>,
     Option<&'static AmbientLight>,
 );
 
@@ -112,7 +119,7 @@ pub(crate) fn tile_deferred_pass(
         visible,
         tonemapping,
         dither,
-        msaa,
+        tier,
         ambient,
     ) = view.into_inner();
     let Some(output_view) = target.out_texture() else {
@@ -126,7 +133,7 @@ pub(crate) fn tile_deferred_pass(
         (
             tonemapping.copied().unwrap_or_default(),
             dither.copied().unwrap_or_default(),
-            msaa.map_or(1, |m| m.samples()),
+            tier.map_or(1, |decision| decision.tier.tile_samples()),
             settings,
         ),
         ambient,
@@ -138,13 +145,11 @@ pub(crate) fn tile_deferred_pass(
     clear_output_like_bevy(&frame, target, &mut ctx);
     match render_view(backend, &scene, &frame, visible, output_view, &mut ctx) {
         Ok(report) => scene.reports.insert(main_entity.id(), report),
-        Err((what, error)) => {
-            if backend.reported.insert((entity, what)) {
-                error!(
-                    "bevy_tile_deferred: camera {entity}: {what} failed: {error}; camera not drawn"
-                );
-            }
-        }
+        // The main world lowers the camera's tier and logs it (`route_cameras`); the camera
+        // is drawn by the next tier from the next frame on.
+        Err((what, error)) => scene
+            .reports
+            .report_failure(main_entity.id(), format!("{what} failed: {error}")),
     }
 }
 
@@ -501,6 +506,14 @@ fn render_view(
 ) -> StepResult<TileViewReport> {
     let started = std::time::Instant::now();
     let frame_number = backend.frame;
+    if let Some(fault) = scene.fault.as_deref()
+        && fault.0.swap(false, std::sync::atomic::Ordering::Relaxed)
+    {
+        return Err((
+            "creating the render pass (injected fault)",
+            vk::Result::ERROR_OUT_OF_DEVICE_MEMORY,
+        ));
+    }
 
     // 1. The plan: declare the frame and let the compiler decide (cached while unchanged).
     let caps = scene

@@ -83,6 +83,8 @@ pub struct TileViewReport {
 pub struct TileRenderReports {
     pub(crate) views: Arc<Mutex<HashMap<Entity, TileViewReport>>>,
     pub(crate) live: Arc<Mutex<Option<Arc<LiveObjects>>>>,
+    /// Cameras whose tile path failed this frame, with why (the main world lowers their tier).
+    pub(crate) failures: Arc<Mutex<HashMap<Entity, String>>>,
 }
 
 impl TileRenderReports {
@@ -104,6 +106,19 @@ impl TileRenderReports {
         if let Ok(mut views) = self.views.lock() {
             views.insert(camera, report);
         }
+    }
+
+    pub(crate) fn report_failure(&self, camera: Entity, why: String) {
+        if let Ok(mut failures) = self.failures.lock() {
+            failures.insert(camera, why);
+        }
+    }
+
+    pub(crate) fn take_failures(&self) -> HashMap<Entity, String> {
+        self.failures
+            .lock()
+            .map(|mut failures| std::mem::take(&mut *failures))
+            .unwrap_or_default()
     }
 
     /// Drops reports of cameras not rendered since `frame - max_age`.

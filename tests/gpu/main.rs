@@ -11,6 +11,7 @@ mod scenes;
 mod best_practices;
 mod device_probe;
 mod forward_reference;
+mod tiers;
 mod tile_deferred;
 mod tile_fidelity;
 mod tile_lifecycle;

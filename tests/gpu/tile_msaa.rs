@@ -7,7 +7,10 @@ use crate::{
     scenes::{self, aliasing},
 };
 use bevy::{prelude::*, render::view::Msaa};
-use bevy_tile_deferred::{MsaaShading, TileDeferred, TileRenderReports, TileViewReport};
+use bevy_tile_deferred::{
+    MsaaShading, TileDeferred, TileRenderReports, TileViewReport,
+    tiers::{RenderTier, TierDecision},
+};
 
 const WIDTH: u32 = 320;
 const HEIGHT: u32 = 192;
@@ -199,26 +202,41 @@ fn edge_selective_matches_every_sample_and_bevy_msaa() {
 
 #[test]
 fn unsupported_sample_count_falls_back_to_the_highest_supported() {
-    let test = GpuTest::start("unsupported_sample_count_falls_back_to_the_highest_supported");
-    // lavapipe supports 1x and 4x: 8x becomes 4x, 2x becomes 1x, each with one warning.
-    for (requested, expected) in [(Msaa::Sample8, 4), (Msaa::Sample2, 1)] {
-        let (frame, report) = render(tile(
-            scenes::spawn_lit_spheres,
-            scenes::reference_camera_transform,
+    let _test = GpuTest::start("unsupported_sample_count_falls_back_to_the_highest_supported");
+    // lavapipe supports 1x and 4x: 8x becomes 4x and 2x becomes 1x, with the reason recorded.
+    for (requested, expected, tier) in [
+        (
+            Msaa::Sample8,
+            4,
+            RenderTier::TileDeferredMsaa { samples: 4 },
+        ),
+        (Msaa::Sample2, 1, RenderTier::TileDeferred),
+    ] {
+        let mut headless = HeadlessApp::new(WIDTH, HEIGHT);
+        scenes::spawn_lit_spheres(headless.app.world_mut());
+        let camera = headless.spawn_camera((
+            Camera3d::default(),
+            scenes::reference_camera(),
+            scenes::reference_camera_transform(),
             requested,
-            MsaaShading::EdgeSelective,
+            TileDeferred::default(),
         ));
-        assert_eq!(report.unwrap().samples, expected);
-        assert!(frame.rgba.chunks_exact(4).any(|p| p[0] > 100), "rendered");
-        let warnings = test.take_warnings();
-        assert_eq!(
-            warnings
-                .iter()
-                .filter(|w| w.contains("MSAA, rendering"))
-                .count(),
-            1,
-            "{warnings:#?}"
+        let frame = headless.render(3);
+        let decision = headless
+            .app
+            .world()
+            .get::<TierDecision>(camera)
+            .unwrap()
+            .clone();
+        assert_eq!(decision.tier, tier, "{decision:?}");
+        assert!(
+            decision.summary().contains("MSAA"),
+            "{}",
+            decision.summary()
         );
+        let reports = headless.app.world().resource::<TileRenderReports>().clone();
+        assert_eq!(reports.get(camera).unwrap().samples, expected);
+        assert!(frame.rgba.chunks_exact(4).any(|p| p[0] > 100), "rendered");
     }
 }
 

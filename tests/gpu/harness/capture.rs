@@ -67,6 +67,18 @@ impl<S: Subscriber> Layer<S> for ErrorCapture {
         } else {
             &WARNINGS
         };
-        list.lock().unwrap_or_else(|e| e.into_inner()).push(text);
+        let mut list = list.lock().unwrap_or_else(|e| e.into_inner());
+        // wgpu-hal logs a validation message's objects, queues and command buffers as separate
+        // events starting with a tab: they belong to the message before.
+        let continuation = text
+            .split_once("] ")
+            .is_some_and(|(_, message)| message.starts_with('\t'));
+        match list.last_mut() {
+            Some(previous) if continuation => {
+                previous.push('\n');
+                previous.push_str(&text);
+            }
+            _ => list.push(text),
+        }
     }
 }

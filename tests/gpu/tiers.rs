@@ -1,0 +1,162 @@
+//! Device tiers at run time: each tier forced renders correctly, a failing tile tier falls back
+//! with its reason, and switching tiers back and forth leaks nothing.
+
+use crate::{
+    harness::{GpuTest, HeadlessApp, assert_frames_match},
+    scenes,
+};
+use bevy::{prelude::*, render::RenderApp, render::view::Msaa};
+use bevy_tile_deferred::{
+    TileDeferred, TileFaultInjection, TileRenderReports,
+    tiers::{RenderTier, TierDecision, TierSetting},
+};
+
+const WIDTH: u32 = 256;
+const HEIGHT: u32 = 144;
+
+fn app_with_camera(msaa: Msaa, tile: Option<TierSetting>) -> (HeadlessApp, Entity) {
+    let mut headless = HeadlessApp::new(WIDTH, HEIGHT);
+    scenes::spawn_lit_spheres(headless.app.world_mut());
+    let camera = headless.spawn_camera((
+        Camera3d::default(),
+        scenes::reference_camera(),
+        scenes::reference_camera_transform(),
+        msaa,
+    ));
+    if let Some(tier) = tile {
+        headless
+            .app
+            .world_mut()
+            .entity_mut(camera)
+            .insert(TileDeferred { tier, ..default() });
+    }
+    (headless, camera)
+}
+
+#[test]
+fn every_forced_tier_renders_like_bevy() {
+    let _test = GpuTest::start("every_forced_tier_renders_like_bevy");
+    for (tier, msaa, min_psnr) in [
+        (
+            RenderTier::TileDeferredMsaa { samples: 4 },
+            Msaa::Sample4,
+            34.0,
+        ),
+        (RenderTier::TileDeferred, Msaa::Off, 36.0),
+        (RenderTier::Forward, Msaa::Sample4, 60.0),
+    ] {
+        let (mut reference, _) = app_with_camera(msaa, None);
+        let expected = reference.render(6);
+        let (mut forced, camera) = app_with_camera(msaa, Some(TierSetting::Force(tier)));
+        let actual = forced.render(6);
+        let decision = forced.app.world().get::<TierDecision>(camera).unwrap();
+        assert_eq!(decision.tier, tier);
+        let reports = forced.app.world().resource::<TileRenderReports>().clone();
+        assert_eq!(reports.get(camera).is_some(), tier.is_tile(), "{tier}");
+        assert_frames_match(&format!("tier-{tier}"), &actual, &expected, min_psnr, 8);
+    }
+}
+
+#[test]
+fn a_failing_tile_tier_falls_back_to_forward() {
+    let test = GpuTest::start("a_failing_tile_tier_falls_back_to_forward");
+    let (mut headless, camera) = app_with_camera(Msaa::Off, Some(TierSetting::Auto));
+    // The render world moves to its own thread once the app runs: install the hook first.
+    let fault = TileFaultInjection::default();
+    headless
+        .app
+        .sub_app_mut(RenderApp)
+        .insert_resource(fault.clone());
+    headless.render(2);
+    assert_eq!(
+        headless
+            .app
+            .world()
+            .get::<TierDecision>(camera)
+            .unwrap()
+            .tier,
+        RenderTier::TileDeferred
+    );
+    // Make the next tile frame fail as if a Vulkan object could not be created.
+    fault.0.store(true, std::sync::atomic::Ordering::Relaxed);
+    let frame = headless.render(4);
+    let decision = headless
+        .app
+        .world()
+        .get::<TierDecision>(camera)
+        .unwrap()
+        .clone();
+    assert_eq!(decision.tier, RenderTier::Forward, "{decision:?}");
+    assert!(
+        decision
+            .failure
+            .as_deref()
+            .unwrap()
+            .contains("injected fault")
+    );
+    let errors = test.take_errors();
+    assert!(
+        errors
+            .iter()
+            .any(|e| e.contains("falling back to Bevy forward")),
+        "the fallback is logged: {errors:#?}"
+    );
+    // Not black: Bevy's forward path draws the camera now.
+    let (mut reference, _) = app_with_camera(Msaa::Off, None);
+    let expected = reference.render(6);
+    assert_frames_match("tier-after-fallback", &frame, &expected, 60.0, 2);
+}
+
+#[test]
+fn switching_tiers_a_hundred_times_leaks_nothing() {
+    let _test = GpuTest::start("switching_tiers_a_hundred_times_leaks_nothing");
+    let (mut headless, camera) = app_with_camera(
+        Msaa::Sample4,
+        Some(TierSetting::Force(RenderTier::TileDeferred)),
+    );
+    let settle = |headless: &mut HeadlessApp| {
+        for _ in 0..6 {
+            headless.update();
+        }
+    };
+    settle(&mut headless);
+    let reports = headless.app.world().resource::<TileRenderReports>().clone();
+    let baseline = reports.live_vulkan_objects();
+    let tiers = [
+        RenderTier::TileDeferredMsaa { samples: 4 },
+        RenderTier::Forward,
+        RenderTier::TileDeferred,
+    ];
+    for i in 0..100 {
+        let tier = tiers[i % tiers.len()];
+        headless
+            .app
+            .world_mut()
+            .get_mut::<TileDeferred>(camera)
+            .unwrap()
+            .tier = TierSetting::Force(tier);
+        headless.update();
+    }
+    // Back where it started, settled: the same objects as before the switches.
+    headless
+        .app
+        .world_mut()
+        .get_mut::<TileDeferred>(camera)
+        .unwrap()
+        .tier = TierSetting::Force(RenderTier::TileDeferred);
+    settle(&mut headless);
+    let frame = headless.render(1);
+    assert!(
+        frame.rgba.chunks_exact(4).any(|p| p[0] > 100),
+        "still rendering"
+    );
+    // Render passes and pipelines of a tier not in use are kept a few frames, then retired.
+    for _ in 0..8 {
+        headless.update();
+    }
+    assert_eq!(
+        reports.live_vulkan_objects(),
+        baseline,
+        "live Vulkan objects after 100 tier switches"
+    );
+}

@@ -26,11 +26,15 @@
 pub mod device;
 #[warn(missing_docs)]
 pub mod frame_graph;
+#[cfg(feature = "inspector")]
+pub mod inspector;
 pub mod tiers;
 pub mod tile_deferred;
 pub mod vulkan;
 
 pub use device::{DeviceProfile, GpuModel, GpuVendor, GraphicsBackend};
+#[cfg(feature = "inspector")]
+pub use inspector::TileInspectorPlugin;
 #[doc(hidden)]
 pub use tile_deferred::TileFaultInjection;
 pub use tile_deferred::{

@@ -62,8 +62,9 @@ use bevy::{
 #[reflect(Component, Clone, Debug, Default)]
 pub struct TileDeferred {
     /// Merge the frame's passes into subpasses of one render pass (the point of this crate).
-    /// Off, the compiler plans separate render passes; the Vulkan path renders only merged
-    /// plans today and reports an unmerged plan instead of drawing it.
+    /// Off is meant for A/B comparison (separate render passes, G-buffer stored and sampled);
+    /// that debug tier is not implemented yet: the camera logs it once and renders merged,
+    /// and the inspector shows the unmerged plan as a counterfactual.
     pub merge_subpasses: bool,
     /// With `Msaa` above `Off`: which samples the lighting shades.
     pub msaa_shading: MsaaShading,

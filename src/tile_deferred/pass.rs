@@ -142,6 +142,14 @@ pub(crate) fn tile_deferred_pass(
     let Some(frame) = frame else {
         return;
     };
+    if !settings.merge_subpasses && backend.reported.insert((entity, "unmerged")) {
+        warn!(
+            "bevy_tile_deferred: camera {entity} has TileDeferred::merge_subpasses = false; \
+             rendering separate render passes (the unmerged debug tier) is not implemented yet, \
+             so it renders merged; the unmerged plan is what the inspector shows as \
+             'merging off'"
+        );
+    }
     clear_output_like_bevy(&frame, target, &mut ctx);
     match render_view(backend, &scene, &frame, visible, output_view, &mut ctx) {
         Ok(report) => scene.reports.insert(main_entity.id(), report),

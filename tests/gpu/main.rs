@@ -11,6 +11,8 @@ mod scenes;
 mod best_practices;
 mod device_probe;
 mod forward_reference;
+#[cfg(feature = "inspector")]
+mod inspector;
 mod tiers;
 mod tile_deferred;
 mod tile_fidelity;

@@ -1,0 +1,52 @@
+//! The inspector over the showcase: a tile-deferred camera orbiting a PBR scene with coloured
+//! lights, and the egui overlay showing the frame's native passes, what each attachment loads and
+//! stores, the bandwidth and power next to "merging off" and "stock Bevy", break reasons, tile
+//! footprints, GPU times and an ovrgpuprofiler-style export, with toggles to compare live.
+//!
+//! F3 shows and hides the overlay (it starts shown here).
+//!
+//! ```sh
+//! cargo run --release --features inspector --example inspector
+//! ```
+
+#[path = "scenes/mod.rs"]
+mod scenes;
+
+use bevy::prelude::*;
+use bevy_tile_deferred::{
+    TileDeferred, TileDeferredPlugin, TileInspectorPlugin, inspector::TileInspector,
+};
+
+/// Orbiting coloured point lights.
+const LIGHT_COUNT: usize = 48;
+
+fn main() {
+    App::new()
+        .add_plugins(DefaultPlugins.set(WindowPlugin {
+            primary_window: Some(Window {
+                title: "bevy_tile_deferred inspector".into(),
+                ..default()
+            }),
+            ..default()
+        }))
+        .add_plugins((TileDeferredPlugin, TileInspectorPlugin::default()))
+        .add_systems(Startup, (setup, open_inspector))
+        .add_systems(Update, (scenes::move_orbiting_lights, scenes::orbit_camera))
+        .run();
+}
+
+fn setup(world: &mut World) {
+    scenes::spawn_showcase(world, LIGHT_COUNT);
+    world.spawn((
+        Name::new("tile camera"),
+        Camera3d::default(),
+        scenes::reference_camera(),
+        scenes::reference_camera_transform(),
+        Msaa::Off,
+        TileDeferred::default(),
+    ));
+}
+
+fn open_inspector(mut inspector: ResMut<TileInspector>) {
+    inspector.visible = true;
+}

@@ -1,0 +1,296 @@
+//! The inspector: a live egui overlay of what every camera's frame loads, stores and keeps on
+//! tile, what it costs in bandwidth and power, why passes were not merged, next to what the same
+//! camera would cost with merging off and with stock Bevy; with toggles to compare live.
+//!
+//! Behind the crate feature `inspector` (bevy_egui 0.42). Add [`TileInspectorPlugin`] after
+//! [`TileDeferredPlugin`](crate::TileDeferredPlugin); F3 (configurable) shows and hides it.
+//!
+//! ```no_run
+//! use bevy::prelude::*;
+//! use bevy_tile_deferred::{TileDeferredPlugin, TileInspectorPlugin};
+//!
+//! App::new()
+//!     .add_plugins((DefaultPlugins, TileDeferredPlugin, TileInspectorPlugin::default()))
+//!     .run();
+//! ```
+//!
+//! # Costs
+//! Hidden, the inspector owns no egui context: bevy_egui extracts no egui view, so no egui pass
+//! is recorded and nothing extra is rendered; the panels are not computed either.
+//!
+//! Shown, it draws into one camera (the host: the highest-order active 3D camera on the primary
+//! window). On a `Core3d` host bevy_egui's own `egui_pass` draws it before upscaling. On a
+//! tile-deferred host (whose image the tile render pass writes straight to the output) three
+//! wgpu passes run after the tile pass, in [`TileInspectorSystems`]: the camera's main texture
+//! is cleared to transparent, bevy_egui's `egui_pass` draws into it, and it is blended over the
+//! output. Their traffic is priced with the same cost model and shown as the inspector's own
+//! line in the summary.
+
+mod model;
+mod render;
+mod ui;
+
+pub use model::{CameraPanel, PlanSummary, surface_lines};
+
+use crate::{MsaaShading, TileDeferred, TileRenderReports};
+use bevy::{
+    camera::RenderTarget,
+    ecs::schedule::ScheduleLabel,
+    prelude::*,
+    window::{PrimaryWindow, WindowRef},
+};
+use bevy_egui::{EguiContext, EguiGlobalSettings, EguiPlugin, EguiSchedule};
+use std::collections::VecDeque;
+
+/// Shows and hides the inspector overlay with a key; see the [module docs](self).
+pub struct TileInspectorPlugin {
+    /// The key that shows and hides the overlay.
+    pub toggle_key: KeyCode,
+}
+
+impl Default for TileInspectorPlugin {
+    fn default() -> Self {
+        Self {
+            toggle_key: KeyCode::F3,
+        }
+    }
+}
+
+/// The inspector's state (main world). Set `visible` to show or hide it from code.
+#[derive(Resource, Clone, Debug)]
+pub struct TileInspector {
+    /// The overlay is shown.
+    pub visible: bool,
+    /// The key that toggles `visible`.
+    pub toggle_key: KeyCode,
+    /// The camera whose panels are shown (None: the host camera).
+    pub selected: Option<Entity>,
+    /// Seconds of history in the plots.
+    pub history_seconds: f64,
+}
+
+/// What the inspector computed for every 3D camera in its last visible frame: the values its
+/// panels display (tests read them to check them against the renderer's reports).
+#[derive(Resource, Clone, Debug, Default)]
+pub struct TileInspectorPanels {
+    /// One entry per active 3D camera, by camera order.
+    pub cameras: Vec<CameraPanel>,
+    /// The camera the overlay draws into.
+    pub host: Option<Entity>,
+    /// Frames the panels were computed in.
+    pub updates: u64,
+    /// Where the overlay's window was last drawn, in physical pixels of the host's target.
+    pub overlay_rect: Option<Rect>,
+}
+
+impl TileInspectorPanels {
+    /// The panel of `camera`.
+    pub fn get(&self, camera: Entity) -> Option<&CameraPanel> {
+        self.cameras.iter().find(|p| p.camera == camera)
+    }
+}
+
+/// A change the inspector's controls make to a camera. The UI writes these messages; tests may
+/// write them too, to exercise the same path as a click.
+#[derive(Message, Clone, Copy, Debug, PartialEq)]
+pub struct InspectorToggle {
+    /// The camera to change.
+    pub camera: Entity,
+    /// The change.
+    pub change: InspectorChange,
+}
+
+/// The changes [`InspectorToggle`] carries.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum InspectorChange {
+    /// [`TileDeferred::merge_subpasses`].
+    MergeSubpasses(bool),
+    /// [`TileDeferred::msaa_shading`].
+    MsaaShading(MsaaShading),
+    /// [`TileDeferred::show_msaa_edges`] (the edge-mask debug view).
+    ShowMsaaEdges(bool),
+    /// The camera's `Msaa`.
+    Msaa(Msaa),
+}
+
+/// Render-world system set, in the [`TileDeferredGraph`](crate::TileDeferredGraph) schedule, of
+/// the systems that draw the overlay over a tile camera (clear, bevy_egui's `prepare_egui_pass`
+/// and `egui_pass`, composite). It runs only for a view with an egui context, after every system
+/// the schedule had when the plugin finished (the tile pass).
+#[derive(SystemSet, Clone, Debug, PartialEq, Eq, Hash)]
+pub struct TileInspectorSystems;
+
+/// The egui pass schedule of the inspector's own context (so that it does not take the
+/// application's primary egui context).
+#[derive(ScheduleLabel, Clone, Debug, PartialEq, Eq, Hash)]
+pub struct TileInspectorContextPass;
+
+/// Marks the camera that carries the inspector's egui context while it is shown.
+#[derive(Component, Clone, Copy, Debug)]
+pub struct TileInspectorOverlay;
+
+/// Per-camera plot history: (seconds since start, GB/s, GPU ms).
+#[derive(Resource, Default)]
+pub(crate) struct InspectorHistory {
+    pub(crate) cameras: bevy::platform::collections::HashMap<Entity, VecDeque<[f64; 3]>>,
+}
+
+/// The context kept while hidden, so that showing again reuses its fonts and textures.
+#[derive(Resource, Default)]
+struct ParkedContext(Option<EguiContext>);
+
+impl Plugin for TileInspectorPlugin {
+    fn build(&self, app: &mut App) {
+        if !app.is_plugin_added::<EguiPlugin>() {
+            app.add_plugins(EguiPlugin::default());
+            // Only the inspector's context, and only while it is shown: no egui pass otherwise.
+            app.world_mut()
+                .resource_mut::<EguiGlobalSettings>()
+                .auto_create_primary_context = false;
+        }
+        app.insert_resource(TileInspector {
+            visible: false,
+            toggle_key: self.toggle_key,
+            selected: None,
+            history_seconds: 10.0,
+        })
+        .init_resource::<TileInspectorPanels>()
+        .init_resource::<InspectorHistory>()
+        .init_resource::<ParkedContext>()
+        .init_resource::<model::FrameClock>()
+        .init_resource::<model::CounterfactualCache>()
+        .add_message::<InspectorToggle>()
+        .add_systems(
+            PreUpdate,
+            (toggle_visibility, attach_overlay_context)
+                .chain()
+                .before(bevy_egui::EguiPreUpdateSet::InitContexts),
+        )
+        .add_systems(
+            Update,
+            (
+                apply_toggles,
+                model::update_panels.run_if(|s: Res<TileInspector>| s.visible),
+            )
+                .chain(),
+        )
+        .add_systems(TileInspectorContextPass, ui::inspector_ui);
+    }
+
+    fn finish(&self, app: &mut App) {
+        if !app.world().contains_resource::<TileRenderReports>() {
+            warn!(
+                "bevy_tile_deferred: add TileDeferredPlugin before TileInspectorPlugin; the \
+                 inspector shows nothing of the tile path without it"
+            );
+        }
+        render::build(app);
+    }
+}
+
+fn toggle_visibility(keys: Option<Res<ButtonInput<KeyCode>>>, mut state: ResMut<TileInspector>) {
+    if keys.is_some_and(|k| k.just_pressed(state.toggle_key)) {
+        state.visible = !state.visible;
+    }
+}
+
+/// The camera the overlay draws into: the highest-order active 3D camera on the primary
+/// window, else the highest-order active 3D camera.
+fn pick_host(
+    cameras: &Query<(Entity, &Camera, &RenderTarget), With<Camera3d>>,
+    primary: Option<Entity>,
+) -> Option<Entity> {
+    let on_primary = |target: &RenderTarget| match target {
+        RenderTarget::Window(WindowRef::Primary) => true,
+        RenderTarget::Window(WindowRef::Entity(e)) => Some(*e) == primary,
+        _ => false,
+    };
+    let best = |primary_only: bool| {
+        cameras
+            .iter()
+            .filter(|(_, c, t)| c.is_active && (!primary_only || on_primary(t)))
+            .max_by_key(|(e, c, _)| (c.order, std::cmp::Reverse(*e)))
+            .map(|(e, _, _)| e)
+    };
+    best(true).or_else(|| best(false))
+}
+
+/// Puts the inspector's egui context on the host camera while shown, takes it off (and parks
+/// it) while hidden.
+#[allow(clippy::too_many_arguments)]
+fn attach_overlay_context(
+    mut commands: Commands,
+    state: Res<TileInspector>,
+    cameras: Query<(Entity, &Camera, &RenderTarget), With<Camera3d>>,
+    hosts: Query<(Entity, &EguiContext), With<TileInspectorOverlay>>,
+    foreign: Query<(), (With<EguiContext>, Without<TileInspectorOverlay>)>,
+    primary: Query<Entity, With<PrimaryWindow>>,
+    mut parked: ResMut<ParkedContext>,
+    mut panels: ResMut<TileInspectorPanels>,
+) {
+    let wanted = if state.visible {
+        pick_host(&cameras, primary.single().ok())
+    } else {
+        None
+    };
+    for (entity, context) in &hosts {
+        if Some(entity) != wanted {
+            parked.0 = Some(context.clone());
+            commands
+                .entity(entity)
+                .remove::<(TileInspectorOverlay, EguiSchedule)>()
+                .remove_with_requires::<EguiContext>();
+        }
+    }
+    panels.host = wanted;
+    let Some(host) = wanted else { return };
+    if hosts.contains(host) {
+        return;
+    }
+    if foreign.contains(host) {
+        warn_once!(
+            "bevy_tile_deferred: camera {host} already has an egui context; the inspector \
+             does not replace it and is not shown"
+        );
+        panels.host = None;
+        return;
+    }
+    commands.entity(host).insert((
+        parked.0.take().unwrap_or_default(),
+        EguiSchedule::new(TileInspectorContextPass),
+        TileInspectorOverlay,
+    ));
+}
+
+/// Applies the controls' changes to the cameras.
+fn apply_toggles(
+    mut toggles: MessageReader<InspectorToggle>,
+    mut cameras: Query<(Option<&mut TileDeferred>, &mut Msaa)>,
+) {
+    for toggle in toggles.read() {
+        let Ok((tile, mut msaa)) = cameras.get_mut(toggle.camera) else {
+            continue;
+        };
+        match (toggle.change, tile) {
+            (InspectorChange::Msaa(samples), _) => {
+                msaa.set_if_neq(samples);
+            }
+            (InspectorChange::MergeSubpasses(on), Some(mut tile)) => {
+                if tile.merge_subpasses != on {
+                    tile.merge_subpasses = on;
+                }
+            }
+            (InspectorChange::MsaaShading(shading), Some(mut tile)) => {
+                if tile.msaa_shading != shading {
+                    tile.msaa_shading = shading;
+                }
+            }
+            (InspectorChange::ShowMsaaEdges(on), Some(mut tile)) => {
+                if tile.show_msaa_edges != on {
+                    tile.show_msaa_edges = on;
+                }
+            }
+            (_, None) => {}
+        }
+    }
+}

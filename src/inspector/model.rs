@@ -1,0 +1,720 @@
+//! What the panels show, computed from the renderer's reports and the same view description the
+//! renderer declared (the counterfactuals recompile it; nothing here touches the GPU).
+
+use super::{InspectorHistory, TileInspector, TileInspectorPanels};
+use crate::{
+    DeviceProfile, TileDeferred, TileDeferredGraph, TileGpuTimes, TileRenderReports,
+    frame_graph::{
+        Access, AttachmentDesc, CompiledFrame, DEFAULT_MW_PER_GBPS, DeviceCaps, Extent, Format,
+        FrameGraph, ImportParams, LoadOp, NativePass, StockBevyPath, StoreOp, TileVerdict,
+        bytes_to_mb, compile, compile_stock_bevy, image_bytes,
+    },
+    tile_deferred::plan::{self, ViewFrameDesc, names},
+};
+use bevy::{
+    camera::RenderTarget, ecs::schedule::ScheduleLabel, platform::collections::HashMap, prelude::*,
+    render::camera::CameraRenderGraph,
+};
+use std::fmt::Write as _;
+
+/// The price of one plan at the current frame rate.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PlanSummary {
+    /// What the plan is ("tile-deferred", "merging off", "Bevy forward 4xMSAA"...).
+    pub label: String,
+    /// Native passes (render passes plus compute/copy passes).
+    pub native_passes: usize,
+    /// Render passes.
+    pub render_passes: usize,
+    /// Attachment traffic per frame, bytes.
+    pub bytes_per_frame: u64,
+    /// Attachment traffic per frame, MB (10^6 bytes): `cost.mb()`.
+    pub mb_per_frame: f64,
+    /// GB/s at the panel's frame rate: `cost.gb_per_s(fps)`.
+    pub gb_per_s: f64,
+    /// Estimated DRAM power, mW: `cost.milliwatts(fps, DEFAULT_MW_PER_GBPS)`.
+    pub milliwatts: f64,
+}
+
+impl PlanSummary {
+    /// Prices `frame` at `fps`.
+    pub fn of(label: impl Into<String>, frame: &CompiledFrame, fps: f64) -> Self {
+        Self {
+            label: label.into(),
+            native_passes: frame.native_passes.len(),
+            render_passes: frame.render_pass_count(),
+            bytes_per_frame: frame.cost.bytes(),
+            mb_per_frame: frame.cost.mb(),
+            gb_per_s: frame.cost.gb_per_s(fps),
+            milliwatts: frame.cost.milliwatts(fps, DEFAULT_MW_PER_GBPS),
+        }
+    }
+}
+
+/// Everything the inspector shows for one camera.
+#[derive(Clone, Debug)]
+pub struct CameraPanel {
+    /// The main-world camera.
+    pub camera: Entity,
+    /// Its `Name`, or its entity.
+    pub name: String,
+    /// The renderer in use: "tile-deferred", "tile-deferred MSAA 4x" or "Bevy Core3d".
+    pub tier: String,
+    /// Why that renderer (and sample count) was chosen.
+    pub tier_reason: String,
+    /// The GPU's name.
+    pub device_name: String,
+    /// The GPU's vendor.
+    pub device_vendor: String,
+    /// The render area in pixels.
+    pub resolution: UVec2,
+    /// Samples the camera's `Msaa` asks for.
+    pub requested_samples: u32,
+    /// Samples the frame was rendered with.
+    pub samples: u32,
+    /// Smoothed frame time, ms.
+    pub frame_ms: f64,
+    /// Frames per second (`1000 / frame_ms`): the rate GB/s and mW are given at.
+    pub fps: f64,
+    /// The plan in use: the compiled tile frame, or stock Bevy's plan for a `Core3d` camera.
+    pub in_use: Option<PlanSummary>,
+    /// The same view description compiled with merging off.
+    pub merging_off: Option<PlanSummary>,
+    /// Stock Bevy's forward path for this camera (with its MSAA).
+    pub stock_bevy: Option<PlanSummary>,
+    /// Stock Bevy's deferred path for this camera.
+    pub stock_bevy_deferred: Option<PlanSummary>,
+    /// For a `Core3d` camera: the tile-deferred plan it would get.
+    pub tile_deferred_alternative: Option<PlanSummary>,
+    /// The inspector's own drawing, when this camera hosts it.
+    pub overlay: Option<PlanSummary>,
+    /// The compiled plan in use (tile frame, or stock Bevy's for a `Core3d` camera).
+    pub compiled: Option<CompiledFrame>,
+    /// The merging-off plan (for its tree).
+    pub merging_off_frame: Option<CompiledFrame>,
+    /// GPU times of the tile pass's subpasses.
+    pub gpu_times: Option<TileGpuTimes>,
+    /// CPU time the crate spent on the view, ms.
+    pub cpu_ms: Option<f64>,
+    /// Fraction of pixels lit per sample (MSAA edges).
+    pub per_sample_fraction: Option<f32>,
+    /// The camera's tile settings (None: not a tile camera).
+    pub settings: Option<TileDeferred>,
+    /// The camera's `Msaa`.
+    pub msaa: Msaa,
+    /// Vulkan render passes recorded for the camera in its last frame.
+    pub render_passes_recorded: Option<usize>,
+    /// One line per native pass, ovrgpuprofiler style ([`surface_lines`]).
+    pub export: String,
+    /// Remarks (fallbacks, unmerged requests...).
+    pub notes: Vec<String>,
+}
+
+/// Smoothed frame time.
+#[derive(Resource, Default)]
+pub(crate) struct FrameClock {
+    ms: Option<f64>,
+}
+
+impl FrameClock {
+    fn tick(&mut self, delta_ms: f64) -> f64 {
+        let ms = match self.ms {
+            Some(ms) if delta_ms > 0.0 => ms + 0.1 * (delta_ms - ms),
+            Some(ms) => ms,
+            None => delta_ms.max(0.001),
+        };
+        self.ms = Some(ms);
+        ms
+    }
+}
+
+type CounterfactualKey = (ViewFrameDesc, DeviceCaps, u32);
+
+/// The counterfactual plans of a view description, compiled once.
+#[derive(Resource, Default)]
+pub(crate) struct CounterfactualCache {
+    plans: HashMap<CounterfactualKey, Counterfactuals>,
+}
+
+#[derive(Clone, Default)]
+struct Counterfactuals {
+    merged: Option<CompiledFrame>,
+    merging_off: Option<CompiledFrame>,
+    stock_forward: Option<CompiledFrame>,
+    stock_deferred: Option<CompiledFrame>,
+}
+
+impl CounterfactualCache {
+    fn get(&mut self, desc: ViewFrameDesc, caps: DeviceCaps, msaa: u32) -> Counterfactuals {
+        if self.plans.len() > 64 {
+            self.plans.clear();
+        }
+        self.plans
+            .entry((desc, caps, msaa))
+            .or_insert_with(|| {
+                let tile = plan::declare(&desc).ok();
+                Counterfactuals {
+                    merged: tile.as_ref().and_then(|g| compile(g, &caps).ok()),
+                    merging_off: tile
+                        .as_ref()
+                        .and_then(|g| compile(g, &caps.with_merging(false)).ok()),
+                    stock_forward: StockBevyPath::Forward {
+                        msaa_samples: msaa.max(1),
+                    }
+                    .compile(desc.extent, desc.output_format, &caps)
+                    .ok(),
+                    stock_deferred: StockBevyPath::Deferred
+                        .compile(desc.extent, desc.output_format, &caps)
+                        .ok(),
+                }
+            })
+            .clone()
+    }
+}
+
+/// The view description a compiled tile frame was declared from (the inverse of
+/// `plan::declare`), so that its counterfactuals describe exactly the same view.
+pub(crate) fn view_desc_of(frame: &CompiledFrame) -> Option<ViewFrameDesc> {
+    let output = frame.attachment_named(names::OUTPUT)?;
+    let light = frame.attachment_named(names::LIGHT)?;
+    let depth = frame.attachment_named(names::DEPTH)?;
+    let keep_output = frame
+        .native_passes
+        .iter()
+        .find_map(|n| n.attachment(output.id))
+        .is_some_and(|a| a.load == LoadOp::Load);
+    Some(ViewFrameDesc {
+        extent: output.extent,
+        output_format: output.format,
+        keep_output,
+        light_format: light.format,
+        depth_format: depth.format,
+        samples: depth.samples,
+    })
+}
+
+/// The inspector's own passes over a tile camera, priced with the same model: the main texture
+/// cleared (stored), egui drawn into it (loaded and stored), then sampled and blended over the
+/// output (loaded and stored). Over a `Core3d` camera only the egui pass is its own.
+fn overlay_cost(extent: Extent, output_format: Format, tile_host: bool) -> Option<CompiledFrame> {
+    let mut g = FrameGraph::new(extent);
+    let main_format = Format::Rgba8Srgb;
+    let stored = ImportParams {
+        contents_needed: !tile_host,
+        needed_after_frame: true,
+        clear_on_first_use: false,
+        discard_on_last_use: false,
+    };
+    let mut main = g.import_attachment("main_texture", AttachmentDesc::new(main_format), stored);
+    if tile_host {
+        g.add_raster_pass("inspector clear")
+            .color(
+                &mut main,
+                Access::WriteAll,
+                Some(crate::frame_graph::ClearValue::BLACK),
+            )
+            .finish()
+            .ok()?;
+    }
+    g.add_raster_pass("egui_pass")
+        .color(&mut main, Access::Write, None)
+        .finish()
+        .ok()?;
+    if tile_host {
+        let mut output = g.import_attachment(
+            names::OUTPUT,
+            AttachmentDesc::new(output_format),
+            ImportParams {
+                contents_needed: true,
+                needed_after_frame: true,
+                clear_on_first_use: false,
+                discard_on_last_use: false,
+            },
+        );
+        g.add_raster_pass("inspector composite")
+            .sample(&main)
+            .color(&mut output, Access::Write, None)
+            .finish()
+            .ok()?;
+    }
+    compile_stock_bevy(&g, &DeviceCaps::desktop()).ok()
+}
+
+/// The format of what a camera writes (windows: the usual sRGB BGRA swapchain).
+fn target_format(target: &RenderTarget, images: &Assets<Image>) -> Format {
+    let format = match target {
+        RenderTarget::Image(image) => images
+            .get(&image.handle)
+            .and_then(|i| crate::vulkan::conv::frame_graph_format(i.texture_descriptor.format)),
+        _ => None,
+    };
+    format.unwrap_or(Format::Bgra8Srgb)
+}
+
+type CameraQuery = (
+    Entity,
+    &'static Camera,
+    &'static RenderTarget,
+    &'static CameraRenderGraph,
+    Option<&'static TileDeferred>,
+    &'static Msaa,
+    Option<&'static Name>,
+);
+
+/// Computes every camera's panel (runs while the inspector is shown).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn update_panels(
+    time: Res<Time<Real>>,
+    mut clock: ResMut<super::model::FrameClock>,
+    mut cache: ResMut<CounterfactualCache>,
+    mut panels: ResMut<TileInspectorPanels>,
+    mut history: ResMut<InspectorHistory>,
+    state: Res<TileInspector>,
+    reports: Option<Res<TileRenderReports>>,
+    profile: Option<Res<DeviceProfile>>,
+    cameras: Query<CameraQuery, With<Camera3d>>,
+    images: Res<Assets<Image>>,
+) {
+    let frame_ms = clock.tick(time.delta_secs_f64() * 1000.0);
+    let fps = 1000.0 / frame_ms;
+    let caps = profile
+        .as_deref()
+        .map(DeviceProfile::frame_graph_caps)
+        .unwrap_or_else(DeviceCaps::desktop);
+    let (device_name, device_vendor) = profile.as_deref().map_or_else(
+        || ("unknown (no device profile yet)".to_owned(), String::new()),
+        |p| (p.device_name.clone(), p.vendor.to_string()),
+    );
+    let now = time.elapsed_secs_f64();
+    let host = panels.host;
+    let mut list = Vec::new();
+    let mut sorted: Vec<_> = cameras.iter().filter(|c| c.1.is_active).collect();
+    sorted.sort_by_key(|c| (c.1.order, c.0));
+    for (entity, camera, target, graph, tile, msaa, name) in sorted {
+        let report = reports.as_deref().and_then(|r| r.get(entity));
+        let on_tile_graph = graph.0 == TileDeferredGraph.intern();
+        let requested = msaa.samples();
+        let mut notes = Vec::new();
+        let mut panel = CameraPanel {
+            camera: entity,
+            name: name.map_or_else(|| format!("camera {entity}"), |n| n.to_string()),
+            tier: "Bevy Core3d".into(),
+            tier_reason: String::new(),
+            device_name: device_name.clone(),
+            device_vendor: device_vendor.clone(),
+            resolution: camera.physical_viewport_size().unwrap_or_default(),
+            requested_samples: requested,
+            samples: requested,
+            frame_ms,
+            fps,
+            in_use: None,
+            merging_off: None,
+            stock_bevy: None,
+            stock_bevy_deferred: None,
+            tile_deferred_alternative: None,
+            overlay: None,
+            compiled: None,
+            merging_off_frame: None,
+            gpu_times: None,
+            cpu_ms: None,
+            per_sample_fraction: None,
+            settings: tile.cloned(),
+            msaa: *msaa,
+            render_passes_recorded: None,
+            export: String::new(),
+            notes: Vec::new(),
+        };
+        let output_format;
+        match (&report, tile.is_some() && on_tile_graph) {
+            (Some(report), true) => {
+                let desc = view_desc_of(&report.compiled);
+                panel.samples = report.samples;
+                panel.tier = if report.samples > 1 {
+                    format!("tile-deferred MSAA {}x", report.samples)
+                } else {
+                    "tile-deferred".into()
+                };
+                panel.tier_reason = format!(
+                    "TileDeferred on the camera and a Vulkan device: G-buffer, lighting and \
+                     tonemap in {} render pass(es), only what leaves the frame stored",
+                    report.compiled.render_pass_count()
+                );
+                if report.samples != requested {
+                    notes.push(format!(
+                        "asked for {requested}x MSAA, rendering {}x (device sample counts or \
+                         tile memory; see the log)",
+                        report.samples
+                    ));
+                }
+                if let Some(desc) = desc {
+                    panel.resolution = UVec2::new(desc.extent.width, desc.extent.height);
+                }
+                panel.in_use = Some(PlanSummary::of(&panel.tier, &report.compiled, fps));
+                panel.gpu_times = report.gpu_times;
+                panel.cpu_ms = Some(report.cpu_ms);
+                panel.per_sample_fraction = report.per_sample_fraction;
+                panel.render_passes_recorded = Some(report.render_passes_recorded);
+                panel.export = surface_lines(&report.compiled, report.gpu_times.as_ref(), &caps);
+                if let Some(desc) = desc {
+                    let plans = cache.get(desc, caps, requested);
+                    panel.merging_off = plans
+                        .merging_off
+                        .as_ref()
+                        .map(|f| PlanSummary::of("merging off", f, fps));
+                    panel.merging_off_frame = plans.merging_off;
+                    panel.stock_bevy = plans
+                        .stock_forward
+                        .as_ref()
+                        .map(|f| PlanSummary::of(stock_label(requested), f, fps));
+                    panel.stock_bevy_deferred = plans
+                        .stock_deferred
+                        .as_ref()
+                        .map(|f| PlanSummary::of("Bevy deferred", f, fps));
+                }
+                if tile.is_some_and(|t| !t.merge_subpasses) {
+                    notes.push(
+                        "merging off requested: the Vulkan path draws merged plans only, so the \
+                         frame is drawn merged; the unmerged plan is the \"merging off\" column"
+                            .into(),
+                    );
+                }
+                output_format = report
+                    .compiled
+                    .attachment_named(names::OUTPUT)
+                    .map_or(Format::Bgra8Srgb, |a| a.format);
+                panel.compiled = Some(report.compiled.clone());
+            }
+            _ => {
+                panel.tier_reason = match (tile.is_some(), on_tile_graph) {
+                    (true, false) => "TileDeferred on the camera, but the device cannot run the \
+                                      tile path (not Vulkan): Bevy's Core3d draws it"
+                        .into(),
+                    (true, true) => "tile camera without a report yet (first frames, or its \
+                                     frame failed: see the log)"
+                        .into(),
+                    _ => "no TileDeferred component: Bevy's Core3d draws it".into(),
+                };
+                output_format = target_format(target, &images);
+                let extent = Extent::new(panel.resolution.x.max(1), panel.resolution.y.max(1));
+                let desc = ViewFrameDesc {
+                    extent,
+                    output_format,
+                    keep_output: false,
+                    light_format: Format::Rg11b10Float,
+                    depth_format: Format::Depth32Float,
+                    samples: requested,
+                };
+                let plans = cache.get(desc, caps, requested);
+                panel.in_use = plans
+                    .stock_forward
+                    .as_ref()
+                    .map(|f| PlanSummary::of(stock_label(requested), f, fps));
+                panel.stock_bevy = panel.in_use.clone();
+                panel.stock_bevy_deferred = plans
+                    .stock_deferred
+                    .as_ref()
+                    .map(|f| PlanSummary::of("Bevy deferred", f, fps));
+                panel.tile_deferred_alternative = plans
+                    .merged
+                    .as_ref()
+                    .map(|f| PlanSummary::of("tile-deferred (if enabled)", f, fps));
+                panel.merging_off = plans
+                    .merging_off
+                    .as_ref()
+                    .map(|f| PlanSummary::of("tile-deferred, merging off", f, fps));
+                panel.merging_off_frame = plans.merging_off;
+                if let Some(frame) = &plans.stock_forward {
+                    panel.export = surface_lines(frame, None, &caps);
+                }
+                panel.compiled = plans.stock_forward;
+            }
+        }
+        if host == Some(entity) {
+            let extent = Extent::new(panel.resolution.x.max(1), panel.resolution.y.max(1));
+            panel.overlay = overlay_cost(extent, output_format, panel.in_use_is_tile())
+                .map(|f| PlanSummary::of("inspector overlay (its own passes)", &f, fps));
+        }
+        panel.notes = notes;
+        let samples = history.cameras.entry(entity).or_default();
+        samples.push_back([
+            now,
+            panel.in_use.as_ref().map_or(0.0, |p| p.gb_per_s),
+            panel.gpu_times.map_or(f64::NAN, |t| t.total_ms()),
+        ]);
+        while samples
+            .front()
+            .is_some_and(|s| now - s[0] > state.history_seconds)
+        {
+            samples.pop_front();
+        }
+        list.push(panel);
+    }
+    history
+        .cameras
+        .retain(|e, _| list.iter().any(|p| p.camera == *e));
+    panels.cameras = list;
+    panels.updates += 1;
+}
+
+fn stock_label(samples: u32) -> String {
+    StockBevyPath::Forward {
+        msaa_samples: samples.max(1),
+    }
+    .label()
+}
+
+impl CameraPanel {
+    /// Whether the tile path draws this camera.
+    pub fn in_use_is_tile(&self) -> bool {
+        self.tier.starts_with("tile-deferred")
+    }
+}
+
+/// Bytes an attachment of `pass` loads and stores.
+pub(crate) fn attachment_traffic(
+    pass: &NativePass,
+    index: usize,
+    views: u32,
+) -> (Option<u64>, Option<u64>) {
+    let a = &pass.attachments[index];
+    let bytes = image_bytes(pass.extent, a.format, a.samples, views.max(1));
+    (
+        a.load.reads_memory().then_some(bytes),
+        a.store.writes_memory().then_some(bytes),
+    )
+}
+
+fn mb(bytes: u64) -> String {
+    if bytes == 0 {
+        "0 B".into()
+    } else {
+        format!("{:.2} MB", bytes_to_mb(bytes))
+    }
+}
+
+fn depth_stencil_bits(format: Format) -> (u32, u32) {
+    match format {
+        Format::Depth16 => (16, 0),
+        Format::Depth24Stencil8 => (24, 8),
+        Format::Depth32Float => (32, 0),
+        Format::Depth32FloatStencil8 => (32, 8),
+        _ => (0, 0),
+    }
+}
+
+/// One line per native pass in the style of ovrgpuprofiler's surface lines (seed 000):
+/// `Surface 1 | 1280x720 | color 160bit, depth 32bit, stencil 0 bit, MSAA 1 | 1 1280x720 bins |
+/// 0.84 ms | 3 subpasses : gbuffer 0.31ms lighting 0.42ms tonemap 0.11ms | LoadColor 0 B
+/// StoreColor 3.69 MB LoadDepthStencil 0 B StoreDepthStencil 0 B`. "bins" is the Adreno GMEM
+/// model's bin layout; on a Mali budget it reads `tile 160/256 bits` (or `spills`), without a
+/// tile budget `no tile budget`.
+pub fn surface_lines(
+    frame: &CompiledFrame,
+    gpu: Option<&TileGpuTimes>,
+    caps: &DeviceCaps,
+) -> String {
+    let mut out = String::new();
+    for (i, pass) in frame.native_passes.iter().enumerate() {
+        let samples = pass.samples.max(1);
+        let color_bits = pass.footprint.color_bytes_per_pixel * 8 / samples;
+        let (depth_bits, stencil_bits) = pass
+            .attachments
+            .iter()
+            .find(|a| a.format.is_depth())
+            .map_or((0, 0), |a| depth_stencil_bits(a.format));
+        let bins = match pass.footprint.verdict {
+            TileVerdict::Bins(b) => format!("{} {}x{} bins", b.count(), b.width, b.height),
+            TileVerdict::Fits {
+                used_bits,
+                budget_bits,
+            } => format!("tile {used_bits}/{budget_bits} bits"),
+            TileVerdict::Spills {
+                used_bits,
+                budget_bits,
+            } => format!("spills {used_bits}/{budget_bits} bits"),
+            TileVerdict::GmemTooSmall { bytes_per_pixel } => {
+                format!("GMEM too small ({bytes_per_pixel} B/px)")
+            }
+            TileVerdict::Unlimited => "no tile budget".into(),
+        };
+        // The crate's timestamps cover the tile render pass (a single native pass).
+        let timed = gpu.filter(|_| frame.native_passes.len() == 1);
+        let ms = timed.map_or_else(|| "n/a ms".into(), |t| format!("{:.3} ms", t.total_ms()));
+        let mut stages = format!("{} subpasses :", pass.subpasses.len());
+        for subpass in &pass.subpasses {
+            let t = timed.and_then(|t| match subpass.name.as_str() {
+                names::GBUFFER => Some(t.gbuffer_ms),
+                names::LIGHTING => Some(t.lighting_ms),
+                names::TONEMAP => Some(t.tonemap_ms),
+                _ => None,
+            });
+            match t {
+                Some(t) => {
+                    let _ = write!(stages, " {} {t:.3}ms", subpass.name);
+                }
+                None => {
+                    let _ = write!(stages, " {}", subpass.name);
+                }
+            }
+        }
+        let (mut load_c, mut store_c, mut load_d, mut store_d) = (0, 0, 0, 0);
+        for (index, a) in pass.attachments.iter().enumerate() {
+            let (load, store) = attachment_traffic(pass, index, caps.views);
+            if a.format.is_depth() {
+                load_d += load.unwrap_or(0);
+                store_d += store.unwrap_or(0);
+            } else {
+                load_c += load.unwrap_or(0);
+                store_c += store.unwrap_or(0);
+            }
+        }
+        let _ = writeln!(
+            out,
+            "Surface {} | {}x{} | color {color_bits}bit, depth {depth_bits}bit, stencil \
+             {stencil_bits} bit, MSAA {samples} | {bins} | {ms} | {stages} | LoadColor {} \
+             StoreColor {} LoadDepthStencil {} StoreDepthStencil {}",
+            i + 1,
+            pass.extent.width,
+            pass.extent.height,
+            mb(load_c),
+            mb(store_c),
+            mb(load_d),
+            mb(store_d),
+        );
+    }
+    out
+}
+
+/// How an attachment's op reads in the tree.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum OpVerdict {
+    /// Moves nothing.
+    Free,
+    /// Moves memory that the frame needs (the camera's image).
+    Needed,
+    /// Loads the camera's image: avoidable when the camera clears the whole target.
+    Conditional,
+    /// Moves an intermediate to or from memory: keeping it on tile would avoid it.
+    Avoidable,
+}
+
+/// Verdicts of an attachment's load and store ops.
+pub(crate) fn op_verdicts(name: &str, load: &LoadOp, store: StoreOp) -> (OpVerdict, OpVerdict) {
+    let output = name == names::OUTPUT;
+    let load = match (load.reads_memory(), output) {
+        (false, _) => OpVerdict::Free,
+        (true, true) => OpVerdict::Conditional,
+        (true, false) => OpVerdict::Avoidable,
+    };
+    let store = match (store.writes_memory(), output) {
+        (false, _) => OpVerdict::Free,
+        (true, true) => OpVerdict::Needed,
+        (true, false) => OpVerdict::Avoidable,
+    };
+    (load, store)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn desc(samples: u32) -> ViewFrameDesc {
+        ViewFrameDesc {
+            extent: Extent::new(1280, 720),
+            output_format: Format::Bgra8Srgb,
+            keep_output: false,
+            light_format: Format::Rg11b10Float,
+            depth_format: Format::Depth32Float,
+            samples,
+        }
+    }
+
+    #[test]
+    fn the_view_description_is_recovered_from_its_plan() {
+        for samples in [1, 4] {
+            for caps in [DeviceCaps::desktop(), DeviceCaps::adreno(3 << 20)] {
+                let frame = compile(&plan::declare(&desc(samples)).unwrap(), &caps).unwrap();
+                assert_eq!(view_desc_of(&frame), Some(desc(samples)));
+            }
+        }
+        let mut keep = desc(1);
+        keep.keep_output = true;
+        let frame = compile(&plan::declare(&keep).unwrap(), &DeviceCaps::desktop()).unwrap();
+        assert_eq!(view_desc_of(&frame), Some(keep));
+    }
+
+    #[test]
+    fn merging_off_costs_more_than_the_merged_plan() {
+        let caps = DeviceCaps::mali_valhall();
+        let graph = plan::declare(&desc(1)).unwrap();
+        let merged = compile(&graph, &caps).unwrap();
+        let off = compile(&graph, &caps.with_merging(false)).unwrap();
+        assert!(off.native_passes.len() > merged.native_passes.len());
+        assert!(off.cost.bytes() > merged.cost.bytes());
+    }
+
+    #[test]
+    fn surface_lines_follow_the_plan() {
+        let caps = DeviceCaps::adreno(3 << 20);
+        let frame = compile(&plan::declare(&desc(1)).unwrap(), &caps).unwrap();
+        let times = TileGpuTimes {
+            gbuffer_ms: 0.5,
+            lighting_ms: 0.25,
+            tonemap_ms: 0.125,
+        };
+        let text = surface_lines(&frame, Some(&times), &caps);
+        assert_eq!(text.lines().count(), frame.native_passes.len());
+        let line = text.lines().next().unwrap();
+        assert!(line.starts_with("Surface 1 | 1280x720 | color "), "{line}");
+        assert!(
+            line.contains("depth 32bit, stencil 0 bit, MSAA 1"),
+            "{line}"
+        );
+        assert!(
+            line.contains(" bins | 0.875 ms | 3 subpasses : gbuffer 0.500ms"),
+            "{line}"
+        );
+        // Only the 1280x720 BGRA8 output is stored: 3.69 MB.
+        assert!(
+            line.ends_with(
+                "LoadColor 0 B StoreColor 3.69 MB LoadDepthStencil 0 B StoreDepthStencil 0 B"
+            ),
+            "{line}"
+        );
+        let off = compile(&plan::declare(&desc(1)).unwrap(), &caps.with_merging(false)).unwrap();
+        assert_eq!(
+            surface_lines(&off, Some(&times), &caps).lines().count(),
+            3,
+            "one line per native pass; no timing for passes the GPU did not run"
+        );
+        assert!(surface_lines(&off, Some(&times), &caps).contains("n/a ms"));
+    }
+
+    #[test]
+    fn overlay_cost_is_priced() {
+        let extent = Extent::new(100, 100);
+        let tile = overlay_cost(extent, Format::Bgra8Srgb, true).unwrap();
+        // clear store + egui load/store + composite: texture read, output load and store.
+        assert_eq!(tile.cost.bytes(), 6 * 100 * 100 * 4, "{}", tile.describe());
+        let core = overlay_cost(extent, Format::Bgra8Srgb, false).unwrap();
+        assert_eq!(core.cost.bytes(), 2 * 100 * 100 * 4, "{}", core.describe());
+    }
+
+    #[test]
+    fn intermediate_traffic_is_flagged() {
+        let caps = DeviceCaps::desktop();
+        let off = compile(&plan::declare(&desc(1)).unwrap(), &caps.with_merging(false)).unwrap();
+        let avoidable = off
+            .native_passes
+            .iter()
+            .flat_map(|n| &n.attachments)
+            .filter(|a| {
+                let (l, s) = op_verdicts(&a.name, &a.load, a.store);
+                l == OpVerdict::Avoidable || s == OpVerdict::Avoidable
+            })
+            .count();
+        assert!(avoidable > 0);
+        let (_, store) = op_verdicts(names::OUTPUT, &LoadOp::DontCare, StoreOp::Store);
+        assert_eq!(store, OpVerdict::Needed);
+    }
+}

@@ -1,0 +1,585 @@
+//! The egui window. It only displays [`CameraPanel`] values (computed in `model`) and writes
+//! [`InspectorToggle`] messages; it decides nothing itself.
+
+use super::{
+    InspectorChange, InspectorHistory, InspectorToggle, TileInspector, TileInspectorOverlay,
+    TileInspectorPanels,
+    model::{CameraPanel, OpVerdict, PlanSummary, attachment_traffic, op_verdicts},
+};
+use crate::{
+    MsaaShading,
+    frame_graph::{CompiledFrame, SubpassIndex, TileVerdict, bytes_to_mb},
+};
+use bevy::prelude::*;
+use bevy_egui::{EguiContext, egui};
+use egui::{Color32, RichText};
+
+const RED: Color32 = Color32::from_rgb(255, 110, 100);
+const AMBER: Color32 = Color32::from_rgb(255, 190, 70);
+const GREEN: Color32 = Color32::from_rgb(120, 210, 120);
+const GREY: Color32 = Color32::from_rgb(170, 170, 170);
+
+/// Which plan the tree shows.
+#[derive(Default, Clone, Copy, PartialEq, Eq)]
+pub(super) enum TreePlan {
+    #[default]
+    InUse,
+    MergingOff,
+}
+
+/// Draws the inspector into its context (runs in the context's egui pass).
+pub(super) fn inspector_ui(
+    mut contexts: Query<&mut EguiContext, With<TileInspectorOverlay>>,
+    mut panels: ResMut<TileInspectorPanels>,
+    history: Res<InspectorHistory>,
+    mut state: ResMut<TileInspector>,
+    mut toggles: MessageWriter<InspectorToggle>,
+    mut tree_plan: Local<TreePlan>,
+) {
+    let Ok(mut context) = contexts.single_mut() else {
+        return;
+    };
+    let ctx = context.get_mut().clone();
+    let key = format!("{:?}", state.toggle_key);
+    let panels_ref = &*panels;
+    let shown = egui::Window::new("bevy_tile_deferred inspector")
+        .default_pos([8.0, 8.0])
+        .default_width(440.0)
+        .default_height(600.0)
+        .vscroll(true)
+        .show(&ctx, |ui| {
+            ui.label(RichText::new(format!("{key} hides this overlay")).small());
+            if panels_ref.cameras.is_empty() {
+                ui.label("No active 3D camera yet.");
+                return;
+            }
+            let selected = state
+                .selected
+                .filter(|e| panels_ref.get(*e).is_some())
+                .or(panels_ref.host)
+                .filter(|e| panels_ref.get(*e).is_some())
+                .unwrap_or(panels_ref.cameras[0].camera);
+            if panels_ref.cameras.len() > 1 {
+                let mut choice = selected;
+                egui::ComboBox::from_label("camera")
+                    .selected_text(panels_ref.get(selected).map_or("", |p| p.name.as_str()))
+                    .show_ui(ui, |ui| {
+                        for p in &panels_ref.cameras {
+                            ui.selectable_value(&mut choice, p.camera, &p.name);
+                        }
+                    });
+                if choice != selected {
+                    state.selected = Some(choice);
+                }
+            }
+            let Some(panel) = panels_ref.get(selected) else {
+                return;
+            };
+            summary(ui, panel);
+            plots(ui, panel, history.cameras.get(&panel.camera));
+            controls(ui, panel, &mut toggles);
+            let frame = match *tree_plan {
+                TreePlan::InUse => panel.compiled.as_ref(),
+                TreePlan::MergingOff => panel.merging_off_frame.as_ref(),
+            };
+            ui.collapsing("Native passes", |ui| {
+                ui.horizontal(|ui| {
+                    ui.label("plan:");
+                    ui.radio_value(&mut *tree_plan, TreePlan::InUse, "in use");
+                    ui.radio_value(&mut *tree_plan, TreePlan::MergingOff, "merging off");
+                });
+                match frame {
+                    Some(frame) => native_pass_tree(ui, frame),
+                    None => {
+                        ui.label("no plan");
+                    }
+                }
+            });
+            if let Some(frame) = frame {
+                breaks(ui, frame);
+                dependencies(ui, frame);
+                footprints(ui, frame);
+            }
+            gpu_times(ui, panel);
+            msaa(ui, panel);
+            export(ui, panel);
+        });
+    let scale = ctx.pixels_per_point();
+    panels.overlay_rect = shown.map(|shown| {
+        let r = shown.response.rect;
+        Rect::new(
+            r.min.x * scale,
+            r.min.y * scale,
+            r.max.x * scale,
+            r.max.y * scale,
+        )
+    });
+}
+
+fn plan_row(ui: &mut egui::Ui, plan: &PlanSummary, reference: Option<&PlanSummary>) {
+    ui.label(&plan.label);
+    ui.label(plan.render_passes.to_string());
+    ui.label(format!("{:.2}", plan.mb_per_frame));
+    ui.label(format!("{:.3}", plan.gb_per_s));
+    ui.label(format!("{:.0}", plan.milliwatts));
+    match reference {
+        Some(r) if r.bytes_per_frame > 0 && r != plan => {
+            let ratio = plan.bytes_per_frame as f64 / r.bytes_per_frame as f64;
+            let color = if ratio > 1.0 { RED } else { GREEN };
+            ui.colored_label(color, format!("x{ratio:.1}"));
+        }
+        _ => {
+            ui.label("");
+        }
+    }
+    ui.end_row();
+}
+
+fn summary(ui: &mut egui::Ui, panel: &CameraPanel) {
+    egui::CollapsingHeader::new("Summary")
+        .default_open(true)
+        .show(ui, |ui| {
+            egui::Grid::new("summary").num_columns(2).show(ui, |ui| {
+                ui.label("tier");
+                ui.label(RichText::new(&panel.tier).strong())
+                    .on_hover_text(&panel.tier_reason);
+                ui.end_row();
+                ui.label("device");
+                ui.label(format!("{} ({})", panel.device_name, panel.device_vendor));
+                ui.end_row();
+                ui.label("resolution");
+                ui.label(format!("{}x{}", panel.resolution.x, panel.resolution.y));
+                ui.end_row();
+                ui.label("samples");
+                ui.label(if panel.samples == panel.requested_samples {
+                    panel.samples.to_string()
+                } else {
+                    format!("{} (asked {})", panel.samples, panel.requested_samples)
+                });
+                ui.end_row();
+                ui.label("frame");
+                ui.label(format!("{:.2} ms ({:.0} fps)", panel.frame_ms, panel.fps));
+                ui.end_row();
+            });
+            ui.add(egui::Label::new(RichText::new(&panel.tier_reason).small()).wrap());
+            ui.separator();
+            ui.label(RichText::new("attachment traffic at the current frame rate").small());
+            egui::Grid::new("costs")
+                .num_columns(6)
+                .striped(true)
+                .show(ui, |ui| {
+                    for head in [
+                        "plan",
+                        "render passes",
+                        "MB/frame",
+                        "GB/s",
+                        "mW",
+                        "vs in use",
+                    ] {
+                        ui.label(RichText::new(head).strong());
+                    }
+                    ui.end_row();
+                    let reference = panel.in_use.as_ref();
+                    // On a Core3d camera the plan in use is stock Bevy's forward plan.
+                    let stock = panel.stock_bevy.as_ref().filter(|_| panel.in_use_is_tile());
+                    for plan in [
+                        panel.in_use.as_ref(),
+                        panel.merging_off.as_ref(),
+                        stock,
+                        panel.stock_bevy_deferred.as_ref(),
+                        panel.tile_deferred_alternative.as_ref(),
+                        panel.overlay.as_ref(),
+                    ]
+                    .into_iter()
+                    .flatten()
+                    {
+                        plan_row(ui, plan, reference);
+                    }
+                });
+            for note in &panel.notes {
+                ui.colored_label(AMBER, note);
+            }
+        });
+}
+
+fn plots(
+    ui: &mut egui::Ui,
+    panel: &CameraPanel,
+    history: Option<&std::collections::VecDeque<[f64; 3]>>,
+) {
+    use egui_plot::{Legend, Line, Plot, PlotPoints};
+    egui::CollapsingHeader::new("Bandwidth and GPU time")
+        .default_open(true)
+        .show(ui, |ui| {
+            let Some(history) = history.filter(|h| !h.is_empty()) else {
+                ui.label("no samples yet");
+                return;
+            };
+            let start = history.back().map_or(0.0, |s| s[0]);
+            let gbps: Vec<[f64; 2]> = history.iter().map(|s| [s[0] - start, s[1]]).collect();
+            let gpu: Vec<[f64; 2]> = history
+                .iter()
+                .filter(|s| s[2].is_finite())
+                .map(|s| [s[0] - start, s[2]])
+                .collect();
+            ui.columns(2, |columns| {
+                Plot::new(("gbps", panel.camera))
+                    .height(110.0)
+                    .include_y(0.0)
+                    .allow_drag(false)
+                    .allow_zoom(false)
+                    .allow_scroll(false)
+                    .legend(Legend::default())
+                    .x_axis_label("s")
+                    .show(&mut columns[0], |plot| {
+                        plot.line(Line::new("GB/s", PlotPoints::new(gbps)));
+                    });
+                if gpu.is_empty() {
+                    columns[1].label("GPU ms: not available (no timestamps)");
+                } else {
+                    Plot::new(("gpu_ms", panel.camera))
+                        .height(110.0)
+                        .include_y(0.0)
+                        .allow_drag(false)
+                        .allow_zoom(false)
+                        .allow_scroll(false)
+                        .legend(Legend::default())
+                        .x_axis_label("s")
+                        .show(&mut columns[1], |plot| {
+                            plot.line(Line::new("GPU ms", PlotPoints::new(gpu)));
+                        });
+                }
+            });
+        });
+}
+
+fn controls(ui: &mut egui::Ui, panel: &CameraPanel, toggles: &mut MessageWriter<InspectorToggle>) {
+    egui::CollapsingHeader::new("Toggles")
+        .default_open(true)
+        .show(ui, |ui| {
+            let camera = panel.camera;
+            let mut send = |change| {
+                toggles.write(InspectorToggle { camera, change });
+            };
+            ui.add_enabled_ui(false, |ui| {
+                egui::ComboBox::from_label("tier override")
+                    .selected_text("automatic")
+                    .show_ui(ui, |_| {});
+            })
+            .response
+            .on_disabled_hover_text("Tier override belongs to another issue; not available yet");
+            let mut msaa = panel.msaa;
+            egui::ComboBox::from_label("MSAA")
+                .selected_text(msaa_name(msaa))
+                .show_ui(ui, |ui| {
+                    for m in [Msaa::Off, Msaa::Sample2, Msaa::Sample4, Msaa::Sample8] {
+                        ui.selectable_value(&mut msaa, m, msaa_name(m));
+                    }
+                });
+            if msaa != panel.msaa {
+                send(InspectorChange::Msaa(msaa));
+            }
+            let Some(settings) = &panel.settings else {
+                ui.label("not a tile camera: the tile toggles need TileDeferred on it");
+                return;
+            };
+            let mut merge = settings.merge_subpasses;
+            if ui
+                .checkbox(&mut merge, "merge passes into subpasses")
+                .changed()
+            {
+                send(InspectorChange::MergeSubpasses(merge));
+            }
+            let mut shading = settings.msaa_shading;
+            egui::ComboBox::from_label("MSAA shading")
+                .selected_text(shading_name(shading))
+                .show_ui(ui, |ui| {
+                    for s in [MsaaShading::EdgeSelective, MsaaShading::EverySample] {
+                        ui.selectable_value(&mut shading, s, shading_name(s));
+                    }
+                });
+            if shading != settings.msaa_shading {
+                send(InspectorChange::MsaaShading(shading));
+            }
+            let mut edges = settings.show_msaa_edges;
+            if ui
+                .checkbox(
+                    &mut edges,
+                    "debug view: MSAA edge mask (per-sample pixels in red)",
+                )
+                .changed()
+            {
+                send(InspectorChange::ShowMsaaEdges(edges));
+            }
+            ui.add_enabled_ui(false, |ui| {
+                egui::ComboBox::from_label("other debug views")
+                    .selected_text("albedo, normal, depth... (another issue)")
+                    .show_ui(ui, |_| {});
+            });
+        });
+}
+
+fn msaa_name(msaa: Msaa) -> &'static str {
+    match msaa {
+        Msaa::Off => "Off",
+        Msaa::Sample2 => "2x",
+        Msaa::Sample4 => "4x",
+        Msaa::Sample8 => "8x",
+    }
+}
+
+fn shading_name(shading: MsaaShading) -> &'static str {
+    match shading {
+        MsaaShading::EdgeSelective => "edge-selective",
+        MsaaShading::EverySample => "every sample (brute force)",
+    }
+}
+
+fn verdict_color(verdict: OpVerdict) -> Color32 {
+    match verdict {
+        OpVerdict::Free => GREEN,
+        OpVerdict::Needed => GREY,
+        OpVerdict::Conditional => AMBER,
+        OpVerdict::Avoidable => RED,
+    }
+}
+
+fn native_pass_tree(ui: &mut egui::Ui, frame: &CompiledFrame) {
+    ui.label(
+        RichText::new(
+            "red: an intermediate loaded or stored (avoidable on tile); amber: the camera's \
+             image loaded (avoidable with a full clear); green: nothing moved",
+        )
+        .small(),
+    );
+    for (i, pass) in frame.native_passes.iter().enumerate() {
+        let traffic = frame.cost.per_native_pass.get(i).map_or(0, |t| t.total());
+        egui::CollapsingHeader::new(format!(
+            "#{i} {} [{}] {}x{} x{}: {:.2} MB",
+            pass.name,
+            pass.kind.name(),
+            pass.extent.width,
+            pass.extent.height,
+            pass.samples,
+            bytes_to_mb(traffic)
+        ))
+        .id_salt(("native", i))
+        .default_open(true)
+        .show(ui, |ui| {
+            for (j, subpass) in pass.subpasses.iter().enumerate() {
+                let names = |list: &[usize]| {
+                    list.iter()
+                        .map(|&a| pass.attachments[a].name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                };
+                let mut line = format!(
+                    "subpass {j} {}: colour [{}]",
+                    subpass.name,
+                    names(&subpass.color)
+                );
+                if !subpass.input.is_empty() {
+                    line += &format!(", input [{}]", names(&subpass.input));
+                }
+                if let Some(depth) = subpass.depth {
+                    line += &format!(
+                        ", depth {}{}",
+                        pass.attachments[depth.attachment].name,
+                        if depth.read_only { " (read-only)" } else { "" }
+                    );
+                }
+                let resolves: Vec<usize> = subpass.resolve.iter().flatten().copied().collect();
+                if !resolves.is_empty() {
+                    line += &format!(", resolve into [{}]", names(&resolves));
+                }
+                ui.label(line);
+            }
+            egui::Grid::new(("attachments", i))
+                .striped(true)
+                .num_columns(7)
+                .show(ui, |ui| {
+                    for head in [
+                        "attachment",
+                        "format",
+                        "samples",
+                        "load",
+                        "store",
+                        "transient",
+                        "bytes/frame",
+                    ] {
+                        ui.label(RichText::new(head).strong());
+                    }
+                    ui.end_row();
+                    for (index, a) in pass.attachments.iter().enumerate() {
+                        let (load_v, store_v) = op_verdicts(&a.name, &a.load, a.store);
+                        let (load_b, store_b) = attachment_traffic(pass, index, 1);
+                        ui.label(&a.name);
+                        ui.label(a.format.name());
+                        ui.label(a.samples.to_string());
+                        ui.colored_label(verdict_color(load_v), a.load.name());
+                        ui.colored_label(verdict_color(store_v), a.store.name());
+                        ui.label(if a.transient { "transient" } else { "memory" });
+                        ui.label(format!(
+                            "{:.2} MB",
+                            bytes_to_mb(load_b.unwrap_or(0) + store_b.unwrap_or(0))
+                        ));
+                        ui.end_row();
+                    }
+                });
+        });
+    }
+    if !frame.culled.is_empty() {
+        ui.label(format!("culled: {}", frame.culled.join(", ")));
+    }
+}
+
+fn breaks(ui: &mut egui::Ui, frame: &CompiledFrame) {
+    ui.collapsing(format!("Pass breaks ({})", frame.breaks.len()), |ui| {
+        if frame.breaks.is_empty() {
+            ui.label("every adjacent pair of passes was merged");
+        }
+        for b in &frame.breaks {
+            ui.label(format!(
+                "`{}` | `{}`: {}",
+                b.prev_pass, b.next_pass, b.reason
+            ));
+        }
+    });
+}
+
+fn subpass_name(index: SubpassIndex) -> String {
+    match index {
+        SubpassIndex::External => "EXTERNAL".into(),
+        SubpassIndex::Index(i) => i.to_string(),
+    }
+}
+
+fn dependencies(ui: &mut egui::Ui, frame: &CompiledFrame) {
+    ui.collapsing("Subpass dependencies", |ui| {
+        for (i, pass) in frame.native_passes.iter().enumerate() {
+            ui.label(RichText::new(format!("#{i} {}", pass.name)).strong());
+            for d in &pass.dependencies {
+                ui.label(format!(
+                    "{} -> {}: {} / {} -> {} / {}{}",
+                    subpass_name(d.src),
+                    subpass_name(d.dst),
+                    d.src_stages,
+                    d.src_access,
+                    d.dst_stages,
+                    d.dst_access,
+                    if d.by_region { ", BY_REGION" } else { "" }
+                ));
+            }
+        }
+    });
+}
+
+fn footprints(ui: &mut egui::Ui, frame: &CompiledFrame) {
+    ui.collapsing("Tile footprint", |ui| {
+        for (i, pass) in frame.native_passes.iter().enumerate() {
+            let f = &pass.footprint;
+            let verdict = match f.verdict {
+                TileVerdict::Unlimited => "no tile budget on this device".to_owned(),
+                TileVerdict::Fits {
+                    used_bits,
+                    budget_bits,
+                } => format!("{used_bits} of {budget_bits} bits of colour per pixel: fits"),
+                TileVerdict::Spills {
+                    used_bits,
+                    budget_bits,
+                } => format!("{used_bits} bits of colour per pixel, over the {budget_bits}-bit budget: spills"),
+                TileVerdict::Bins(b) => format!(
+                    "{} bins of {}x{} ({}x{}), {:.0} KiB each",
+                    b.count(),
+                    b.width,
+                    b.height,
+                    b.columns,
+                    b.rows,
+                    b.bytes as f64 / 1024.0
+                ),
+                TileVerdict::GmemTooSmall { bytes_per_pixel } => {
+                    format!("{bytes_per_pixel} B per pixel: not even one bin fits GMEM")
+                }
+            };
+            let color = if f.verdict.fits() { GREEN } else { RED };
+            ui.horizontal(|ui| {
+                ui.label(format!(
+                    "#{i} {}: {} B/px colour + {} B/px depth =",
+                    pass.name, f.color_bytes_per_pixel, f.depth_bytes_per_pixel
+                ));
+                ui.colored_label(color, verdict);
+            });
+        }
+    });
+}
+
+fn gpu_times(ui: &mut egui::Ui, panel: &CameraPanel) {
+    ui.collapsing("GPU time", |ui| match panel.gpu_times {
+        Some(t) => {
+            egui::Grid::new("gpu").num_columns(2).show(ui, |ui| {
+                for (name, ms) in [
+                    ("gbuffer", t.gbuffer_ms),
+                    ("lighting", t.lighting_ms),
+                    ("tonemap", t.tonemap_ms),
+                    ("native pass", t.total_ms()),
+                ] {
+                    ui.label(name);
+                    ui.label(format!("{ms:.3} ms"));
+                    ui.end_row();
+                }
+            });
+            if let Some(cpu) = panel.cpu_ms {
+                ui.label(format!("CPU (prepare and record): {cpu:.3} ms"));
+            }
+        }
+        None => {
+            ui.label("not available (no timestamp queries on this device or camera)");
+        }
+    });
+}
+
+fn msaa(ui: &mut egui::Ui, panel: &CameraPanel) {
+    ui.collapsing("MSAA", |ui| {
+        ui.label(format!(
+            "{} sample(s) per pixel ({} asked)",
+            panel.samples, panel.requested_samples
+        ));
+        match panel.per_sample_fraction {
+            Some(f) => {
+                ui.label(format!(
+                    "{:.2} % of pixels lit per sample (edges)",
+                    f * 100.0
+                ));
+            }
+            None if panel.samples > 1 => {
+                ui.label("per-sample fraction: not measured yet");
+            }
+            None => {
+                ui.label("per-sample fraction: no MSAA");
+            }
+        }
+        ui.label("the edge-mask debug view is under Toggles");
+    });
+}
+
+fn export(ui: &mut egui::Ui, panel: &CameraPanel) {
+    ui.collapsing("Export (ovrgpuprofiler-style surface lines)", |ui| {
+        ui.horizontal(|ui| {
+            if ui.button("copy").clicked() {
+                ui.ctx().copy_text(panel.export.clone());
+            }
+            if ui.button("log").clicked() {
+                info!(
+                    "bevy_tile_deferred inspector, {}:\n{}",
+                    panel.name, panel.export
+                );
+            }
+        });
+        let mut text = panel.export.as_str();
+        ui.add(
+            egui::TextEdit::multiline(&mut text)
+                .font(egui::TextStyle::Monospace)
+                .desired_width(f32::INFINITY),
+        );
+    });
+}

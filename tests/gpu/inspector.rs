@@ -1,0 +1,735 @@
+//! The inspector overlay (feature `inspector`): drawn over a tile camera in a real window, showing
+//! the values of the compiled frame; its toggles change the frame; hidden, it changes nothing.
+
+use crate::{
+    harness::{Frame, GpuTest, HeadlessApp, run_in_child_process},
+    scenes,
+};
+use bevy::{
+    diagnostic::FrameCount,
+    log::LogPlugin,
+    prelude::*,
+    render::{
+        Render, RenderApp, RenderPlugin, RenderSystems,
+        settings::{Backends, WgpuSettings},
+        view::{
+            Msaa,
+            screenshot::{Screenshot, ScreenshotCaptured},
+        },
+    },
+    window::{ExitCondition, WindowResolution},
+    winit::WinitPlugin,
+};
+use bevy_egui::{EguiContext, render::EguiViewTarget};
+use bevy_tile_deferred::{
+    DeviceProfile, MsaaShading, TileDeferred, TileDeferredPlugin, TileInspectorPlugin,
+    TileRenderReports, TileViewReport,
+    frame_graph::{DEFAULT_MW_PER_GBPS, StockBevyPath},
+    inspector::{
+        CameraPanel, InspectorChange, InspectorToggle, TileInspector, TileInspectorPanels,
+    },
+};
+
+/// Validation messages lavapipe's swapchain produces for stock Bevy too (not the crate's).
+const KNOWN_SWAPCHAIN_NOISE: &[&str] = &[
+    "VUID-vkAcquireNextImageKHR-semaphore-01286",
+    "VUID-VkPresentInfoKHR-pImageIndices-01296",
+];
+
+const WIDTH: u32 = 800;
+const HEIGHT: u32 = 450;
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0)
+}
+
+/// The panel's numbers are the compiled frame's.
+fn assert_panel_matches_report(
+    panel: &CameraPanel,
+    report: &TileViewReport,
+    profile: Option<&DeviceProfile>,
+) {
+    let in_use = panel.in_use.as_ref().expect("the plan in use is shown");
+    let cost = &report.compiled.cost;
+    assert_eq!(in_use.bytes_per_frame, cost.bytes());
+    assert!(close(in_use.mb_per_frame, cost.mb()), "{in_use:?}");
+    assert!(
+        close(in_use.gb_per_s, cost.gb_per_s(panel.fps)),
+        "{in_use:?}"
+    );
+    assert!(
+        close(
+            in_use.milliwatts,
+            cost.milliwatts(panel.fps, DEFAULT_MW_PER_GBPS)
+        ),
+        "{in_use:?}"
+    );
+    assert!(close(panel.fps, 1000.0 / panel.frame_ms));
+    assert_eq!(in_use.render_passes, report.compiled.render_pass_count());
+    assert_eq!(in_use.native_passes, report.compiled.native_passes.len());
+    assert_eq!(panel.samples, report.samples);
+    assert_eq!(
+        panel.compiled.as_ref(),
+        Some(&report.compiled),
+        "the tree shows the compiled frame"
+    );
+    // GPU times and the per-sample fraction are measured a few frames late and move from frame
+    // to frame: the panel shows the values of the report it was computed from.
+    let native = &report.compiled.native_passes[0];
+    assert_eq!(
+        (panel.resolution.x, panel.resolution.y),
+        (native.extent.width, native.extent.height)
+    );
+    assert_eq!(
+        panel.tier,
+        if report.samples > 1 {
+            format!("tile-deferred MSAA {}x", report.samples)
+        } else {
+            "tile-deferred".to_owned()
+        }
+    );
+    if let Some(profile) = profile {
+        assert_eq!(panel.device_name, profile.device_name);
+        assert_eq!(panel.device_vendor, profile.vendor.to_string());
+    }
+    // Counterfactuals from the same view description.
+    let off = panel
+        .merging_off
+        .as_ref()
+        .expect("merging-off counterfactual");
+    assert!(
+        off.native_passes > in_use.native_passes && off.bytes_per_frame > in_use.bytes_per_frame,
+        "merging off: more native passes and more traffic ({off:?} vs {in_use:?})"
+    );
+    let caps = profile
+        .map(DeviceProfile::frame_graph_caps)
+        .unwrap_or_default();
+    let output = report.compiled.attachment_named("output").unwrap();
+    let stock = StockBevyPath::Forward {
+        msaa_samples: panel.requested_samples,
+    }
+    .compile(output.extent, output.format, &caps)
+    .unwrap();
+    let shown = panel
+        .stock_bevy
+        .as_ref()
+        .expect("stock Bevy counterfactual");
+    assert_eq!(shown.bytes_per_frame, stock.cost.bytes());
+    assert_eq!(shown.render_passes, stock.render_pass_count());
+    assert!(shown.bytes_per_frame > in_use.bytes_per_frame);
+    // The export has one surface line per native pass.
+    assert_eq!(
+        panel.export.lines().count(),
+        report.compiled.native_passes.len()
+    );
+    assert!(
+        panel.export.starts_with(&format!(
+            "Surface 1 | {}x{} | ",
+            native.extent.width, native.extent.height
+        )),
+        "{}",
+        panel.export
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// 1. In a window, over the tile camera.
+
+#[test]
+fn inspector_over_a_tile_camera_in_a_window() {
+    assert!(
+        std::env::var_os("DISPLAY").is_some(),
+        "window tests need an X display: run `bash scripts/test.sh` (it starts Xvfb) or \
+         `xvfb-run -a cargo test`"
+    );
+    run_in_child_process("inspector::child_inspector_over_a_tile_camera_in_a_window");
+}
+
+#[derive(Resource, Clone, Default)]
+struct SharedRun(std::sync::Arc<std::sync::Mutex<WindowRun>>);
+
+#[derive(Default)]
+struct WindowRun {
+    hidden: Option<Image>,
+    shown: Option<Image>,
+    requested_hidden: bool,
+    requested_shown: bool,
+    shown_at: Option<u32>,
+    panel: Option<CameraPanel>,
+    report: Option<TileViewReport>,
+    profile: Option<DeviceProfile>,
+    overlay_rect: Option<Rect>,
+    camera: Option<Entity>,
+}
+
+fn to_frame(image: Image) -> Frame {
+    let rgba = image.try_into_dynamic().unwrap().to_rgba8();
+    Frame {
+        width: rgba.width(),
+        height: rgba.height(),
+        rgba: rgba.into_raw(),
+    }
+}
+
+/// Pixels of `rect` (clamped to the frame) that differ between `a` and `b` by more than a
+/// little, and the pixels in it.
+fn differing(a: &Frame, b: &Frame, x0: u32, y0: u32, x1: u32, y1: u32) -> (usize, usize) {
+    let (x1, y1) = (x1.min(a.width), y1.min(a.height));
+    let mut differ = 0;
+    let mut total = 0;
+    for y in y0..y1 {
+        for x in x0..x1 {
+            let i = ((y * a.width + x) * 4) as usize;
+            let d = (0..3)
+                .map(|c| a.rgba[i + c].abs_diff(b.rgba[i + c]))
+                .max()
+                .unwrap();
+            total += 1;
+            if d > 8 {
+                differ += 1;
+            }
+        }
+    }
+    (differ, total)
+}
+
+#[test]
+#[ignore = "run in a child process by inspector_over_a_tile_camera_in_a_window (one winit event loop per process)"]
+fn child_inspector_over_a_tile_camera_in_a_window() {
+    let test = GpuTest::start("child_inspector_over_a_tile_camera_in_a_window");
+    let shared = SharedRun::default();
+    let mut app = App::new();
+    app.add_plugins(
+        DefaultPlugins
+            .set(WindowPlugin {
+                primary_window: Some(Window {
+                    resolution: WindowResolution::new(WIDTH, HEIGHT),
+                    title: "bevy_tile_deferred inspector test".into(),
+                    ..default()
+                }),
+                exit_condition: ExitCondition::DontExit,
+                ..default()
+            })
+            .set(WinitPlugin {
+                run_on_any_thread: true,
+            })
+            .set(RenderPlugin {
+                render_creation: WgpuSettings {
+                    backends: Some(Backends::VULKAN),
+                    ..default()
+                }
+                .into(),
+                synchronous_pipeline_compilation: true,
+                ..default()
+            })
+            .disable::<LogPlugin>(),
+    )
+    .add_plugins((TileDeferredPlugin, TileInspectorPlugin::default()))
+    .insert_resource(shared.clone())
+    .add_systems(Startup, |world: &mut World| {
+        // A still scene: the two screenshots differ only where the overlay is.
+        scenes::spawn_showcase(world, 12);
+        let camera = world
+            .spawn((
+                Name::new("tile camera"),
+                Camera3d::default(),
+                scenes::reference_camera(),
+                scenes::reference_camera_transform(),
+                Msaa::Off,
+                TileDeferred::default(),
+            ))
+            .id();
+        world.resource::<SharedRun>().0.lock().unwrap().camera = Some(camera);
+    })
+    .add_systems(Update, drive_window_run);
+    app.run();
+
+    let run = std::mem::take(&mut *shared.0.lock().unwrap());
+    let errors: Vec<String> = test
+        .take_errors()
+        .into_iter()
+        .filter(|e| !KNOWN_SWAPCHAIN_NOISE.iter().any(|vuid| e.contains(vuid)))
+        // The object lines of those messages, logged on their own.
+        .filter(|e| !e.contains("name: SwapchainImageSemaphore"))
+        .collect();
+    assert!(errors.is_empty(), "errors in the window run: {errors:#?}");
+
+    let hidden = to_frame(
+        run.hidden
+            .expect("the window was captured without the overlay"),
+    );
+    let shown = to_frame(run.shown.expect("the window was captured with the overlay"));
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/inspector.png");
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let saved = shown.save_png("inspector");
+    std::fs::copy(&saved, &path).unwrap();
+    hidden.save_png("inspector-hidden");
+    assert_eq!((shown.width, shown.height), (WIDTH, HEIGHT));
+
+    // The overlay is drawn over the scene where egui says its window is, and nowhere else.
+    let rect = run.overlay_rect.expect("the overlay reports its window");
+    assert!(rect.width() > 200.0 && rect.height() > 100.0, "{rect:?}");
+    let (x0, y0) = (rect.min.x.max(0.0) as u32, rect.min.y.max(0.0) as u32);
+    let (x1, y1) = (rect.max.x as u32, rect.max.y as u32);
+    let (differ, total) = differing(&hidden, &shown, x0, y0, x1, y1);
+    assert!(
+        differ * 2 > total,
+        "the overlay covers its window: {differ} of {total} pixels differ"
+    );
+    // Right of the window and its shadow.
+    if x1 + 64 < WIDTH {
+        let (outside, total) = differing(&hidden, &shown, x1 + 48, 0, WIDTH, HEIGHT);
+        assert!(
+            outside * 100 < total,
+            "the scene outside the overlay is unchanged: {outside} of {total} pixels differ"
+        );
+    }
+
+    // The values the panel shows are those of the compiled frame.
+    let panel = run.panel.expect("the panel was computed");
+    let report = run.report.expect("the tile camera was reported");
+    assert_eq!(Some(panel.camera), run.camera);
+    assert_panel_matches_report(&panel, &report, run.profile.as_ref());
+    assert_eq!(panel.resolution, UVec2::new(WIDTH, HEIGHT));
+    let overlay = panel
+        .overlay
+        .as_ref()
+        .expect("the overlay's own cost is shown");
+    assert_eq!(
+        overlay.bytes_per_frame,
+        6 * u64::from(WIDTH) * u64::from(HEIGHT) * 4,
+        "clear, egui and composite over a tile camera: six full-screen RGBA8 transfers"
+    );
+}
+
+#[allow(clippy::too_many_arguments)]
+fn drive_window_run(
+    mut commands: Commands,
+    frames: Res<FrameCount>,
+    shared: Res<SharedRun>,
+    mut inspector: ResMut<TileInspector>,
+    panels: Res<TileInspectorPanels>,
+    reports: Res<TileRenderReports>,
+    profile: Option<Res<DeviceProfile>>,
+    mut exit: MessageWriter<AppExit>,
+) {
+    let mut run = shared.0.lock().unwrap();
+    if frames.0 >= 20 && !run.requested_hidden {
+        run.requested_hidden = true;
+        commands.spawn(Screenshot::primary_window()).observe(
+            |captured: On<ScreenshotCaptured>, shared: Res<SharedRun>| {
+                shared.0.lock().unwrap().hidden = Some(captured.image.clone());
+            },
+        );
+    }
+    if run.hidden.is_some() && !inspector.visible && run.shown_at.is_none() {
+        inspector.visible = true;
+        run.shown_at = Some(frames.0);
+    }
+    if let Some(at) = run.shown_at
+        && frames.0 >= at + 30
+        && !run.requested_shown
+    {
+        run.requested_shown = true;
+        let camera = run.camera.unwrap();
+        run.panel = panels.get(camera).cloned();
+        run.report = reports.get(camera);
+        run.profile = profile.as_deref().cloned();
+        run.overlay_rect = panels.overlay_rect;
+        commands.spawn(Screenshot::primary_window()).observe(
+            |captured: On<ScreenshotCaptured>, shared: Res<SharedRun>| {
+                shared.0.lock().unwrap().shown = Some(captured.image.clone());
+            },
+        );
+    }
+    if run.shown.is_some() || frames.0 > 600 {
+        exit.write(AppExit::Success);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 2. Toggles change the compiled frame.
+
+const HEADLESS_WIDTH: u32 = 320;
+const HEADLESS_HEIGHT: u32 = 192;
+
+fn headless_with_inspector(visible: bool) -> (HeadlessApp, Entity) {
+    let mut headless = HeadlessApp::new(HEADLESS_WIDTH, HEADLESS_HEIGHT);
+    headless.app.add_plugins(TileInspectorPlugin::default());
+    headless
+        .app
+        .world_mut()
+        .resource_mut::<TileInspector>()
+        .visible = visible;
+    // Pipelined rendering moves the render world to its thread: share the counter.
+    let count = EguiViewCount::default();
+    headless.app.insert_resource(count.clone());
+    headless
+        .app
+        .sub_app_mut(RenderApp)
+        .insert_resource(count)
+        .add_systems(Render, count_egui_views.in_set(RenderSystems::Prepare));
+    scenes::spawn_lit_spheres(headless.app.world_mut());
+    let camera = headless.spawn_camera((
+        Camera3d::default(),
+        scenes::reference_camera(),
+        scenes::reference_camera_transform(),
+        Msaa::Off,
+        TileDeferred::default(),
+    ));
+    (headless, camera)
+}
+
+fn toggle(headless: &mut HeadlessApp, camera: Entity, change: InspectorChange) {
+    headless
+        .app
+        .world_mut()
+        .write_message(InspectorToggle { camera, change });
+    // Applied next frame; rendered (and reported) the frame after; occlusion results later.
+    for _ in 0..6 {
+        headless.update();
+    }
+}
+
+/// The target without the overlay (which covers most of a small image target).
+fn read_without_overlay(headless: &mut HeadlessApp) -> Frame {
+    headless
+        .app
+        .world_mut()
+        .resource_mut::<TileInspector>()
+        .visible = false;
+    headless.update();
+    let frame = headless.read_target();
+    headless
+        .app
+        .world_mut()
+        .resource_mut::<TileInspector>()
+        .visible = true;
+    for _ in 0..2 {
+        headless.update();
+    }
+    frame
+}
+
+fn state(headless: &HeadlessApp, camera: Entity) -> (CameraPanel, TileViewReport) {
+    let world = headless.app.world();
+    let panel = world
+        .resource::<TileInspectorPanels>()
+        .get(camera)
+        .cloned()
+        .expect("the panel of the camera");
+    let report = world
+        .resource::<TileRenderReports>()
+        .get(camera)
+        .expect("the camera's report");
+    (panel, report)
+}
+
+#[test]
+fn inspector_toggles_change_the_frame() {
+    let _test = GpuTest::start("inspector_toggles_change_the_frame");
+    let (mut headless, camera) = headless_with_inspector(true);
+    for _ in 0..4 {
+        headless.update();
+    }
+    let before = read_without_overlay(&mut headless);
+    let profile = headless
+        .app
+        .world()
+        .get_resource::<DeviceProfile>()
+        .cloned();
+    let (panel, report) = state(&headless, camera);
+    assert_panel_matches_report(&panel, &report, profile.as_ref());
+    assert_eq!(report.compiled.render_pass_count(), 1);
+
+    // Merging off: the camera's setting changes; the counterfactual shows the unmerged plan.
+    toggle(
+        &mut headless,
+        camera,
+        InspectorChange::MergeSubpasses(false),
+    );
+    let tile = headless.app.world().get::<TileDeferred>(camera).unwrap();
+    assert!(!tile.merge_subpasses);
+    let (panel, report) = state(&headless, camera);
+    assert_eq!(
+        panel.settings.as_ref().map(|s| s.merge_subpasses),
+        Some(false)
+    );
+    let off = panel.merging_off.as_ref().unwrap();
+    assert!(off.render_passes >= 3, "{off:?}");
+    assert!(off.bytes_per_frame > report.compiled.cost.bytes());
+    assert!(panel.notes.iter().any(|n| n.contains("merging off")));
+    toggle(&mut headless, camera, InspectorChange::MergeSubpasses(true));
+
+    // MSAA 4x: the frame is rendered with 4 samples (lavapipe has 1 and 4).
+    toggle(&mut headless, camera, InspectorChange::Msaa(Msaa::Sample4));
+    assert_eq!(
+        *headless.app.world().get::<Msaa>(camera).unwrap(),
+        Msaa::Sample4
+    );
+    let (panel, report) = state(&headless, camera);
+    assert_eq!(report.samples, 4);
+    assert_eq!(report.compiled.native_passes[0].samples, 4);
+    assert_panel_matches_report(&panel, &report, profile.as_ref());
+    assert_eq!(panel.tier, "tile-deferred MSAA 4x");
+    assert_eq!(
+        panel.stock_bevy.as_ref().unwrap().label,
+        "Bevy forward 4xMSAA"
+    );
+    let edge_selective = report.per_sample_fraction.expect("measured with MSAA");
+
+    // Every sample shaded: more pixels lit per sample.
+    toggle(
+        &mut headless,
+        camera,
+        InspectorChange::MsaaShading(MsaaShading::EverySample),
+    );
+    let tile = headless.app.world().get::<TileDeferred>(camera).unwrap();
+    assert_eq!(tile.msaa_shading, MsaaShading::EverySample);
+    let (_, report) = state(&headless, camera);
+    let every_sample = report.per_sample_fraction.expect("measured with MSAA");
+    assert!(
+        every_sample > edge_selective,
+        "every-sample shading lights more pixels per sample ({every_sample} vs {edge_selective})"
+    );
+    toggle(
+        &mut headless,
+        camera,
+        InspectorChange::MsaaShading(MsaaShading::EdgeSelective),
+    );
+
+    // The edge mask tints the per-sample pixels: the image changes.
+    let plain = read_without_overlay(&mut headless);
+    toggle(&mut headless, camera, InspectorChange::ShowMsaaEdges(true));
+    assert!(
+        headless
+            .app
+            .world()
+            .get::<TileDeferred>(camera)
+            .unwrap()
+            .show_msaa_edges
+    );
+    let masked = read_without_overlay(&mut headless);
+    let (differ, _) = differing(&plain, &masked, 0, 0, HEADLESS_WIDTH, HEADLESS_HEIGHT);
+    assert!(differ > 20, "the edge mask shows ({differ} pixels changed)");
+    toggle(&mut headless, camera, InspectorChange::ShowMsaaEdges(false));
+
+    // Back to no MSAA.
+    toggle(&mut headless, camera, InspectorChange::Msaa(Msaa::Off));
+    let (panel, report) = state(&headless, camera);
+    assert_eq!(report.samples, 1);
+    assert_eq!(panel.tier, "tile-deferred");
+    let after = read_without_overlay(&mut headless);
+    let (differ, total) = differing(&before, &after, 0, 0, HEADLESS_WIDTH, HEADLESS_HEIGHT);
+    assert!(
+        differ * 100 < total,
+        "toggling back restores the frame ({differ} of {total} pixels differ)"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// 3. Hidden, the inspector changes nothing.
+
+fn render_plain(with_plugin: bool) -> (Frame, TileViewReport, HeadlessApp, Entity) {
+    let (mut headless, camera) = if with_plugin {
+        headless_with_inspector(false)
+    } else {
+        let mut headless = HeadlessApp::new(HEADLESS_WIDTH, HEADLESS_HEIGHT);
+        scenes::spawn_lit_spheres(headless.app.world_mut());
+        let camera = headless.spawn_camera((
+            Camera3d::default(),
+            scenes::reference_camera(),
+            scenes::reference_camera_transform(),
+            Msaa::Off,
+            TileDeferred::default(),
+        ));
+        (headless, camera)
+    };
+    let frame = headless.render(4);
+    let report = headless
+        .app
+        .world()
+        .resource::<TileRenderReports>()
+        .get(camera)
+        .expect("the camera's report");
+    (frame, report, headless, camera)
+}
+
+/// Egui views the render world extracted in the last frame (bevy_egui records an egui pass
+/// only for those; they are temporary entities, so count them during the frame).
+#[derive(Resource, Clone, Default)]
+struct EguiViewCount(std::sync::Arc<std::sync::atomic::AtomicUsize>);
+
+fn count_egui_views(count: Res<EguiViewCount>, views: Query<(), With<EguiViewTarget>>) {
+    count
+        .0
+        .store(views.iter().count(), std::sync::atomic::Ordering::SeqCst);
+}
+
+fn egui_views(headless: &mut HeadlessApp) -> usize {
+    headless
+        .app
+        .world()
+        .resource::<EguiViewCount>()
+        .0
+        .load(std::sync::atomic::Ordering::SeqCst)
+}
+
+fn egui_contexts(headless: &mut HeadlessApp) -> usize {
+    let world = headless.app.world_mut();
+    world
+        .query_filtered::<(), With<EguiContext>>()
+        .iter(world)
+        .count()
+}
+
+#[test]
+fn hidden_inspector_changes_nothing() {
+    let _test = GpuTest::start("hidden_inspector_changes_nothing");
+    let (plain_frame, plain, plain_app, _) = render_plain(false);
+    drop(plain_app);
+    let (frame, report, mut headless, camera) = render_plain(true);
+
+    let same_pass = |a: &TileViewReport, b: &TileViewReport| {
+        assert_eq!(a.compiled, b.compiled, "the same plan");
+        assert_eq!(
+            a.attachments, b.attachments,
+            "the same VkRenderPass attachments"
+        );
+        assert_eq!(a.subpass_count, b.subpass_count);
+        assert_eq!(a.render_passes_recorded, b.render_passes_recorded);
+        assert_eq!(a.draws, b.draws);
+    };
+    same_pass(&plain, &report);
+    assert_eq!(plain_frame.rgba, frame.rgba, "the same image");
+    assert_eq!(
+        egui_contexts(&mut headless),
+        0,
+        "no egui context while hidden"
+    );
+    assert_eq!(
+        egui_views(&mut headless),
+        0,
+        "no egui view extracted, so no egui pass"
+    );
+    assert_eq!(
+        headless
+            .app
+            .world()
+            .resource::<TileInspectorPanels>()
+            .updates,
+        0,
+        "nothing computed while hidden"
+    );
+
+    // Shown, then hidden again: back to the same frame, without leaking Vulkan objects.
+    let live = headless
+        .app
+        .world()
+        .resource::<TileRenderReports>()
+        .live_vulkan_objects();
+    headless
+        .app
+        .world_mut()
+        .resource_mut::<TileInspector>()
+        .visible = true;
+    let shown = headless.render(4);
+    assert_eq!(egui_contexts(&mut headless), 1);
+    assert_eq!(egui_views(&mut headless), 1);
+    let (differ, _) = differing(&frame, &shown, 0, 0, HEADLESS_WIDTH, HEADLESS_HEIGHT);
+    assert!(
+        differ > 1000,
+        "the overlay shows on the image target ({differ} pixels)"
+    );
+    headless
+        .app
+        .world_mut()
+        .resource_mut::<TileInspector>()
+        .visible = false;
+    let hidden_again = headless.render(4);
+    assert_eq!(egui_contexts(&mut headless), 0);
+    assert_eq!(egui_views(&mut headless), 0);
+    assert_eq!(
+        hidden_again.rgba, frame.rgba,
+        "hidden again: the same image"
+    );
+    let report = headless
+        .app
+        .world()
+        .resource::<TileRenderReports>()
+        .get(camera)
+        .unwrap();
+    same_pass(&plain, &report);
+    assert_eq!(
+        headless
+            .app
+            .world()
+            .resource::<TileRenderReports>()
+            .live_vulkan_objects(),
+        live
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// 4. Over Bevy's own Core3d camera (bevy_egui's egui_pass in Core3d draws it).
+
+#[test]
+fn inspector_over_a_core3d_camera() {
+    let _test = GpuTest::start("inspector_over_a_core3d_camera");
+    let mut headless = HeadlessApp::new(HEADLESS_WIDTH, HEADLESS_HEIGHT);
+    headless.app.add_plugins(TileInspectorPlugin::default());
+    scenes::spawn_lit_spheres(headless.app.world_mut());
+    let camera = headless.spawn_camera((
+        Camera3d::default(),
+        scenes::reference_camera(),
+        scenes::reference_camera_transform(),
+        Msaa::Off,
+    ));
+    let hidden = headless.render(4);
+    headless
+        .app
+        .world_mut()
+        .resource_mut::<TileInspector>()
+        .visible = true;
+    let shown = headless.render(4);
+    let (differ, _) = differing(&hidden, &shown, 0, 0, HEADLESS_WIDTH, HEADLESS_HEIGHT);
+    assert!(differ > 1000, "the overlay shows ({differ} pixels)");
+    let panels = headless.app.world().resource::<TileInspectorPanels>();
+    let panel = panels.get(camera).expect("the Core3d camera's panel");
+    assert_eq!(panel.tier, "Bevy Core3d");
+    assert!(panel.settings.is_none());
+    assert_eq!(
+        (panel.resolution.x, panel.resolution.y),
+        (HEADLESS_WIDTH, HEADLESS_HEIGHT)
+    );
+    let in_use = panel.in_use.as_ref().expect("stock Bevy's plan");
+    let alternative = panel
+        .tile_deferred_alternative
+        .as_ref()
+        .expect("the tile-deferred alternative");
+    assert!(alternative.bytes_per_frame < in_use.bytes_per_frame);
+    let overlay = panel.overlay.as_ref().expect("the overlay's own pass");
+    assert_eq!(
+        overlay.bytes_per_frame,
+        2 * u64::from(HEADLESS_WIDTH) * u64::from(HEADLESS_HEIGHT) * 4,
+        "egui_pass loads and stores Bevy's main texture"
+    );
+    headless
+        .app
+        .world_mut()
+        .resource_mut::<TileInspector>()
+        .visible = false;
+    let hidden_again = headless.render(4);
+    let (differ, total) = differing(
+        &hidden,
+        &hidden_again,
+        0,
+        0,
+        HEADLESS_WIDTH,
+        HEADLESS_HEIGHT,
+    );
+    assert!(
+        differ * 100 < total,
+        "hidden again ({differ} pixels differ)"
+    );
+}

@@ -2,23 +2,20 @@
 //! the values of the compiled frame; its toggles change the frame; hidden, it changes nothing.
 
 use crate::{
-    harness::{Frame, GpuTest, HeadlessApp, run_in_child_process},
+    harness::{Frame, GpuTest, HeadlessApp, run_in_child_process, test_plugins},
     scenes,
 };
 use bevy::{
     diagnostic::FrameCount,
-    log::LogPlugin,
     prelude::*,
     render::{
-        Render, RenderApp, RenderPlugin, RenderSystems,
-        settings::{Backends, WgpuSettings},
+        Render, RenderApp, RenderSystems,
         view::{
             Msaa,
             screenshot::{Screenshot, ScreenshotCaptured},
         },
     },
-    window::{ExitCondition, WindowResolution},
-    winit::WinitPlugin,
+    window::WindowResolution,
 };
 use bevy_egui::{EguiContext, render::EguiViewTarget};
 use bevy_tile_deferred::{
@@ -199,31 +196,11 @@ fn child_inspector_over_a_tile_camera_in_a_window() {
     let test = GpuTest::start("child_inspector_over_a_tile_camera_in_a_window");
     let shared = SharedRun::default();
     let mut app = App::new();
-    app.add_plugins(
-        DefaultPlugins
-            .set(WindowPlugin {
-                primary_window: Some(Window {
-                    resolution: WindowResolution::new(WIDTH, HEIGHT),
-                    title: "bevy_tile_deferred inspector test".into(),
-                    ..default()
-                }),
-                exit_condition: ExitCondition::DontExit,
-                ..default()
-            })
-            .set(WinitPlugin {
-                run_on_any_thread: true,
-            })
-            .set(RenderPlugin {
-                render_creation: WgpuSettings {
-                    backends: Some(Backends::VULKAN),
-                    ..default()
-                }
-                .into(),
-                synchronous_pipeline_compilation: true,
-                ..default()
-            })
-            .disable::<LogPlugin>(),
-    )
+    app.add_plugins(test_plugins(Some(Window {
+        resolution: WindowResolution::new(WIDTH, HEIGHT),
+        title: "bevy_tile_deferred inspector test".into(),
+        ..default()
+    })))
     .add_plugins((TileDeferredPlugin, TileInspectorPlugin::default()))
     .insert_resource(shared.clone())
     .add_systems(Startup, |world: &mut World| {

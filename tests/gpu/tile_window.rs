@@ -5,23 +5,17 @@
 //! this test binary (an ignored test run by its parent).
 
 use crate::{
-    harness::{Frame, GpuTest, run_in_child_process},
+    harness::{Frame, GpuTest, run_in_child_process, test_plugins},
     scenes,
 };
 use bevy::{
     diagnostic::FrameCount,
-    log::LogPlugin,
     prelude::*,
-    render::{
-        RenderPlugin,
-        settings::{Backends, WgpuSettings},
-        view::{
-            Msaa,
-            screenshot::{Screenshot, ScreenshotCaptured},
-        },
+    render::view::{
+        Msaa,
+        screenshot::{Screenshot, ScreenshotCaptured},
     },
-    window::{ExitCondition, WindowResolution},
-    winit::WinitPlugin,
+    window::WindowResolution,
 };
 use bevy_tile_deferred::{TileDeferred, TileDeferredPlugin, TileRenderReports};
 
@@ -59,31 +53,11 @@ fn child_tile_camera_in_a_window() {
     let test = GpuTest::start("child_tile_camera_in_a_window");
     let shared = SharedWindowRun::default();
     let mut app = App::new();
-    app.add_plugins(
-        DefaultPlugins
-            .set(WindowPlugin {
-                primary_window: Some(Window {
-                    resolution: WindowResolution::new(320, 180),
-                    title: "bevy_tile_deferred window test".into(),
-                    ..default()
-                }),
-                exit_condition: ExitCondition::DontExit,
-                ..default()
-            })
-            .set(WinitPlugin {
-                run_on_any_thread: true,
-            })
-            .set(RenderPlugin {
-                render_creation: WgpuSettings {
-                    backends: Some(Backends::VULKAN),
-                    ..default()
-                }
-                .into(),
-                synchronous_pipeline_compilation: true,
-                ..default()
-            })
-            .disable::<LogPlugin>(),
-    )
+    app.add_plugins(test_plugins(Some(Window {
+        resolution: WindowResolution::new(320, 180),
+        title: "bevy_tile_deferred window test".into(),
+        ..default()
+    })))
     .add_plugins(TileDeferredPlugin)
     .insert_resource(shared.clone())
     .add_systems(Startup, |world: &mut World| {

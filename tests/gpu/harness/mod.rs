@@ -81,6 +81,37 @@ impl Drop for GpuTest {
     }
 }
 
+/// Bevy's default plugins as every GPU test uses them: Vulkan only, pipelines compiled
+/// synchronously (the first frames are complete), no Bevy logger (the harness installs its
+/// own). Without a window winit is off; with one, winit may run on the test's thread.
+pub fn test_plugins(window: Option<Window>) -> bevy::app::PluginGroupBuilder {
+    let headless = window.is_none();
+    let plugins = DefaultPlugins
+        .set(WindowPlugin {
+            primary_window: window,
+            exit_condition: ExitCondition::DontExit,
+            close_when_requested: false,
+            ..default()
+        })
+        .set(RenderPlugin {
+            render_creation: WgpuSettings {
+                backends: Some(Backends::VULKAN),
+                ..default()
+            }
+            .into(),
+            synchronous_pipeline_compilation: true,
+            ..default()
+        })
+        .disable::<LogPlugin>();
+    if headless {
+        plugins.disable::<WinitPlugin>()
+    } else {
+        plugins.set(WinitPlugin {
+            run_on_any_thread: true,
+        })
+    }
+}
+
 /// A Bevy app with no window that renders cameras into an image and reads it back.
 pub struct HeadlessApp {
     /// The app; add systems, resources and entities freely before the first `render`.
@@ -96,27 +127,8 @@ impl HeadlessApp {
     /// [`TileDeferredPlugin`].
     pub fn new(width: u32, height: u32) -> Self {
         let mut app = App::new();
-        app.add_plugins(
-            DefaultPlugins
-                .set(WindowPlugin {
-                    primary_window: None,
-                    exit_condition: ExitCondition::DontExit,
-                    close_when_requested: false,
-                    ..default()
-                })
-                .set(RenderPlugin {
-                    render_creation: WgpuSettings {
-                        backends: Some(Backends::VULKAN),
-                        ..default()
-                    }
-                    .into(),
-                    synchronous_pipeline_compilation: true,
-                    ..default()
-                })
-                .disable::<WinitPlugin>()
-                .disable::<LogPlugin>(),
-        )
-        .add_plugins(TileDeferredPlugin);
+        app.add_plugins(test_plugins(None))
+            .add_plugins(TileDeferredPlugin);
 
         let target = add_target_image(&mut app, width, height);
         Self {

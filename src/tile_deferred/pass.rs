@@ -138,6 +138,7 @@ pub(crate) fn tile_deferred_pass(
         ),
         ambient,
         &scene,
+        &backend.context,
     );
     let Some(frame) = frame else {
         return;
@@ -220,6 +221,7 @@ impl Frame {
         ),
         ambient_override: Option<&AmbientLight>,
         scene: &TileSceneParams,
+        context: &VulkanContext,
     ) -> Option<Self> {
         let output_view = target.out_texture()?;
         let output_format = conv::frame_graph_format(target.out_texture_view_format()?)?;
@@ -274,6 +276,18 @@ impl Frame {
                 )
             });
         let (samples, msaa_note) = plan::sample_count(requested_samples, supported, keep_output);
+        // The stencil split needs sample-rate shading (wgpu enables the feature where the
+        // device has it) and a depth-stencil format multisampled at every count the tile budget
+        // may lower to.
+        let sample_rate_shading = scene
+            .profile
+            .as_deref()
+            .and_then(|p| p.vulkan.as_ref())
+            .is_some_and(|vk| vk.sample_rate_shading);
+        let msaa_depth_stencil = (samples > 1 && sample_rate_shading)
+            .then(|| context.msaa_depth_stencil_format((samples * 2 - 1) & !1))
+            .flatten()
+            .and_then(conv::depth_stencil_format);
         let desc = ViewFrameDesc {
             extent: Extent::new(viewport.z, viewport.w),
             output_format,
@@ -281,6 +295,7 @@ impl Frame {
             light_format: Format::Rg11b10Float,
             depth_format: Format::Depth32Float,
             samples,
+            msaa_depth_stencil,
         };
         let mut msaa_flags = 0;
         if settings.msaa_shading == super::MsaaShading::EverySample {
@@ -845,6 +860,7 @@ fn render_view(
         samples: native.samples,
         msaa_flags: frame.msaa_flags,
         edge_query: None,
+        stencil_split: pass.stencil_split,
     };
     let view_state = backend.views.get_mut(&frame.entity).unwrap();
     let gpu_times = view_state.timestamps.as_ref().and_then(|queries| {
@@ -859,7 +875,15 @@ fn render_view(
         queries.recorded(frame_number);
         (queries.pool, queries.first_query(frame_number))
     });
-    let viewport_pixels = f64::from(frame.viewport.z) * f64::from(frame.viewport.w);
+    // The stencil split's query counts every sample of each edge pixel; the per-sample-index
+    // draws' query one sample per edge pixel.
+    let counted_per_pixel = if pass.stencil_split.is_some() {
+        f64::from(native.samples)
+    } else {
+        1.0
+    };
+    let viewport_pixels =
+        f64::from(frame.viewport.z) * f64::from(frame.viewport.w) * counted_per_pixel;
     let per_sample_fraction = view_state
         .edge_queries
         .as_ref()
@@ -1153,6 +1177,7 @@ mod tests {
             light_format: Format::Rg11b10Float,
             depth_format: Format::Depth32Float,
             samples,
+            msaa_depth_stencil: None,
         };
         let compiled = compile(&plan::declare(&desc).unwrap(), &caps).unwrap();
         let (compiled, desc, note) = fit_tile_budget(compiled, desc, &caps).unwrap();

@@ -277,15 +277,15 @@ impl Frame {
             });
         let (samples, msaa_note) = plan::sample_count(requested_samples, supported, keep_output);
         // The stencil split needs sample-rate shading (wgpu enables the feature where the
-        // device has it) and a depth-stencil format multisampled at every count the tile budget
-        // may lower to.
+        // device has it) and a depth-stencil format multisampled at every supported count the
+        // tile budget may lower to.
         let sample_rate_shading = scene
             .profile
             .as_deref()
             .and_then(|p| p.vulkan.as_ref())
             .is_some_and(|vk| vk.sample_rate_shading);
         let msaa_depth_stencil = (samples > 1 && sample_rate_shading)
-            .then(|| context.msaa_depth_stencil_format((samples * 2 - 1) & !1))
+            .then(|| context.msaa_depth_stencil_format((samples * 2 - 1) & !1 & supported.0))
             .flatten()
             .and_then(conv::depth_stencil_format);
         let desc = ViewFrameDesc {

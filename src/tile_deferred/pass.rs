@@ -137,8 +137,7 @@ pub(crate) fn tile_deferred_pass(
             settings,
         ),
         ambient,
-        &scene,
-        &backend.context,
+        (&scene, &backend.context),
     );
     let Some(frame) = frame else {
         return;
@@ -220,8 +219,7 @@ impl Frame {
             &TileDeferred,
         ),
         ambient_override: Option<&AmbientLight>,
-        scene: &TileSceneParams,
-        context: &VulkanContext,
+        (scene, context): (&TileSceneParams, &VulkanContext),
     ) -> Option<Self> {
         let output_view = target.out_texture()?;
         let output_format = conv::frame_graph_format(target.out_texture_view_format()?)?;
@@ -276,18 +274,7 @@ impl Frame {
                 )
             });
         let (samples, msaa_note) = plan::sample_count(requested_samples, supported, keep_output);
-        // The stencil split needs sample-rate shading (wgpu enables the feature where the
-        // device has it) and a depth-stencil format multisampled at every supported count the
-        // tile budget may lower to.
-        let sample_rate_shading = scene
-            .profile
-            .as_deref()
-            .and_then(|p| p.vulkan.as_ref())
-            .is_some_and(|vk| vk.sample_rate_shading);
-        let msaa_depth_stencil = (samples > 1 && sample_rate_shading)
-            .then(|| context.msaa_depth_stencil_format((samples * 2 - 1) & !1 & supported.0))
-            .flatten()
-            .and_then(conv::depth_stencil_format);
+        let msaa_depth_stencil = msaa_depth_stencil_format(scene, context, samples, supported);
         let desc = ViewFrameDesc {
             extent: Extent::new(viewport.z, viewport.w),
             output_format,
@@ -397,6 +384,29 @@ impl Frame {
                 && viewport.w == target_extent.height,
         })
     }
+}
+
+/// The depth-stencil format of the MSAA stencil split, where the device can run it: it needs
+/// sample-rate shading (wgpu enables the feature where the device has it) and a depth-stencil
+/// format multisampled at every supported count the tile budget may lower `samples` to.
+fn msaa_depth_stencil_format(
+    scene: &TileSceneParams,
+    context: &VulkanContext,
+    samples: u32,
+    supported: crate::device::SampleCounts,
+) -> Option<Format> {
+    let sample_rate_shading = scene
+        .profile
+        .as_deref()
+        .and_then(|p| p.vulkan.as_ref())
+        .is_some_and(|vk| vk.sample_rate_shading);
+    if samples <= 1 || !sample_rate_shading {
+        return None;
+    }
+    let counts = (samples * 2 - 1) & !1 & supported.0;
+    context
+        .msaa_depth_stencil_format(counts)
+        .and_then(conv::depth_stencil_format)
 }
 
 /// Lowers the sample count while the multisampled frame does not fit the device's tile memory

@@ -442,7 +442,9 @@ impl VulkanContext {
             layouts,
             target,
             &stages,
-            (&vertex_input, &input_assembly, &rasterization),
+            &vertex_input,
+            &input_assembly,
+            &rasterization,
             &multisample,
             Some(&depth),
             &blend_attachments,
@@ -545,23 +547,27 @@ impl VulkanContext {
             layouts,
             target,
             &stages,
-            (&vertex_input, &input_assembly, &rasterization),
+            &vertex_input,
+            &input_assembly,
+            &rasterization,
             &multisample,
             stencil.as_ref(),
             &blend_attachments,
         )
     }
 
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "the fixed-function state of one pipeline"
+    )]
     fn create_graphics_pipeline_with(
         &self,
         layouts: &TileLayouts,
         target: PipelineTarget,
         stages: &[vk::PipelineShaderStageCreateInfo],
-        (vertex_input, input_assembly, rasterization): (
-            &vk::PipelineVertexInputStateCreateInfo,
-            &vk::PipelineInputAssemblyStateCreateInfo,
-            &vk::PipelineRasterizationStateCreateInfo,
-        ),
+        vertex_input: &vk::PipelineVertexInputStateCreateInfo,
+        input_assembly: &vk::PipelineInputAssemblyStateCreateInfo,
+        rasterization: &vk::PipelineRasterizationStateCreateInfo,
         multisample: &vk::PipelineMultisampleStateCreateInfo,
         depth: Option<&vk::PipelineDepthStencilStateCreateInfo>,
         blend_attachments: &[vk::PipelineColorBlendAttachmentState],

@@ -22,8 +22,11 @@ use super::validate::validate;
 pub struct DepthRef {
     /// Index into [`NativePass::attachments`].
     pub attachment: usize,
-    /// Depth test without writes (read-only layout).
+    /// Depth test without depth writes (read-only layout).
     pub read_only: bool,
+    /// The stencil aspect is written while the depth aspect is read-only
+    /// (`DEPTH_READ_ONLY_STENCIL_ATTACHMENT_OPTIMAL`).
+    pub stencil_write: bool,
 }
 
 /// One subpass of a native render pass: one declared raster pass.
@@ -560,7 +563,8 @@ fn build_native_pass(
                 Role::Depth => {
                     sp.depth = Some(DepthRef {
                         attachment: a,
-                        read_only: !u.writes(),
+                        read_only: !u.writes() || u.stencil_only,
+                        stencil_write: u.writes() && u.stencil_only,
                     })
                 }
                 Role::Input => sp.input.push(a),
@@ -673,6 +677,9 @@ struct UseSet {
     write_access: AccessMask,
     read_stages: PipelineStages,
     writes: bool,
+    /// Writes what an input attachment of the same subpass may read (a stencil-only write
+    /// does not: inputs read the depth aspect).
+    writes_input_aspect: bool,
     has_input: bool,
 }
 
@@ -684,6 +691,7 @@ fn use_set<'a>(uses: impl Iterator<Item = &'a Use>) -> UseSet {
         write_access: AccessMask::NONE,
         read_stages: PipelineStages::NONE,
         writes: false,
+        writes_input_aspect: false,
         has_input: false,
     };
     for u in uses {
@@ -692,6 +700,7 @@ fn use_set<'a>(uses: impl Iterator<Item = &'a Use>) -> UseSet {
         s.access |= ac;
         if u.writes() {
             s.writes = true;
+            s.writes_input_aspect |= !u.stencil_only;
             s.write_stages |= st;
             s.write_access |= write_bits(ac);
         }
@@ -767,9 +776,11 @@ fn dependencies(
                     }
                 }
             }
-            if s.writes && s.has_input {
+            if s.writes_input_aspect && s.has_input {
                 // Reading and writing the same attachment in one subpass
                 // (programmable blending) needs a by-region self-dependency.
+                // Writing only the stencil of a depth read as input is no
+                // feedback loop (disjoint aspects) and needs none.
                 deps.add(
                     sub(pos),
                     sub(pos),

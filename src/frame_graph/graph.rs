@@ -157,6 +157,10 @@ pub(crate) struct Use {
     pub clear: Option<ClearValue>,
     /// For `ResolveDst`: the MSAA attachment resolved into `res`.
     pub resolve_src: Option<ResourceId>,
+    /// For a `Depth` use that writes: only the stencil aspect is written, the depth aspect is
+    /// only tested (`DEPTH_READ_ONLY_STENCIL_ATTACHMENT_OPTIMAL`), so the pass may read depth
+    /// as an input attachment while it writes stencil.
+    pub stencil_only: bool,
 }
 
 impl Use {
@@ -473,6 +477,7 @@ impl<'g> Builder<'g> {
                 access,
                 clear,
                 resolve_src,
+                stencil_only: false,
             });
         }
     }
@@ -535,6 +540,22 @@ impl RasterPassBuilder<'_> {
     /// without writes).
     pub fn depth_read_only(mut self, h: &AttachmentHandle) -> Self {
         self.inner.push(h, Role::Depth, Access::Read, None, None);
+        self
+    }
+
+    /// Binds `h` (a depth-stencil format) as the depth-stencil attachment with the depth aspect
+    /// read-only (depth test without writes) and the stencil aspect written: the pass may also
+    /// read `h`'s depth as an input attachment (Lauritzen's deferred MSAA marks edge pixels in
+    /// stencil while reading depth). Previous contents are kept (`Load` where needed).
+    pub fn depth_read_only_stencil_write(mut self, h: &mut AttachmentHandle) -> Self {
+        self.inner
+            .push(h, Role::Depth, Access::ReadWrite, None, None);
+        if let Some(u) = self.inner.decl.uses.last_mut()
+            && u.res == h.id
+            && u.role == Role::Depth
+        {
+            u.stencil_only = true;
+        }
         self
     }
 

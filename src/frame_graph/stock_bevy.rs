@@ -696,6 +696,7 @@ mod tests {
                 light_format: Format::Rg11b10Float,
                 depth_format: Format::Depth32Float,
                 samples,
+                msaa_depth_stencil: None,
             };
             let g = crate::tile_deferred::plan::declare(&desc).unwrap();
             let f = compile(&g, &caps).unwrap();

@@ -298,7 +298,8 @@ fn worked_example_from_module_docs() {
         s[0].depth,
         Some(DepthRef {
             attachment: 3,
-            read_only: false
+            read_only: false,
+            stencil_write: false,
         })
     );
     assert_eq!(s[1].input, vec![0, 1, 2, 3]);

@@ -102,6 +102,16 @@ fn check_raster<'a>(
                     ),
                 ));
             }
+            Role::Depth if u.stencil_only && !r.desc.format.has_stencil() => {
+                return Err(invalid(
+                    pass,
+                    format!(
+                        "`{}` has no stencil aspect ({}), so it cannot be bound with stencil \
+                         writes",
+                        r.name, r.desc.format
+                    ),
+                ));
+            }
             Role::Depth if !r.desc.format.is_depth() => {
                 return Err(invalid(
                     pass,

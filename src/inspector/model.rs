@@ -183,13 +183,19 @@ pub(crate) fn view_desc_of(frame: &CompiledFrame) -> Option<ViewFrameDesc> {
         .iter()
         .find_map(|n| n.attachment(output.id))
         .is_some_and(|a| a.load == LoadOp::Load);
+    let stencil_split = depth.samples > 1 && depth.format.has_stencil();
     Some(ViewFrameDesc {
         extent: output.extent,
         output_format: output.format,
         keep_output,
         light_format: light.format,
-        depth_format: depth.format,
+        depth_format: if stencil_split {
+            Format::Depth32Float
+        } else {
+            depth.format
+        },
         samples: depth.samples,
+        msaa_depth_stencil: stencil_split.then_some(depth.format),
     })
 }
 
@@ -403,6 +409,7 @@ pub(crate) fn update_panels(
                     light_format: Format::Rg11b10Float,
                     depth_format: Format::Depth32Float,
                     samples: requested,
+                    msaa_depth_stencil: None,
                 };
                 let plans = cache.get(desc, caps, requested);
                 panel.in_use = plans
@@ -626,6 +633,7 @@ mod tests {
             light_format: Format::Rg11b10Float,
             depth_format: Format::Depth32Float,
             samples,
+            msaa_depth_stencil: None,
         }
     }
 

@@ -67,7 +67,18 @@ pub(crate) struct PassResources {
     pub global_lighting: vk::Pipeline,
     pub light_volumes: vk::Pipeline,
     pub tonemap: vk::Pipeline,
+    /// The MSAA stencil split (`None` otherwise): edge marking, then the edge pixels' lighting
+    /// per sample (`global_lighting` and `light_volumes` light the other pixels once).
+    pub stencil_split: Option<StencilSplitPipelines>,
     pub last_used: u64,
+}
+
+/// The pipelines only the MSAA stencil split uses.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct StencilSplitPipelines {
+    pub classify: vk::Pipeline,
+    pub global_lighting_per_sample: vk::Pipeline,
+    pub light_volumes_per_sample: vk::Pipeline,
 }
 
 /// Per-camera state.
@@ -292,10 +303,14 @@ impl TileBackend {
     /// Queues a render pass and its pipelines for destruction after the GPU is done.
     pub fn retire_pass(&mut self, pass: PassResources) {
         self.graveyard.retire(Box::new(move |c: &VulkanContext| {
+            let split = pass.stencil_split.unwrap_or_default();
             for pipeline in pass.gbuffer.into_values().chain([
                 pass.global_lighting,
                 pass.light_volumes,
                 pass.tonemap,
+                split.classify,
+                split.global_lighting_per_sample,
+                split.light_volumes_per_sample,
             ]) {
                 if pipeline != vk::Pipeline::null() {
                     c.destroy_pipeline(pipeline);

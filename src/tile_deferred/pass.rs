@@ -137,7 +137,7 @@ pub(crate) fn tile_deferred_pass(
             settings,
         ),
         ambient,
-        &scene,
+        (&scene, &backend.context),
     );
     let Some(frame) = frame else {
         return;
@@ -219,7 +219,7 @@ impl Frame {
             &TileDeferred,
         ),
         ambient_override: Option<&AmbientLight>,
-        scene: &TileSceneParams,
+        (scene, context): (&TileSceneParams, &VulkanContext),
     ) -> Option<Self> {
         let output_view = target.out_texture()?;
         let output_format = conv::frame_graph_format(target.out_texture_view_format()?)?;
@@ -274,6 +274,7 @@ impl Frame {
                 )
             });
         let (samples, msaa_note) = plan::sample_count(requested_samples, supported, keep_output);
+        let msaa_depth_stencil = msaa_depth_stencil_format(scene, context, samples, supported);
         let desc = ViewFrameDesc {
             extent: Extent::new(viewport.z, viewport.w),
             output_format,
@@ -281,6 +282,7 @@ impl Frame {
             light_format: Format::Rg11b10Float,
             depth_format: Format::Depth32Float,
             samples,
+            msaa_depth_stencil,
         };
         let mut msaa_flags = 0;
         if settings.msaa_shading == super::MsaaShading::EverySample {
@@ -382,6 +384,29 @@ impl Frame {
                 && viewport.w == target_extent.height,
         })
     }
+}
+
+/// The depth-stencil format of the MSAA stencil split, where the device can run it: it needs
+/// sample-rate shading (wgpu enables the feature where the device has it) and a depth-stencil
+/// format multisampled at every supported count the tile budget may lower `samples` to.
+fn msaa_depth_stencil_format(
+    scene: &TileSceneParams,
+    context: &VulkanContext,
+    samples: u32,
+    supported: crate::device::SampleCounts,
+) -> Option<Format> {
+    let sample_rate_shading = scene
+        .profile
+        .as_deref()
+        .and_then(|p| p.vulkan.as_ref())
+        .is_some_and(|vk| vk.sample_rate_shading);
+    if samples <= 1 || !sample_rate_shading {
+        return None;
+    }
+    let counts = (samples * 2 - 1) & !1 & supported.0;
+    context
+        .msaa_depth_stencil_format(counts)
+        .and_then(conv::depth_stencil_format)
 }
 
 /// Lowers the sample count while the multisampled frame does not fit the device's tile memory
@@ -845,6 +870,7 @@ fn render_view(
         samples: native.samples,
         msaa_flags: frame.msaa_flags,
         edge_query: None,
+        stencil_split: pass.stencil_split,
     };
     let view_state = backend.views.get_mut(&frame.entity).unwrap();
     let gpu_times = view_state.timestamps.as_ref().and_then(|queries| {
@@ -859,7 +885,15 @@ fn render_view(
         queries.recorded(frame_number);
         (queries.pool, queries.first_query(frame_number))
     });
-    let viewport_pixels = f64::from(frame.viewport.z) * f64::from(frame.viewport.w);
+    // The stencil split's query counts every sample of each edge pixel; the per-sample-index
+    // draws' query one sample per edge pixel.
+    let counted_per_pixel = if pass.stencil_split.is_some() {
+        f64::from(native.samples)
+    } else {
+        1.0
+    };
+    let viewport_pixels =
+        f64::from(frame.viewport.z) * f64::from(frame.viewport.w) * counted_per_pixel;
     let per_sample_fraction = view_state
         .edge_queries
         .as_ref()
@@ -1153,6 +1187,7 @@ mod tests {
             light_format: Format::Rg11b10Float,
             depth_format: Format::Depth32Float,
             samples,
+            msaa_depth_stencil: None,
         };
         let compiled = compile(&plan::declare(&desc).unwrap(), &caps).unwrap();
         let (compiled, desc, note) = fit_tile_budget(compiled, desc, &caps).unwrap();

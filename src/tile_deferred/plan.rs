@@ -42,6 +42,28 @@ pub(crate) struct ViewFrameDesc {
     /// Samples per pixel of every subpass (1: no MSAA). With MSAA the tonemap subpass writes a
     /// transient multisampled colour that is resolved in-pass into the output.
     pub samples: u32,
+    /// With MSAA: the depth-stencil format of Lauritzen's stencil split, where the device has
+    /// one it can multisample and `sampleRateShading`. The lighting subpass then marks edge
+    /// pixels in stencil (depth read-only, stencil written, depth also read as an input
+    /// attachment), lights the other pixels once and edge pixels per sample. `None`: every
+    /// lighting draw is issued once per sample index (no stencil, no sample-rate shading).
+    /// Ignored without MSAA.
+    pub msaa_depth_stencil: Option<Format>,
+}
+
+impl ViewFrameDesc {
+    /// The lighting subpass splits edge and interior pixels with the stencil.
+    pub fn stencil_split(&self) -> bool {
+        self.samples > 1 && self.msaa_depth_stencil.is_some()
+    }
+
+    /// The depth attachment's format.
+    pub fn depth_attachment_format(&self) -> Format {
+        match self.msaa_depth_stencil {
+            Some(format) if self.samples > 1 => format,
+            _ => self.depth_format,
+        }
+    }
 }
 
 /// The G-buffer formats (see `shaders/common.glsl`).
@@ -59,7 +81,7 @@ pub(crate) fn declare(desc: &ViewFrameDesc) -> Result<FrameGraph, GraphError> {
     let mut normal = graph.create_attachment(NORMAL, tile(NORMAL_FORMAT));
     let mut material = graph.create_attachment(MATERIAL, tile(MATERIAL_FORMAT));
     let mut light = graph.create_attachment(LIGHT, tile(desc.light_format));
-    let mut depth = graph.create_attachment(DEPTH, tile(desc.depth_format));
+    let mut depth = graph.create_attachment(DEPTH, tile(desc.depth_attachment_format()));
     let mut output = graph.import_attachment(
         OUTPUT,
         AttachmentDesc::new(desc.output_format),
@@ -87,14 +109,21 @@ pub(crate) fn declare(desc: &ViewFrameDesc) -> Result<FrameGraph, GraphError> {
             }),
         )
         .finish()?;
-    graph
+    let lighting = graph
         .add_raster_pass(LIGHTING)
         .input(&albedo)
         .input(&normal)
         .input(&material)
         .input(&depth)
-        .color(&mut light, Access::ReadWrite, None)
-        .finish()?;
+        .color(&mut light, Access::ReadWrite, None);
+    if desc.stencil_split() {
+        // The first draw marks edge pixels in stencil; the lighting draws test it.
+        lighting
+            .depth_read_only_stencil_write(&mut depth)
+            .finish()?;
+    } else {
+        lighting.finish()?;
+    }
     if n > 1 {
         // Tonemapped per sample where samples differ, then resolved in-pass: only the resolved
         // image is stored.
@@ -174,6 +203,7 @@ mod tests {
             light_format: Format::Rg11b10Float,
             depth_format: Format::Depth32Float,
             samples,
+            msaa_depth_stencil: None,
         }
     }
 
@@ -202,6 +232,98 @@ mod tests {
             assert_eq!(frame.cost.total.stored, 1920 * 1080 * 4);
             assert_eq!(frame.cost.total.loaded, 0);
         }
+    }
+
+    #[test]
+    fn msaa_stencil_split_marks_edges_with_read_only_depth() {
+        use crate::vulkan::render_pass;
+        use ash::vk;
+        let split = ViewFrameDesc {
+            msaa_depth_stencil: Some(Format::Depth32FloatStencil8),
+            ..desc(4)
+        };
+        assert!(split.stencil_split());
+        // Without MSAA the stencil format is ignored: the single-sample frame is unchanged.
+        let single = ViewFrameDesc {
+            msaa_depth_stencil: Some(Format::Depth32FloatStencil8),
+            ..desc(1)
+        };
+        assert!(!single.stencil_split());
+        assert_eq!(
+            compile(&declare(&single).unwrap(), &DeviceCaps::desktop()).unwrap(),
+            compile(&declare(&desc(1)).unwrap(), &DeviceCaps::desktop()).unwrap()
+        );
+
+        let frame = compile(&declare(&split).unwrap(), &DeviceCaps::desktop()).unwrap();
+        assert_eq!(frame.render_pass_count(), 1, "{}", frame.describe());
+        assert_eq!(frame.cost.total.stored, 1920 * 1080 * 4);
+        assert_eq!(frame.cost.total.loaded, 0);
+        let native = &frame.native_passes[0];
+        let depth = native
+            .attachments
+            .iter()
+            .position(|a| a.name == names::DEPTH)
+            .unwrap();
+        assert_eq!(
+            native.attachments[depth].format,
+            Format::Depth32FloatStencil8
+        );
+        assert!(native.attachments[depth].transient);
+        let lighting = &native.subpasses[1];
+        assert!(lighting.input.contains(&depth));
+        let depth_ref = lighting.depth.unwrap();
+        assert_eq!(depth_ref.attachment, depth);
+        assert!(depth_ref.read_only && depth_ref.stencil_write);
+        // Stencil writes never alias the depth the subpass reads: no self-dependency.
+        assert!(
+            !native
+                .dependencies
+                .iter()
+                .any(|d| d.src == d.dst && d.src == crate::frame_graph::SubpassIndex::Index(1)),
+            "{:?}",
+            native.dependencies
+        );
+        // The stencil marks reach the tonemap subpass's depth input (and nothing is stored).
+        assert!(native.dependencies.iter().any(|d| {
+            d.src == crate::frame_graph::SubpassIndex::Index(1)
+                && d.dst == crate::frame_graph::SubpassIndex::Index(2)
+                && d.src_access
+                    .contains(crate::frame_graph::AccessMask::DEPTH_STENCIL_ATTACHMENT_WRITE)
+        }));
+
+        // Vulkan: both references of the lighting subpass in one layout, the descriptor's too.
+        let description = render_pass::describe(native, None, &[], |_| None);
+        let layout = vk::ImageLayout::DEPTH_READ_ONLY_STENCIL_ATTACHMENT_OPTIMAL;
+        let subpass = &description.subpasses[1];
+        assert_eq!(subpass.depth.unwrap().layout, layout);
+        assert!(
+            subpass
+                .input
+                .iter()
+                .any(|r| r.attachment == depth as u32 && r.layout == layout)
+        );
+        assert_eq!(
+            render_pass::layout_in_subpass(native, 2, depth),
+            Some(vk::ImageLayout::DEPTH_STENCIL_READ_ONLY_OPTIMAL)
+        );
+        let attachment = &description.attachments[depth];
+        assert_eq!(attachment.stencil_load_op, vk::AttachmentLoadOp::CLEAR);
+        assert_eq!(
+            attachment.stencil_store_op,
+            vk::AttachmentStoreOp::DONT_CARE
+        );
+    }
+
+    #[test]
+    fn stencil_writes_need_a_stencil_aspect() {
+        let mut graph = FrameGraph::new(Extent::new(64, 64));
+        let mut depth = graph.create_attachment("depth", AttachmentDesc::new(Format::Depth32Float));
+        let error = graph
+            .add_raster_pass("mark")
+            .depth_read_only_stencil_write(&mut depth)
+            .finish()
+            .unwrap_err();
+        assert!(error.to_string().contains("no stencil aspect"), "{error}");
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! `as_hal_mut` (wgpu panics if one encoder mixes wgpu commands and raw recording).
 
 use super::{
+    backend::StencilSplitPipelines,
     gpu_types::{GpuPushConstants, GpuTonemapParams},
     pass::{Draw, StepResult, TileSceneParams},
 };
@@ -106,6 +107,8 @@ pub(super) struct Recording {
     pub(super) msaa_flags: u32,
     /// Occlusion query counting the pixels lit per sample (with MSAA).
     pub(super) edge_query: Option<(vk::QueryPool, u32)>,
+    /// With MSAA: the stencil split's pipelines (`None`: per-sample-index draws).
+    pub(super) stencil_split: Option<StencilSplitPipelines>,
 }
 
 /// Records the frame on a new encoder used only through `as_hal_mut`, and returns its command
@@ -296,15 +299,53 @@ unsafe fn record_into(
             &[r.gbuffer_set],
             &[],
         );
-        // With MSAA every lighting draw runs once per sample index: interior pixels are lit by
-        // the sample-0 draw for all their samples, edge pixels by each draw for its sample. The
-        // sample-1 draw of the global lighting writes exactly one sample per edge pixel: the
-        // occlusion query around it counts them.
         let mut push = GpuPushConstants {
             tonemap: r.tonemap_params,
             msaa: [0, r.samples, r.msaa_flags, 0],
         };
-        for sample in 0..r.samples {
+        // The MSAA stencil split (Lauritzen): one draw classifies each pixel and marks edge
+        // pixels with stencil 1 on all samples (the occlusion query around it counts N samples
+        // per edge pixel); the lighting draws then run once with stencil == 0, per pixel, and
+        // once with stencil == 1, per sample.
+        let per_sample_index_draws = if let Some(split) = &r.stencil_split {
+            device.cmd_push_constants(
+                cb,
+                r.pipeline_layout,
+                vk::ShaderStageFlags::FRAGMENT,
+                0,
+                bytemuck::bytes_of(&push),
+            );
+            device.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, split.classify);
+            if let Some((pool, query)) = r.edge_query {
+                device.cmd_begin_query(cb, pool, query, vk::QueryControlFlags::empty());
+            }
+            device.cmd_draw(cb, 3, 1, 0, 0);
+            if let Some((pool, query)) = r.edge_query {
+                device.cmd_end_query(cb, pool, query);
+            }
+            for (global, volumes) in [
+                (r.global_lighting, r.light_volumes),
+                (
+                    split.global_lighting_per_sample,
+                    split.light_volumes_per_sample,
+                ),
+            ] {
+                device.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, global);
+                device.cmd_draw(cb, 3, 1, 0, 0);
+                if r.light_count > 0 {
+                    device.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, volumes);
+                    device.cmd_draw(cb, 6, r.light_count, 0, 0);
+                }
+            }
+            0
+        } else {
+            r.samples
+        };
+        // Otherwise (and without MSAA, once) every lighting draw runs once per sample index:
+        // interior pixels are lit by the sample-0 draw for all their samples, edge pixels by
+        // each draw for its sample. The sample-1 draw of the global lighting writes exactly one
+        // sample per edge pixel: the occlusion query around it counts them.
+        for sample in 0..per_sample_index_draws {
             push.msaa[0] = sample;
             device.cmd_push_constants(
                 cb,

@@ -2,7 +2,9 @@
 //! descriptor sets, the render pass with its pipelines, the attachments and the material sets.
 
 use super::{
-    backend::{MaterialResources, PassResources, TileBackend, ViewResources},
+    backend::{
+        MaterialResources, PassResources, StencilSplitPipelines, TileBackend, ViewResources,
+    },
     gpu_types::{GpuClusterableLight, GpuInstance, GpuView},
     pass::{Frame, StepResult, TileSceneParams, step},
     plan::names,
@@ -10,7 +12,10 @@ use super::{
 use crate::{
     frame_graph::{FrameGraphCache, NativePass},
     vulkan::{
-        VulkanContext, conv, memory::AttachmentImageDesc, pipeline::PipelineTarget, render_pass,
+        VulkanContext, conv,
+        memory::AttachmentImageDesc,
+        pipeline::{PipelineTarget, ScreenBlend, ScreenState, ScreenStencil},
+        render_pass,
     },
 };
 use ash::vk;
@@ -245,18 +250,37 @@ pub(super) fn create_pass_resources(
     let shaders = backend.shaders();
     let layouts = backend.layouts();
     let multisampled = native.samples > 1;
-    let (lighting_global, light_volume, tonemap) = if multisampled {
-        (
+    // The MSAA stencil split: the lighting subpass binds the depth-stencil attachment.
+    let stencil_split = native.subpasses[subpass_of(names::LIGHTING) as usize]
+        .depth
+        .is_some_and(|d| d.stencil_write);
+    let (lighting_global, light_volume, tonemap) = match (multisampled, stencil_split) {
+        (true, true) => (
+            shaders.lighting_global_pixel_ms_frag,
+            shaders.light_volume_pixel_ms_frag,
+            shaders.tonemap_ms_frag,
+        ),
+        (true, false) => (
             shaders.lighting_global_ms_frag,
             shaders.light_volume_ms_frag,
             shaders.tonemap_ms_frag,
-        )
-    } else {
-        (
+        ),
+        (false, _) => (
             shaders.lighting_global_frag,
             shaders.light_volume_frag,
             shaders.tonemap_frag,
-        )
+        ),
+    };
+    // Stencil 0: interior (and background) pixels, lit once; stencil 1: edges, lit per sample.
+    let (interior, edges) = if stencil_split {
+        (ScreenStencil::Equal(0), ScreenStencil::Equal(1))
+    } else {
+        (ScreenStencil::NoAttachment, ScreenStencil::NoAttachment)
+    };
+    let additive = |stencil, per_sample| ScreenState {
+        blend: ScreenBlend::Additive,
+        stencil,
+        per_sample,
     };
     let mut pass = PassResources {
         render_pass,
@@ -264,30 +288,59 @@ pub(super) fn create_pass_resources(
         global_lighting: vk::Pipeline::null(),
         light_volumes: vk::Pipeline::null(),
         tonemap: vk::Pipeline::null(),
+        stencil_split: stencil_split.then(StencilSplitPipelines::default),
         last_used: backend.frame,
     };
     let result = (|| {
+        let lighting = target(names::LIGHTING);
         pass.global_lighting = context.create_screen_pipeline(
             layouts,
-            target(names::LIGHTING),
+            lighting,
             shaders.fullscreen_vert,
             lighting_global,
-            true,
+            additive(interior, false),
         )?;
         pass.light_volumes = context.create_screen_pipeline(
             layouts,
-            target(names::LIGHTING),
+            lighting,
             shaders.light_volume_vert,
             light_volume,
-            true,
+            additive(interior, false),
         )?;
         pass.tonemap = context.create_screen_pipeline(
             layouts,
             target(names::TONEMAP),
             shaders.fullscreen_vert,
             tonemap,
-            false,
+            ScreenState::plain(ScreenBlend::Replace),
         )?;
+        if let Some(split) = pass.stencil_split.as_mut() {
+            split.classify = context.create_screen_pipeline(
+                layouts,
+                lighting,
+                shaders.fullscreen_vert,
+                shaders.msaa_classify_frag,
+                ScreenState {
+                    blend: ScreenBlend::NoColorWrites,
+                    stencil: ScreenStencil::Mark(1),
+                    per_sample: false,
+                },
+            )?;
+            split.global_lighting_per_sample = context.create_screen_pipeline(
+                layouts,
+                lighting,
+                shaders.fullscreen_vert,
+                shaders.lighting_global_sample_ms_frag,
+                additive(edges, true),
+            )?;
+            split.light_volumes_per_sample = context.create_screen_pipeline(
+                layouts,
+                lighting,
+                shaders.light_volume_vert,
+                shaders.light_volume_sample_ms_frag,
+                additive(edges, true),
+            )?;
+        }
         Ok(())
     })();
     match result {
@@ -383,9 +436,20 @@ pub(super) fn write_view_sets(
         native
             .attachment_named(name)
             .and_then(|a| view.attachments.iter().find(|(id, _)| *id == a.resource))
-            .map(|(_, image)| image.view)
+            .map(|(_, image)| image.input_view)
             .unwrap_or_default()
     };
+    // A descriptor's layout is the one its subpass uses the attachment in.
+    let input_layout = |subpass: &str, name: &str| {
+        let subpass = native.subpasses.iter().position(|s| s.name == subpass);
+        let attachment = native.attachments.iter().position(|a| a.name == name);
+        subpass
+            .zip(attachment)
+            .and_then(|(s, a)| render_pass::layout_in_subpass(native, s, a))
+            .unwrap_or(vk::ImageLayout::DEPTH_STENCIL_READ_ONLY_OPTIMAL)
+    };
+    let lighting_depth_layout = input_layout(names::LIGHTING, names::DEPTH);
+    let tonemap_depth_layout = input_layout(names::TONEMAP, names::DEPTH);
     let gbuffer_views = [
         view_of(names::ALBEDO_OCCLUSION),
         view_of(names::NORMAL),
@@ -406,7 +470,6 @@ pub(super) fn write_view_sets(
         }
     }
     let view = &backend.views[&entity];
-    let depth_layout = vk::ImageLayout::DEPTH_STENCIL_READ_ONLY_OPTIMAL;
     let gbuffer_infos: Vec<[vk::DescriptorImageInfo; 1]> = gbuffer_views
         .iter()
         .enumerate()
@@ -415,7 +478,7 @@ pub(super) fn write_view_sets(
                 sampler: vk::Sampler::null(),
                 image_view,
                 image_layout: if i == 3 {
-                    depth_layout
+                    lighting_depth_layout
                 } else {
                     vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL
                 },
@@ -430,7 +493,7 @@ pub(super) fn write_view_sets(
                 sampler: vk::Sampler::null(),
                 image_view,
                 image_layout: if i == 1 {
-                    depth_layout
+                    tonemap_depth_layout
                 } else {
                     vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL
                 },

@@ -69,6 +69,9 @@ pub(crate) struct VulkanContext {
     pub limits: vk::PhysicalDeviceLimits,
     /// Valid bits of timestamps on wgpu's queue (0: no timestamps).
     pub timestamp_valid_bits: u32,
+    /// Depth-stencil formats the device can use as a transient, multisampled depth-stencil and
+    /// input attachment, in order of preference, with the sample counts it supports for each.
+    pub depth_stencil_formats: Vec<(vk::Format, vk::SampleCountFlags)>,
     pub live: Arc<LiveObjects>,
 }
 
@@ -94,6 +97,37 @@ impl VulkanContext {
             unsafe { instance.get_physical_device_queue_family_properties(physical_device) }
                 .get(queue_family_index as usize)
                 .map_or(0, |family| family.timestamp_valid_bits);
+        // D32_SFLOAT_S8_UINT first: the same 32-bit float depth as the single-sample path.
+        let depth_stencil_formats = [
+            vk::Format::D32_SFLOAT_S8_UINT,
+            vk::Format::D24_UNORM_S8_UINT,
+        ]
+        .into_iter()
+        .filter_map(|format| {
+            // SAFETY: as above.
+            let features =
+                unsafe { instance.get_physical_device_format_properties(physical_device, format) }
+                    .optimal_tiling_features;
+            if !features.contains(vk::FormatFeatureFlags::DEPTH_STENCIL_ATTACHMENT) {
+                return None;
+            }
+            // SAFETY: as above.
+            let properties = unsafe {
+                instance.get_physical_device_image_format_properties(
+                    physical_device,
+                    format,
+                    vk::ImageType::TYPE_2D,
+                    vk::ImageTiling::OPTIMAL,
+                    vk::ImageUsageFlags::DEPTH_STENCIL_ATTACHMENT
+                        | vk::ImageUsageFlags::INPUT_ATTACHMENT
+                        | vk::ImageUsageFlags::TRANSIENT_ATTACHMENT,
+                    vk::ImageCreateFlags::empty(),
+                )
+            }
+            .ok()?;
+            Some((format, properties.sample_counts))
+        })
+        .collect();
         let allocator =
             gpu_allocator::vulkan::Allocator::new(&gpu_allocator::vulkan::AllocatorCreateDesc {
                 instance: instance.clone(),
@@ -114,8 +148,19 @@ impl VulkanContext {
             memory_properties,
             limits,
             timestamp_valid_bits,
+            depth_stencil_formats,
             live: Arc::default(),
         })
+    }
+
+    /// The preferred depth-stencil format that can be a multisampled attachment at every
+    /// sample count of `sample_counts` (a `VkSampleCountFlags` mask).
+    pub fn msaa_depth_stencil_format(&self, sample_counts: u32) -> Option<vk::Format> {
+        let wanted = vk::SampleCountFlags::from_raw(sample_counts);
+        self.depth_stencil_formats
+            .iter()
+            .find(|(_, counts)| counts.contains(wanted))
+            .map(|(format, _)| *format)
     }
 
     /// Waits until the GPU has finished everything submitted so far (through wgpu, so no queue

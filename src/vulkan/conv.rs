@@ -30,6 +30,15 @@ pub(crate) fn format(format: Format) -> vk::Format {
     }
 }
 
+/// The frame-graph format of a Vulkan depth-stencil format.
+pub(crate) fn depth_stencil_format(format: vk::Format) -> Option<Format> {
+    match format {
+        vk::Format::D24_UNORM_S8_UINT => Some(Format::Depth24Stencil8),
+        vk::Format::D32_SFLOAT_S8_UINT => Some(Format::Depth32FloatStencil8),
+        _ => None,
+    }
+}
+
 /// The frame-graph format of a render target's wgpu format, when the tile path can write it.
 pub(crate) fn frame_graph_format(format: wgpu::TextureFormat) -> Option<Format> {
     use wgpu::TextureFormat as T;

@@ -33,7 +33,11 @@ pub(crate) struct AttachmentImageDesc {
 /// An attachment image with its view and memory.
 pub(crate) struct AttachmentImage {
     pub image: vk::Image,
+    /// Every aspect: the framebuffer's view.
     pub view: vk::ImageView,
+    /// What input-attachment descriptors read: the depth aspect alone of a depth-stencil image
+    /// (a descriptor's view has one aspect), `view` otherwise.
+    pub input_view: vk::ImageView,
     pub desc: AttachmentImageDesc,
     /// The usage the image was created with.
     pub usage: vk::ImageUsageFlags,
@@ -159,6 +163,7 @@ impl VulkanContext {
         let mut attachment = AttachmentImage {
             image,
             view: vk::ImageView::null(),
+            input_view: vk::ImageView::null(),
             desc,
             usage,
             lazily_allocated,
@@ -169,29 +174,47 @@ impl VulkanContext {
             self.destroy_attachment_image(attachment);
             return Err(error);
         }
-        let view_info = vk::ImageViewCreateInfo::default()
-            .image(image)
-            .view_type(vk::ImageViewType::TYPE_2D)
-            .format(desc.format)
-            .subresource_range(vk::ImageSubresourceRange {
-                aspect_mask: aspect_of(desc.format),
-                base_mip_level: 0,
-                level_count: 1,
-                base_array_layer: 0,
-                layer_count: 1,
-            });
+        let view_info = |aspect_mask| {
+            vk::ImageViewCreateInfo::default()
+                .image(image)
+                .view_type(vk::ImageViewType::TYPE_2D)
+                .format(desc.format)
+                .subresource_range(vk::ImageSubresourceRange {
+                    aspect_mask,
+                    base_mip_level: 0,
+                    level_count: 1,
+                    base_array_layer: 0,
+                    layer_count: 1,
+                })
+        };
+        let aspect = aspect_of(desc.format);
         // SAFETY: the image is bound to memory and the view matches its format and usage.
-        match unsafe { self.device.create_image_view(&view_info, None) } {
+        match unsafe { self.device.create_image_view(&view_info(aspect), None) } {
             Ok(view) => {
                 attachment.view = view;
+                attachment.input_view = view;
                 LiveObjects::created(&self.live.image_views);
-                Ok(attachment)
             }
             Err(error) => {
                 self.destroy_attachment_image(attachment);
-                Err(error)
+                return Err(error);
             }
         }
+        if desc.input && aspect.contains(vk::ImageAspectFlags::STENCIL) {
+            let depth_only = view_info(vk::ImageAspectFlags::DEPTH);
+            // SAFETY: as above; a depth-aspect view of a depth-stencil image.
+            match unsafe { self.device.create_image_view(&depth_only, None) } {
+                Ok(view) => {
+                    attachment.input_view = view;
+                    LiveObjects::created(&self.live.image_views);
+                }
+                Err(error) => {
+                    self.destroy_attachment_image(attachment);
+                    return Err(error);
+                }
+            }
+        }
+        Ok(attachment)
     }
 
     fn destroy_raw_image(&self, image: vk::Image) {
@@ -202,6 +225,11 @@ impl VulkanContext {
 
     /// Destroys an attachment image, its view and memory. The GPU must be done with it.
     pub fn destroy_attachment_image(&self, attachment: AttachmentImage) {
+        if attachment.input_view != attachment.view {
+            // SAFETY: as below.
+            unsafe { self.device.destroy_image_view(attachment.input_view, None) };
+            LiveObjects::destroyed(&self.live.image_views);
+        }
         if attachment.view != vk::ImageView::null() {
             // SAFETY: the view belongs to this device and is no longer used by the GPU.
             unsafe { self.device.destroy_image_view(attachment.view, None) };

@@ -30,6 +30,17 @@ pub(crate) mod spirv {
     shader!(LIGHTING_GLOBAL_MS_FRAG, "lighting_global_ms.frag");
     shader!(LIGHT_VOLUME_MS_FRAG, "light_volume_ms.frag");
     shader!(TONEMAP_MS_FRAG, "tonemap_ms.frag");
+    shader!(MSAA_CLASSIFY_FRAG, "msaa_classify.frag");
+    shader!(
+        LIGHTING_GLOBAL_PIXEL_MS_FRAG,
+        "lighting_global_pixel_ms.frag"
+    );
+    shader!(
+        LIGHTING_GLOBAL_SAMPLE_MS_FRAG,
+        "lighting_global_sample_ms.frag"
+    );
+    shader!(LIGHT_VOLUME_PIXEL_MS_FRAG, "light_volume_pixel_ms.frag");
+    shader!(LIGHT_VOLUME_SAMPLE_MS_FRAG, "light_volume_sample_ms.frag");
 }
 
 /// The descriptor set layouts and the pipeline layout shared by all tile pipelines.
@@ -54,6 +65,13 @@ pub(crate) struct TileShaders {
     pub lighting_global_ms_frag: vk::ShaderModule,
     pub light_volume_ms_frag: vk::ShaderModule,
     pub tonemap_ms_frag: vk::ShaderModule,
+    /// The stencil split: edge marking, then lighting once per pixel (interior) or per sample
+    /// (edges).
+    pub msaa_classify_frag: vk::ShaderModule,
+    pub lighting_global_pixel_ms_frag: vk::ShaderModule,
+    pub lighting_global_sample_ms_frag: vk::ShaderModule,
+    pub light_volume_pixel_ms_frag: vk::ShaderModule,
+    pub light_volume_sample_ms_frag: vk::ShaderModule,
 }
 
 fn binding(
@@ -170,6 +188,15 @@ impl VulkanContext {
             lighting_global_ms_frag: self.create_shader_module(spirv::LIGHTING_GLOBAL_MS_FRAG)?,
             light_volume_ms_frag: self.create_shader_module(spirv::LIGHT_VOLUME_MS_FRAG)?,
             tonemap_ms_frag: self.create_shader_module(spirv::TONEMAP_MS_FRAG)?,
+            msaa_classify_frag: self.create_shader_module(spirv::MSAA_CLASSIFY_FRAG)?,
+            lighting_global_pixel_ms_frag: self
+                .create_shader_module(spirv::LIGHTING_GLOBAL_PIXEL_MS_FRAG)?,
+            lighting_global_sample_ms_frag: self
+                .create_shader_module(spirv::LIGHTING_GLOBAL_SAMPLE_MS_FRAG)?,
+            light_volume_pixel_ms_frag: self
+                .create_shader_module(spirv::LIGHT_VOLUME_PIXEL_MS_FRAG)?,
+            light_volume_sample_ms_frag: self
+                .create_shader_module(spirv::LIGHT_VOLUME_SAMPLE_MS_FRAG)?,
         })
     }
 
@@ -186,6 +213,11 @@ impl VulkanContext {
             shaders.lighting_global_ms_frag,
             shaders.light_volume_ms_frag,
             shaders.tonemap_ms_frag,
+            shaders.msaa_classify_frag,
+            shaders.lighting_global_pixel_ms_frag,
+            shaders.lighting_global_sample_ms_frag,
+            shaders.light_volume_pixel_ms_frag,
+            shaders.light_volume_sample_ms_frag,
         ] {
             // SAFETY: created by this device; pipelines keep their own copy of the code.
             unsafe { self.device.destroy_shader_module(module, None) };
@@ -240,6 +272,48 @@ pub(crate) struct PipelineTarget {
     pub subpass: u32,
     pub color_attachments: u32,
     pub samples: vk::SampleCountFlags,
+}
+
+/// How a screen pipeline writes the light or output attachment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ScreenBlend {
+    /// Overwrite.
+    Replace,
+    /// Add (ONE + ONE): light accumulation.
+    Additive,
+    /// No colour writes (the stencil marking draw).
+    NoColorWrites,
+}
+
+/// The stencil state of a screen pipeline.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ScreenStencil {
+    /// The subpass has no depth-stencil attachment.
+    NoAttachment,
+    /// Write this reference into the stencil of every sample of the fragments that survive.
+    Mark(u32),
+    /// Draw only where the stencil equals this reference.
+    Equal(u32),
+}
+
+/// The fixed-function state of a screen pipeline.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct ScreenState {
+    pub blend: ScreenBlend,
+    pub stencil: ScreenStencil,
+    /// Shade every sample (sample-rate shading, `minSampleShading` 1.0).
+    pub per_sample: bool,
+}
+
+impl ScreenState {
+    /// A per-pixel pipeline without stencil.
+    pub const fn plain(blend: ScreenBlend) -> Self {
+        Self {
+            blend,
+            stencil: ScreenStencil::NoAttachment,
+            per_sample: false,
+        }
+    }
 }
 
 const DYNAMIC: [vk::DynamicState; 2] = [vk::DynamicState::VIEWPORT, vk::DynamicState::SCISSOR];
@@ -362,6 +436,8 @@ impl VulkanContext {
                     .color_write_mask(vk::ColorComponentFlags::RGBA)
             })
             .collect();
+        let multisample =
+            vk::PipelineMultisampleStateCreateInfo::default().rasterization_samples(target.samples);
         self.create_graphics_pipeline_with(
             layouts,
             target,
@@ -369,6 +445,7 @@ impl VulkanContext {
             &vertex_input,
             &input_assembly,
             &rasterization,
+            &multisample,
             Some(&depth),
             &blend_attachments,
         )
@@ -381,7 +458,7 @@ impl VulkanContext {
         target: PipelineTarget,
         vertex: vk::ShaderModule,
         fragment: vk::ShaderModule,
-        additive: bool,
+        state: ScreenState,
     ) -> Result<vk::Pipeline, vk::Result> {
         let stages = [
             vk::PipelineShaderStageCreateInfo::default()
@@ -401,7 +478,7 @@ impl VulkanContext {
             .cull_mode(vk::CullModeFlags::NONE)
             .front_face(vk::FrontFace::COUNTER_CLOCKWISE)
             .line_width(1.0);
-        let blend = if additive {
+        let blend = if state.blend == ScreenBlend::Additive {
             vk::PipelineColorBlendAttachmentState::default()
                 .blend_enable(true)
                 .src_color_blend_factor(vk::BlendFactor::ONE)
@@ -412,10 +489,60 @@ impl VulkanContext {
                 .alpha_blend_op(vk::BlendOp::ADD)
                 .color_write_mask(vk::ColorComponentFlags::RGBA)
         } else {
-            vk::PipelineColorBlendAttachmentState::default()
-                .color_write_mask(vk::ColorComponentFlags::RGBA)
+            vk::PipelineColorBlendAttachmentState::default().color_write_mask(
+                if state.blend == ScreenBlend::NoColorWrites {
+                    vk::ColorComponentFlags::empty()
+                } else {
+                    vk::ColorComponentFlags::RGBA
+                },
+            )
         };
         let blend_attachments = vec![blend; target.color_attachments as usize];
+        let stencil_op = |compare_op, pass_op, write_mask, reference| {
+            vk::StencilOpState::default()
+                .fail_op(vk::StencilOp::KEEP)
+                .pass_op(pass_op)
+                .depth_fail_op(vk::StencilOp::KEEP)
+                .compare_op(compare_op)
+                .compare_mask(0xff)
+                .write_mask(write_mask)
+                .reference(reference)
+        };
+        // No depth test or write: the shaders read depth as an input attachment.
+        let stencil = match state.stencil {
+            ScreenStencil::NoAttachment => None,
+            ScreenStencil::Mark(reference) => {
+                let op = stencil_op(
+                    vk::CompareOp::ALWAYS,
+                    vk::StencilOp::REPLACE,
+                    0xff,
+                    reference,
+                );
+                Some(
+                    vk::PipelineDepthStencilStateCreateInfo::default()
+                        .stencil_test_enable(true)
+                        .front(op)
+                        .back(op),
+                )
+            }
+            ScreenStencil::Equal(reference) => {
+                let op = stencil_op(vk::CompareOp::EQUAL, vk::StencilOp::KEEP, 0, reference);
+                Some(
+                    vk::PipelineDepthStencilStateCreateInfo::default()
+                        .stencil_test_enable(true)
+                        .front(op)
+                        .back(op),
+                )
+            }
+        };
+        let mut multisample =
+            vk::PipelineMultisampleStateCreateInfo::default().rasterization_samples(target.samples);
+        if state.per_sample {
+            // One invocation per covered sample (the sampleRateShading feature).
+            multisample = multisample
+                .sample_shading_enable(true)
+                .min_sample_shading(1.0);
+        }
         self.create_graphics_pipeline_with(
             layouts,
             target,
@@ -423,7 +550,8 @@ impl VulkanContext {
             &vertex_input,
             &input_assembly,
             &rasterization,
-            None,
+            &multisample,
+            stencil.as_ref(),
             &blend_attachments,
         )
     }
@@ -440,14 +568,13 @@ impl VulkanContext {
         vertex_input: &vk::PipelineVertexInputStateCreateInfo,
         input_assembly: &vk::PipelineInputAssemblyStateCreateInfo,
         rasterization: &vk::PipelineRasterizationStateCreateInfo,
+        multisample: &vk::PipelineMultisampleStateCreateInfo,
         depth: Option<&vk::PipelineDepthStencilStateCreateInfo>,
         blend_attachments: &[vk::PipelineColorBlendAttachmentState],
     ) -> Result<vk::Pipeline, vk::Result> {
         let viewport = vk::PipelineViewportStateCreateInfo::default()
             .viewport_count(1)
             .scissor_count(1);
-        let multisample =
-            vk::PipelineMultisampleStateCreateInfo::default().rasterization_samples(target.samples);
         let blend = vk::PipelineColorBlendStateCreateInfo::default().attachments(blend_attachments);
         let dynamic = vk::PipelineDynamicStateCreateInfo::default().dynamic_states(&DYNAMIC);
         let mut info = vk::GraphicsPipelineCreateInfo::default()
@@ -456,7 +583,7 @@ impl VulkanContext {
             .input_assembly_state(input_assembly)
             .viewport_state(&viewport)
             .rasterization_state(rasterization)
-            .multisample_state(&multisample)
+            .multisample_state(multisample)
             .color_blend_state(&blend)
             .dynamic_state(&dynamic)
             .layout(layouts.pipeline_layout)
@@ -509,7 +636,7 @@ mod tests {
             );
             checked += 1;
         }
-        assert_eq!(checked, 10, "every shader was checked");
+        assert_eq!(checked, 15, "every shader was checked");
         let _ = std::fs::remove_dir_all(&out);
     }
 }

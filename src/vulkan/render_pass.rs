@@ -42,8 +42,9 @@ fn is_depth_format(format: vk::Format) -> bool {
     super::memory::aspect_of(format).contains(vk::ImageAspectFlags::DEPTH)
 }
 
-/// The layout a subpass needs an attachment in.
-fn layout_in_subpass(
+/// The layout a subpass needs an attachment in (its attachment references, and the descriptors
+/// of its input attachments, use it).
+pub(crate) fn layout_in_subpass(
     native: &NativePass,
     subpass: usize,
     attachment: usize,
@@ -63,6 +64,11 @@ fn layout_in_subpass(
         (true, true, _) => vk::ImageLayout::GENERAL,
         (false, true, None) if depth_format => vk::ImageLayout::DEPTH_STENCIL_READ_ONLY_OPTIMAL,
         (false, true, None) => vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL,
+        // Depth tested (and read as input) but not written, stencil written: one layout for
+        // both references, as Vulkan requires of an attachment referenced twice in a subpass.
+        (_, _, Some(depth)) if depth.stencil_write => {
+            vk::ImageLayout::DEPTH_READ_ONLY_STENCIL_ATTACHMENT_OPTIMAL
+        }
         (_, true, Some(depth)) if depth.read_only => {
             vk::ImageLayout::DEPTH_STENCIL_READ_ONLY_OPTIMAL
         }

@@ -37,6 +37,25 @@ fn tile_path_passes_arm_best_practices() {
 #[test]
 #[ignore = "run in a child process by tile_path_passes_arm_best_practices (needs layer settings from the environment)"]
 fn child_tile_path_passes_arm_best_practices() {
+    best_practices_child("child_tile_path_passes_arm_best_practices", Msaa::Off);
+}
+
+#[test]
+fn tile_path_with_msaa_passes_arm_best_practices() {
+    run_in_child_process("best_practices::child_tile_path_with_msaa_passes_arm_best_practices");
+}
+
+/// 4x MSAA: the stencil split of the lighting subpass on lavapipe.
+#[test]
+#[ignore = "run in a child process by tile_path_with_msaa_passes_arm_best_practices (needs layer settings from the environment)"]
+fn child_tile_path_with_msaa_passes_arm_best_practices() {
+    best_practices_child(
+        "child_tile_path_with_msaa_passes_arm_best_practices",
+        Msaa::Sample4,
+    );
+}
+
+fn best_practices_child(name: &'static str, msaa: Msaa) {
     // The validation layer reads its settings when the instance is created: only this child
     // process, which creates one instance, sets them.
     // SAFETY: this process runs only this test (filtered, one thread); no other thread reads or
@@ -47,14 +66,14 @@ fn child_tile_path_passes_arm_best_practices() {
             "VK_VALIDATION_FEATURE_ENABLE_BEST_PRACTICES_EXT:VALIDATION_CHECK_ENABLE_VENDOR_SPECIFIC_ARM",
         );
     }
-    let test = GpuTest::start("child_tile_path_passes_arm_best_practices");
+    let test = GpuTest::start(name);
     let mut headless = HeadlessApp::new(256, 144);
     scenes::spawn_lit_spheres(headless.app.world_mut());
     headless.spawn_camera((
         Camera3d::default(),
         scenes::reference_camera(),
         scenes::reference_camera_transform(),
-        Msaa::Off,
+        msaa,
         TileDeferred::default(),
     ));
     headless.render(4);

@@ -104,6 +104,24 @@ fn msaa_plan_keeps_every_sample_on_tile() {
     assert_eq!(report.subpass_count, 3);
     let native = &plan.native_passes[0];
     assert!(native.subpasses.iter().all(|_| native.samples == 4));
+    // lavapipe has sampleRateShading and a multisampled depth-stencil format: the lighting
+    // subpass splits edges with the stencil (depth read-only and read as an input attachment,
+    // stencil written).
+    let depth = native
+        .attachments
+        .iter()
+        .position(|a| a.name == "depth")
+        .unwrap();
+    assert!(native.attachments[depth].format.has_stencil());
+    let lighting = &native.subpasses[1];
+    assert!(lighting.input.contains(&depth));
+    assert!(
+        lighting
+            .depth
+            .is_some_and(|d| d.attachment == depth && d.read_only && d.stencil_write),
+        "{:?}",
+        lighting.depth
+    );
     for (planned, created) in native.attachments.iter().zip(&report.attachments) {
         if planned.name == "output" {
             assert_eq!((created.samples, created.store_op.as_str()), (1, "STORE"));

@@ -1,20 +1,34 @@
-// MSAA lighting (subpass 1 at N samples), included by gbuffer_input.glsl when MSAA is defined
-// (lighting_global_ms.frag, light_volume_ms.frag). Defines load_gbuffer(s) for those shaders:
-// the same contract as the single-sample one (false = discard, true = shade s and write the
-// result), plus the edge-selective per-sample scheme below.
+// MSAA lighting (subpass 1 at N samples), included by gbuffer_input.glsl when MSAA is defined.
+// Defines msaa_classify_pixel() (Lauritzen's edge test on the N G-buffer samples) and, for the
+// lighting shaders, load_gbuffer(s) with the same contract as the single-sample one (false =
+// discard, true = shade s and write the result). Two schemes share it:
 //
-// Draws: the Rust side issues every lighting draw (the global full-screen triangle and each
-// instanced light-volume draw) N times, with msaa.x = s = 0 .. N-1. Shading stays per pixel (no
-// sampleRateShading: nothing here reads gl_SampleID or gl_SamplePosition). Each invocation
-// classifies its pixel from the N G-buffer samples, then:
+// Stencil split (the default where the device has a multisampled depth-stencil format and
+// sampleRateShading): the lighting subpass binds the depth-stencil attachment with depth
+// read-only and stencil written, and depth stays readable as an input attachment.
+//   1. msaa_classify.frag, one full-screen draw per pixel: classifies the pixel once and
+//      discards unless it is an edge; surviving pixels get stencil = 1 on every sample. An
+//      occlusion query around it counts the edge samples (N per edge pixel).
+//   2. *_pixel_ms.frag (MSAA_STENCIL_PIXEL), stencil == 0, per pixel: shade sample 0 and write it
+//      to every covered sample (interior and all-background pixels; background discards).
+//   3. *_sample_ms.frag (MSAA_STENCIL_SAMPLE), stencil == 1, sampleShadingEnable with
+//      minSampleShading 1.0: each invocation shades its own sample gl_SampleID (a background
+//      sample discards). Writes go to that sample only.
+// Each global or light-volume draw is issued once per pass (2 and 3), and only 1 classifies.
+//
+// Per-sample-index draws (the fallback: no stencil format or no sampleRateShading), the
+// *_ms.frag variants without either define: the Rust side issues every lighting draw N times,
+// with msaa.x = s = 0 .. N-1. Shading stays per pixel (nothing reads gl_SampleID). Each
+// invocation classifies its pixel from the N G-buffer samples, then:
 //   s == 0: all-background pixel -> discard; interior pixel -> shade sample 0 and write it to
 //           every sample (gl_SampleMask = (1 << N) - 1); edge pixel -> shade sample 0 and write
 //           sample 0 only (a background sample 0 -> discard).
 //   s > 0:  background sample s, interior or all-background pixel -> discard; edge pixel -> shade
 //           sample s, write sample s only (gl_SampleMask = 1 << s).
-// The write mask is ANDed with the draw's coverage (and the light volume's per-sample depth test),
-// so a sample a light volume does not cover keeps what it had: such a sample lies outside the
-// light's bounding sphere, where the light contributes exactly 0.
+//
+// In both schemes the write mask is ANDed with the draw's coverage (and, for per-sample-index
+// draws, nothing else), so a sample a light volume does not cover keeps what it had: such a
+// sample lies outside the light's bounding sphere, where the light contributes exactly 0.
 // Blending stays ONE + ONE: every sample receives each light's term exactly once per light.
 //
 // Requires common.glsl, pbr_lighting.glsl and the declarations of gbuffer_input.glsl.
@@ -25,7 +39,8 @@
 // The fragment push-constant range is 48 bytes: TonemapParams (bytes 0..32, read by the tonemap
 // subpass) then msaa (bytes 32..48).
 layout(push_constant) uniform MsaaParams {
-    // x: sample index s this draw shades; y: sample count N; z: MSAA_FLAG_* bits; w: unused
+    // x: sample index s this draw shades (per-sample-index draws only); y: sample count N;
+    // z: MSAA_FLAG_* bits; w: unused
     layout(offset = 32) uvec4 msaa;
 } msaa_params;
 
@@ -74,8 +89,9 @@ int msaa_sample_count() {
 // Framebuffer coordinates of sample i of this pixel: where its depth was rasterised, so that the
 // reconstructed position lies on the surface. Without the standard locations (a device with
 // standardSampleLocations == VK_FALSE) the error is below a pixel along the surface, the same order
-// as forward MSAA shading every covered sample at the pixel centre. gl_FragCoord is the pixel
-// centre here (per-pixel shading).
+// as forward MSAA shading every covered sample at the pixel centre. floor(gl_FragCoord) is the
+// pixel's corner whether gl_FragCoord is the pixel centre (per-pixel shading) or a sample's
+// location (sample-rate shading).
 vec2 msaa_sample_frag_coord(int sample_count, int sample_index) {
     vec2 location = vec2(0.5);
     if (sample_count == 2 || sample_count == 4 || sample_count == 8) {
@@ -183,8 +199,24 @@ int msaa_classify_pixel(int sample_count, bool per_sample) {
     return MSAA_PIXEL_INTERIOR;
 }
 
-// The G-buffer sample this draw shades (see the top of this file); sets gl_SampleMask on every
-// path that returns true. Returns false where the draw must discard.
+#if defined(MSAA_STENCIL_PIXEL)
+// Stencil split, stencil == 0 (interior or all-background pixel), per pixel: sample 0, written to
+// every covered sample.
+bool load_gbuffer(out GbufferSample s) {
+    int sample_count = msaa_sample_count();
+    return load_gbuffer_sample(0, msaa_sample_frag_coord(sample_count, 0), s);
+}
+#elif defined(MSAA_STENCIL_SAMPLE)
+// Stencil split, stencil == 1 (edge pixel), sample-rate shading: this invocation's sample.
+bool load_gbuffer(out GbufferSample s) {
+    int sample_count = msaa_sample_count();
+    int sample_index = gl_SampleID;
+    return load_gbuffer_sample(sample_index, msaa_sample_frag_coord(sample_count, sample_index),
+                               s);
+}
+#elif !defined(MSAA_CLASSIFY)
+// Per-sample-index draws: the G-buffer sample this draw shades (see the top of this file); sets
+// gl_SampleMask on every path that returns true. Returns false where the draw must discard.
 bool load_gbuffer(out GbufferSample s) {
     int sample_count = msaa_sample_count();
     int sample_index = int(msaa_params.msaa.x);
@@ -212,5 +244,6 @@ bool load_gbuffer(out GbufferSample s) {
     }
     return load_gbuffer_sample(sample_index, msaa_sample_frag_coord(sample_count, sample_index), s);
 }
+#endif
 
 #endif // TILE_DEFERRED_GBUFFER_MSAA_GLSL

@@ -3,11 +3,12 @@
 // unlit pixels and pixels outside the light's range (where Bevy's range falloff is exactly 0) are
 // discarded; the rest get Bevy's point_light / spot_light term times the view exposure.
 //
-// Shared by light_volume.frag (single-sample) and light_volume_ms.frag (MSAA, drawn N
-// times, once per sample index): the _ms variant defines MSAA first, which makes
-// gbuffer_input.glsl read the multisampled G-buffer and makes load_gbuffer() classify the pixel,
-// pick the sample this draw shades and set gl_SampleMask (gbuffer_msaa.glsl). Everything below
-// is the same in both variants.
+// Shared by light_volume.frag (single-sample) and the MSAA variants, which define MSAA first
+// (gbuffer_input.glsl then reads the multisampled G-buffer and gbuffer_msaa.glsl defines
+// load_gbuffer()): light_volume_pixel_ms.frag (stencil split, interior pixels: sample 0 for every
+// sample), light_volume_sample_ms.frag (stencil split, edge pixels: sample-rate shading, gl_SampleID)
+// and light_volume_ms.frag (the fallback drawn N times, once per sample index: classifies the pixel,
+// picks the sample and sets gl_SampleMask). Everything below is the same in all variants.
 
 #include "common.glsl"
 #include "pbr_lighting.glsl"

@@ -4,11 +4,12 @@
 // apply_pbr_lighting does: exposure * (direct + indirect). Emissive was written in subpass 0,
 // point and spot lights are added by light_volume.frag.
 //
-// Shared by lighting_global.frag (single-sample) and lighting_global_ms.frag (MSAA, drawn N
-// times, once per sample index): the _ms variant defines MSAA first, which makes
-// gbuffer_input.glsl read the multisampled G-buffer and makes load_gbuffer() classify the pixel,
-// pick the sample this draw shades and set gl_SampleMask (gbuffer_msaa.glsl). Everything below
-// is the same in both variants.
+// Shared by lighting_global.frag (single-sample) and the MSAA variants, which define MSAA first
+// (gbuffer_input.glsl then reads the multisampled G-buffer and gbuffer_msaa.glsl defines
+// load_gbuffer()): lighting_global_pixel_ms.frag (stencil split, interior pixels: sample 0 for every
+// sample), lighting_global_sample_ms.frag (stencil split, edge pixels: sample-rate shading, gl_SampleID)
+// and lighting_global_ms.frag (the fallback drawn N times, once per sample index: classifies the pixel,
+// picks the sample and sets gl_SampleMask). Everything below is the same in all variants.
 
 #include "common.glsl"
 #include "pbr_lighting.glsl"

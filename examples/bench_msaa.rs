@@ -5,7 +5,7 @@
 //! attachment traffic (the tile plan; Bevy's from the stock-Bevy model).
 //!
 //! ```sh
-//! cargo run --release --example bench_msaa -- --width 1920 --height 1080 --frames 60
+//! cargo run --release --example bench_msaa -- --width 1920 --height 1080 --frames 60 --lights 64
 //! ```
 
 #[path = "scenes/mod.rs"]
@@ -42,12 +42,16 @@ fn main() {
             .and_then(|v| v.parse().ok())
             .unwrap_or(default)
     };
-    let (width, height, frames) = (
+    let (width, height, frames, lights) = (
         arg("--width", 1920),
         arg("--height", 1080),
         arg("--frames", 30),
+        arg("--lights", 0),
     );
-    println!("aliasing scene at {width}x{height}, {frames} frames after 5 warm-up frames");
+    println!(
+        "aliasing scene + {lights} point lights at {width}x{height}, {frames} frames after 5 \
+         warm-up frames"
+    );
     let runs = [
         (
             "tile 4x edge-selective",
@@ -67,6 +71,7 @@ fn main() {
     for (index, (label, msaa, tile)) in runs.into_iter().enumerate() {
         let mut app = new_app(index == 0);
         let camera = spawn(&mut app, width, height, msaa, tile);
+        spawn_point_lights(app.world_mut(), lights);
         app.finish();
         app.cleanup();
         for _ in 0..5 {
@@ -139,6 +144,30 @@ fn main() {
         rows[3].5,
         rows[3].5 / rows[0].5
     );
+}
+
+/// `count` coloured point lights in a grid in front of the fence, so that lighting dominates
+/// the lighting subpass (each pixel pays for the lights whose range covers it).
+fn spawn_point_lights(world: &mut World, count: u32) {
+    let side = (count as f32).sqrt().ceil().max(1.0) as u32;
+    for i in 0..count {
+        let (x, y) = ((i % side) as f32, (i / side) as f32);
+        let t = i as f32 / count.max(1) as f32;
+        world.spawn((
+            PointLight {
+                intensity: 20_000.0,
+                range: 2.5,
+                color: Color::hsl(t * 360.0, 0.8, 0.6),
+                shadow_maps_enabled: false,
+                ..default()
+            },
+            Transform::from_xyz(
+                -2.5 + 5.0 * x / side as f32,
+                0.2 + 2.6 * y / side as f32,
+                0.8,
+            ),
+        ));
+    }
 }
 
 fn new_app(log: bool) -> App {

@@ -470,59 +470,15 @@ pub(super) fn write_view_sets(
         }
     }
     let view = &backend.views[&entity];
-    let gbuffer_infos: Vec<[vk::DescriptorImageInfo; 1]> = gbuffer_views
-        .iter()
-        .enumerate()
-        .map(|(i, &image_view)| {
-            [vk::DescriptorImageInfo {
-                sampler: vk::Sampler::null(),
-                image_view,
-                image_layout: if i == 3 {
-                    lighting_depth_layout
-                } else {
-                    vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL
-                },
-            }]
-        })
-        .collect();
-    let tonemap_infos: Vec<[vk::DescriptorImageInfo; 1]> = tonemap_views
-        .iter()
-        .enumerate()
-        .map(|(i, &image_view)| {
-            [vk::DescriptorImageInfo {
-                sampler: vk::Sampler::null(),
-                image_view,
-                image_layout: if i == 1 {
-                    tonemap_depth_layout
-                } else {
-                    vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL
-                },
-            }]
-        })
-        .collect();
+    let gbuffer_infos = input_attachment_infos(&gbuffer_views, 3, lighting_depth_layout);
+    let tonemap_infos = input_attachment_infos(&tonemap_views, 1, tonemap_depth_layout);
     let lut_info = [vk::DescriptorImageInfo {
         sampler: backend.lut_sampler,
         image_view: lut_view,
         image_layout: vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL,
     }];
-    let mut writes: Vec<vk::WriteDescriptorSet> = gbuffer_infos
-        .iter()
-        .enumerate()
-        .map(|(binding, info)| {
-            vk::WriteDescriptorSet::default()
-                .dst_set(view.gbuffer_set)
-                .dst_binding(binding as u32)
-                .descriptor_type(vk::DescriptorType::INPUT_ATTACHMENT)
-                .image_info(info)
-        })
-        .collect();
-    writes.extend(tonemap_infos.iter().enumerate().map(|(binding, info)| {
-        vk::WriteDescriptorSet::default()
-            .dst_set(view.tonemap_set)
-            .dst_binding(binding as u32)
-            .descriptor_type(vk::DescriptorType::INPUT_ATTACHMENT)
-            .image_info(info)
-    }));
+    let mut writes = input_attachment_writes(view.gbuffer_set, &gbuffer_infos);
+    writes.extend(input_attachment_writes(view.tonemap_set, &tonemap_infos));
     writes.push(
         vk::WriteDescriptorSet::default()
             .dst_set(view.tonemap_set)
@@ -540,6 +496,48 @@ pub(super) fn write_view_sets(
             .graveyard
             .retire(Box::new(move |_: &VulkanContext| drop(old)));
     }
+}
+
+/// Descriptor infos of input attachments: colour views in `SHADER_READ_ONLY_OPTIMAL`, the depth
+/// view (at `depth_index`) in the layout its subpass uses it in.
+fn input_attachment_infos(
+    views: &[vk::ImageView],
+    depth_index: usize,
+    depth_layout: vk::ImageLayout,
+) -> Vec<[vk::DescriptorImageInfo; 1]> {
+    views
+        .iter()
+        .enumerate()
+        .map(|(i, &image_view)| {
+            [vk::DescriptorImageInfo {
+                sampler: vk::Sampler::null(),
+                image_view,
+                image_layout: if i == depth_index {
+                    depth_layout
+                } else {
+                    vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL
+                },
+            }]
+        })
+        .collect()
+}
+
+/// One input-attachment write per info, at bindings 0, 1, ... of `set`.
+fn input_attachment_writes(
+    set: vk::DescriptorSet,
+    infos: &[[vk::DescriptorImageInfo; 1]],
+) -> Vec<vk::WriteDescriptorSet<'_>> {
+    infos
+        .iter()
+        .enumerate()
+        .map(|(binding, info)| {
+            vk::WriteDescriptorSet::default()
+                .dst_set(set)
+                .dst_binding(binding as u32)
+                .descriptor_type(vk::DescriptorType::INPUT_ATTACHMENT)
+                .image_info(info)
+        })
+        .collect()
 }
 
 /// Makes sure `material` has a uniform buffer and a descriptor set matching its current

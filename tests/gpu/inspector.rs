@@ -2,7 +2,7 @@
 //! the values of the compiled frame; its toggles change the frame; hidden, it changes nothing.
 
 use crate::{
-    harness::{Frame, GpuTest, HeadlessApp, run_in_child_process, test_plugins},
+    harness::{Frame, GpuTest, HeadlessApp, run_window_test_in_child_process, test_plugins},
     scenes,
 };
 use bevy::{
@@ -26,12 +26,6 @@ use bevy_tile_deferred::{
         CameraPanel, InspectorChange, InspectorToggle, TileInspector, TileInspectorPanels,
     },
 };
-
-/// Validation messages lavapipe's swapchain produces for stock Bevy too (not the crate's).
-const KNOWN_SWAPCHAIN_NOISE: &[&str] = &[
-    "VUID-vkAcquireNextImageKHR-semaphore-01286",
-    "VUID-VkPresentInfoKHR-pImageIndices-01296",
-];
 
 const WIDTH: u32 = 800;
 const HEIGHT: u32 = 450;
@@ -134,12 +128,7 @@ fn assert_panel_matches_report(
 
 #[test]
 fn inspector_over_a_tile_camera_in_a_window() {
-    assert!(
-        std::env::var_os("DISPLAY").is_some(),
-        "window tests need an X display: run `bash scripts/test.sh` (it starts Xvfb) or \
-         `xvfb-run -a cargo test`"
-    );
-    run_in_child_process("inspector::child_inspector_over_a_tile_camera_in_a_window");
+    run_window_test_in_child_process("inspector::child_inspector_over_a_tile_camera_in_a_window");
 }
 
 #[derive(Resource, Clone, Default)]
@@ -222,13 +211,7 @@ fn child_inspector_over_a_tile_camera_in_a_window() {
     app.run();
 
     let run = std::mem::take(&mut *shared.0.lock().unwrap());
-    let errors: Vec<String> = test
-        .take_errors()
-        .into_iter()
-        .filter(|e| !KNOWN_SWAPCHAIN_NOISE.iter().any(|vuid| e.contains(vuid)))
-        // The object lines of those messages, logged on their own.
-        .filter(|e| !e.contains("name: SwapchainImageSemaphore"))
-        .collect();
+    let errors = test.take_errors_except_swapchain_noise();
     assert!(errors.is_empty(), "errors in the window run: {errors:#?}");
 
     let hidden = to_frame(

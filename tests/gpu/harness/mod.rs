@@ -31,6 +31,12 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 static GPU: Mutex<()> = Mutex::new(());
 
+/// Validation messages lavapipe's swapchain produces for stock Bevy too (not the crate's).
+pub const KNOWN_SWAPCHAIN_NOISE: &[&str] = &[
+    "VUID-vkAcquireNextImageKHR-semaphore-01286",
+    "VUID-VkPresentInfoKHR-pImageIndices-01296",
+];
+
 /// A running GPU test; see the module docs.
 pub struct GpuTest {
     name: &'static str,
@@ -59,6 +65,15 @@ impl GpuTest {
     /// Errors logged so far in this test (taken: they will not fail the test).
     pub fn take_errors(&self) -> Vec<String> {
         capture::take_errors()
+    }
+
+    /// Errors logged so far, except the validation messages lavapipe's swapchain produces for
+    /// stock Bevy too ([`KNOWN_SWAPCHAIN_NOISE`]); window tests use it.
+    pub fn take_errors_except_swapchain_noise(&self) -> Vec<String> {
+        capture::take_errors()
+            .into_iter()
+            .filter(|e| !KNOWN_SWAPCHAIN_NOISE.iter().any(|vuid| e.contains(vuid)))
+            .collect()
     }
 
     /// Warnings logged so far in this test.
@@ -288,4 +303,15 @@ pub fn run_in_child_process(name: &str) {
         "child test {name} failed ({}):\n{stdout}\n{stderr}",
         output.status
     );
+}
+
+/// Runs the ignored window test `name` in a child process (winit allows one event loop per
+/// process); fails with instructions when there is no X display.
+pub fn run_window_test_in_child_process(name: &str) {
+    assert!(
+        std::env::var_os("DISPLAY").is_some(),
+        "window tests need an X display: run `bash scripts/test.sh` (it starts Xvfb) or \
+         `xvfb-run -a cargo test`"
+    );
+    run_in_child_process(name);
 }

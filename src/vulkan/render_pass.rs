@@ -221,30 +221,44 @@ pub(crate) fn describe(
     }
 }
 
+/// The `VkSubpassDescription`s of a description. An empty attachment list is passed as a null
+/// pointer with a zero count, never as a non-null pointer to nothing: Adreno drivers mishandle
+/// the latter ([`Quirks::ADRENO_NO_EMPTY_RESOLVE_LIST`](crate::tiers::Quirks), Filament's
+/// workaround). Null is what the specification's own examples pass, so every device gets it.
+fn subpass_descriptions(description: &RenderPassDescription) -> Vec<vk::SubpassDescription<'_>> {
+    description
+        .subpasses
+        .iter()
+        .map(|s| {
+            let mut desc = vk::SubpassDescription::default()
+                .pipeline_bind_point(vk::PipelineBindPoint::GRAPHICS);
+            if !s.color.is_empty() {
+                desc = desc.color_attachments(&s.color);
+            }
+            if !s.input.is_empty() {
+                desc = desc.input_attachments(&s.input);
+            }
+            if !s.preserve.is_empty() {
+                desc = desc.preserve_attachments(&s.preserve);
+            }
+            if !s.resolve.is_empty() {
+                desc = desc.resolve_attachments(&s.resolve);
+            }
+            if let Some(depth) = &s.depth {
+                desc = desc.depth_stencil_attachment(depth);
+            }
+            desc
+        })
+        .collect()
+}
+
 impl VulkanContext {
     /// Creates the `VkRenderPass` of a description.
     pub fn create_render_pass(
         &self,
         description: &RenderPassDescription,
     ) -> Result<vk::RenderPass, vk::Result> {
-        let subpasses: Vec<vk::SubpassDescription> = description
-            .subpasses
-            .iter()
-            .map(|s| {
-                let mut desc = vk::SubpassDescription::default()
-                    .pipeline_bind_point(vk::PipelineBindPoint::GRAPHICS)
-                    .color_attachments(&s.color)
-                    .input_attachments(&s.input)
-                    .preserve_attachments(&s.preserve);
-                if !s.resolve.is_empty() {
-                    desc = desc.resolve_attachments(&s.resolve);
-                }
-                if let Some(depth) = &s.depth {
-                    desc = desc.depth_stencil_attachment(depth);
-                }
-                desc
-            })
-            .collect();
+        let subpasses = subpass_descriptions(description);
         let info = vk::RenderPassCreateInfo::default()
             .attachments(&description.attachments)
             .subpasses(&subpasses)
@@ -288,5 +302,38 @@ impl VulkanContext {
         // SAFETY: created by this device; no command buffer in flight uses it.
         unsafe { self.device.destroy_framebuffer(framebuffer, None) };
         LiveObjects::destroyed(&self.live.framebuffers);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_attachment_lists_are_null() {
+        let reference = vk::AttachmentReference {
+            attachment: 0,
+            layout: vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL,
+        };
+        let description = RenderPassDescription {
+            attachments: Vec::new(),
+            subpasses: vec![SubpassDescription {
+                color: vec![reference],
+                input: Vec::new(),
+                resolve: Vec::new(),
+                depth: None,
+                preserve: Vec::new(),
+            }],
+            dependencies: Vec::new(),
+        };
+        let subpasses = subpass_descriptions(&description);
+        let subpass = &subpasses[0];
+        assert_eq!(subpass.color_attachment_count, 1);
+        assert!(!subpass.p_color_attachments.is_null());
+        // The Adreno quirk: no non-null pointer to an empty list.
+        assert!(subpass.p_input_attachments.is_null() && subpass.input_attachment_count == 0);
+        assert!(subpass.p_resolve_attachments.is_null());
+        assert!(subpass.p_preserve_attachments.is_null() && subpass.preserve_attachment_count == 0);
+        assert!(subpass.p_depth_stencil_attachment.is_null());
     }
 }

@@ -38,7 +38,7 @@ pub use inspector::TileInspectorPlugin;
 #[doc(hidden)]
 pub use tile_deferred::TileFaultInjection;
 pub use tile_deferred::{
-    MsaaShading, TileDeferred, TileDeferredGraph,
+    MsaaShading, TileDebugView, TileDeferred, TileDeferredGraph,
     report::{TileGpuTimes, TileRenderReports, TileViewReport},
 };
 

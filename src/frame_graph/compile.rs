@@ -877,7 +877,7 @@ fn external_source(
     let before: Vec<&Touch> = tl.touches(r).iter().filter(|t| t.pos < start).collect();
     if before.is_empty() {
         let tests = PipelineStages::EARLY_FRAGMENT_TESTS | PipelineStages::LATE_FRAGMENT_TESTS;
-        return if depth {
+        let (stages, access) = if depth {
             (tests, AccessMask::DEPTH_STENCIL_ATTACHMENT_WRITE)
         } else if load.reads_memory() || is_imported_with(graph, r, |i| i.contents_needed) {
             (
@@ -888,6 +888,20 @@ fn external_source(
             // The swapchain pattern: wait where the acquire semaphore waits.
             (PipelineStages::COLOR_ATTACHMENT_OUTPUT, AccessMask::NONE)
         };
+        // An attachment the graph owns is reused by the next frame: its first write here must
+        // also wait for the previous frame's reads outside the framebuffer (a later pass
+        // sampling it) before the layout transition.
+        if graph.resources[r.index()].import.is_none() {
+            let sampled_stages = tl
+                .touches(r)
+                .iter()
+                .filter(|t| t.use_.reads() && !t.use_.is_attachment())
+                .fold(PipelineStages::NONE, |acc, t| {
+                    acc | use_stage_access(&t.use_).0
+                });
+            return (stages | sampled_stages, access);
+        }
+        return (stages, access);
     }
     let mut stages = PipelineStages::NONE;
     let mut access = AccessMask::NONE;

@@ -697,6 +697,7 @@ mod tests {
                 depth_format: Format::Depth32Float,
                 samples,
                 msaa_depth_stencil: None,
+                unmerged: false,
             };
             let g = crate::tile_deferred::plan::declare(&desc).unwrap();
             let f = compile(&g, &caps).unwrap();

@@ -32,7 +32,7 @@ mod ui;
 
 pub use model::{CameraPanel, PlanSummary, surface_lines};
 
-use crate::{MsaaShading, TileDeferred, TileRenderReports};
+use crate::{MsaaShading, TileDebugView, TileDeferred, TileRenderReports, tiers::TierSetting};
 use bevy::{
     camera::RenderTarget,
     ecs::schedule::ScheduleLabel,
@@ -107,8 +107,10 @@ pub enum InspectorChange {
     MergeSubpasses(bool),
     /// [`TileDeferred::msaa_shading`].
     MsaaShading(MsaaShading),
-    /// [`TileDeferred::show_msaa_edges`] (the edge-mask debug view).
-    ShowMsaaEdges(bool),
+    /// [`TileDeferred::debug_view`] (albedo, normal, ..., the MSAA edge mask).
+    DebugView(TileDebugView),
+    /// [`TileDeferred::tier`]: automatic or a forced tier.
+    Tier(TierSetting),
     /// The camera's `Msaa`.
     Msaa(Msaa),
 }
@@ -285,9 +287,14 @@ fn apply_toggles(
                     tile.msaa_shading = shading;
                 }
             }
-            (InspectorChange::ShowMsaaEdges(on), Some(mut tile)) => {
-                if tile.show_msaa_edges != on {
-                    tile.show_msaa_edges = on;
+            (InspectorChange::DebugView(view), Some(mut tile)) => {
+                if tile.debug_view != view {
+                    tile.debug_view = view;
+                }
+            }
+            (InspectorChange::Tier(setting), Some(mut tile)) => {
+                if tile.tier != setting {
+                    tile.tier = setting;
                 }
             }
             (_, None) => {}

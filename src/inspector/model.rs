@@ -152,12 +152,20 @@ impl CounterfactualCache {
         self.plans
             .entry((desc, caps, msaa))
             .or_insert_with(|| {
-                let tile = plan::declare(&desc).ok();
+                let tile = plan::declare(&ViewFrameDesc {
+                    unmerged: false,
+                    ..desc
+                })
+                .ok();
                 Counterfactuals {
                     merged: tile.as_ref().and_then(|g| compile(g, &caps).ok()),
-                    merging_off: tile
-                        .as_ref()
-                        .and_then(|g| compile(g, &caps.with_merging(false)).ok()),
+                    // The unmerged tier's own plan: the passes sample what earlier passes stored.
+                    merging_off: plan::declare(&ViewFrameDesc {
+                        unmerged: true,
+                        ..desc
+                    })
+                    .ok()
+                    .and_then(|g| compile(&g, &caps.with_merging(false)).ok()),
                     stock_forward: StockBevyPath::Forward {
                         msaa_samples: msaa.max(1),
                     }
@@ -196,6 +204,7 @@ pub(crate) fn view_desc_of(frame: &CompiledFrame) -> Option<ViewFrameDesc> {
         },
         samples: depth.samples,
         msaa_depth_stencil: stencil_split.then_some(depth.format),
+        unmerged: frame.native_passes.len() > 1,
     })
 }
 
@@ -265,6 +274,7 @@ type CameraQuery = (
     Option<&'static TileDeferred>,
     &'static Msaa,
     Option<&'static Name>,
+    Option<&'static crate::tiers::TierDecision>,
 );
 
 /// Computes every camera's panel (runs while the inspector is shown).
@@ -296,7 +306,7 @@ pub(crate) fn update_panels(
     let mut list = Vec::new();
     let mut sorted: Vec<_> = cameras.iter().filter(|c| c.1.is_active).collect();
     sorted.sort_by_key(|c| (c.1.order, c.0));
-    for (entity, camera, target, graph, tile, msaa, name) in sorted {
+    for (entity, camera, target, graph, tile, msaa, name, decision) in sorted {
         let report = reports.as_deref().and_then(|r| r.get(entity));
         let on_tile_graph = graph.0 == TileDeferredGraph.intern();
         let requested = msaa.samples();
@@ -335,16 +345,25 @@ pub(crate) fn update_panels(
             (Some(report), true) => {
                 let desc = view_desc_of(&report.compiled);
                 panel.samples = report.samples;
-                panel.tier = if report.samples > 1 {
-                    format!("tile-deferred MSAA {}x", report.samples)
-                } else {
-                    "tile-deferred".into()
-                };
-                panel.tier_reason = format!(
-                    "TileDeferred on the camera and a Vulkan device: G-buffer, lighting and \
-                     tonemap in {} render pass(es), only what leaves the frame stored",
-                    report.compiled.render_pass_count()
-                );
+                let unmerged = report.compiled.native_passes.len() > 1;
+                match decision {
+                    Some(decision) => {
+                        panel.tier = decision.tier.to_string();
+                        panel.tier_reason = decision.reasons.join("; ");
+                        if let Some(failure) = &decision.failure {
+                            notes.push(format!("lowered after a failure: {failure}"));
+                        }
+                    }
+                    None => {
+                        panel.tier = match (report.samples, unmerged) {
+                            (1, false) => "tile-deferred".into(),
+                            (n, false) => format!("tile-deferred + {n}x MSAA"),
+                            (1, true) => "tile-deferred, unmerged (debug)".into(),
+                            (n, true) => format!("tile-deferred + {n}x MSAA, unmerged (debug)"),
+                        };
+                        panel.tier_reason = "device not probed yet".into();
+                    }
+                }
                 if report.samples != requested {
                     notes.push(format!(
                         "asked for {requested}x MSAA, rendering {}x (device sample counts or \
@@ -377,13 +396,6 @@ pub(crate) fn update_panels(
                         .as_ref()
                         .map(|f| PlanSummary::of("Bevy deferred", f, fps));
                 }
-                if tile.is_some_and(|t| !t.merge_subpasses) {
-                    notes.push(
-                        "merging off requested: the Vulkan path draws merged plans only, so the \
-                         frame is drawn merged; the unmerged plan is the \"merging off\" column"
-                            .into(),
-                    );
-                }
                 output_format = report
                     .compiled
                     .attachment_named(names::OUTPUT)
@@ -410,6 +422,7 @@ pub(crate) fn update_panels(
                     depth_format: Format::Depth32Float,
                     samples: requested,
                     msaa_depth_stencil: None,
+                    unmerged: false,
                 };
                 let plans = cache.get(desc, caps, requested);
                 panel.in_use = plans
@@ -634,6 +647,7 @@ mod tests {
             depth_format: Format::Depth32Float,
             samples,
             msaa_depth_stencil: None,
+            unmerged: false,
         }
     }
 

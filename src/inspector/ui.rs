@@ -7,8 +7,9 @@ use super::{
     model::{CameraPanel, OpVerdict, PlanSummary, attachment_traffic, op_verdicts},
 };
 use crate::{
-    MsaaShading,
+    MsaaShading, TileDebugView,
     frame_graph::{CompiledFrame, SubpassIndex, TileVerdict, bytes_to_mb},
+    tiers::{RenderTier, TierSetting},
 };
 use bevy::prelude::*;
 use bevy_egui::{EguiContext, egui};
@@ -261,13 +262,6 @@ fn controls(ui: &mut egui::Ui, panel: &CameraPanel, toggles: &mut MessageWriter<
             let mut send = |change| {
                 toggles.write(InspectorToggle { camera, change });
             };
-            ui.add_enabled_ui(false, |ui| {
-                egui::ComboBox::from_label("tier override")
-                    .selected_text("automatic")
-                    .show_ui(ui, |_| {});
-            })
-            .response
-            .on_disabled_hover_text("Tier override belongs to another issue; not available yet");
             let mut msaa = panel.msaa;
             egui::ComboBox::from_label("MSAA")
                 .selected_text(msaa_name(msaa))
@@ -283,9 +277,31 @@ fn controls(ui: &mut egui::Ui, panel: &CameraPanel, toggles: &mut MessageWriter<
                 ui.label("not a tile camera: the tile toggles need TileDeferred on it");
                 return;
             };
+            let mut tier = settings.tier;
+            let samples = panel.msaa.samples().max(2);
+            let tier_choices = [
+                TierSetting::Auto,
+                TierSetting::Force(RenderTier::TileDeferredMsaa { samples }),
+                TierSetting::Force(RenderTier::TileDeferred),
+                TierSetting::Force(RenderTier::Unmerged {
+                    samples: panel.msaa.samples(),
+                }),
+                TierSetting::Force(RenderTier::Forward),
+            ];
+            egui::ComboBox::from_label("tier override")
+                .selected_text(tier_setting_name(tier))
+                .show_ui(ui, |ui| {
+                    for choice in tier_choices {
+                        ui.selectable_value(&mut tier, choice, tier_setting_name(choice));
+                    }
+                });
+            if tier != settings.tier {
+                send(InspectorChange::Tier(tier));
+            }
             let mut merge = settings.merge_subpasses;
             if ui
                 .checkbox(&mut merge, "merge passes into subpasses")
+                .on_hover_text("off: the unmerged debug tier (separate render passes)")
                 .changed()
             {
                 send(InspectorChange::MergeSubpasses(merge));
@@ -301,22 +317,25 @@ fn controls(ui: &mut egui::Ui, panel: &CameraPanel, toggles: &mut MessageWriter<
             if shading != settings.msaa_shading {
                 send(InspectorChange::MsaaShading(shading));
             }
-            let mut edges = settings.show_msaa_edges;
-            if ui
-                .checkbox(
-                    &mut edges,
-                    "debug view: MSAA edge mask (per-sample pixels in red)",
-                )
-                .changed()
-            {
-                send(InspectorChange::ShowMsaaEdges(edges));
+            let mut view = settings.debug_view;
+            egui::ComboBox::from_label("debug view")
+                .selected_text(view.to_string())
+                .show_ui(ui, |ui| {
+                    for v in TileDebugView::ALL {
+                        ui.selectable_value(&mut view, v, v.to_string());
+                    }
+                });
+            if view != settings.debug_view {
+                send(InspectorChange::DebugView(view));
             }
-            ui.add_enabled_ui(false, |ui| {
-                egui::ComboBox::from_label("other debug views")
-                    .selected_text("albedo, normal, depth... (another issue)")
-                    .show_ui(ui, |_| {});
-            });
         });
+}
+
+fn tier_setting_name(setting: TierSetting) -> String {
+    match setting {
+        TierSetting::Auto => "automatic".into(),
+        TierSetting::Force(tier) => tier.to_string(),
+    }
 }
 
 fn msaa_name(msaa: Msaa) -> &'static str {

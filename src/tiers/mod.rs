@@ -9,7 +9,8 @@
 //! Tiers, best first: [`RenderTier::TileDeferredMsaa`] (one native pass, multisampled
 //! transient G-buffer, edge-selective lighting, in-pass resolve), [`RenderTier::TileDeferred`]
 //! (the same without MSAA), [`RenderTier::Forward`] (Bevy's own `Core3d` with the camera's
-//! MSAA). A camera whose tile tier fails at run time (pipeline or render pass creation, out of
+//! MSAA), and the debug tier [`RenderTier::Unmerged`] (a tile tier with its passes in separate
+//! render passes, the G-buffer stored and sampled). A camera whose tile tier fails at run time (pipeline or render pass creation, out of
 //! memory) drops to the next tier for the rest of the run.
 
 use crate::{
@@ -31,6 +32,15 @@ pub enum RenderTier {
     TileDeferred,
     /// Bevy's own `Core3d` forward renderer, with the camera's MSAA.
     Forward,
+    /// Debug tier: a tile tier with merging disabled. The G-buffer, lighting and tonemap passes
+    /// are separate render passes; the G-buffer and the light are stored and read back as
+    /// textures. For A/B comparison against the merged tiers (what the merge saves, measured) and
+    /// for drivers whose subpass merging is broken. With MSAA the lighting draws run once per
+    /// sample index (the stencil split needs depth attached and read in one pass).
+    Unmerged {
+        /// Samples per pixel (1: the unmerged `TileDeferred`, more: `TileDeferredMsaa`).
+        samples: u32,
+    },
 }
 
 impl RenderTier {
@@ -38,7 +48,7 @@ impl RenderTier {
     pub fn fallback(self) -> Self {
         match self {
             Self::TileDeferredMsaa { .. } => Self::TileDeferred,
-            Self::TileDeferred | Self::Forward => Self::Forward,
+            Self::TileDeferred | Self::Forward | Self::Unmerged { .. } => Self::Forward,
         }
     }
 
@@ -50,8 +60,25 @@ impl RenderTier {
     /// Samples per pixel the tile path renders with (1 for `TileDeferred`).
     pub fn tile_samples(self) -> u32 {
         match self {
-            Self::TileDeferredMsaa { samples } => samples,
+            Self::TileDeferredMsaa { samples } | Self::Unmerged { samples } => samples,
             _ => 1,
+        }
+    }
+
+    /// Whether this is the unmerged debug tier (separate render passes).
+    pub fn is_unmerged(self) -> bool {
+        matches!(self, Self::Unmerged { .. })
+    }
+
+    /// This tile tier with merging disabled (the unmerged debug tier at the same sample count);
+    /// `Forward` stays `Forward`.
+    pub fn unmerged(self) -> Self {
+        if self.is_tile() {
+            Self::Unmerged {
+                samples: self.tile_samples(),
+            }
+        } else {
+            self
         }
     }
 }
@@ -62,6 +89,10 @@ impl fmt::Display for RenderTier {
             Self::TileDeferredMsaa { samples } => write!(f, "tile-deferred + {samples}x MSAA"),
             Self::TileDeferred => f.write_str("tile-deferred"),
             Self::Forward => f.write_str("Bevy forward (Core3d)"),
+            Self::Unmerged { samples: 1 } => f.write_str("tile-deferred, unmerged (debug)"),
+            Self::Unmerged { samples } => {
+                write!(f, "tile-deferred + {samples}x MSAA, unmerged (debug)")
+            }
         }
     }
 }
@@ -88,8 +119,10 @@ impl Quirks {
     /// Early Mali-G (Bifrost G71/G72): subpass + MSAA splits or spills (seed 004; Godot issue
     /// 82175 on mixed sample counts).
     pub const EARLY_MALI_SUBPASS_MSAA: Quirks = Quirks(1 << 1);
-    /// Adreno: a subpass must never get an empty-but-present resolve attachment list (Filament's
-    /// Vulkan backend passes null instead).
+    /// Adreno: a subpass must never get an empty-but-present attachment list, resolve list
+    /// included (Filament's Vulkan backend passes null instead). The render-pass backend
+    /// (`vulkan/render_pass.rs`) passes null for every empty list on every device, so this
+    /// quirk is satisfied everywhere and recorded for the inspector and the log.
     pub const ADRENO_NO_EMPTY_RESOLVE_LIST: Quirks = Quirks(1 << 2);
     /// Samsung Exynos Mali drivers of the Galaxy S10/S20 generation (Mali-G76/G77) were
     /// reported not to merge subpasses (Arm community forum): the tile path still renders, but
@@ -293,7 +326,7 @@ pub fn choose_tier(
                 "MSAA is not available on this device's tile path".to_string()
             }
             RenderTier::TileDeferred => "Vulkan with subpasses and input attachments".to_string(),
-            RenderTier::Forward => "forced".to_string(),
+            RenderTier::Forward | RenderTier::Unmerged { .. } => "forced".to_string(),
         });
     }
     TierDecision {

@@ -8,7 +8,7 @@ use crate::{
         Graveyard, VulkanContext,
         context::DeadObject,
         memory::{AttachmentImage, DeviceBuffer},
-        pipeline::{GbufferPipelineKey, TileLayouts, TileShaders},
+        pipeline::{GbufferPipelineKey, PipelineTarget, TileLayouts, TileShaders},
         timing::TimestampQueries,
     },
 };
@@ -30,6 +30,8 @@ pub(crate) struct TileBackend {
     pub(crate) zero_buffer_filled: bool,
     pub(crate) samplers: HashMap<SamplerKey, vk::Sampler>,
     pub(crate) lut_sampler: vk::Sampler,
+    /// Nearest, clamped: the unmerged tier's attachment textures (fetched with `texelFetch`).
+    pub(crate) attachment_sampler: vk::Sampler,
     pub(crate) material_pools: Vec<vk::DescriptorPool>,
     pub(crate) materials: HashMap<AssetId<StandardMaterial>, MaterialResources>,
     pub(crate) render_passes: HashMap<String, PassResources>,
@@ -60,9 +62,13 @@ pub(crate) struct MaterialResources {
     pub last_used: u64,
 }
 
-/// Pipelines built for one render pass.
+/// The render passes of one plan (one for the merged tiers, one per pass unmerged) and the
+/// pipelines built for them.
 pub(crate) struct PassResources {
-    pub render_pass: vk::RenderPass,
+    /// In recording order; the last one writes the output.
+    pub render_passes: Vec<vk::RenderPass>,
+    /// Where the G-buffer pipelines go (built on demand, per mesh layout and material state).
+    pub gbuffer_target: PipelineTarget,
     pub gbuffer: HashMap<GbufferPipelineKey, vk::Pipeline>,
     pub global_lighting: vk::Pipeline,
     pub light_volumes: vk::Pipeline,
@@ -91,9 +97,10 @@ pub(crate) struct ViewResources {
     /// Attachments the view owns (everything but the output), sized to the target.
     pub attachments: Vec<(ResourceId, AttachmentImage)>,
     pub attachments_extent: vk::Extent2D,
-    /// Framebuffers by output view and render pass (a framebuffer is only valid with render
-    /// passes compatible with the one it was made for).
-    pub framebuffers: HashMap<(TextureViewId, vk::RenderPass), (vk::Framebuffer, u64)>,
+    /// Framebuffers by output view (`None` for the unmerged tier's render passes that do not
+    /// write the output) and render pass (a framebuffer is only valid with render passes
+    /// compatible with the one it was made for).
+    pub framebuffers: HashMap<(Option<TextureViewId>, vk::RenderPass), (vk::Framebuffer, u64)>,
     pub view_buffer: DeviceBuffer,
     pub light_buffer: DeviceBuffer,
     pub instance_buffer: DeviceBuffer,
@@ -101,6 +108,8 @@ pub(crate) struct ViewResources {
     pub view_set: vk::DescriptorSet,
     pub gbuffer_set: vk::DescriptorSet,
     pub tonemap_set: vk::DescriptorSet,
+    /// The sets 2 and 3 hold textures (the unmerged tier) rather than input attachments.
+    pub sampled_sets: bool,
     /// The views written into `gbuffer_set`/`tonemap_set` (rewritten when they change).
     pub input_views: Vec<vk::ImageView>,
     /// The wgpu view of the tonemapping LUT written into `tonemap_set`, held while the set
@@ -123,6 +132,7 @@ impl TileBackend {
             zero_buffer_filled: false,
             samplers: HashMap::default(),
             lut_sampler: vk::Sampler::null(),
+            attachment_sampler: vk::Sampler::null(),
             material_pools: Vec::new(),
             materials: HashMap::default(),
             render_passes: HashMap::default(),
@@ -147,6 +157,13 @@ impl TileBackend {
             mag_linear: true,
             min_linear: true,
             mip_linear: true,
+            anisotropy: 1,
+        })?;
+        backend.attachment_sampler = backend.create_sampler(&SamplerKey {
+            address: [0; 3],
+            mag_linear: false,
+            min_linear: false,
+            mip_linear: false,
             anisotropy: 1,
         })?;
         Ok(backend)
@@ -316,7 +333,9 @@ impl TileBackend {
                     c.destroy_pipeline(pipeline);
                 }
             }
-            c.destroy_render_pass(pass.render_pass);
+            for render_pass in pass.render_passes {
+                c.destroy_render_pass(render_pass);
+            }
         }));
     }
 
@@ -379,7 +398,7 @@ impl Drop for TileBackend {
             .samplers
             .drain()
             .map(|(_, s)| s)
-            .chain([self.lut_sampler])
+            .chain([self.lut_sampler, self.attachment_sampler])
             .filter(|s| *s != vk::Sampler::null())
         {
             // SAFETY: created by this device; the GPU is idle.

@@ -62,14 +62,13 @@ use bevy::{
 #[reflect(Component, Clone, Debug, Default)]
 pub struct TileDeferred {
     /// Merge the frame's passes into subpasses of one render pass (the point of this crate).
-    /// Off is meant for A/B comparison (separate render passes, G-buffer stored and sampled);
-    /// that debug tier is not implemented yet: the camera logs it once and renders merged,
-    /// and the inspector shows the unmerged plan as a counterfactual.
+    /// Off renders the tile tier as the [`RenderTier::Unmerged`](crate::tiers::RenderTier)
+    /// debug tier: separate render passes, the G-buffer stored and sampled, for A/B comparison.
     pub merge_subpasses: bool,
     /// With `Msaa` above `Off`: which samples the lighting shades.
     pub msaa_shading: MsaaShading,
-    /// Debug view: tint the pixels lit per sample (MSAA edges) red.
-    pub show_msaa_edges: bool,
+    /// What the camera shows: the lit frame, or one of the debug views.
+    pub debug_view: TileDebugView,
     /// Which tier to render with: the best the device supports, or a forced one.
     pub tier: TierSetting,
 }
@@ -79,7 +78,7 @@ impl Default for TileDeferred {
         Self {
             merge_subpasses: true,
             msaa_shading: MsaaShading::EdgeSelective,
-            show_msaa_edges: false,
+            debug_view: TileDebugView::None,
             tier: TierSetting::Auto,
         }
     }
@@ -94,6 +93,77 @@ pub enum MsaaShading {
     EdgeSelective,
     /// Every sample of every pixel is lit: the brute-force reference to compare against.
     EverySample,
+}
+
+/// What a tile camera shows instead of the lit frame, for debugging. Every view renders the same
+/// passes with the same plan; only what the shaders write changes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Reflect)]
+pub enum TileDebugView {
+    /// The lit, tone-mapped frame.
+    #[default]
+    None,
+    /// Base colour (linear albedo) from the G-buffer.
+    Albedo,
+    /// World-space normal, mapped from [-1, 1] to [0, 1] per channel.
+    Normal,
+    /// Perceptual roughness (red), metallic (green) and reflectance (blue).
+    RoughnessMetallic,
+    /// Distance to the camera: white at the camera, half grey at 10 units, darker beyond.
+    Depth,
+    /// The light accumulation (emissive, ambient and every light) without tone mapping.
+    LightAccumulation,
+    /// How many point and spot lights reach each pixel: dark blue for none, then blue, cyan,
+    /// green, yellow, red at 16 or more.
+    LightCount,
+    /// The lit frame with the pixels lit per sample (MSAA edges) tinted red.
+    MsaaEdges,
+}
+
+impl TileDebugView {
+    /// Every view, in menu order.
+    pub const ALL: [Self; 8] = [
+        Self::None,
+        Self::Albedo,
+        Self::Normal,
+        Self::RoughnessMetallic,
+        Self::Depth,
+        Self::LightAccumulation,
+        Self::LightCount,
+        Self::MsaaEdges,
+    ];
+
+    /// The shaders' `DEBUG_VIEW_*` value (`shaders/common.glsl`); `MsaaEdges` is a flag instead.
+    pub(crate) fn shader_value(self) -> u32 {
+        match self {
+            Self::None | Self::MsaaEdges => 0,
+            Self::Albedo => 1,
+            Self::Normal => 2,
+            Self::RoughnessMetallic => 3,
+            Self::Depth => 4,
+            Self::LightAccumulation => 5,
+            Self::LightCount => 6,
+        }
+    }
+
+    /// The view replaces the lighting with a G-buffer value (no light volumes are drawn).
+    pub(crate) fn replaces_lighting(self) -> bool {
+        (1..=4).contains(&self.shader_value())
+    }
+}
+
+impl std::fmt::Display for TileDebugView {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::None => "lit frame",
+            Self::Albedo => "albedo",
+            Self::Normal => "normal",
+            Self::RoughnessMetallic => "roughness / metallic",
+            Self::Depth => "depth",
+            Self::LightAccumulation => "light accumulation",
+            Self::LightCount => "light count heat map",
+            Self::MsaaEdges => "MSAA edge mask",
+        })
+    }
 }
 
 /// The camera schedule of tile-deferred cameras (the crate's replacement for `Core3d`).
@@ -199,6 +269,14 @@ fn route_cameras(
             (Some(tile), Some(profile)) => {
                 let requested = msaa.map_or(1, |m| m.samples());
                 let mut decision = tiers::choose_tier(profile, requested, tile.tier);
+                if !tile.merge_subpasses && decision.tier.is_tile() && !decision.tier.is_unmerged()
+                {
+                    decision.tier = decision.tier.unmerged();
+                    decision.reasons.push(
+                        "TileDeferred::merge_subpasses is off: separate render passes (debug)"
+                            .to_string(),
+                    );
+                }
                 // A failure lowers the tier for the rest of the run.
                 let failure = failures
                     .get(&entity)

@@ -11,7 +11,7 @@ use super::{
         MAX_DIRECTIONAL_LIGHTS,
     },
     plan::{self, ViewFrameDesc, names},
-    record::{RecordedDraw, Recording, collect_mesh_bindings, record},
+    record::{RecordedDraw, RecordedPass, Recording, collect_mesh_bindings, record},
     report::{self, TileGpuTimes, TileViewReport, VulkanAttachmentReport},
     resources::{
         BufferSlot, create_pass_resources, ensure_attachments, ensure_buffer_capacity,
@@ -23,7 +23,7 @@ use crate::{
     frame_graph::{Extent, Format},
     vulkan::{
         VulkanContext, conv,
-        pipeline::{GbufferPipelineKey, PipelineTarget},
+        pipeline::GbufferPipelineKey,
         render_pass::{self, OutputKind},
     },
 };
@@ -134,6 +134,10 @@ pub(crate) fn tile_deferred_pass(
             tonemapping.copied().unwrap_or_default(),
             dither.copied().unwrap_or_default(),
             tier.map_or(1, |decision| decision.tier.tile_samples()),
+            // Before the first decision (device not probed yet) the setting alone decides.
+            tier.map_or(!settings.merge_subpasses, |decision| {
+                decision.tier.is_unmerged()
+            }),
             settings,
         ),
         ambient,
@@ -142,14 +146,6 @@ pub(crate) fn tile_deferred_pass(
     let Some(frame) = frame else {
         return;
     };
-    if !settings.merge_subpasses && backend.reported.insert((entity, "unmerged")) {
-        warn!(
-            "bevy_tile_deferred: camera {entity} has TileDeferred::merge_subpasses = false; \
-             rendering separate render passes (the unmerged debug tier) is not implemented yet, \
-             so it renders merged; the unmerged plan is what the inspector shows as \
-             'merging off'"
-        );
-    }
     clear_output_like_bevy(&frame, target, &mut ctx);
     match render_view(backend, &scene, &frame, visible, output_view, &mut ctx) {
         Ok(report) => scene.reports.insert(main_entity.id(), report),
@@ -193,6 +189,7 @@ pub(super) struct Frame {
     /// Why the sample count differs from the camera's `Msaa`, if it does.
     msaa_note: Option<String>,
     msaa_flags: u32,
+    debug_view: super::TileDebugView,
     output_kind: OutputKind,
     pub(super) target_extent: vk::Extent2D,
     viewport: UVec4,
@@ -212,10 +209,11 @@ impl Frame {
         camera: &ExtractedCamera,
         view: &ExtractedView,
         target: &ViewTarget,
-        (tonemapping, dither, requested_samples, settings): (
+        (tonemapping, dither, requested_samples, unmerged, settings): (
             Tonemapping,
             DebandDither,
             u32,
+            bool,
             &TileDeferred,
         ),
         ambient_override: Option<&AmbientLight>,
@@ -283,12 +281,13 @@ impl Frame {
             depth_format: Format::Depth32Float,
             samples,
             msaa_depth_stencil,
+            unmerged,
         };
         let mut msaa_flags = 0;
         if settings.msaa_shading == super::MsaaShading::EverySample {
             msaa_flags |= super::gpu_types::msaa_flags::PER_SAMPLE;
         }
-        if settings.show_msaa_edges {
+        if settings.debug_view == super::TileDebugView::MsaaEdges {
             msaa_flags |= super::gpu_types::msaa_flags::DEBUG_EDGES;
         }
 
@@ -353,6 +352,7 @@ impl Frame {
             requested_samples,
             msaa_note,
             msaa_flags,
+            debug_view: settings.debug_view,
             output_kind: if is_swapchain {
                 OutputKind::Swapchain
             } else {
@@ -548,12 +548,14 @@ fn render_view(
         ));
     }
 
-    // 1. The plan: declare the frame and let the compiler decide (cached while unchanged).
+    // 1. The plan: declare the frame and let the compiler decide (cached while unchanged). The
+    // unmerged tier compiles with merging off, so every break reads "merging disabled".
     let caps = scene
         .profile
         .as_deref()
         .map(DeviceProfile::frame_graph_caps)
-        .unwrap_or_else(crate::frame_graph::DeviceCaps::desktop);
+        .unwrap_or_else(crate::frame_graph::DeviceCaps::desktop)
+        .with_merging(!frame.desc.unmerged);
     let view_state = ensure_view(backend, frame.entity)?;
     let graph = plan::declare(&frame.desc).map_err(|e| {
         error!("bevy_tile_deferred: the view's frame graph is invalid: {e}");
@@ -581,9 +583,19 @@ fn render_view(
             notes.join("; ")
         );
     }
-    if compiled.native_passes.len() != 1 || compiled.native_passes[0].subpasses.len() != 3 {
+    // The recording knows two shapes: one render pass of three subpasses (merged) or three
+    // render passes of one subpass (unmerged).
+    let expected_passes = if frame_desc.unmerged { 3 } else { 1 };
+    let subpass_count: usize = compiled
+        .native_passes
+        .iter()
+        .map(|n| n.subpasses.len())
+        .sum();
+    if compiled.native_passes.len() != expected_passes || subpass_count != 3 {
         error!(
-            "bevy_tile_deferred: the frame did not merge into one render pass:\n{}",
+            "bevy_tile_deferred: the frame compiled into {} native passes, {expected_passes} \
+             expected:\n{}",
+            compiled.native_passes.len(),
             compiled.describe()
         );
         return Err((
@@ -591,31 +603,29 @@ fn render_view(
             vk::Result::ERROR_UNKNOWN,
         ));
     }
-    let native = &compiled.native_passes[0];
     let output_id = compiled
         .attachment_named(names::OUTPUT)
         .map(|a| a.id)
         .expect("the plan declares an output");
 
-    // 2. The render pass and its pipelines.
-    let description =
-        render_pass::describe(native, Some((output_id, frame.output_kind)), &[], |_| None);
-    let key = format!("{description:?}");
+    // 2. The render passes and their pipelines.
+    let descriptions = describe_render_passes(&compiled, output_id, frame.output_kind);
+    let key = format!("{descriptions:?}");
     if !backend.render_passes.contains_key(&key) {
-        let pass = create_pass_resources(backend, &description, native)?;
+        let pass = create_pass_resources(backend, &descriptions, &compiled)?;
         backend.render_passes.insert(key.clone(), pass);
     }
-    let render_pass = backend.render_passes[&key].render_pass;
+    let render_passes = backend.render_passes[&key].render_passes.clone();
     backend.render_passes.get_mut(&key).unwrap().last_used = frame_number;
 
     // 3. The view's attachments (everything but the output), sized to the target.
-    ensure_attachments(backend, frame, native, output_id)?;
+    ensure_attachments(backend, frame, &compiled)?;
     let view_state = backend.views.get_mut(&frame.entity).unwrap();
     view_state.render_pass_key = key.clone();
     view_state.desc = Some(frame_desc);
     view_state.last_used = frame_number;
 
-    // 4. The framebuffer over the attachments and this frame's output view.
+    // 4. The framebuffers over the attachments and this frame's output view.
     // SAFETY: the guard only reads the raw handle and is dropped at once; the view itself is
     // kept alive below until the GPU has finished this frame.
     let output_raw = unsafe {
@@ -632,25 +642,42 @@ fn render_view(
     backend
         .graveyard
         .retire(Box::new(move |_: &VulkanContext| drop(keep_alive)));
-    let framebuffer = output_framebuffer(
-        backend,
-        frame,
-        native,
-        output_id,
-        render_pass,
-        output_view,
-        output_raw,
-    )?;
+    let mut recorded_passes = Vec::with_capacity(render_passes.len());
+    for (native, &render_pass) in compiled.native_passes.iter().zip(&render_passes) {
+        let framebuffer = framebuffer(
+            backend,
+            frame,
+            native,
+            output_id,
+            render_pass,
+            output_view,
+            output_raw,
+        )?;
+        recorded_passes.push(RecordedPass {
+            render_pass,
+            framebuffer,
+            clear_values: native
+                .attachments
+                .iter()
+                .map(|a| {
+                    conv::clear_value(match &a.load {
+                        crate::frame_graph::LoadOp::Clear(value) => Some(value),
+                        _ => None,
+                    })
+                })
+                .collect(),
+        });
+    }
 
     // 5. Descriptor sets of the view (inputs rewritten when the attachments changed).
     let lut = lut_image(scene, frame.tonemapping);
     // SAFETY: as for the output view above.
     let lut_view = unsafe { lut.texture_view.as_hal::<Vulkan>().map(|v| v.raw_handle()) }
         .ok_or(("reading the LUT view", vk::Result::ERROR_UNKNOWN))?;
-    write_view_sets(backend, frame.entity, native, lut, lut_view);
+    write_view_sets(backend, frame.entity, &compiled, lut, lut_view);
 
     // 6. What to draw: instances grouped by (mesh, material), and the lights.
-    let samples = conv::samples(native.samples);
+    let samples = conv::samples(frame_desc.samples);
     let mut batches: HashMap<(AssetId<Mesh>, AssetId<StandardMaterial>), Vec<GpuInstance>> =
         HashMap::default();
     if let Some(class) = visible.get::<Mesh3d>() {
@@ -744,7 +771,7 @@ fn render_view(
     )?;
     // Growing the light buffer replaced the view's descriptor sets (step 5 wrote the old ones):
     // write the input-attachment and LUT sets of the new ones too (a no-op when unchanged).
-    write_view_sets(backend, frame.entity, native, lut, lut_view);
+    write_view_sets(backend, frame.entity, &compiled, lut, lut_view);
     let view_state = &backend.views[&frame.entity];
     let (view_buffer, light_buffer, instance_buffer) = (
         view_state.view_buffer.buffer,
@@ -772,32 +799,18 @@ fn render_view(
     }
 
     // 9. Pipelines for every (mesh layout, material state) drawn.
-    let subpass_of = |name: &str| {
-        native
-            .subpasses
-            .iter()
-            .position(|s| s.name == name)
-            .unwrap_or(0) as u32
-    };
-    let gbuffer_subpass = subpass_of(names::GBUFFER);
-    let gbuffer_colors = native.subpasses[gbuffer_subpass as usize].color.len() as u32;
+    let gbuffer_target = backend.render_passes[&key].gbuffer_target;
     for draw in &draws {
         if !backend.render_passes[&key]
             .gbuffer
             .contains_key(&draw.pipeline_key)
         {
-            let target = PipelineTarget {
-                render_pass,
-                subpass: gbuffer_subpass,
-                color_attachments: gbuffer_colors,
-                samples,
-            };
             let pipeline = step(
                 "creating a G-buffer pipeline",
                 backend.context.create_gbuffer_pipeline(
                     backend.layouts(),
                     backend.shaders(),
-                    target,
+                    gbuffer_target,
                     &draw.pipeline_key,
                 ),
             )?;
@@ -818,8 +831,7 @@ fn render_view(
     let pass = &backend.render_passes[&key];
     let mesh_bindings = collect_mesh_bindings(scene, &draws)?;
     let mut recording = Recording {
-        render_pass,
-        framebuffer,
+        passes: recorded_passes,
         render_area: vk::Rect2D {
             offset: vk::Offset2D {
                 x: frame.viewport.x as i32,
@@ -830,24 +842,19 @@ fn render_view(
                 height: frame.viewport.w,
             },
         },
-        clear_values: native
-            .attachments
-            .iter()
-            .map(|a| {
-                conv::clear_value(match &a.load {
-                    crate::frame_graph::LoadOp::Clear(value) => Some(value),
-                    _ => None,
-                })
-            })
-            .collect(),
-        pipeline_layout: backend.layouts().pipeline_layout,
+        pipeline_layout: backend.layouts().pipeline_layout(frame_desc.unmerged),
         view_set,
         gbuffer_set,
         tonemap_set,
         global_lighting: pass.global_lighting,
         light_volumes: pass.light_volumes,
         tonemap: pass.tonemap,
-        light_count: lights.len() as u32,
+        // The G-buffer debug views replace the lighting: no light volumes.
+        light_count: if frame.debug_view.replaces_lighting() {
+            0
+        } else {
+            lights.len() as u32
+        },
         tonemap_params: frame.tonemap,
         zero_buffer: backend.zero_buffer.as_ref().unwrap().buffer,
         fill_zero_buffer: !backend.zero_buffer_filled,
@@ -867,8 +874,9 @@ fn render_view(
             })
             .collect(),
         timestamps: None,
-        samples: native.samples,
+        samples: frame_desc.samples,
         msaa_flags: frame.msaa_flags,
+        debug_view: frame.debug_view.shader_value(),
         edge_query: None,
         stencil_split: pass.stencil_split,
     };
@@ -888,7 +896,7 @@ fn render_view(
     // The stencil split's query counts every sample of each edge pixel; the per-sample-index
     // draws' query one sample per edge pixel.
     let counted_per_pixel = if pass.stencil_split.is_some() {
-        f64::from(native.samples)
+        f64::from(frame_desc.samples)
     } else {
         1.0
     };
@@ -897,10 +905,10 @@ fn render_view(
     let per_sample_fraction = view_state
         .edge_queries
         .as_ref()
-        .filter(|_| native.samples > 1)
+        .filter(|_| frame_desc.samples > 1)
         .and_then(|queries| queries.read_raw(&backend.context, frame_number))
         .map(|counts| (counts[0] as f64 / viewport_pixels) as f32);
-    if native.samples > 1 {
+    if frame_desc.samples > 1 {
         recording.edge_query = view_state.edge_queries.as_mut().map(|queries| {
             queries.recorded(frame_number);
             (queries.pool, queries.first_query(frame_number))
@@ -912,17 +920,26 @@ fn render_view(
     ctx.add_command_buffer(command_buffer);
 
     let view_state = backend.views.get_mut(&frame.entity).unwrap();
-    let attachments = native
-        .attachments
+    let attachments = compiled
+        .native_passes
         .iter()
-        .zip(&description.attachments)
-        .map(|(planned, created)| {
+        .zip(&descriptions)
+        .enumerate()
+        .flat_map(|(index, (native, description))| {
+            native
+                .attachments
+                .iter()
+                .zip(&description.attachments)
+                .map(move |(planned, created)| (index, planned, created))
+        })
+        .map(|(index, planned, created)| {
             let image = view_state
                 .attachments
                 .iter()
                 .find(|(id, _)| *id == planned.resource)
                 .map(|(_, image)| image);
             VulkanAttachmentReport {
+                render_pass: index,
                 name: planned.name.clone(),
                 format: created.format.as_raw(),
                 samples: created.samples.as_raw(),
@@ -939,8 +956,8 @@ fn render_view(
         .collect();
     let report = TileViewReport {
         attachments,
-        subpass_count: description.subpasses.len(),
-        render_passes_recorded: 1,
+        subpass_count: descriptions.iter().map(|d| d.subpasses.len()).sum(),
+        render_passes_recorded: descriptions.len(),
         draws: draw_count,
         instances: instance_data.len(),
         light_volumes: lights.len(),
@@ -948,17 +965,70 @@ fn render_view(
         compiled: compiled.clone(),
         gpu_times,
         cpu_ms: started.elapsed().as_secs_f64() * 1000.0,
-        samples: native.samples,
+        samples: frame_desc.samples,
         per_sample_fraction,
     };
     view_state.compiled = Some(compiled);
     Ok(report)
 }
 
-/// The framebuffer of this frame's output view. Views that persist (image targets) keep theirs;
-/// a view Bevy makes anew each frame (swapchain images, screenshot captures) gets one that is
-/// retired with the frame.
-fn output_framebuffer(
+/// The Vulkan description of each native pass of the plan, in order: the last one writes the
+/// output; an attachment a later pass samples ends in `SHADER_READ_ONLY_OPTIMAL`, and one a
+/// later pass loads starts in the layout the earlier pass left it in.
+fn describe_render_passes(
+    compiled: &crate::frame_graph::CompiledFrame,
+    output_id: crate::frame_graph::ResourceId,
+    output_kind: OutputKind,
+) -> Vec<render_pass::RenderPassDescription> {
+    let mut descriptions: Vec<render_pass::RenderPassDescription> = Vec::new();
+    for (index, native) in compiled.native_passes.iter().enumerate() {
+        // Attachments whose next use, in a later native pass, is as a texture.
+        let sampled_later: Vec<crate::frame_graph::ResourceId> = native
+            .attachments
+            .iter()
+            .map(|a| a.resource)
+            .filter(|&resource| {
+                compiled.native_passes[index + 1..]
+                    .iter()
+                    .find(|later| {
+                        later.attachment(resource).is_some()
+                            || later
+                                .subpasses
+                                .iter()
+                                .any(|s| s.sampled.contains(&resource))
+                    })
+                    .is_some_and(|later| later.attachment(resource).is_none())
+            })
+            .collect();
+        let earlier = &descriptions;
+        let layout_before = |resource| {
+            compiled.native_passes[..index]
+                .iter()
+                .zip(earlier)
+                .rev()
+                .find_map(|(native, description)| {
+                    let position = native
+                        .attachments
+                        .iter()
+                        .position(|a| a.resource == resource)?;
+                    Some(description.attachments[position].final_layout)
+                })
+        };
+        let description = render_pass::describe(
+            native,
+            Some((output_id, output_kind)),
+            &sampled_later,
+            layout_before,
+        );
+        descriptions.push(description);
+    }
+    descriptions
+}
+
+/// The framebuffer of one native pass. Views that persist (image targets, the view's own
+/// attachments) keep theirs; a pass writing a view Bevy makes anew each frame (swapchain images,
+/// screenshot captures) gets one that is retired with the frame.
+fn framebuffer(
     backend: &mut TileBackend,
     frame: &Frame,
     native: &crate::frame_graph::NativePass,
@@ -968,7 +1038,8 @@ fn output_framebuffer(
     output_raw: vk::ImageView,
 ) -> StepResult<vk::Framebuffer> {
     let frame_number = backend.frame;
-    let key = (output_view.id(), render_pass);
+    let writes_output = native.attachment(output_id).is_some();
+    let key = (writes_output.then(|| output_view.id()), render_pass);
     let view_state = backend.views.get_mut(&frame.entity).unwrap();
     if let Some((framebuffer, used)) = view_state.framebuffers.get_mut(&key) {
         *used = frame_number;
@@ -996,7 +1067,7 @@ fn output_framebuffer(
             .context
             .create_framebuffer(render_pass, &views, frame.target_extent),
     )?;
-    if frame.output_kind == OutputKind::Swapchain {
+    if writes_output && frame.output_kind == OutputKind::Swapchain {
         backend.graveyard.retire(Box::new(move |c: &VulkanContext| {
             c.destroy_framebuffer(framebuffer)
         }));
@@ -1188,10 +1259,74 @@ mod tests {
             depth_format: Format::Depth32Float,
             samples,
             msaa_depth_stencil: None,
+            unmerged: false,
         };
         let compiled = compile(&plan::declare(&desc).unwrap(), &caps).unwrap();
         let (compiled, desc, note) = fit_tile_budget(compiled, desc, &caps).unwrap();
         (desc.samples, compiled.render_pass_count(), note)
+    }
+
+    #[test]
+    fn unmerged_render_passes_hand_layouts_on() {
+        let desc = ViewFrameDesc {
+            extent: Extent::new(640, 360),
+            output_format: Format::Bgra8Srgb,
+            keep_output: false,
+            light_format: Format::Rg11b10Float,
+            depth_format: Format::Depth32Float,
+            samples: 1,
+            msaa_depth_stencil: None,
+            unmerged: true,
+        };
+        let caps = DeviceCaps::desktop().with_merging(false);
+        let compiled = compile(&plan::declare(&desc).unwrap(), &caps).unwrap();
+        let output = compiled.attachment_named(names::OUTPUT).unwrap().id;
+        let descriptions = describe_render_passes(&compiled, output, OutputKind::TrackedImage);
+        assert_eq!(descriptions.len(), 3);
+        let layouts = |pass: usize, name: &str| {
+            let index = compiled.native_passes[pass]
+                .attachments
+                .iter()
+                .position(|a| a.name == name)
+                .unwrap();
+            let a = &descriptions[pass].attachments[index];
+            (a.initial_layout, a.final_layout)
+        };
+        use vk::ImageLayout as L;
+        // The G-buffer pass leaves what later passes sample ready to be sampled.
+        for name in [names::ALBEDO_OCCLUSION, names::NORMAL, names::MATERIAL] {
+            assert_eq!(
+                layouts(0, name),
+                (L::UNDEFINED, L::SHADER_READ_ONLY_OPTIMAL)
+            );
+        }
+        assert_eq!(
+            layouts(0, names::DEPTH),
+            (L::UNDEFINED, L::SHADER_READ_ONLY_OPTIMAL)
+        );
+        // The light is drawn into again by the lighting pass, then sampled by the tonemap.
+        assert_eq!(
+            layouts(0, names::LIGHT),
+            (L::UNDEFINED, L::COLOR_ATTACHMENT_OPTIMAL)
+        );
+        assert_eq!(
+            layouts(1, names::LIGHT),
+            (L::COLOR_ATTACHMENT_OPTIMAL, L::SHADER_READ_ONLY_OPTIMAL)
+        );
+        assert_eq!(
+            layouts(2, names::OUTPUT),
+            (L::COLOR_ATTACHMENT_OPTIMAL, L::COLOR_ATTACHMENT_OPTIMAL)
+        );
+        // The next frame's G-buffer pass waits for this frame's texture reads before writing.
+        let first_gbuffer_dependency = &descriptions[0].dependencies;
+        assert!(
+            first_gbuffer_dependency.iter().any(|d| {
+                d.src_subpass == vk::SUBPASS_EXTERNAL
+                    && d.src_stage_mask
+                        .contains(vk::PipelineStageFlags::FRAGMENT_SHADER)
+            }),
+            "{first_gbuffer_dependency:?}"
+        );
     }
 
     #[test]

@@ -47,20 +47,23 @@ pub(crate) struct ViewFrameDesc {
     /// pixels in stencil (depth read-only, stencil written, depth also read as an input
     /// attachment), lights the other pixels once and edge pixels per sample. `None`: every
     /// lighting draw is issued once per sample index (no stencil, no sample-rate shading).
-    /// Ignored without MSAA.
+    /// Ignored without MSAA, and by the unmerged tier.
     pub msaa_depth_stencil: Option<Format>,
+    /// The unmerged debug tier: the passes read what earlier passes wrote as textures (sampled),
+    /// so the compiler keeps them in separate render passes and stores the G-buffer and light.
+    pub unmerged: bool,
 }
 
 impl ViewFrameDesc {
     /// The lighting subpass splits edge and interior pixels with the stencil.
     pub fn stencil_split(&self) -> bool {
-        self.samples > 1 && self.msaa_depth_stencil.is_some()
+        self.samples > 1 && self.msaa_depth_stencil.is_some() && !self.unmerged
     }
 
     /// The depth attachment's format.
     pub fn depth_attachment_format(&self) -> Format {
         match self.msaa_depth_stencil {
-            Some(format) if self.samples > 1 => format,
+            Some(format) if self.stencil_split() => format,
             _ => self.depth_format,
         }
     }
@@ -73,7 +76,22 @@ pub(crate) const MATERIAL_FORMAT: Format = Format::Rgba8Unorm;
 
 /// Declares the view's frame.
 pub(crate) fn declare(desc: &ViewFrameDesc) -> Result<FrameGraph, GraphError> {
+    use crate::frame_graph::{AttachmentHandle, RasterPassBuilder};
     use names::*;
+    // How a pass reads what an earlier pass wrote at the same pixel: on tile as an input
+    // attachment, or (unmerged) from memory as a texture.
+    fn read<'g>(
+        pass: RasterPassBuilder<'g>,
+        h: &AttachmentHandle,
+        unmerged: bool,
+    ) -> RasterPassBuilder<'g> {
+        if unmerged {
+            pass.sample(h)
+        } else {
+            pass.input(h)
+        }
+    }
+    let unmerged = desc.unmerged;
     let mut graph = FrameGraph::new(desc.extent);
     let n = desc.samples;
     let tile = |format| AttachmentDesc::new(format).with_samples(n);
@@ -109,13 +127,11 @@ pub(crate) fn declare(desc: &ViewFrameDesc) -> Result<FrameGraph, GraphError> {
             }),
         )
         .finish()?;
-    let lighting = graph
-        .add_raster_pass(LIGHTING)
-        .input(&albedo)
-        .input(&normal)
-        .input(&material)
-        .input(&depth)
-        .color(&mut light, Access::ReadWrite, None);
+    let mut lighting = graph.add_raster_pass(LIGHTING);
+    for h in [&albedo, &normal, &material, &depth] {
+        lighting = read(lighting, h, unmerged);
+    }
+    let lighting = lighting.color(&mut light, Access::ReadWrite, None);
     if desc.stencil_split() {
         // The first draw marks edge pixels in stencil; the lighting draws test it.
         lighting
@@ -128,18 +144,22 @@ pub(crate) fn declare(desc: &ViewFrameDesc) -> Result<FrameGraph, GraphError> {
         // Tonemapped per sample where samples differ, then resolved in-pass: only the resolved
         // image is stored.
         let mut samples = graph.create_attachment(OUTPUT_SAMPLES, tile(desc.output_format));
-        graph
-            .add_raster_pass(TONEMAP)
-            .input(&light)
-            .input(&depth)
+        let tonemap = read(
+            read(graph.add_raster_pass(TONEMAP), &light, unmerged),
+            &depth,
+            unmerged,
+        );
+        tonemap
             .color(&mut samples, Access::WriteAll, None)
             .resolve(&samples, &mut output)
             .finish()?;
     } else {
-        graph
-            .add_raster_pass(TONEMAP)
-            .input(&light)
-            .input(&depth)
+        let tonemap = read(
+            read(graph.add_raster_pass(TONEMAP), &light, unmerged),
+            &depth,
+            unmerged,
+        );
+        tonemap
             .color(
                 &mut output,
                 if desc.keep_output {
@@ -204,6 +224,7 @@ mod tests {
             depth_format: Format::Depth32Float,
             samples,
             msaa_depth_stencil: None,
+            unmerged: false,
         }
     }
 
@@ -312,6 +333,72 @@ mod tests {
             attachment.stencil_store_op,
             vk::AttachmentStoreOp::DONT_CARE
         );
+    }
+
+    #[test]
+    fn unmerged_stores_the_g_buffer_and_samples_it_in_later_render_passes() {
+        use crate::frame_graph::{BreakReason, LoadOp};
+        for samples in [1, 4] {
+            let caps = DeviceCaps::desktop();
+            let unmerged = ViewFrameDesc {
+                unmerged: true,
+                // Ignored unmerged: the stencil split needs depth attached and read in one pass.
+                msaa_depth_stencil: Some(Format::Depth32FloatStencil8),
+                ..desc(samples)
+            };
+            assert!(!unmerged.stencil_split());
+            let frame = compile(&declare(&unmerged).unwrap(), &caps.with_merging(false)).unwrap();
+            assert_eq!(frame.render_pass_count(), 3, "{}", frame.describe());
+            assert!(
+                frame
+                    .breaks
+                    .iter()
+                    .all(|b| matches!(b.reason, BreakReason::MergingDisabled)),
+                "{:?}",
+                frame.breaks
+            );
+            let [gbuffer, lighting, tonemap] = &frame.native_passes[..] else {
+                unreachable!()
+            };
+            for name in [
+                names::ALBEDO_OCCLUSION,
+                names::NORMAL,
+                names::MATERIAL,
+                names::LIGHT,
+            ] {
+                let attachment = gbuffer.attachment_named(name).unwrap();
+                assert_eq!(attachment.store, StoreOp::Store, "{name}");
+                assert!(!attachment.transient, "{name}");
+            }
+            let depth = gbuffer.attachment_named(names::DEPTH).unwrap();
+            assert_eq!(depth.format, Format::Depth32Float);
+            assert_eq!(depth.store, StoreOp::Store);
+            // Lighting: the light loaded, blended and stored; the G-buffer and depth sampled.
+            let light = lighting.attachment_named(names::LIGHT).unwrap();
+            assert_eq!((light.load, light.store), (LoadOp::Load, StoreOp::Store));
+            assert_eq!(lighting.attachments.len(), 1);
+            assert_eq!(lighting.subpasses[0].sampled.len(), 4);
+            // Tonemap: light and depth sampled, only the output (or the resolve target) stored.
+            assert_eq!(tonemap.subpasses[0].sampled.len(), 2);
+            for attachment in &tonemap.attachments {
+                assert_eq!(
+                    attachment.store == StoreOp::Store,
+                    attachment.name == names::OUTPUT,
+                    "{}",
+                    attachment.name
+                );
+            }
+            // What merging saves: the merged frame stores only the output.
+            let merged = compile(&declare(&desc(samples)).unwrap(), &caps).unwrap();
+            let pixels = 1920 * 1080;
+            let gbuffer_bytes = (4 + 4 + 4 + 4 + 4) * pixels * samples as u64;
+            let light_bytes = 4 * pixels * samples as u64;
+            assert_eq!(
+                frame.cost.total.stored,
+                merged.cost.total.stored + gbuffer_bytes + light_bytes
+            );
+            assert!(frame.cost.total.loaded + frame.cost.total.sampled > 0);
+        }
     }
 
     #[test]

@@ -79,12 +79,19 @@ pub(super) struct RecordedDraw {
     pub(super) instance_count: u32,
 }
 
-/// Everything the raw recording needs, gathered beforehand.
-pub(super) struct Recording {
+/// One `VkRenderPass` of the frame with its framebuffer.
+pub(super) struct RecordedPass {
     pub(super) render_pass: vk::RenderPass,
     pub(super) framebuffer: vk::Framebuffer,
-    pub(super) render_area: vk::Rect2D,
     pub(super) clear_values: Vec<vk::ClearValue>,
+}
+
+/// Everything the raw recording needs, gathered beforehand.
+pub(super) struct Recording {
+    /// One render pass whose subpasses are G-buffer, lighting and tonemap (the merged tiers), or
+    /// one render pass for each (the unmerged tier).
+    pub(super) passes: Vec<RecordedPass>,
+    pub(super) render_area: vk::Rect2D,
     pub(super) pipeline_layout: vk::PipelineLayout,
     pub(super) view_set: vk::DescriptorSet,
     pub(super) gbuffer_set: vk::DescriptorSet,
@@ -105,6 +112,8 @@ pub(super) struct Recording {
     pub(super) samples: u32,
     /// `msaa_flags` bits.
     pub(super) msaa_flags: u32,
+    /// The shaders' `DEBUG_VIEW_*` value.
+    pub(super) debug_view: u32,
     /// Occlusion query counting the pixels lit per sample (with MSAA).
     pub(super) edge_query: Option<(vk::QueryPool, u32)>,
     /// With MSAA: the stencil split's pipelines (`None`: per-sample-index draws).
@@ -210,12 +219,24 @@ unsafe fn record_into(
         }
         mark(0, vk::PipelineStageFlags::TOP_OF_PIPE);
 
-        let begin = vk::RenderPassBeginInfo::default()
-            .render_pass(r.render_pass)
-            .framebuffer(r.framebuffer)
-            .render_area(r.render_area)
-            .clear_values(&r.clear_values);
-        device.cmd_begin_render_pass(cb, &begin, vk::SubpassContents::INLINE);
+        let begin = |pass: &RecordedPass| {
+            let info = vk::RenderPassBeginInfo::default()
+                .render_pass(pass.render_pass)
+                .framebuffer(pass.framebuffer)
+                .render_area(r.render_area)
+                .clear_values(&pass.clear_values);
+            device.cmd_begin_render_pass(cb, &info, vk::SubpassContents::INLINE);
+        };
+        // The next logical pass: the next subpass of the one render pass, or (unmerged) the next
+        // render pass. Viewport, scissor, bound sets and push constants persist across both.
+        let next_pass = |index: usize| match r.passes.get(index) {
+            Some(pass) if r.passes.len() > 1 => {
+                device.cmd_end_render_pass(cb);
+                begin(pass);
+            }
+            _ => device.cmd_next_subpass(cb, vk::SubpassContents::INLINE),
+        };
+        begin(&r.passes[0]);
         // wgpu's convention: a negative viewport height flips Y, so Bevy's matrices work as is.
         let area = r.render_area;
         let viewport = vk::Viewport {
@@ -235,6 +256,18 @@ unsafe fn record_into(
             0,
             &[r.view_set],
             &[],
+        );
+        let mut push = GpuPushConstants {
+            tonemap: r.tonemap_params,
+            msaa: [0, r.samples, r.msaa_flags, r.debug_view],
+        };
+        // The G-buffer shader reads the debug view (debug views write no emissive).
+        device.cmd_push_constants(
+            cb,
+            r.pipeline_layout,
+            vk::ShaderStageFlags::FRAGMENT,
+            0,
+            bytemuck::bytes_of(&push),
         );
 
         // Subpass 0: the G-buffer.
@@ -289,8 +322,8 @@ unsafe fn record_into(
 
         mark(1, vk::PipelineStageFlags::BOTTOM_OF_PIPE);
 
-        // Subpass 1: lighting from the G-buffer, read on tile.
-        device.cmd_next_subpass(cb, vk::SubpassContents::INLINE);
+        // Subpass 1: lighting from the G-buffer, read on tile (unmerged: from memory).
+        next_pass(1);
         device.cmd_bind_descriptor_sets(
             cb,
             vk::PipelineBindPoint::GRAPHICS,
@@ -299,10 +332,6 @@ unsafe fn record_into(
             &[r.gbuffer_set],
             &[],
         );
-        let mut push = GpuPushConstants {
-            tonemap: r.tonemap_params,
-            msaa: [0, r.samples, r.msaa_flags, 0],
-        };
         // The MSAA stencil split (Lauritzen): one draw classifies each pixel and marks edge
         // pixels with stencil 1 on all samples (the occlusion query around it counts N samples
         // per edge pixel); the lighting draws then run once with stencil == 0, per pixel, and
@@ -371,7 +400,7 @@ unsafe fn record_into(
         mark(2, vk::PipelineStageFlags::BOTTOM_OF_PIPE);
 
         // Subpass 2: tonemap into the output.
-        device.cmd_next_subpass(cb, vk::SubpassContents::INLINE);
+        next_pass(2);
         device.cmd_bind_descriptor_sets(
             cb,
             vk::PipelineBindPoint::GRAPHICS,

@@ -10,6 +10,9 @@ use std::sync::{Arc, Mutex};
 /// One attachment of the `VkRenderPass` the backend created.
 #[derive(Clone, Debug, PartialEq)]
 pub struct VulkanAttachmentReport {
+    /// Which of the frame's `VkRenderPass`es (in recording order) the attachment belongs to:
+    /// always 0 for the merged tiers, 0..3 for the unmerged one.
+    pub render_pass: usize,
     /// The frame-graph attachment's name.
     pub name: String,
     /// `VkFormat` as its raw value.
@@ -52,9 +55,10 @@ impl TileGpuTimes {
 pub struct TileViewReport {
     /// The frame-graph compiler's plan.
     pub compiled: CompiledFrame,
-    /// The attachments of the `VkRenderPass` actually created, in order.
+    /// The attachments of the `VkRenderPass`es actually created, in order (render pass by render
+    /// pass).
     pub attachments: Vec<VulkanAttachmentReport>,
-    /// Subpasses of the `VkRenderPass`.
+    /// Subpasses of all the `VkRenderPass`es.
     pub subpass_count: usize,
     /// `VkRenderPass` objects recorded for this camera in that frame.
     pub render_passes_recorded: usize,

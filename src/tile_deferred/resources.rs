@@ -10,7 +10,7 @@ use super::{
     plan::names,
 };
 use crate::{
-    frame_graph::{FrameGraphCache, NativePass},
+    frame_graph::{CompiledFrame, FrameGraphCache},
     vulkan::{
         VulkanContext, conv,
         memory::AttachmentImageDesc,
@@ -66,7 +66,7 @@ pub(super) fn ensure_view(
                 vk::BufferUsageFlags::VERTEX_BUFFER,
             ),
         )?;
-        let (pool, sets) = allocate_view_sets(backend)?;
+        let (pool, sets) = allocate_view_sets(backend, false)?;
         let view = ViewResources {
             graph_cache: FrameGraphCache::default(),
             desc: None,
@@ -82,6 +82,7 @@ pub(super) fn ensure_view(
             view_set: sets[0],
             gbuffer_set: sets[1],
             tonemap_set: sets[2],
+            sampled_sets: false,
             input_views: Vec::new(),
             lut_keep_alive: None,
             timestamps: backend.context.create_timestamp_queries(4),
@@ -165,26 +166,32 @@ pub(super) fn ensure_buffer_capacity(
     }));
     if matches!(slot, BufferSlot::Lights) {
         // The view set references the light buffer: write a fresh set from a fresh pool.
-        reallocate_view_sets(backend, entity)?;
+        let sampled = backend.views[&entity].sampled_sets;
+        reallocate_view_sets(backend, entity, sampled)?;
     }
     Ok(())
 }
 
 /// A descriptor pool with the view's three sets: view (set 0), G-buffer inputs (set 2) and
-/// tonemap inputs (set 3).
+/// tonemap inputs (set 3); `sampled`: sets 2 and 3 hold textures (the unmerged tier).
 fn allocate_view_sets(
     backend: &TileBackend,
+    sampled: bool,
 ) -> StepResult<(vk::DescriptorPool, [vk::DescriptorSet; 3])> {
+    let (inputs, samplers) = if sampled { (0, 7) } else { (6, 1) };
     let sizes = [
         (vk::DescriptorType::UNIFORM_BUFFER, 1),
         (vk::DescriptorType::STORAGE_BUFFER, 1),
-        (vk::DescriptorType::INPUT_ATTACHMENT, 6),
-        (vk::DescriptorType::COMBINED_IMAGE_SAMPLER, 1),
+        (vk::DescriptorType::INPUT_ATTACHMENT, inputs),
+        (vk::DescriptorType::COMBINED_IMAGE_SAMPLER, samplers),
     ]
+    .into_iter()
+    .filter(|(_, count)| *count > 0)
     .map(|(ty, descriptor_count)| vk::DescriptorPoolSize {
         ty,
         descriptor_count,
-    });
+    })
+    .collect::<Vec<_>>();
     let pool = step(
         "creating the view descriptor pool",
         backend
@@ -192,7 +199,15 @@ fn allocate_view_sets(
             .create_descriptor_pool(3, &sizes, vk::DescriptorPoolCreateFlags::empty()),
     )?;
     let layouts = backend.layouts();
-    let set_layouts = [layouts.view, layouts.gbuffer_inputs, layouts.tonemap_inputs];
+    let set_layouts = if sampled {
+        [
+            layouts.view,
+            layouts.gbuffer_textures,
+            layouts.tonemap_textures,
+        ]
+    } else {
+        [layouts.view, layouts.gbuffer_inputs, layouts.tonemap_inputs]
+    };
     let info = vk::DescriptorSetAllocateInfo::default()
         .descriptor_pool(pool)
         .set_layouts(&set_layouts);
@@ -206,9 +221,14 @@ fn allocate_view_sets(
     }
 }
 
-fn reallocate_view_sets(backend: &mut TileBackend, entity: Entity) -> StepResult<()> {
-    let (pool, sets) = allocate_view_sets(backend)?;
+fn reallocate_view_sets(
+    backend: &mut TileBackend,
+    entity: Entity,
+    sampled: bool,
+) -> StepResult<()> {
+    let (pool, sets) = allocate_view_sets(backend, sampled)?;
     let view = backend.views.get_mut(&entity).unwrap();
+    view.sampled_sets = sampled;
     let old_pool = std::mem::replace(&mut view.pool, pool);
     view.view_set = sets[0];
     view.gbuffer_set = sets[1];
@@ -221,56 +241,99 @@ fn reallocate_view_sets(backend: &mut TileBackend, entity: Entity) -> StepResult
     Ok(())
 }
 
+/// Where a logical pass of the frame runs: (native pass index, subpass index).
+pub(super) fn locate_pass(compiled: &CompiledFrame, name: &str) -> Option<(usize, usize)> {
+    compiled
+        .native_passes
+        .iter()
+        .enumerate()
+        .find_map(|(n, native)| {
+            let subpass = native.subpasses.iter().position(|s| s.name == name)?;
+            Some((n, subpass))
+        })
+}
+
+/// Creates the render passes of a plan (one per native pass, `descriptions` in the same order)
+/// and the lighting and tonemap pipelines; the G-buffer pipelines are built on demand.
 pub(super) fn create_pass_resources(
     backend: &mut TileBackend,
-    description: &render_pass::RenderPassDescription,
-    native: &NativePass,
+    descriptions: &[render_pass::RenderPassDescription],
+    compiled: &CompiledFrame,
 ) -> StepResult<PassResources> {
-    let context = &backend.context;
-    let render_pass = step(
-        "creating the render pass",
-        context.create_render_pass(description),
-    )?;
-    let subpass_of = |name: &str| {
-        native
-            .subpasses
-            .iter()
-            .position(|s| s.name == name)
-            .unwrap_or(0) as u32
-    };
+    let sampled_attachments = compiled.native_passes.len() > 1;
+    let mut render_passes = Vec::with_capacity(descriptions.len());
+    for description in descriptions {
+        match backend.context.create_render_pass(description) {
+            Ok(render_pass) => render_passes.push(render_pass),
+            Err(error) => {
+                for render_pass in render_passes {
+                    backend.context.destroy_render_pass(render_pass);
+                }
+                return Err(("creating the render pass", error));
+            }
+        }
+    }
     let target = |name: &str| {
-        let subpass = subpass_of(name);
+        let (n, subpass) = locate_pass(compiled, name).unwrap_or((0, 0));
+        let native = &compiled.native_passes[n];
         PipelineTarget {
-            render_pass,
-            subpass,
-            color_attachments: native.subpasses[subpass as usize].color.len() as u32,
+            render_pass: render_passes[n],
+            subpass: subpass as u32,
+            color_attachments: native.subpasses[subpass].color.len() as u32,
             samples: conv::samples(native.samples),
+            sampled_attachments,
         }
     };
+    let lighting = target(names::LIGHTING);
+    let mut pass = PassResources {
+        render_passes: render_passes.clone(),
+        gbuffer_target: target(names::GBUFFER),
+        gbuffer: HashMap::default(),
+        global_lighting: vk::Pipeline::null(),
+        light_volumes: vk::Pipeline::null(),
+        tonemap: vk::Pipeline::null(),
+        stencil_split: None,
+        last_used: backend.frame,
+    };
+    let context = &backend.context;
     let shaders = backend.shaders();
     let layouts = backend.layouts();
-    let multisampled = native.samples > 1;
+    let multisampled = lighting.samples != vk::SampleCountFlags::TYPE_1;
     // The MSAA stencil split: the lighting subpass binds the depth-stencil attachment.
-    let stencil_split = native.subpasses[subpass_of(names::LIGHTING) as usize]
-        .depth
-        .is_some_and(|d| d.stencil_write);
-    let (lighting_global, light_volume, tonemap) = match (multisampled, stencil_split) {
-        (true, true) => (
-            shaders.lighting_global_pixel_ms_frag,
-            shaders.light_volume_pixel_ms_frag,
-            shaders.tonemap_ms_frag,
-        ),
-        (true, false) => (
-            shaders.lighting_global_ms_frag,
-            shaders.light_volume_ms_frag,
-            shaders.tonemap_ms_frag,
-        ),
-        (false, _) => (
-            shaders.lighting_global_frag,
-            shaders.light_volume_frag,
-            shaders.tonemap_frag,
-        ),
-    };
+    let stencil_split = locate_pass(compiled, names::LIGHTING).is_some_and(|(n, subpass)| {
+        compiled.native_passes[n].subpasses[subpass]
+            .depth
+            .is_some_and(|d| d.stencil_write)
+    });
+    pass.stencil_split = stencil_split.then(StencilSplitPipelines::default);
+    let (lighting_global, light_volume, tonemap) =
+        match (multisampled, stencil_split, sampled_attachments) {
+            (true, true, _) => (
+                shaders.lighting_global_pixel_ms_frag,
+                shaders.light_volume_pixel_ms_frag,
+                shaders.tonemap_ms_frag,
+            ),
+            (true, false, false) => (
+                shaders.lighting_global_ms_frag,
+                shaders.light_volume_ms_frag,
+                shaders.tonemap_ms_frag,
+            ),
+            (true, false, true) => (
+                shaders.lighting_global_ms_sampled_frag,
+                shaders.light_volume_ms_sampled_frag,
+                shaders.tonemap_ms_sampled_frag,
+            ),
+            (false, _, false) => (
+                shaders.lighting_global_frag,
+                shaders.light_volume_frag,
+                shaders.tonemap_frag,
+            ),
+            (false, _, true) => (
+                shaders.lighting_global_sampled_frag,
+                shaders.light_volume_sampled_frag,
+                shaders.tonemap_sampled_frag,
+            ),
+        };
     // Stencil 0: interior (and background) pixels, lit once; stencil 1: edges, lit per sample.
     let (interior, edges) = if stencil_split {
         (ScreenStencil::Equal(0), ScreenStencil::Equal(1))
@@ -282,17 +345,7 @@ pub(super) fn create_pass_resources(
         stencil,
         per_sample,
     };
-    let mut pass = PassResources {
-        render_pass,
-        gbuffer: HashMap::default(),
-        global_lighting: vk::Pipeline::null(),
-        light_volumes: vk::Pipeline::null(),
-        tonemap: vk::Pipeline::null(),
-        stencil_split: stencil_split.then(StencilSplitPipelines::default),
-        last_used: backend.frame,
-    };
     let result = (|| {
-        let lighting = target(names::LIGHTING);
         pass.global_lighting = context.create_screen_pipeline(
             layouts,
             lighting,
@@ -352,32 +405,39 @@ pub(super) fn create_pass_resources(
     }
 }
 
-/// (Re)creates the view's own attachments when the plan or the target size changed.
+/// (Re)creates the view's own attachments (every attachment of the plan but the output) when
+/// the plan or the target size changed.
 pub(super) fn ensure_attachments(
     backend: &mut TileBackend,
     frame: &Frame,
-    native: &NativePass,
-    output_id: crate::frame_graph::ResourceId,
+    compiled: &CompiledFrame,
 ) -> StepResult<()> {
-    let wanted: Vec<(crate::frame_graph::ResourceId, AttachmentImageDesc, String)> = native
+    let subpasses = || {
+        compiled
+            .native_passes
+            .iter()
+            .flat_map(|n| n.subpasses.iter())
+    };
+    let wanted: Vec<(crate::frame_graph::ResourceId, AttachmentImageDesc, String)> = compiled
         .attachments
         .iter()
-        .filter(|a| a.resource != output_id)
+        .filter(|a| !a.imported && !a.native_passes.is_empty())
         .map(|a| {
-            let input = native.subpasses.iter().any(|s| {
-                s.input
+            let input = compiled.native_passes.iter().any(|n| {
+                n.subpasses
                     .iter()
-                    .any(|&i| native.attachments[i].resource == a.resource)
+                    .any(|s| s.input.iter().any(|&i| n.attachments[i].resource == a.id))
             });
+            let sampled = subpasses().any(|s| s.sampled.contains(&a.id));
             (
-                a.resource,
+                a.id,
                 AttachmentImageDesc {
                     format: conv::format(a.format),
                     extent: frame.target_extent,
                     samples: conv::samples(a.samples),
                     transient: a.transient,
                     input,
-                    sampled: false,
+                    sampled,
                 },
                 a.name.clone(),
             )
@@ -411,6 +471,7 @@ pub(super) fn ensure_attachments(
     view.input_views.clear();
     let old_framebuffers: Vec<vk::Framebuffer> =
         view.framebuffers.drain().map(|(_, (fb, _))| fb).collect();
+    let sampled = view.sampled_sets;
     backend.graveyard.retire(Box::new(move |c: &VulkanContext| {
         old_framebuffers
             .into_iter()
@@ -420,33 +481,42 @@ pub(super) fn ensure_attachments(
             .for_each(|(_, image)| c.destroy_attachment_image(image));
     }));
     // The input-attachment sets point at the old views; a frame in flight may still use them.
-    reallocate_view_sets(backend, frame.entity)
+    reallocate_view_sets(backend, frame.entity, sampled)
 }
 
-/// Writes the G-buffer and tonemap input sets when their views changed.
+/// Writes the G-buffer and tonemap sets (input attachments, or textures for the unmerged
+/// tier) when their views or their kind changed.
 pub(super) fn write_view_sets(
     backend: &mut TileBackend,
     entity: Entity,
-    native: &NativePass,
+    compiled: &CompiledFrame,
     lut: &GpuImage,
     lut_view: vk::ImageView,
 ) {
+    let sampled = compiled.native_passes.len() > 1;
     let view = &backend.views[&entity];
     let view_of = |name: &str| {
-        native
+        compiled
             .attachment_named(name)
-            .and_then(|a| view.attachments.iter().find(|(id, _)| *id == a.resource))
+            .and_then(|a| view.attachments.iter().find(|(id, _)| *id == a.id))
             .map(|(_, image)| image.input_view)
             .unwrap_or_default()
     };
-    // A descriptor's layout is the one its subpass uses the attachment in.
-    let input_layout = |subpass: &str, name: &str| {
-        let subpass = native.subpasses.iter().position(|s| s.name == subpass);
-        let attachment = native.attachments.iter().position(|a| a.name == name);
-        subpass
-            .zip(attachment)
-            .and_then(|(s, a)| render_pass::layout_in_subpass(native, s, a))
-            .unwrap_or(vk::ImageLayout::DEPTH_STENCIL_READ_ONLY_OPTIMAL)
+    // A descriptor's layout is the one its subpass uses the attachment in; a texture stored by
+    // an earlier render pass was left in SHADER_READ_ONLY_OPTIMAL.
+    let input_layout = |pass: &str, name: &str| {
+        let located = locate_pass(compiled, pass);
+        located
+            .and_then(|(n, s)| {
+                let native = &compiled.native_passes[n];
+                let attachment = native.attachments.iter().position(|a| a.name == name)?;
+                render_pass::layout_in_subpass(native, s, attachment)
+            })
+            .unwrap_or(if sampled {
+                vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL
+            } else {
+                vk::ImageLayout::DEPTH_STENCIL_READ_ONLY_OPTIMAL
+            })
     };
     let lighting_depth_layout = input_layout(names::LIGHTING, names::DEPTH);
     let tonemap_depth_layout = input_layout(names::TONEMAP, names::DEPTH);
@@ -460,25 +530,34 @@ pub(super) fn write_view_sets(
     let mut all: Vec<vk::ImageView> = gbuffer_views.to_vec();
     all.extend(tonemap_views);
     all.push(lut_view);
-    if view.input_views == all {
+    if view.input_views == all && view.sampled_sets == sampled {
         return;
     }
-    if !view.input_views.is_empty() {
-        // In use by a frame in flight: write fresh sets instead.
-        if reallocate_view_sets(backend, entity).is_err() {
+    if !view.input_views.is_empty() || view.sampled_sets != sampled {
+        // In use by a frame in flight, or of the other kind: write fresh sets instead.
+        if reallocate_view_sets(backend, entity, sampled).is_err() {
             return;
         }
     }
     let view = &backend.views[&entity];
-    let gbuffer_infos = input_attachment_infos(&gbuffer_views, 3, lighting_depth_layout);
-    let tonemap_infos = input_attachment_infos(&tonemap_views, 1, tonemap_depth_layout);
+    let sampler = if sampled {
+        backend.attachment_sampler
+    } else {
+        vk::Sampler::null()
+    };
+    let gbuffer_infos = attachment_read_infos(&gbuffer_views, 3, lighting_depth_layout, sampler);
+    let tonemap_infos = attachment_read_infos(&tonemap_views, 1, tonemap_depth_layout, sampler);
     let lut_info = [vk::DescriptorImageInfo {
         sampler: backend.lut_sampler,
         image_view: lut_view,
         image_layout: vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL,
     }];
-    let mut writes = input_attachment_writes(view.gbuffer_set, &gbuffer_infos);
-    writes.extend(input_attachment_writes(view.tonemap_set, &tonemap_infos));
+    let mut writes = attachment_read_writes(view.gbuffer_set, &gbuffer_infos, sampled);
+    writes.extend(attachment_read_writes(
+        view.tonemap_set,
+        &tonemap_infos,
+        sampled,
+    ));
     writes.push(
         vk::WriteDescriptorSet::default()
             .dst_set(view.tonemap_set)
@@ -498,19 +577,21 @@ pub(super) fn write_view_sets(
     }
 }
 
-/// Descriptor infos of input attachments: colour views in `SHADER_READ_ONLY_OPTIMAL`, the depth
-/// view (at `depth_index`) in the layout its subpass uses it in.
-fn input_attachment_infos(
+/// Descriptor infos of attachments read by a later (sub)pass: colour views in
+/// `SHADER_READ_ONLY_OPTIMAL`, the depth view (at `depth_index`) in `depth_layout`; `sampler`
+/// is null for input attachments.
+fn attachment_read_infos(
     views: &[vk::ImageView],
     depth_index: usize,
     depth_layout: vk::ImageLayout,
+    sampler: vk::Sampler,
 ) -> Vec<[vk::DescriptorImageInfo; 1]> {
     views
         .iter()
         .enumerate()
         .map(|(i, &image_view)| {
             [vk::DescriptorImageInfo {
-                sampler: vk::Sampler::null(),
+                sampler,
                 image_view,
                 image_layout: if i == depth_index {
                     depth_layout
@@ -522,10 +603,12 @@ fn input_attachment_infos(
         .collect()
 }
 
-/// One input-attachment write per info, at bindings 0, 1, ... of `set`.
-fn input_attachment_writes(
+/// One write per info, at bindings 0, 1, ... of `set`: input attachments, or combined image
+/// samplers (`sampled`).
+fn attachment_read_writes(
     set: vk::DescriptorSet,
     infos: &[[vk::DescriptorImageInfo; 1]],
+    sampled: bool,
 ) -> Vec<vk::WriteDescriptorSet<'_>> {
     infos
         .iter()
@@ -534,7 +617,11 @@ fn input_attachment_writes(
             vk::WriteDescriptorSet::default()
                 .dst_set(set)
                 .dst_binding(binding as u32)
-                .descriptor_type(vk::DescriptorType::INPUT_ATTACHMENT)
+                .descriptor_type(if sampled {
+                    vk::DescriptorType::COMBINED_IMAGE_SAMPLER
+                } else {
+                    vk::DescriptorType::INPUT_ATTACHMENT
+                })
                 .image_info(info)
         })
         .collect()

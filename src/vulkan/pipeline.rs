@@ -2,7 +2,8 @@
 //!
 //! One pipeline layout serves every pipeline of the pass: set 0 view (uniform + lights), set 1
 //! material (uniform + 5 textures), set 2 the G-buffer input attachments, set 3 the tonemap
-//! inputs (light, depth, LUT), and 32 bytes of fragment push constants. Binding the view set once
+//! inputs (light, depth, LUT), and 48 bytes of fragment push constants. The unmerged debug tier
+//! uses a second one whose sets 2 and 3 hold the same attachments as textures. Binding the view set once
 //! per pass and switching only the material set per draw keeps the command stream short.
 
 use super::{LiveObjects, VulkanContext};
@@ -41,15 +42,42 @@ pub(crate) mod spirv {
     );
     shader!(LIGHT_VOLUME_PIXEL_MS_FRAG, "light_volume_pixel_ms.frag");
     shader!(LIGHT_VOLUME_SAMPLE_MS_FRAG, "light_volume_sample_ms.frag");
+    shader!(LIGHTING_GLOBAL_SAMPLED_FRAG, "lighting_global_sampled.frag");
+    shader!(LIGHT_VOLUME_SAMPLED_FRAG, "light_volume_sampled.frag");
+    shader!(TONEMAP_SAMPLED_FRAG, "tonemap_sampled.frag");
+    shader!(
+        LIGHTING_GLOBAL_MS_SAMPLED_FRAG,
+        "lighting_global_ms_sampled.frag"
+    );
+    shader!(LIGHT_VOLUME_MS_SAMPLED_FRAG, "light_volume_ms_sampled.frag");
+    shader!(TONEMAP_MS_SAMPLED_FRAG, "tonemap_ms_sampled.frag");
 }
 
-/// The descriptor set layouts and the pipeline layout shared by all tile pipelines.
+/// The descriptor set layouts and the pipeline layouts shared by all tile pipelines.
 pub(crate) struct TileLayouts {
     pub view: vk::DescriptorSetLayout,
     pub material: vk::DescriptorSetLayout,
     pub gbuffer_inputs: vk::DescriptorSetLayout,
     pub tonemap_inputs: vk::DescriptorSetLayout,
+    /// The unmerged tier's sets 2 and 3: the same bindings as combined image samplers (the
+    /// attachments were stored by earlier render passes and are fetched as textures).
+    pub gbuffer_textures: vk::DescriptorSetLayout,
+    pub tonemap_textures: vk::DescriptorSetLayout,
+    /// Sets view, material, G-buffer inputs, tonemap inputs (the merged tiers).
     pub pipeline_layout: vk::PipelineLayout,
+    /// Sets view, material, G-buffer textures, tonemap textures (the unmerged tier).
+    pub sampled_pipeline_layout: vk::PipelineLayout,
+}
+
+impl TileLayouts {
+    /// The pipeline layout of the merged tiers, or of the unmerged tier (`sampled_attachments`).
+    pub fn pipeline_layout(&self, sampled_attachments: bool) -> vk::PipelineLayout {
+        if sampled_attachments {
+            self.sampled_pipeline_layout
+        } else {
+            self.pipeline_layout
+        }
+    }
 }
 
 /// The shader modules, created once.
@@ -72,6 +100,13 @@ pub(crate) struct TileShaders {
     pub lighting_global_sample_ms_frag: vk::ShaderModule,
     pub light_volume_pixel_ms_frag: vk::ShaderModule,
     pub light_volume_sample_ms_frag: vk::ShaderModule,
+    /// The unmerged tier: the G-buffer, light and depth fetched as textures.
+    pub lighting_global_sampled_frag: vk::ShaderModule,
+    pub light_volume_sampled_frag: vk::ShaderModule,
+    pub tonemap_sampled_frag: vk::ShaderModule,
+    pub lighting_global_ms_sampled_frag: vk::ShaderModule,
+    pub light_volume_ms_sampled_frag: vk::ShaderModule,
+    pub tonemap_ms_sampled_frag: vk::ShaderModule,
 }
 
 fn binding(
@@ -125,23 +160,43 @@ impl VulkanContext {
             binding(1, D::INPUT_ATTACHMENT, S::FRAGMENT),
             binding(2, D::COMBINED_IMAGE_SAMPLER, S::FRAGMENT),
         ])?;
-        let set_layouts = [view, material, gbuffer_inputs, tonemap_inputs];
+        let gbuffer_textures = self.create_set_layout(&[
+            binding(0, D::COMBINED_IMAGE_SAMPLER, S::FRAGMENT),
+            binding(1, D::COMBINED_IMAGE_SAMPLER, S::FRAGMENT),
+            binding(2, D::COMBINED_IMAGE_SAMPLER, S::FRAGMENT),
+            binding(3, D::COMBINED_IMAGE_SAMPLER, S::FRAGMENT),
+        ])?;
+        let tonemap_textures = self.create_set_layout(&[
+            binding(0, D::COMBINED_IMAGE_SAMPLER, S::FRAGMENT),
+            binding(1, D::COMBINED_IMAGE_SAMPLER, S::FRAGMENT),
+            binding(2, D::COMBINED_IMAGE_SAMPLER, S::FRAGMENT),
+        ])?;
         let push_constants = [vk::PushConstantRange::default()
             .stage_flags(S::FRAGMENT)
             .offset(0)
             .size(size_of::<crate::tile_deferred::gpu_types::GpuPushConstants>() as u32)];
-        let info = vk::PipelineLayoutCreateInfo::default()
-            .set_layouts(&set_layouts)
-            .push_constant_ranges(&push_constants);
-        // SAFETY: the set layouts were just created on this device.
-        let pipeline_layout = unsafe { self.device.create_pipeline_layout(&info, None) }?;
-        LiveObjects::created(&self.live.other);
+        let create_pipeline_layout = |set_layouts: &[vk::DescriptorSetLayout]| {
+            let info = vk::PipelineLayoutCreateInfo::default()
+                .set_layouts(set_layouts)
+                .push_constant_ranges(&push_constants);
+            // SAFETY: the set layouts were just created on this device.
+            let layout = unsafe { self.device.create_pipeline_layout(&info, None) }?;
+            LiveObjects::created(&self.live.other);
+            Ok::<_, vk::Result>(layout)
+        };
+        let pipeline_layout =
+            create_pipeline_layout(&[view, material, gbuffer_inputs, tonemap_inputs])?;
+        let sampled_pipeline_layout =
+            create_pipeline_layout(&[view, material, gbuffer_textures, tonemap_textures])?;
         Ok(TileLayouts {
             view,
             material,
             gbuffer_inputs,
             tonemap_inputs,
+            gbuffer_textures,
+            tonemap_textures,
             pipeline_layout,
+            sampled_pipeline_layout,
         })
     }
 
@@ -149,18 +204,21 @@ impl VulkanContext {
     pub fn destroy_layouts(&self, layouts: TileLayouts) {
         // SAFETY: created by this device; nothing in flight uses them.
         unsafe {
-            self.device
-                .destroy_pipeline_layout(layouts.pipeline_layout, None);
+            for layout in [layouts.pipeline_layout, layouts.sampled_pipeline_layout] {
+                self.device.destroy_pipeline_layout(layout, None);
+            }
             for layout in [
                 layouts.view,
                 layouts.material,
                 layouts.gbuffer_inputs,
                 layouts.tonemap_inputs,
+                layouts.gbuffer_textures,
+                layouts.tonemap_textures,
             ] {
                 self.device.destroy_descriptor_set_layout(layout, None);
             }
         }
-        for _ in 0..5 {
+        for _ in 0..8 {
             LiveObjects::destroyed(&self.live.other);
         }
     }
@@ -197,6 +255,16 @@ impl VulkanContext {
                 .create_shader_module(spirv::LIGHT_VOLUME_PIXEL_MS_FRAG)?,
             light_volume_sample_ms_frag: self
                 .create_shader_module(spirv::LIGHT_VOLUME_SAMPLE_MS_FRAG)?,
+            lighting_global_sampled_frag: self
+                .create_shader_module(spirv::LIGHTING_GLOBAL_SAMPLED_FRAG)?,
+            light_volume_sampled_frag: self
+                .create_shader_module(spirv::LIGHT_VOLUME_SAMPLED_FRAG)?,
+            tonemap_sampled_frag: self.create_shader_module(spirv::TONEMAP_SAMPLED_FRAG)?,
+            lighting_global_ms_sampled_frag: self
+                .create_shader_module(spirv::LIGHTING_GLOBAL_MS_SAMPLED_FRAG)?,
+            light_volume_ms_sampled_frag: self
+                .create_shader_module(spirv::LIGHT_VOLUME_MS_SAMPLED_FRAG)?,
+            tonemap_ms_sampled_frag: self.create_shader_module(spirv::TONEMAP_MS_SAMPLED_FRAG)?,
         })
     }
 
@@ -218,6 +286,12 @@ impl VulkanContext {
             shaders.lighting_global_sample_ms_frag,
             shaders.light_volume_pixel_ms_frag,
             shaders.light_volume_sample_ms_frag,
+            shaders.lighting_global_sampled_frag,
+            shaders.light_volume_sampled_frag,
+            shaders.tonemap_sampled_frag,
+            shaders.lighting_global_ms_sampled_frag,
+            shaders.light_volume_ms_sampled_frag,
+            shaders.tonemap_ms_sampled_frag,
         ] {
             // SAFETY: created by this device; pipelines keep their own copy of the code.
             unsafe { self.device.destroy_shader_module(module, None) };
@@ -272,6 +346,8 @@ pub(crate) struct PipelineTarget {
     pub subpass: u32,
     pub color_attachments: u32,
     pub samples: vk::SampleCountFlags,
+    /// The unmerged tier: the pipeline reads earlier passes' attachments as textures.
+    pub sampled_attachments: bool,
 }
 
 /// How a screen pipeline writes the light or output attachment.
@@ -586,7 +662,7 @@ impl VulkanContext {
             .multisample_state(multisample)
             .color_blend_state(&blend)
             .dynamic_state(&dynamic)
-            .layout(layouts.pipeline_layout)
+            .layout(layouts.pipeline_layout(target.sampled_attachments))
             .render_pass(target.render_pass)
             .subpass(target.subpass);
         if let Some(depth) = depth {
@@ -636,7 +712,7 @@ mod tests {
             );
             checked += 1;
         }
-        assert_eq!(checked, 15, "every shader was checked");
+        assert_eq!(checked, 21, "every shader was checked");
         let _ = std::fs::remove_dir_all(&out);
     }
 }

@@ -19,12 +19,13 @@ use bevy::{
 };
 use bevy_egui::{EguiContext, render::EguiViewTarget};
 use bevy_tile_deferred::{
-    DeviceProfile, MsaaShading, TileDeferred, TileDeferredPlugin, TileInspectorPlugin,
-    TileRenderReports, TileViewReport,
+    DeviceProfile, MsaaShading, TileDebugView, TileDeferred, TileDeferredPlugin,
+    TileInspectorPlugin, TileRenderReports, TileViewReport,
     frame_graph::{DEFAULT_MW_PER_GBPS, StockBevyPath},
     inspector::{
         CameraPanel, InspectorChange, InspectorToggle, TileInspector, TileInspectorPanels,
     },
+    tiers::{RenderTier, TierDecision, TierSetting},
 };
 
 const WIDTH: u32 = 800;
@@ -71,14 +72,12 @@ fn assert_panel_matches_report(
         (panel.resolution.x, panel.resolution.y),
         (native.extent.width, native.extent.height)
     );
-    assert_eq!(
-        panel.tier,
-        if report.samples > 1 {
-            format!("tile-deferred MSAA {}x", report.samples)
-        } else {
-            "tile-deferred".to_owned()
-        }
-    );
+    let tier = match (report.compiled.render_pass_count(), report.samples) {
+        (1, 1) => RenderTier::TileDeferred,
+        (1, samples) => RenderTier::TileDeferredMsaa { samples },
+        (_, samples) => RenderTier::Unmerged { samples },
+    };
+    assert_eq!(panel.tier, tier.to_string());
     if let Some(profile) = profile {
         assert_eq!(panel.device_name, profile.device_name);
         assert_eq!(panel.device_vendor, profile.vendor.to_string());
@@ -88,10 +87,19 @@ fn assert_panel_matches_report(
         .merging_off
         .as_ref()
         .expect("merging-off counterfactual");
-    assert!(
-        off.native_passes > in_use.native_passes && off.bytes_per_frame > in_use.bytes_per_frame,
-        "merging off: more native passes and more traffic ({off:?} vs {in_use:?})"
-    );
+    if tier.is_unmerged() {
+        assert_eq!(
+            (off.native_passes, off.bytes_per_frame),
+            (in_use.native_passes, in_use.bytes_per_frame),
+            "the unmerged tier renders the merging-off plan"
+        );
+    } else {
+        assert!(
+            off.native_passes > in_use.native_passes
+                && off.bytes_per_frame > in_use.bytes_per_frame,
+            "merging off: more native passes and more traffic ({off:?} vs {in_use:?})"
+        );
+    }
     let caps = profile
         .map(DeviceProfile::frame_graph_caps)
         .unwrap_or_default();
@@ -107,7 +115,11 @@ fn assert_panel_matches_report(
         .expect("stock Bevy counterfactual");
     assert_eq!(shown.bytes_per_frame, stock.cost.bytes());
     assert_eq!(shown.render_passes, stock.render_pass_count());
-    assert!(shown.bytes_per_frame > in_use.bytes_per_frame);
+    if !tier.is_unmerged() {
+        // (Unmerged, the stored G-buffer costs more than Bevy's forward path: the debug tier
+        // shows what merging saves.)
+        assert!(shown.bytes_per_frame > in_use.bytes_per_frame);
+    }
     // The export has one surface line per native pass.
     assert_eq!(
         panel.export.lines().count(),
@@ -400,7 +412,8 @@ fn inspector_toggles_change_the_frame() {
     assert_panel_matches_report(&panel, &report, profile.as_ref());
     assert_eq!(report.compiled.render_pass_count(), 1);
 
-    // Merging off: the camera's setting changes; the counterfactual shows the unmerged plan.
+    // Merging off: the camera renders the unmerged debug tier, three render passes storing the
+    // G-buffer; the image stays the same.
     toggle(
         &mut headless,
         camera,
@@ -413,11 +426,74 @@ fn inspector_toggles_change_the_frame() {
         panel.settings.as_ref().map(|s| s.merge_subpasses),
         Some(false)
     );
+    assert_eq!(report.compiled.render_pass_count(), 3);
+    assert_eq!(report.render_passes_recorded, 3);
+    assert_panel_matches_report(&panel, &report, profile.as_ref());
+    assert_eq!(panel.tier, "tile-deferred, unmerged (debug)");
     let off = panel.merging_off.as_ref().unwrap();
-    assert!(off.render_passes >= 3, "{off:?}");
-    assert!(off.bytes_per_frame > report.compiled.cost.bytes());
-    assert!(panel.notes.iter().any(|n| n.contains("merging off")));
+    assert_eq!(off.render_passes, 3, "{off:?}");
+    assert_eq!(off.bytes_per_frame, report.compiled.cost.bytes());
+    let unmerged = read_without_overlay(&mut headless);
+    let (differ, total) = differing(&before, &unmerged, 0, 0, HEADLESS_WIDTH, HEADLESS_HEIGHT);
+    assert!(
+        differ * 100 < total,
+        "unmerged renders the same frame ({differ} of {total} pixels differ)"
+    );
     toggle(&mut headless, camera, InspectorChange::MergeSubpasses(true));
+    let (panel, report) = state(&headless, camera);
+    assert_eq!(report.compiled.render_pass_count(), 1);
+    assert!(panel.merging_off.as_ref().unwrap().bytes_per_frame > report.compiled.cost.bytes());
+
+    // Tier override: forced to Bevy's forward renderer, the camera leaves the tile schedule
+    // (no more tile reports); back to automatic, it returns.
+    toggle(
+        &mut headless,
+        camera,
+        InspectorChange::Tier(TierSetting::Force(RenderTier::Forward)),
+    );
+    assert_eq!(
+        headless
+            .app
+            .world()
+            .get::<TierDecision>(camera)
+            .unwrap()
+            .tier,
+        RenderTier::Forward
+    );
+    let reports = headless.app.world().resource::<TileRenderReports>().clone();
+    for _ in 0..6 {
+        headless.update();
+    }
+    assert!(reports.get(camera).is_none(), "forward: no tile frame");
+    toggle(
+        &mut headless,
+        camera,
+        InspectorChange::Tier(TierSetting::Auto),
+    );
+    let (panel, report) = state(&headless, camera);
+    assert_eq!(panel.tier, "tile-deferred");
+    assert_eq!(report.compiled.render_pass_count(), 1);
+
+    // Each debug view changes the image; the plan stays the same.
+    for view in TileDebugView::ALL {
+        if matches!(view, TileDebugView::None | TileDebugView::MsaaEdges) {
+            continue;
+        }
+        toggle(&mut headless, camera, InspectorChange::DebugView(view));
+        let (_, debug_report) = state(&headless, camera);
+        assert_eq!(debug_report.compiled, report.compiled, "{view}");
+        let shown = read_without_overlay(&mut headless);
+        let (differ, total) = differing(&before, &shown, 0, 0, HEADLESS_WIDTH, HEADLESS_HEIGHT);
+        assert!(
+            differ * 20 > total,
+            "debug view {view} shows something else ({differ} of {total} pixels differ)"
+        );
+    }
+    toggle(
+        &mut headless,
+        camera,
+        InspectorChange::DebugView(TileDebugView::None),
+    );
 
     // MSAA 4x: the frame is rendered with 4 samples (lavapipe has 1 and 4).
     toggle(&mut headless, camera, InspectorChange::Msaa(Msaa::Sample4));
@@ -429,7 +505,7 @@ fn inspector_toggles_change_the_frame() {
     assert_eq!(report.samples, 4);
     assert_eq!(report.compiled.native_passes[0].samples, 4);
     assert_panel_matches_report(&panel, &report, profile.as_ref());
-    assert_eq!(panel.tier, "tile-deferred MSAA 4x");
+    assert_eq!(panel.tier, "tile-deferred + 4x MSAA");
     assert_eq!(
         panel.stock_bevy.as_ref().unwrap().label,
         "Bevy forward 4xMSAA"
@@ -458,19 +534,28 @@ fn inspector_toggles_change_the_frame() {
 
     // The edge mask tints the per-sample pixels: the image changes.
     let plain = read_without_overlay(&mut headless);
-    toggle(&mut headless, camera, InspectorChange::ShowMsaaEdges(true));
-    assert!(
+    toggle(
+        &mut headless,
+        camera,
+        InspectorChange::DebugView(TileDebugView::MsaaEdges),
+    );
+    assert_eq!(
         headless
             .app
             .world()
             .get::<TileDeferred>(camera)
             .unwrap()
-            .show_msaa_edges
+            .debug_view,
+        TileDebugView::MsaaEdges
     );
     let masked = read_without_overlay(&mut headless);
     let (differ, _) = differing(&plain, &masked, 0, 0, HEADLESS_WIDTH, HEADLESS_HEIGHT);
     assert!(differ > 20, "the edge mask shows ({differ} pixels changed)");
-    toggle(&mut headless, camera, InspectorChange::ShowMsaaEdges(false));
+    toggle(
+        &mut headless,
+        camera,
+        InspectorChange::DebugView(TileDebugView::None),
+    );
 
     // Back to no MSAA.
     toggle(&mut headless, camera, InspectorChange::Msaa(Msaa::Off));

@@ -9,6 +9,7 @@ mod harness;
 mod scenes;
 
 mod best_practices;
+mod debug_views;
 mod device_probe;
 mod forward_reference;
 #[cfg(feature = "inspector")]

@@ -43,6 +43,8 @@ fn every_forced_tier_renders_like_bevy() {
             34.0,
         ),
         (RenderTier::TileDeferred, Msaa::Off, 36.0),
+        (RenderTier::Unmerged { samples: 1 }, Msaa::Off, 36.0),
+        (RenderTier::Unmerged { samples: 4 }, Msaa::Sample4, 34.0),
         (RenderTier::Forward, Msaa::Sample4, 60.0),
     ] {
         let (mut reference, _) = app_with_camera(msaa, None);
@@ -53,6 +55,13 @@ fn every_forced_tier_renders_like_bevy() {
         assert_eq!(decision.tier, tier);
         let reports = forced.app.world().resource::<TileRenderReports>().clone();
         assert_eq!(reports.get(camera).is_some(), tier.is_tile(), "{tier}");
+        if let Some(report) = reports.get(camera) {
+            // The unmerged tier records one render pass per pass, the merged ones one in all.
+            let passes = if tier.is_unmerged() { 3 } else { 1 };
+            assert_eq!(report.render_passes_recorded, passes, "{tier}");
+            assert_eq!(report.compiled.render_pass_count(), passes, "{tier}");
+            assert_eq!(report.samples, tier.tile_samples(), "{tier}");
+        }
         assert_frames_match(&format!("tier-{tier}"), &actual, &expected, min_psnr, 8);
     }
 }
@@ -125,7 +134,9 @@ fn switching_tiers_a_hundred_times_leaks_nothing() {
     let tiers = [
         RenderTier::TileDeferredMsaa { samples: 4 },
         RenderTier::Forward,
+        RenderTier::Unmerged { samples: 4 },
         RenderTier::TileDeferred,
+        RenderTier::Unmerged { samples: 1 },
     ];
     for i in 0..100 {
         let tier = tiers[i % tiers.len()];

@@ -8,7 +8,7 @@ use crate::{
 };
 use bevy::{prelude::*, render::view::Msaa};
 use bevy_tile_deferred::{
-    MsaaShading, TileDeferred, TileRenderReports, TileViewReport,
+    MsaaShading, TileDebugView, TileDeferred, TileRenderReports, TileViewReport,
     tiers::{RenderTier, TierDecision},
 };
 
@@ -34,13 +34,18 @@ fn render(setup: Setup) -> (Frame, Option<TileViewReport>) {
         setup.msaa,
     ));
     if let Some((msaa_shading, show_msaa_edges)) = setup.tile {
+        let debug_view = if show_msaa_edges {
+            TileDebugView::MsaaEdges
+        } else {
+            TileDebugView::None
+        };
         headless
             .app
             .world_mut()
             .entity_mut(camera)
             .insert(TileDeferred {
                 msaa_shading,
-                show_msaa_edges,
+                debug_view,
                 ..default()
             });
     }

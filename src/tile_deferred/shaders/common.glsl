@@ -103,3 +103,28 @@ vec3 world_position_from_depth(View view, vec2 frag_coord, float depth) {
     vec4 world = view.world_from_clip * clip;
     return world.xyz / world.w;
 }
+
+// Debug views (the fragment push constants' msaa.w, TileDebugView on the Rust side). The G-buffer
+// views replace the lighting with the value shown (light volumes are not drawn, emissive is not
+// written); LIGHT shows the light accumulation without tone mapping; LIGHT_COUNT counts, per
+// pixel, the point and spot lights whose range reaches it (a heat map in the tonemap pass).
+#define DEBUG_VIEW_NONE 0u
+#define DEBUG_VIEW_ALBEDO 1u
+#define DEBUG_VIEW_NORMAL 2u
+#define DEBUG_VIEW_MATERIAL 3u
+#define DEBUG_VIEW_DEPTH 4u
+#define DEBUG_VIEW_LIGHT 5u
+#define DEBUG_VIEW_LIGHT_COUNT 6u
+
+bool debug_view_replaces_lighting(uint debug_view) {
+    return debug_view >= DEBUG_VIEW_ALBEDO && debug_view <= DEBUG_VIEW_DEPTH;
+}
+
+// The exact sRGB EOTF: a G-buffer debug value meant to be seen as the 8-bit code v is written as
+// srgb_to_linear(v), which the output's sRGB encode turns back into v.
+vec3 srgb_to_linear(vec3 c) {
+    c = clamp(c, vec3(0.0), vec3(1.0));
+    vec3 lo = c / 12.92;
+    vec3 hi = pow((c + 0.055) / 1.055, vec3(2.4));
+    return mix(hi, lo, lessThanEqual(c, vec3(0.04045)));
+}

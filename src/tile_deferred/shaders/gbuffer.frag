@@ -32,6 +32,11 @@ layout(location = 1) in vec3 in_world_normal;
 layout(location = 2) in vec2 in_uv;
 layout(location = 3) in vec4 in_world_tangent;
 
+// The fragment push constants (48 bytes, see gbuffer_input.glsl); msaa.w is the debug view.
+layout(push_constant) uniform GbufferParams {
+    layout(offset = 32) uvec4 msaa;
+} params;
+
 layout(location = 0) out vec4 out_albedo_occlusion;
 layout(location = 1) out vec2 out_normal;
 layout(location = 2) out vec4 out_material;
@@ -162,6 +167,9 @@ void main() {
         out_normal = octahedral_encode(N);
         out_material = vec4(1.0, 0.0, 0.5, 1.0);
         out_light = vec4(min(base_color.rgb, vec3(LIGHT_ATTACHMENT_MAX)), 1.0);
+        if (params.msaa.w != DEBUG_VIEW_NONE && params.msaa.w != DEBUG_VIEW_LIGHT) {
+            out_light = vec4(0.0, 0.0, 0.0, 1.0); // debug views show only what they name
+        }
         return;
     }
 
@@ -193,4 +201,7 @@ void main() {
     out_normal = octahedral_encode(N);
     out_material = vec4(perceptual_roughness, metallic, reflectance, 0.0);
     out_light = vec4(clamp(emissive_light, vec3(0.0), vec3(LIGHT_ATTACHMENT_MAX)), 1.0);
+    if (params.msaa.w != DEBUG_VIEW_NONE && params.msaa.w != DEBUG_VIEW_LIGHT) {
+        out_light = vec4(0.0, 0.0, 0.0, 1.0); // debug views show only what they name
+    }
 }

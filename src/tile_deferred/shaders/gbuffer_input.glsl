@@ -1,4 +1,5 @@
-// Subpass 1 (lighting): G-buffer input attachments (set 2) and the per-view bindings (set 0).
+// Subpass 1 (lighting): G-buffer input attachments (set 2; textures in the unmerged variants, see
+// attachment_read.glsl) and the per-view bindings (set 0).
 // Requires common.glsl and pbr_lighting.glsl to be included first. With MSAA defined (the *_ms.frag
 // variants) the inputs are subpassInputMS and load_gbuffer() is the edge-selective per-sample
 // loader of gbuffer_msaa.glsl.
@@ -10,19 +11,21 @@ layout(set = 0, binding = 0, std140) uniform ViewUniform {
     View view;
 };
 
-#ifdef MSAA
-// Every subpass of the pass runs at N samples: the G-buffer is read per sample.
-layout(input_attachment_index = 0, set = 2, binding = 0)
-    uniform subpassInputMS gbuffer_albedo_occlusion;
-layout(input_attachment_index = 1, set = 2, binding = 1) uniform subpassInputMS gbuffer_normal;
-layout(input_attachment_index = 2, set = 2, binding = 2) uniform subpassInputMS gbuffer_material;
-layout(input_attachment_index = 3, set = 2, binding = 3) uniform subpassInputMS gbuffer_depth;
-#else
-layout(input_attachment_index = 0, set = 2, binding = 0) uniform subpassInput gbuffer_albedo_occlusion;
-layout(input_attachment_index = 1, set = 2, binding = 1) uniform subpassInput gbuffer_normal;
-layout(input_attachment_index = 2, set = 2, binding = 2) uniform subpassInput gbuffer_material;
-layout(input_attachment_index = 3, set = 2, binding = 3) uniform subpassInput gbuffer_depth;
-#endif
+// The fragment push-constant range is 48 bytes: TonemapParams (bytes 0..32, read by the tonemap
+// pass) then msaa (bytes 32..48).
+layout(push_constant) uniform MsaaParams {
+    // x: sample index s this draw shades (MSAA per-sample-index draws only); y: sample count N;
+    // z: MSAA_FLAG_* bits; w: debug view (DEBUG_VIEW_* in common.glsl)
+    layout(offset = 32) uvec4 msaa;
+} msaa_params;
+
+#include "attachment_read.glsl"
+
+// With MSAA every subpass of the pass runs at N samples: the G-buffer is read per sample.
+TILE_ATTACHMENT(2, 0, 0, gbuffer_albedo_occlusion);
+TILE_ATTACHMENT(2, 1, 1, gbuffer_normal);
+TILE_ATTACHMENT(2, 2, 2, gbuffer_material);
+TILE_ATTACHMENT(2, 3, 3, gbuffer_depth);
 
 struct GbufferSample {
     vec3 base_color;            // linear
@@ -43,11 +46,11 @@ struct GbufferSample {
 // reconstruction; gbuffer_msaa.glsl defines load_gbuffer(s) on top of it.
 #ifdef MSAA
 bool load_gbuffer_sample(int sample_index, vec2 sample_frag_coord, out GbufferSample s) {
-#define GBUFFER_LOAD(input) subpassLoad(input, sample_index)
+#define GBUFFER_LOAD(input) TILE_READ_SAMPLE(input, sample_index)
 #define GBUFFER_FRAG_COORD sample_frag_coord
 #else
 bool load_gbuffer(out GbufferSample s) {
-#define GBUFFER_LOAD(input) subpassLoad(input)
+#define GBUFFER_LOAD(input) TILE_READ(input)
 #define GBUFFER_FRAG_COORD gl_FragCoord.xy
 #endif
     s.base_color = vec3(0.0);

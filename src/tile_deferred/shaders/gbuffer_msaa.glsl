@@ -36,14 +36,6 @@
 #ifndef TILE_DEFERRED_GBUFFER_MSAA_GLSL
 #define TILE_DEFERRED_GBUFFER_MSAA_GLSL
 
-// The fragment push-constant range is 48 bytes: TonemapParams (bytes 0..32, read by the tonemap
-// subpass) then msaa (bytes 32..48).
-layout(push_constant) uniform MsaaParams {
-    // x: sample index s this draw shades (per-sample-index draws only); y: sample count N;
-    // z: MSAA_FLAG_* bits; w: unused
-    layout(offset = 32) uvec4 msaa;
-} msaa_params;
-
 #define MSAA_FLAG_PER_SAMPLE (1u << 0)  // brute force: every pixel with geometry is an edge
 #define MSAA_FLAG_DEBUG_EDGES (1u << 1) // read by tonemap_ms.frag only
 #define MSAA_MAX_SAMPLES 8
@@ -146,10 +138,10 @@ float msaa_pixel_footprint(float z) {
 // unbounded tolerance. Whatever the depth test misses on surfaces of the same normal and material differs
 // only in position by less than the tolerance, which the lighting barely sees.
 int msaa_classify_pixel(int sample_count, bool per_sample) {
-    float depth0 = subpassLoad(gbuffer_depth, 0).r;
+    float depth0 = TILE_READ_SAMPLE(gbuffer_depth, 0).r;
     if (depth0 == 0.0) {
         for (int i = 1; i < sample_count; ++i) {
-            if (subpassLoad(gbuffer_depth, i).r != 0.0) {
+            if (TILE_READ_SAMPLE(gbuffer_depth, i).r != 0.0) {
                 return MSAA_PIXEL_EDGE;
             }
         }
@@ -159,9 +151,9 @@ int msaa_classify_pixel(int sample_count, bool per_sample) {
         return MSAA_PIXEL_EDGE;
     }
 
-    vec4 albedo0 = subpassLoad(gbuffer_albedo_occlusion, 0);
-    vec2 encoded_normal0 = subpassLoad(gbuffer_normal, 0).xy;
-    vec4 material0 = subpassLoad(gbuffer_material, 0);
+    vec4 albedo0 = TILE_READ_SAMPLE(gbuffer_albedo_occlusion, 0);
+    vec2 encoded_normal0 = TILE_READ_SAMPLE(gbuffer_normal, 0).xy;
+    vec4 material0 = TILE_READ_SAMPLE(gbuffer_material, 0);
     vec3 N0 = octahedral_decode(encoded_normal0);
 
     float z0 = msaa_linear_depth(depth0);
@@ -173,7 +165,7 @@ int msaa_classify_pixel(int sample_count, bool per_sample) {
         * (1.0 + MSAA_DEPTH_SLOPE_SCALE * min(tan_theta, MSAA_DEPTH_MAX_TAN));
 
     for (int i = 1; i < sample_count; ++i) {
-        float depth = subpassLoad(gbuffer_depth, i).r;
+        float depth = TILE_READ_SAMPLE(gbuffer_depth, i).r;
         if (depth == 0.0) {
             return MSAA_PIXEL_EDGE; // coverage: partly background
         }
@@ -182,16 +174,16 @@ int msaa_classify_pixel(int sample_count, bool per_sample) {
         }
         // Samples of one primitive hold bit-identical attributes (the G-buffer fragment shader
         // runs once per pixel and primitive): skip the decode then.
-        vec2 encoded_normal = subpassLoad(gbuffer_normal, i).xy;
+        vec2 encoded_normal = TILE_READ_SAMPLE(gbuffer_normal, i).xy;
         if (any(notEqual(encoded_normal, encoded_normal0))
             && dot(octahedral_decode(encoded_normal), N0) < MSAA_NORMAL_MIN_DOT) {
             return MSAA_PIXEL_EDGE;
         }
-        vec4 material = subpassLoad(gbuffer_material, i);
+        vec4 material = TILE_READ_SAMPLE(gbuffer_material, i);
         if (any(greaterThan(abs(material - material0), vec4(MSAA_MATERIAL_TOLERANCE)))) {
             return MSAA_PIXEL_EDGE;
         }
-        vec4 albedo = subpassLoad(gbuffer_albedo_occlusion, i);
+        vec4 albedo = TILE_READ_SAMPLE(gbuffer_albedo_occlusion, i);
         if (any(greaterThan(abs(albedo - albedo0), vec4(MSAA_ALBEDO_TOLERANCE)))) {
             return MSAA_PIXEL_EDGE;
         }
@@ -225,7 +217,7 @@ bool load_gbuffer(out GbufferSample s) {
                       vec3(0.0, 0.0, 1.0));
 
     if (sample_index >= sample_count
-        || (sample_index > 0 && subpassLoad(gbuffer_depth, sample_index).r == 0.0)) {
+        || (sample_index > 0 && TILE_READ_SAMPLE(gbuffer_depth, sample_index).r == 0.0)) {
         // Out of range, or a background sample (of an edge or all-background pixel): never lit.
         return false;
     }

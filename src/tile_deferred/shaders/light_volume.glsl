@@ -36,6 +36,10 @@ void main() {
         discard;
     }
 
+    if (msaa_params.msaa.w == DEBUG_VIEW_LIGHT_COUNT) {
+        out_light = vec4(1.0, 0.0, 0.0, 0.0); // one more light reaches this pixel
+        return;
+    }
     LightingInput lighting_input = lighting_input_from_gbuffer(s);
     vec3 light_contrib;
     if (light.spot_scale_offset_kind.z > 0.5) {

@@ -17,10 +17,35 @@
 
 layout(location = 0) out vec4 out_light;
 
+// What a G-buffer debug view shows of this sample, as light the tonemap pass displays unchanged:
+// linear albedo; the normal, roughness/metallic/reflectance and a depth ramp as 8-bit codes.
+vec3 gbuffer_debug_value(GbufferSample s, uint debug_view) {
+    if (debug_view == DEBUG_VIEW_ALBEDO) {
+        return s.base_color;
+    }
+    if (debug_view == DEBUG_VIEW_NORMAL) {
+        return srgb_to_linear(s.N * 0.5 + 0.5);
+    }
+    if (debug_view == DEBUG_VIEW_MATERIAL) {
+        return srgb_to_linear(vec3(s.perceptual_roughness, s.metallic, s.reflectance));
+    }
+    // Depth: 1 at the camera, 0.5 at 10 world units, towards 0 far away.
+    float distance_to_view = length(s.world_position - view.world_position.xyz);
+    return srgb_to_linear(vec3(1.0 / (1.0 + 0.1 * distance_to_view)));
+}
+
 void main() {
     GbufferSample s;
     if (!load_gbuffer(s)) {
         discard; // background or unlit: keep what subpass 0 wrote
+    }
+    uint debug_view = msaa_params.msaa.w;
+    if (debug_view == DEBUG_VIEW_LIGHT_COUNT) {
+        discard; // only the light volumes count
+    }
+    if (debug_view_replaces_lighting(debug_view)) {
+        out_light = vec4(gbuffer_debug_value(s, debug_view), 0.0);
+        return;
     }
     LightingInput lighting_input = lighting_input_from_gbuffer(s);
 

@@ -7,22 +7,17 @@
 #ifndef TILE_DEFERRED_TONEMAP_GLSL
 #define TILE_DEFERRED_TONEMAP_GLSL
 
-#ifdef MSAA
-// Every sample of the N-sample light accumulation and depth attachments.
-layout(input_attachment_index = 0, set = 3, binding = 0) uniform subpassInputMS light_accumulation;
-layout(input_attachment_index = 1, set = 3, binding = 1) uniform subpassInputMS depth_input;
-#else
-layout(input_attachment_index = 0, set = 3, binding = 0) uniform subpassInput light_accumulation;
-layout(input_attachment_index = 1, set = 3, binding = 1) uniform subpassInput depth_input;
-#endif
+#include "attachment_read.glsl"
+
+// The light accumulation and depth (every sample with MSAA; textures in the unmerged variants).
+TILE_ATTACHMENT(3, 0, 0, light_accumulation);
+TILE_ATTACHMENT(3, 1, 1, depth_input);
 layout(set = 3, binding = 2) uniform sampler3D tonemapping_lut;
 
 layout(push_constant) uniform TonemapParams {
     vec4 clear_color; // linear rgb; a: 1.0 = write clear_color on background pixels (depth == 0), 0.0 = discard background pixels (keep loaded contents)
     uvec4 mode;       // x: method 0 None, 1 Reinhard, 2 ReinhardLuminance, 3 AcesFitted, 4 AgX, 5 SomewhatBoringDisplayTransform, 6 TonyMcMapface, 7 BlenderFilmic (8 KhronosPbrNeutral); y: 1 = deband dither; z: 1 = encode linear->sRGB in the shader (output format is UNORM, not SRGB); w: unused
-#ifdef MSAA
-    uvec4 msaa;       // (offset 32) x: unused here; y: sample count N; z: flags (bit 0: per-sample lighting, unused here; bit 1: tint edge pixels red, the edge-mask debug view); w: unused
-#endif
+    uvec4 msaa;       // (offset 32) x: unused here; y: sample count N (MSAA); z: flags (bit 0: per-sample lighting, unused here; bit 1: tint edge pixels red, the edge-mask debug view); w: debug view (DEBUG_VIEW_* in common.glsl)
 } params;
 
 layout(location = 0) out vec4 out_color;

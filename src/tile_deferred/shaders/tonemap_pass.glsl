@@ -1,0 +1,148 @@
+// The tonemap pass (fullscreen.vert) in its four variants: tonemap.frag (single-sample, input
+// attachments), tonemap_ms.frag (MSAA: define MSAA), and the unmerged tier's tonemap_sampled.frag and
+// tonemap_ms_sampled.frag (define SAMPLED_ATTACHMENTS: the light and depth are textures stored by
+// the earlier render passes, see attachment_read.glsl). Everything below is the same in all of them.
+
+#include "common.glsl"
+#include "tonemap.glsl"
+
+// The path of a non-background pixel (or sample), before the sRGB encode: tone mapping, then
+// Bevy's deband dither (per pixel: every sample of a pixel gets the same dither).
+vec3 tone_map_and_dither(vec3 light) {
+    vec4 output_color = vec4(light, 1.0);
+    output_color = tone_mapping(output_color, params.mode.x);
+
+    if (params.mode.y == 1u) {
+        vec3 output_rgb = output_color.rgb;
+        output_rgb = powsafe(output_rgb, 1.0 / 2.2);
+        output_rgb += screen_space_dither(gl_FragCoord.xy);
+        // This conversion back to linear space is required because the output is stored as sRGB.
+        output_rgb = powsafe(output_rgb, 2.2);
+        output_color = vec4(output_rgb, output_color.a);
+    }
+    return output_color.rgb;
+}
+
+// Light-count heat map: 0 lights dark blue, then blue, cyan, green, yellow, red at 16 or more.
+vec3 light_count_heat(float count) {
+    float t = clamp(count / 16.0, 0.0, 1.0) * 4.0;
+    vec3 stops[5] = vec3[](vec3(0.0, 0.0, 1.0), vec3(0.0, 1.0, 1.0), vec3(0.0, 1.0, 0.0),
+                           vec3(1.0, 1.0, 0.0), vec3(1.0, 0.0, 0.0));
+    if (count < 0.5) {
+        return vec3(0.0, 0.0, 0.05);
+    }
+    int i = min(int(t), 3);
+    return mix(stops[i], stops[i + 1], t - float(i));
+}
+
+// What a non-background pixel (or sample) shows: the tone-mapped light, or with a debug view
+// (msaa.w, DEBUG_VIEW_* in common.glsl) the value the lighting pass wrote in its place, shown as
+// is (no tone mapping, no dither), or the light count of the heat map.
+vec3 display_color(vec3 light) {
+    uint debug_view = params.msaa.w;
+    if (debug_view == DEBUG_VIEW_NONE) {
+        return tone_map_and_dither(light);
+    }
+    if (debug_view == DEBUG_VIEW_LIGHT_COUNT) {
+        return light_count_heat(light.r);
+    }
+    return clamp(light, vec3(0.0), vec3(1.0));
+}
+
+#ifndef MSAA
+// Subpass 2 with fullscreen.vert, single-sample: Bevy's in-shader tone mapping of an LDR camera
+// (bevy_core_pipeline tonemapping_shared.wgsl tone_mapping() as the mesh pipeline compiles it, then
+// pbr_functions.wgsl main_pass_post_lighting_processing's DEBAND_DITHER), on the pre-exposed light
+// accumulated in subpasses 0 and 1. Background pixels get the clear colour untouched.
+// The bindings and the tone mapping operators are in tonemap.glsl.
+
+void main() {
+    bool encode_srgb = params.mode.z == 1u;
+
+    float depth = TILE_READ(depth_input).r;
+    if (depth == 0.0) {
+        // Background: Bevy neither tone maps nor dithers the clear colour of an LDR camera.
+        if (params.clear_color.a < 0.5) {
+            discard;
+        }
+        vec3 clear_rgb = params.clear_color.rgb;
+        out_color = vec4(encode_srgb ? linear_to_srgb(clear_rgb) : clear_rgb, 1.0);
+        return;
+    }
+
+    vec3 color = display_color(TILE_READ(light_accumulation).rgb);
+    out_color = vec4(encode_srgb ? linear_to_srgb(color) : color, 1.0);
+}
+
+#else // MSAA
+
+// MSAA variant of tonemap.frag: subpass 2 at N samples with fullscreen.vert, shaded per pixel.
+// Reads every sample of the light accumulation and the depth (subpassInputMS, set 3 bindings 0
+// and 1; the LUT is binding 2 as in tonemap.frag) and writes one colour per pixel to location 0,
+// an N-sample transient attachment that pResolveAttachments resolves in-pass into the
+// single-sample output (the hardware average of N identical values is that value).
+//
+// Tone mapping happens before the resolve, so that bright edges anti-alias like Bevy's forward
+// MSAA (which tone maps per fragment and resolves the display-referred colours):
+// - interior pixel (every sample has the same light and the same background-ness) -> tone map
+//   once: exactly tonemap.frag's result for that light;
+// - otherwise -> tone map (and dither) each sample, background samples taking the clear colour
+//   untouched as in tonemap.frag, clamp each to [0, 1] as the 8-bit output stores it, and average
+//   the display-referred linear colours; the sRGB encode (UNORM outputs) is applied to the
+//   average, as an *_SRGB attachment's (linear) resolve would.
+// Sample depths are not compared beyond background-ness: the samples of one sloped surface have
+// different depths but, with the same light, the same tone-mapped colour, so comparing depths
+// would only send every sloped surface down the per-sample path for the same result.
+// msaa.z bit 1 (debug): pixels that took the per-sample path (the edge mask as it reaches the
+// output) are tinted, pure red mixed 50% over the result.
+// clear_color.a == 0 (keep the loaded contents) is not used with MSAA; the clear colour is
+// written on background samples regardless, which is safe.
+
+#define MSAA_FLAG_DEBUG_EDGES (1u << 1)
+#define MSAA_MAX_SAMPLES 8
+
+void main() {
+    bool encode_srgb = params.mode.z == 1u;
+    int sample_count = int(clamp(params.msaa.y, 1u, uint(MSAA_MAX_SAMPLES)));
+    // Background: Bevy neither tone maps nor dithers the clear colour of an LDR camera.
+    vec3 clear_rgb = params.clear_color.rgb;
+
+    vec3 light0 = TILE_READ_SAMPLE(light_accumulation, 0).rgb;
+    bool background0 = TILE_READ_SAMPLE(depth_input, 0).r == 0.0;
+    bool interior = true;
+    for (int i = 1; i < sample_count; ++i) {
+        bool background = TILE_READ_SAMPLE(depth_input, i).r == 0.0;
+        if (background != background0
+            || (!background && any(notEqual(TILE_READ_SAMPLE(light_accumulation, i).rgb, light0)))) {
+            interior = false;
+            break;
+        }
+    }
+
+    vec3 color;
+    if (interior) {
+        color = background0 ? clear_rgb : display_color(light0);
+    } else {
+        // Each sample clamped to [0, 1] as the 8-bit output would store it, so that one very
+        // bright sample (TONEMAP_NONE, or an emissive over the clear colour) cannot outweigh the
+        // others: what forward MSAA's per-sample stores and resolve give.
+        vec3 sum = vec3(0.0);
+        for (int i = 0; i < sample_count; ++i) {
+            vec3 sample_color;
+            if (TILE_READ_SAMPLE(depth_input, i).r == 0.0) {
+                sample_color = clear_rgb;
+            } else {
+                sample_color = display_color(TILE_READ_SAMPLE(light_accumulation, i).rgb);
+            }
+            sum += clamp(sample_color, vec3(0.0), vec3(1.0));
+        }
+        color = sum / float(sample_count);
+        if ((params.msaa.z & MSAA_FLAG_DEBUG_EDGES) != 0u) {
+            color = mix(color, vec3(1.0, 0.0, 0.0), 0.5);
+        }
+    }
+
+    out_color = vec4(encode_srgb ? linear_to_srgb(color) : color, 1.0);
+}
+
+#endif // MSAA

@@ -35,12 +35,12 @@ pub mod vulkan;
 pub use device::{DeviceProfile, GpuModel, GpuVendor, GraphicsBackend};
 #[cfg(feature = "inspector")]
 pub use inspector::TileInspectorPlugin;
-#[doc(hidden)]
-pub use tile_deferred::TileFaultInjection;
 pub use tile_deferred::{
     MsaaShading, TileDebugView, TileDeferred, TileDeferredGraph,
     report::{TileGpuTimes, TileRenderReports, TileViewReport},
 };
+#[doc(hidden)]
+pub use tile_deferred::{TileFaultInjection, TileNoStencilSplit};
 
 use bevy::{
     prelude::*,

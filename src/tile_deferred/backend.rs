@@ -76,6 +76,9 @@ pub(crate) struct PassResources {
     /// The MSAA stencil split (`None` otherwise): edge marking, then the edge pixels' lighting
     /// per sample (`global_lighting` and `light_volumes` light the other pixels once).
     pub stencil_split: Option<StencilSplitPipelines>,
+    /// MSAA without the stencil split (null otherwise): the classification draw, without
+    /// stencil or colour writes, that the occlusion query counts the edge pixels with.
+    pub edge_counter: vk::Pipeline,
     pub last_used: u64,
 }
 
@@ -325,6 +328,7 @@ impl TileBackend {
                 pass.global_lighting,
                 pass.light_volumes,
                 pass.tonemap,
+                pass.edge_counter,
                 split.classify,
                 split.global_lighting_per_sample,
                 split.light_volumes_per_sample,

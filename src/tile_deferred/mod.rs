@@ -26,7 +26,7 @@ mod extract;
 pub mod gpu_types;
 mod pass;
 #[doc(hidden)]
-pub use pass::TileFaultInjection;
+pub use pass::{TileFaultInjection, TileNoStencilSplit};
 pub(crate) mod plan;
 mod record;
 pub mod report;

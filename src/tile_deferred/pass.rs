@@ -64,6 +64,13 @@ pub(super) fn step<T>(what: &'static str, result: Result<T, vk::Result>) -> Step
 #[derive(Resource, Clone, Default)]
 pub struct TileFaultInjection(pub std::sync::Arc<std::sync::atomic::AtomicBool>);
 
+/// Test hook: while present in the render world, MSAA views light with per-sample-index draws
+/// (the path of devices without `sampleRateShading` or a multisampled depth-stencil format)
+/// instead of the stencil split.
+#[doc(hidden)]
+#[derive(Resource, Clone, Default)]
+pub struct TileNoStencilSplit;
+
 /// Everything the pass reads from the render world besides the view.
 #[derive(bevy::ecs::system::SystemParam)]
 pub(crate) struct TileSceneParams<'w, 's> {
@@ -80,6 +87,7 @@ pub(crate) struct TileSceneParams<'w, 's> {
     profile: Option<Res<'w, DeviceProfile>>,
     reports: Res<'w, super::report::TileRenderReports>,
     fault: Option<Res<'w, TileFaultInjection>>,
+    no_stencil_split: Option<Res<'w, TileNoStencilSplit>>,
     point_lights: Query<'w, 's, &'static ExtractedPointLight>,
     directional_lights: Query<'w, 's, &'static ExtractedDirectionalLight>,
 }
@@ -400,7 +408,7 @@ fn msaa_depth_stencil_format(
         .as_deref()
         .and_then(|p| p.vulkan.as_ref())
         .is_some_and(|vk| vk.sample_rate_shading);
-    if samples <= 1 || !sample_rate_shading {
+    if samples <= 1 || !sample_rate_shading || scene.no_stencil_split.is_some() {
         return None;
     }
     let counts = (samples * 2 - 1) & !1 & supported.0;
@@ -879,6 +887,7 @@ fn render_view(
         debug_view: frame.debug_view.shader_value(),
         edge_query: None,
         stencil_split: pass.stencil_split,
+        edge_counter: pass.edge_counter,
     };
     let view_state = backend.views.get_mut(&frame.entity).unwrap();
     let gpu_times = view_state.timestamps.as_ref().and_then(|queries| {
@@ -893,15 +902,9 @@ fn render_view(
         queries.recorded(frame_number);
         (queries.pool, queries.first_query(frame_number))
     });
-    // The stencil split's query counts every sample of each edge pixel; the per-sample-index
-    // draws' query one sample per edge pixel.
-    let counted_per_pixel = if pass.stencil_split.is_some() {
-        f64::from(frame_desc.samples)
-    } else {
-        1.0
-    };
+    // The classification draw's query counts every sample of each edge pixel.
     let viewport_pixels =
-        f64::from(frame.viewport.z) * f64::from(frame.viewport.w) * counted_per_pixel;
+        f64::from(frame.viewport.z) * f64::from(frame.viewport.w) * f64::from(frame_desc.samples);
     let per_sample_fraction = view_state
         .edge_queries
         .as_ref()

@@ -118,6 +118,8 @@ pub(super) struct Recording {
     pub(super) edge_query: Option<(vk::QueryPool, u32)>,
     /// With MSAA: the stencil split's pipelines (`None`: per-sample-index draws).
     pub(super) stencil_split: Option<StencilSplitPipelines>,
+    /// With MSAA and per-sample-index draws: the edge-counting classification pipeline.
+    pub(super) edge_counter: vk::Pipeline,
 }
 
 /// Records the frame on a new encoder used only through `as_hal_mut`, and returns its command
@@ -372,8 +374,24 @@ unsafe fn record_into(
         };
         // Otherwise (and without MSAA, once) every lighting draw runs once per sample index:
         // interior pixels are lit by the sample-0 draw for all their samples, edge pixels by
-        // each draw for its sample. The sample-1 draw of the global lighting writes exactly one
-        // sample per edge pixel: the occlusion query around it counts them.
+        // each draw for its sample. The classification draw (no stencil, no colour writes)
+        // counts the edge pixels, N samples each, as the stencil split's does.
+        if per_sample_index_draws > 1
+            && r.edge_counter != vk::Pipeline::null()
+            && let Some((pool, query)) = r.edge_query
+        {
+            device.cmd_push_constants(
+                cb,
+                r.pipeline_layout,
+                vk::ShaderStageFlags::FRAGMENT,
+                0,
+                bytemuck::bytes_of(&push),
+            );
+            device.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, r.edge_counter);
+            device.cmd_begin_query(cb, pool, query, vk::QueryControlFlags::empty());
+            device.cmd_draw(cb, 3, 1, 0, 0);
+            device.cmd_end_query(cb, pool, query);
+        }
         for sample in 0..per_sample_index_draws {
             push.msaa[0] = sample;
             device.cmd_push_constants(
@@ -383,15 +401,8 @@ unsafe fn record_into(
                 0,
                 bytemuck::bytes_of(&push),
             );
-            let count_edges = sample == 1 && r.edge_query.is_some();
             device.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, r.global_lighting);
-            if let (true, Some((pool, query))) = (count_edges, r.edge_query) {
-                device.cmd_begin_query(cb, pool, query, vk::QueryControlFlags::empty());
-            }
             device.cmd_draw(cb, 3, 1, 0, 0);
-            if let (true, Some((pool, query))) = (count_edges, r.edge_query) {
-                device.cmd_end_query(cb, pool, query);
-            }
             if r.light_count > 0 {
                 device.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, r.light_volumes);
                 device.cmd_draw(cb, 6, r.light_count, 0, 0);

@@ -293,6 +293,7 @@ pub(super) fn create_pass_resources(
         light_volumes: vk::Pipeline::null(),
         tonemap: vk::Pipeline::null(),
         stencil_split: None,
+        edge_counter: vk::Pipeline::null(),
         last_used: backend.frame,
     };
     let context = &backend.context;
@@ -367,6 +368,19 @@ pub(super) fn create_pass_resources(
             tonemap,
             ScreenState::plain(ScreenBlend::Replace),
         )?;
+        if multisampled && !stencil_split {
+            pass.edge_counter = context.create_screen_pipeline(
+                layouts,
+                lighting,
+                shaders.fullscreen_vert,
+                if sampled_attachments {
+                    shaders.msaa_classify_sampled_frag
+                } else {
+                    shaders.msaa_classify_frag
+                },
+                ScreenState::plain(ScreenBlend::NoColorWrites),
+            )?;
+        }
         if let Some(split) = pass.stencil_split.as_mut() {
             split.classify = context.create_screen_pipeline(
                 layouts,

@@ -51,6 +51,7 @@ pub(crate) mod spirv {
     );
     shader!(LIGHT_VOLUME_MS_SAMPLED_FRAG, "light_volume_ms_sampled.frag");
     shader!(TONEMAP_MS_SAMPLED_FRAG, "tonemap_ms_sampled.frag");
+    shader!(MSAA_CLASSIFY_SAMPLED_FRAG, "msaa_classify_sampled.frag");
 }
 
 /// The descriptor set layouts and the pipeline layouts shared by all tile pipelines.
@@ -107,6 +108,7 @@ pub(crate) struct TileShaders {
     pub lighting_global_ms_sampled_frag: vk::ShaderModule,
     pub light_volume_ms_sampled_frag: vk::ShaderModule,
     pub tonemap_ms_sampled_frag: vk::ShaderModule,
+    pub msaa_classify_sampled_frag: vk::ShaderModule,
 }
 
 fn binding(
@@ -265,6 +267,8 @@ impl VulkanContext {
             light_volume_ms_sampled_frag: self
                 .create_shader_module(spirv::LIGHT_VOLUME_MS_SAMPLED_FRAG)?,
             tonemap_ms_sampled_frag: self.create_shader_module(spirv::TONEMAP_MS_SAMPLED_FRAG)?,
+            msaa_classify_sampled_frag: self
+                .create_shader_module(spirv::MSAA_CLASSIFY_SAMPLED_FRAG)?,
         })
     }
 
@@ -292,6 +296,7 @@ impl VulkanContext {
             shaders.lighting_global_ms_sampled_frag,
             shaders.light_volume_ms_sampled_frag,
             shaders.tonemap_ms_sampled_frag,
+            shaders.msaa_classify_sampled_frag,
         ] {
             // SAFETY: created by this device; pipelines keep their own copy of the code.
             unsafe { self.device.destroy_shader_module(module, None) };
@@ -712,7 +717,7 @@ mod tests {
             );
             checked += 1;
         }
-        assert_eq!(checked, 21, "every shader was checked");
+        assert_eq!(checked, 22, "every shader was checked");
         let _ = std::fs::remove_dir_all(&out);
     }
 }

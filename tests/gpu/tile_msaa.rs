@@ -6,9 +6,13 @@ use crate::{
     harness::{Frame, GpuTest, HeadlessApp, assert_frames_match, image_compare::psnr},
     scenes::{self, aliasing},
 };
-use bevy::{prelude::*, render::view::Msaa};
+use bevy::{
+    prelude::*,
+    render::{RenderApp, view::Msaa},
+};
 use bevy_tile_deferred::{
-    MsaaShading, TileDebugView, TileDeferred, TileRenderReports, TileViewReport,
+    MsaaShading, TileDebugView, TileDeferred, TileNoStencilSplit, TileRenderReports,
+    TileViewReport,
     tiers::{RenderTier, TierDecision},
 };
 
@@ -22,10 +26,19 @@ struct Setup {
     camera: fn() -> Transform,
     msaa: Msaa,
     tile: Option<(MsaaShading, bool)>,
+    /// Light with per-sample-index draws instead of the stencil split (the path of devices
+    /// without sample-rate shading; lavapipe has it, so a test hook selects it).
+    no_stencil_split: bool,
 }
 
 fn render(setup: Setup) -> (Frame, Option<TileViewReport>) {
     let mut headless = HeadlessApp::new(WIDTH, HEIGHT);
+    if setup.no_stencil_split {
+        headless
+            .app
+            .sub_app_mut(RenderApp)
+            .insert_resource(TileNoStencilSplit);
+    }
     (setup.scene)(headless.app.world_mut());
     let camera = headless.spawn_camera((
         Camera3d::default(),
@@ -69,6 +82,7 @@ fn tile(
         camera,
         msaa,
         tile: Some((shading, false)),
+        no_stencil_split: false,
     }
 }
 
@@ -181,6 +195,7 @@ fn edge_selective_matches_every_sample_and_bevy_msaa() {
             camera,
             msaa: Msaa::Sample4,
             tile: None,
+            no_stencil_split: false,
         });
         let (no_msaa, _) = render(tile(scene, camera, Msaa::Off, MsaaShading::EdgeSelective));
         assert_frames_match(
@@ -221,6 +236,62 @@ fn edge_selective_matches_every_sample_and_bevy_msaa() {
             "{fraction} vs {every_fraction}"
         );
     }
+}
+
+/// Devices without sample-rate shading (or a multisampled depth-stencil format) light each
+/// sample index with its own draws: same image as the stencil split and as every-sample
+/// shading, no stencil in the plan, and the per-sample fraction still measured.
+#[test]
+fn per_sample_index_draws_match_the_stencil_split() {
+    let _test = GpuTest::start("per_sample_index_draws_match_the_stencil_split");
+    let setup = |shading, no_stencil_split| Setup {
+        no_stencil_split,
+        ..tile(
+            aliasing::spawn_aliasing_scene,
+            aliasing::aliasing_camera_transform,
+            Msaa::Sample4,
+            shading,
+        )
+    };
+    let (split, split_report) = render(setup(MsaaShading::EdgeSelective, false));
+    let (draws, draws_report) = render(setup(MsaaShading::EdgeSelective, true));
+    let (every, _) = render(setup(MsaaShading::EverySample, false));
+    let (draws_every, draws_every_report) = render(setup(MsaaShading::EverySample, true));
+    let report = draws_report.expect("the tile path rendered");
+    assert_eq!(report.samples, 4);
+    let native = &report.compiled.native_passes[0];
+    let depth = native.attachment_named("depth").unwrap();
+    assert!(!depth.format.has_stencil(), "no stencil without the split");
+    assert!(
+        native.subpasses[1].depth.is_none(),
+        "lighting binds no depth"
+    );
+    assert_eq!(
+        report.compiled.cost.total.stored,
+        u64::from(WIDTH * HEIGHT * 4)
+    );
+    assert_frames_match("msaa-draws-vs-split", &draws, &split, 45.0, 8);
+    assert_frames_match("msaa-draws-vs-every-sample", &draws, &every, 45.0, 8);
+    assert_frames_match("msaa-draws-every-vs-every", &draws_every, &every, 45.0, 8);
+    // The same pixels are edges: the fallback's query counts one sample per edge pixel, the
+    // split's every sample of it, both normalised to a fraction of the pixels.
+    let fraction = report.per_sample_fraction.expect("measured");
+    let split_fraction = split_report.unwrap().per_sample_fraction.expect("measured");
+    let every_fraction = draws_every_report
+        .unwrap()
+        .per_sample_fraction
+        .expect("measured");
+    eprintln!(
+        "per-sample pixels: draws {:.2}%, stencil split {:.2}%, draws every sample {:.2}%",
+        fraction * 100.0,
+        split_fraction * 100.0,
+        every_fraction * 100.0
+    );
+    assert!(
+        (fraction - split_fraction).abs() < 0.002,
+        "{fraction} vs {split_fraction}"
+    );
+    assert!(fraction > 0.0 && fraction < every_fraction);
 }
 
 #[test]

@@ -1,23 +1,10 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 
-// Stencil split of the MSAA lighting subpass, first draw (fullscreen.vert, per pixel): classifies
-// the pixel once from its N G-buffer samples (msaa_classify_pixel, gbuffer_msaa.glsl) and
-// discards it unless it is an edge. The pipeline writes stencil = 1 (compare ALWAYS, pass
-// REPLACE) on every sample of the surviving pixels and no colour; the lighting draws that follow
-// test the stencil. With MSAA_FLAG_PER_SAMPLE (the every-sample reference) every pixel with
-// geometry is an edge.
+// Edge classification of the MSAA lighting subpass, reading the G-buffer as input attachments;
+// the shader is in msaa_classify.glsl.
 
 #define MSAA
 #define MSAA_CLASSIFY
 
-#include "common.glsl"
-#include "pbr_lighting.glsl"
-#include "gbuffer_input.glsl"
-
-void main() {
-    bool per_sample = (msaa_params.msaa.z & MSAA_FLAG_PER_SAMPLE) != 0u;
-    if (msaa_classify_pixel(msaa_sample_count(), per_sample) != MSAA_PIXEL_EDGE) {
-        discard;
-    }
-}
+#include "msaa_classify.glsl"

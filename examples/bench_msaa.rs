@@ -1,11 +1,18 @@
-//! MSAA on tile memory, measured: the aliasing scene rendered with the tile path at 4x with
-//! edge-selective lighting, at 4x lighting every sample (brute force), without MSAA, and with
-//! Bevy's forward renderer at 4x, in one headless run. Prints the fraction of pixels lit per
-//! sample, the lighting subpass's GPU time from the crate's timestamps, wall time per frame and
-//! attachment traffic (the tile plan; Bevy's from the stock-Bevy model).
+//! MSAA on tile memory, measured: a scene rendered with the tile path at 4x with edge-selective
+//! lighting, at 4x lighting every sample (brute force), without MSAA, and with Bevy's forward
+//! renderer at 4x, in one headless run. Prints the fraction of pixels lit per sample, the
+//! lighting subpass's GPU time from the crate's timestamps, wall time per frame and attachment
+//! traffic (the tile plan; Bevy's from the stock-Bevy model).
+//!
+//! `--scene aliasing` (the default) draws thin geometry against the sky, which covers about a
+//! tenth of the frame; `--scene dense` fills the frame with geometry, so that interior pixels
+//! dominate. `--samples 2|4|8` changes the MSAA sample count (default 4); `--screenshot FILE`
+//! saves the edge-selective run's last frame as a PNG, and `--show-edges` tints the pixels lit
+//! per sample red in every tile run (for looking at, not for timing).
 //!
 //! ```sh
 //! cargo run --release --example bench_msaa -- --width 1920 --height 1080 --frames 60 --lights 64
+//! cargo run --release --example bench_msaa -- --scene dense --frames 60 --lights 16
 //! ```
 
 #[path = "scenes/mod.rs"]
@@ -22,7 +29,10 @@ use bevy::{
         render_resource::{Extent3d, PollType, TextureDimension, TextureFormat, TextureUsages},
         renderer::RenderDevice,
         settings::{Backends, WgpuSettings},
-        view::Msaa,
+        view::{
+            Msaa,
+            screenshot::{Screenshot, ScreenshotCaptured},
+        },
     },
     window::ExitCondition,
     winit::WinitPlugin,
@@ -31,46 +41,106 @@ use bevy_tile_deferred::{
     DeviceProfile, MsaaShading, TileDeferred, TileDeferredPlugin, TileRenderReports,
     frame_graph::{DeviceCaps, Extent, Format, stock_bevy::StockBevyPath},
 };
-use std::time::Instant;
+use std::{
+    sync::{Arc, Mutex},
+    time::Instant,
+};
+
+/// The scene the benchmark draws (`--scene`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Scene {
+    /// Thin geometry against the sky (examples/scenes/aliasing.rs).
+    Aliasing,
+    /// Geometry over the whole frame (examples/scenes/dense.rs).
+    Dense,
+}
+
+impl Scene {
+    fn name(self) -> &'static str {
+        match self {
+            Scene::Aliasing => "aliasing",
+            Scene::Dense => "dense",
+        }
+    }
+}
+
+/// The options that change what is drawn, shared by every run.
+struct Options {
+    width: u32,
+    height: u32,
+    scene: Scene,
+    show_edges: bool,
+}
 
 fn main() {
-    let arg = |name: &str, default: u32| {
-        let args: Vec<String> = std::env::args().collect();
+    let args: Vec<String> = std::env::args().collect();
+    let value = |name: &str| {
         args.iter()
             .position(|a| a == name)
             .and_then(|i| args.get(i + 1))
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(default)
+            .cloned()
     };
-    let (width, height, frames, lights) = (
+    let arg =
+        |name: &str, default: u32| value(name).and_then(|v| v.parse().ok()).unwrap_or(default);
+    let (width, height, frames, lights, samples) = (
         arg("--width", 1920),
         arg("--height", 1080),
         arg("--frames", 30),
         arg("--lights", 0),
+        arg("--samples", 4),
     );
+    let scene = match value("--scene").as_deref() {
+        None | Some("aliasing") => Scene::Aliasing,
+        Some("dense") => Scene::Dense,
+        Some(other) => {
+            eprintln!("unknown --scene {other}: expected aliasing or dense");
+            std::process::exit(2);
+        }
+    };
+    let msaa_on = match samples {
+        2 => Msaa::Sample2,
+        4 => Msaa::Sample4,
+        8 => Msaa::Sample8,
+        other => {
+            eprintln!("unsupported --samples {other}: expected 2, 4 or 8");
+            std::process::exit(2);
+        }
+    };
+    let screenshot = value("--screenshot");
+    let options = Options {
+        width,
+        height,
+        scene,
+        show_edges: args.iter().any(|a| a == "--show-edges"),
+    };
     println!(
-        "aliasing scene + {lights} point lights at {width}x{height}, {frames} frames after 5 \
-         warm-up frames"
+        "{} scene + {lights} point lights at {width}x{height}, {frames} frames after 5 \
+         warm-up frames",
+        scene.name()
     );
     let runs = [
         (
-            "tile 4x edge-selective",
-            Msaa::Sample4,
+            format!("tile {samples}x edge-selective"),
+            msaa_on,
             Some(MsaaShading::EdgeSelective),
         ),
         (
-            "tile 4x every sample",
-            Msaa::Sample4,
+            format!("tile {samples}x every sample"),
+            msaa_on,
             Some(MsaaShading::EverySample),
         ),
-        ("tile no MSAA", Msaa::Off, Some(MsaaShading::EdgeSelective)),
-        ("Bevy forward 4x", Msaa::Sample4, None),
+        (
+            "tile no MSAA".to_string(),
+            Msaa::Off,
+            Some(MsaaShading::EdgeSelective),
+        ),
+        (format!("Bevy forward {samples}x"), msaa_on, None),
     ];
     let mut rows = Vec::new();
     let mut device = String::new();
     for (index, (label, msaa, tile)) in runs.into_iter().enumerate() {
         let mut app = new_app(index == 0);
-        let camera = spawn(&mut app, width, height, msaa, tile);
+        let (camera, target) = spawn(&mut app, &options, msaa, tile);
         spawn_point_lights(app.world_mut(), lights);
         app.finish();
         app.cleanup();
@@ -95,13 +165,15 @@ fn main() {
         let reports = app.world().resource::<TileRenderReports>().clone();
         let megabytes = match reports.get(camera) {
             Some(report) => report.compiled.cost.mb(),
-            None => StockBevyPath::Forward { msaa_samples: 4 }
-                .compile(
-                    Extent::new(width, height),
-                    Format::Rgba8Srgb,
-                    &DeviceCaps::desktop(),
-                )
-                .map_or(f64::NAN, |plan| plan.cost.mb()),
+            None => StockBevyPath::Forward {
+                msaa_samples: samples,
+            }
+            .compile(
+                Extent::new(width, height),
+                Format::Rgba8Srgb,
+                &DeviceCaps::desktop(),
+            )
+            .map_or(f64::NAN, |plan| plan.cost.mb()),
         };
         if let Some(profile) = app.world().get_resource::<DeviceProfile>() {
             device = profile.summary();
@@ -114,6 +186,9 @@ fn main() {
             fraction,
             megabytes,
         ));
+        if let (0, Some(path)) = (index, &screenshot) {
+            save_screenshot(&mut app, target, path);
+        }
         app.world_mut().despawn(camera);
         app.update();
         wait(&app);
@@ -139,7 +214,7 @@ fn main() {
         );
     }
     println!(
-        "attachment traffic at 4x: tile {:.2} MB/frame vs Bevy forward 4x {:.2} MB/frame ({:.1}x less)",
+        "attachment traffic at {samples}x: tile {:.2} MB/frame vs Bevy forward {samples}x {:.2} MB/frame ({:.1}x less)",
         rows[0].5,
         rows[3].5,
         rows[3].5 / rows[0].5
@@ -203,11 +278,16 @@ fn new_app(log: bool) -> App {
     app
 }
 
-fn spawn(app: &mut App, width: u32, height: u32, msaa: Msaa, tile: Option<MsaaShading>) -> Entity {
+fn spawn(
+    app: &mut App,
+    options: &Options,
+    msaa: Msaa,
+    tile: Option<MsaaShading>,
+) -> (Entity, Handle<Image>) {
     let mut image = Image::new_fill(
         Extent3d {
-            width,
-            height,
+            width: options.width,
+            height: options.height,
             depth_or_array_layers: 1,
         },
         TextureDimension::D2,
@@ -217,24 +297,63 @@ fn spawn(app: &mut App, width: u32, height: u32, msaa: Msaa, tile: Option<MsaaSh
     );
     image.texture_descriptor.usage |= TextureUsages::RENDER_ATTACHMENT | TextureUsages::COPY_SRC;
     let target = app.world_mut().resource_mut::<Assets<Image>>().add(image);
-    scenes::aliasing::spawn_aliasing_scene(app.world_mut());
+    let transform = match options.scene {
+        Scene::Aliasing => {
+            scenes::aliasing::spawn_aliasing_scene(app.world_mut());
+            scenes::aliasing::aliasing_camera_transform()
+        }
+        Scene::Dense => {
+            scenes::dense::spawn_dense_scene(app.world_mut());
+            scenes::dense::dense_camera_transform()
+        }
+    };
     let mut camera = app.world_mut().spawn((
         Camera3d::default(),
         Camera {
             clear_color: ClearColorConfig::Custom(scenes::CLEAR_COLOR),
             ..default()
         },
-        scenes::aliasing::aliasing_camera_transform(),
-        RenderTarget::Image(target.into()),
+        transform,
+        RenderTarget::Image(target.clone().into()),
         msaa,
     ));
     if let Some(msaa_shading) = tile {
         camera.insert(TileDeferred {
             msaa_shading,
+            show_msaa_edges: options.show_edges,
             ..default()
         });
     }
-    camera.id()
+    (camera.id(), target)
+}
+
+/// Saves the camera's image as a PNG at `path` (a few more frames, after the measured ones).
+fn save_screenshot(app: &mut App, target: Handle<Image>, path: &str) {
+    let captured: Arc<Mutex<Option<Image>>> = Arc::default();
+    let sink = captured.clone();
+    app.world_mut().spawn(Screenshot::image(target)).observe(
+        move |event: On<ScreenshotCaptured>| {
+            *sink.lock().unwrap() = Some(event.image.clone());
+        },
+    );
+    for _ in 0..10 {
+        app.update();
+        wait(app);
+        if captured.lock().unwrap().is_some() {
+            break;
+        }
+    }
+    let saved = captured
+        .lock()
+        .unwrap()
+        .take()
+        .ok_or_else(|| "no screenshot after 10 frames".to_string())
+        .and_then(|image| image.try_into_dynamic().map_err(|e| e.to_string()))
+        .and_then(|image| image.to_rgb8().save(path).map_err(|e| e.to_string()));
+    match saved {
+        Ok(()) => println!("wrote {path}"),
+        Err(error) => eprintln!("cannot write {path}: {error}"),
+    }
 }
 
 fn wait(app: &App) {

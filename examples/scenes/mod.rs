@@ -4,6 +4,7 @@
 
 pub mod aliasing;
 pub mod bench;
+pub mod dense;
 
 use bevy::{camera::ClearColorConfig, prelude::*};
 

@@ -38,7 +38,7 @@ use bevy::{
     winit::WinitPlugin,
 };
 use bevy_tile_deferred::{
-    DeviceProfile, MsaaShading, TileDeferred, TileDeferredPlugin, TileRenderReports,
+    DeviceProfile, MsaaShading, TileDebugView, TileDeferred, TileDeferredPlugin, TileRenderReports,
     frame_graph::{DeviceCaps, Extent, Format, stock_bevy::StockBevyPath},
 };
 use std::{
@@ -320,7 +320,11 @@ fn spawn(
     if let Some(msaa_shading) = tile {
         camera.insert(TileDeferred {
             msaa_shading,
-            show_msaa_edges: options.show_edges,
+            debug_view: if options.show_edges {
+                TileDebugView::MsaaEdges
+            } else {
+                TileDebugView::None
+            },
             ..default()
         });
     }

@@ -1,5 +1,6 @@
-//! Benchmark: one scene rendered by the tile-deferred path and by stock Bevy's forward
-//! (`Msaa::Off` and `Msaa::Sample4`) and deferred paths, in one headless run.
+//! Benchmark: one scene rendered by the tile-deferred path (merged, and as the unmerged debug
+//! tier: the same passes as separate render passes, what merging saves) and by stock Bevy's
+//! forward (`Msaa::Off` and `Msaa::Sample4`) and deferred paths, in one headless run.
 //!
 //! For each path and light count it prints, as one table:
 //! - GPU time: the tile path's own timestamps per subpass and in total; for every path the wall
@@ -23,7 +24,7 @@
 //!
 //! Flags: `--width W --height H` (1920x1080), `--lights 1,16,256`, `--meshes M` (64; a list
 //! switches to the mesh-scaling mode), `--frames N` (100) measured after `--warmup N` (20),
-//! `--paths tile,forward,forward4x,deferred`, `--plans` (print each compiled plan).
+//! `--paths tile,unmerged,forward,forward4x,deferred`, `--plans` (print each compiled plan).
 
 #[path = "scenes/mod.rs"]
 mod scenes;
@@ -206,14 +207,17 @@ fn mesh_scaling(options: &Options, log: &mut bool) {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum PathKind {
     Tile,
+    /// The tile path's unmerged debug tier: the same passes as separate render passes.
+    TileUnmerged,
     Forward,
     Forward4x,
     Deferred,
 }
 
 impl PathKind {
-    const ALL: [PathKind; 4] = [
+    const ALL: [PathKind; 5] = [
         PathKind::Tile,
+        PathKind::TileUnmerged,
         PathKind::Forward,
         PathKind::Forward4x,
         PathKind::Deferred,
@@ -222,6 +226,7 @@ impl PathKind {
     fn label(self) -> &'static str {
         match self {
             PathKind::Tile => "tile deferred",
+            PathKind::TileUnmerged => "tile unmerged (debug)",
             PathKind::Forward => "Bevy forward",
             PathKind::Forward4x => "Bevy forward 4xMSAA",
             PathKind::Deferred => "Bevy deferred",
@@ -231,6 +236,7 @@ impl PathKind {
     fn short(self) -> &'static str {
         match self {
             PathKind::Tile => "tile",
+            PathKind::TileUnmerged => "tileU",
             PathKind::Forward => "fwd",
             PathKind::Forward4x => "fwd4x",
             PathKind::Deferred => "def",
@@ -240,6 +246,7 @@ impl PathKind {
     fn parse(name: &str) -> Option<Self> {
         match name {
             "tile" => Some(PathKind::Tile),
+            "unmerged" | "tileU" => Some(PathKind::TileUnmerged),
             "forward" | "fwd" => Some(PathKind::Forward),
             "forward4x" | "fwd4x" => Some(PathKind::Forward4x),
             "deferred" | "def" => Some(PathKind::Deferred),
@@ -250,11 +257,16 @@ impl PathKind {
     /// Bevy's path, for the stock-Bevy traffic model.
     fn stock(self) -> Option<StockBevyPath> {
         match self {
-            PathKind::Tile => None,
+            PathKind::Tile | PathKind::TileUnmerged => None,
             PathKind::Forward => Some(StockBevyPath::Forward { msaa_samples: 1 }),
             PathKind::Forward4x => Some(StockBevyPath::Forward { msaa_samples: 4 }),
             PathKind::Deferred => Some(StockBevyPath::Deferred),
         }
+    }
+
+    /// Rendered by the crate's tile schedule.
+    fn is_tile(self) -> bool {
+        matches!(self, PathKind::Tile | PathKind::TileUnmerged)
     }
 
     fn msaa(self) -> Msaa {
@@ -492,7 +504,7 @@ fn measure_in_app(
         cpu.push(ms(updated - started));
         wait.push(ms(done - updated));
         wall.push(ms(done - started));
-        if path == PathKind::Tile {
+        if path.is_tile() {
             tile.add(&app, camera);
         }
     }
@@ -632,6 +644,12 @@ fn spawn_scene_and_camera(
     match path {
         PathKind::Tile => {
             camera.insert(TileDeferred::default());
+        }
+        PathKind::TileUnmerged => {
+            camera.insert(TileDeferred {
+                merge_subpasses: false,
+                ..default()
+            });
         }
         PathKind::Deferred => {
             camera.insert((DepthPrepass, DeferredPrepass));
@@ -822,7 +840,7 @@ fn print_table(runs: &[Run], options: &Options) {
          GB/s and mW at {FPS:.0} fps, {DEFAULT_MW_PER_GBPS:.0} mW per GB/s | \
          X/ = that Bevy path's value divided by this row's (above 1: this row is cheaper)"
     );
-    for run in runs.iter().filter(|r| r.path == PathKind::Tile) {
+    for run in runs.iter().filter(|r| r.path.is_tile()) {
         if let Some(t) = &run.tile {
             println!(
                 "tile at {} lights: {} instanced draws, {} instances, {} light volumes{}",

@@ -557,18 +557,24 @@ pub fn surface_lines(
             }
             TileVerdict::Unlimited => "no tile budget".into(),
         };
-        // The crate's timestamps cover the tile render pass (a single native pass).
-        let timed = gpu.filter(|_| frame.native_passes.len() == 1);
-        let ms = timed.map_or_else(|| "n/a ms".into(), |t| format!("{:.3} ms", t.total_ms()));
-        let mut stages = format!("{} subpasses :", pass.subpasses.len());
-        for subpass in &pass.subpasses {
-            let t = timed.and_then(|t| match subpass.name.as_str() {
+        // The crate's timestamps mark the end of each logical pass (G-buffer, lighting,
+        // tonemap): a native pass takes the sum of its subpasses' times, merged or not.
+        let time_of = |name: &str| {
+            gpu.and_then(|t| match name {
                 names::GBUFFER => Some(t.gbuffer_ms),
                 names::LIGHTING => Some(t.lighting_ms),
                 names::TONEMAP => Some(t.tonemap_ms),
                 _ => None,
-            });
-            match t {
+            })
+        };
+        let times: Option<Vec<f64>> = pass.subpasses.iter().map(|s| time_of(&s.name)).collect();
+        let ms = times.as_ref().map_or_else(
+            || "n/a ms".into(),
+            |t| format!("{:.3} ms", t.iter().sum::<f64>()),
+        );
+        let mut stages = format!("{} subpasses :", pass.subpasses.len());
+        for subpass in &pass.subpasses {
+            match time_of(&subpass.name) {
                 Some(t) => {
                     let _ = write!(stages, " {} {t:.3}ms", subpass.name);
                 }
@@ -668,9 +674,16 @@ mod tests {
     #[test]
     fn merging_off_costs_more_than_the_merged_plan() {
         let caps = DeviceCaps::mali_valhall();
-        let graph = plan::declare(&desc(1)).unwrap();
-        let merged = compile(&graph, &caps).unwrap();
-        let off = compile(&graph, &caps.with_merging(false)).unwrap();
+        let merged = compile(&plan::declare(&desc(1)).unwrap(), &caps).unwrap();
+        let unmerged = ViewFrameDesc {
+            unmerged: true,
+            ..desc(1)
+        };
+        let off = compile(
+            &plan::declare(&unmerged).unwrap(),
+            &caps.with_merging(false),
+        )
+        .unwrap();
         assert!(off.native_passes.len() > merged.native_passes.len());
         assert!(off.cost.bytes() > merged.cost.bytes());
     }
@@ -703,13 +716,33 @@ mod tests {
             ),
             "{line}"
         );
-        let off = compile(&plan::declare(&desc(1)).unwrap(), &caps.with_merging(false)).unwrap();
-        assert_eq!(
-            surface_lines(&off, Some(&times), &caps).lines().count(),
-            3,
-            "one line per native pass; no timing for passes the GPU did not run"
+        // The unmerged tier: one line per render pass, each with its own pass's time.
+        let unmerged = ViewFrameDesc {
+            unmerged: true,
+            ..desc(1)
+        };
+        let off = compile(
+            &plan::declare(&unmerged).unwrap(),
+            &caps.with_merging(false),
+        )
+        .unwrap();
+        let text = surface_lines(&off, Some(&times), &caps);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 3, "{text}");
+        assert!(
+            lines[0].contains(" | 0.500 ms | 1 subpasses : gbuffer 0.500ms"),
+            "{text}"
         );
-        assert!(surface_lines(&off, Some(&times), &caps).contains("n/a ms"));
+        assert!(
+            lines[1].contains(" | 0.250 ms | 1 subpasses : lighting 0.250ms"),
+            "{text}"
+        );
+        assert!(
+            lines[2].contains(" | 0.125 ms | 1 subpasses : tonemap 0.125ms"),
+            "{text}"
+        );
+        // Without timestamps: "n/a".
+        assert!(surface_lines(&off, None, &caps).contains("n/a ms"));
     }
 
     #[test]

@@ -540,7 +540,7 @@ fn gpu_times(ui: &mut egui::Ui, panel: &CameraPanel) {
                     ("gbuffer", t.gbuffer_ms),
                     ("lighting", t.lighting_ms),
                     ("tonemap", t.tonemap_ms),
-                    ("native pass", t.total_ms()),
+                    ("whole frame", t.total_ms()),
                 ] {
                     ui.label(name);
                     ui.label(format!("{ms:.3} ms"));

@@ -5,7 +5,9 @@
 //! subpasses (G-buffer, lighting reading the G-buffer as input attachments, tonemap writing
 //! the camera's target), declared to the [frame-graph compiler](crate::frame_graph) and built
 //! from its plan, so only the final image leaves tile memory. `Camera3d` stays on the camera:
-//! Bevy's view, light and visibility preparation still run for it.
+//! Bevy's view, light and visibility preparation still run for it. The unmerged debug tier
+//! ([`TileDeferred::merge_subpasses`] off) records the same passes as three render passes that
+//! store the G-buffer and read it back as textures, to measure what merging saves.
 //!
 //! ```no_run
 //! use bevy::prelude::*;

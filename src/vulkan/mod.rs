@@ -13,6 +13,11 @@
 //! `PRESENT_SRC_KHR` after each command buffer: the raw pass takes them from `UNDEFINED` (or
 //! `PRESENT_SRC_KHR` when it loads) and leaves them in `PRESENT_SRC_KHR`.
 //!
+//! The unmerged debug tier records the same frame as three render passes in the same command
+//! buffer; each hands its attachments to the next through the compiler's external subpass
+//! dependencies and final layouts (`SHADER_READ_ONLY_OPTIMAL` for what a later pass samples), so
+//! no barrier is recorded outside a render pass.
+//!
 //! Objects the crate creates are owned here: attachment images (G-buffer, depth, light
 //! accumulation; `TRANSIENT_ATTACHMENT` in lazily allocated memory where the device has it),
 //! buffers, render passes, framebuffers, pipelines, descriptor sets and samplers. They are

@@ -1587,3 +1587,32 @@ fn formats_know_their_sizes() {
         None
     );
 }
+
+#[test]
+fn a_read_only_depth_attachment_may_also_be_sampled() {
+    let mut g = FrameGraph::new(Extent::new(64, 64));
+    let mut depth = g.create_attachment("depth", AttachmentDesc::new(Format::Depth32Float));
+    let mut color = g.create_attachment("color", AttachmentDesc::new(Format::Rgba8Unorm));
+    g.add_raster_pass("prepass")
+        .depth(&mut depth, Access::WriteAll, Some(ClearValue::DEPTH_ONE))
+        .finish()
+        .unwrap();
+    // Writing depth while sampling it is a feedback loop.
+    let e = g
+        .add_raster_pass("feedback")
+        .depth(&mut depth, Access::ReadWrite, None)
+        .sample(&depth)
+        .color(&mut color, Access::WriteAll, None)
+        .finish()
+        .unwrap_err();
+    assert!(e.to_string().contains("feedback loop"), "{e}");
+    // Testing against it read-only while sampling it is two reads (light volumes culled by the
+    // depth test that also fetch the depth they shade).
+    g.add_raster_pass("lights")
+        .depth_read_only(&depth)
+        .sample(&depth)
+        .color(&mut color, Access::WriteAll, None)
+        .side_effects()
+        .finish()
+        .unwrap();
+}

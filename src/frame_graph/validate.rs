@@ -121,7 +121,13 @@ fn check_raster<'a>(
                     ),
                 ));
             }
-            Role::Sampled if attachments().any(|a| a.res == u.res) => {
+            // Sampling a depth attachment the pass only tests against (read-only depth, no
+            // stencil writes) is no feedback loop: both are reads, in
+            // DEPTH_STENCIL_READ_ONLY_OPTIMAL. Anything else is.
+            Role::Sampled
+                if attachments()
+                    .any(|a| a.res == u.res && (a.role != Role::Depth || a.writes())) =>
+            {
                 return Err(invalid(
                     pass,
                     format!(

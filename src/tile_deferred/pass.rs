@@ -1303,9 +1303,17 @@ mod tests {
                 (L::UNDEFINED, L::SHADER_READ_ONLY_OPTIMAL)
             );
         }
+        // Depth: tested read-only (and sampled) by the lighting pass, then sampled.
         assert_eq!(
             layouts(0, names::DEPTH),
-            (L::UNDEFINED, L::SHADER_READ_ONLY_OPTIMAL)
+            (L::UNDEFINED, L::DEPTH_STENCIL_ATTACHMENT_OPTIMAL)
+        );
+        assert_eq!(
+            layouts(1, names::DEPTH),
+            (
+                L::DEPTH_STENCIL_ATTACHMENT_OPTIMAL,
+                L::SHADER_READ_ONLY_OPTIMAL
+            )
         );
         // The light is drawn into again by the lighting pass, then sampled by the tonemap.
         assert_eq!(

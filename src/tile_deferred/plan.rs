@@ -1,8 +1,9 @@
 //! The frame a tile-deferred camera declares to the frame-graph compiler.
 //!
 //! Three raster passes: `gbuffer` writes albedo/occlusion, normal, material and the light
-//! accumulation (emissive) plus depth; `lighting` reads them as input attachments and adds every
-//! light into the light accumulation (blending, so it reads it too); `tonemap` reads the light
+//! accumulation (emissive) plus depth; `lighting` reads them as input attachments, tests light
+//! volumes against the depth (read-only), and adds every light into the light accumulation
+//! (blending, so it reads it too); `tonemap` reads the light
 //! and depth as input attachments and writes the camera's output. The compiler merges them into
 //! one native render pass where the device allows it, and decides every load and store.
 
@@ -133,12 +134,15 @@ pub(crate) fn declare(desc: &ViewFrameDesc) -> Result<FrameGraph, GraphError> {
     }
     let lighting = lighting.color(&mut light, Access::ReadWrite, None);
     if desc.stencil_split() {
-        // The first draw marks edge pixels in stencil; the lighting draws test it.
+        // The first draw marks edge pixels in stencil; the lighting draws test it (and light
+        // volumes test depth, as below).
         lighting
             .depth_read_only_stencil_write(&mut depth)
             .finish()?;
     } else {
-        lighting.finish()?;
+        // Light volumes are depth-tested against the G-buffer depth (read-only): pixels whose
+        // surface lies in front of a light's sphere are rejected before shading.
+        lighting.depth_read_only(&depth).finish()?;
     }
     if n > 1 {
         // Tonemapped per sample where samples differ, then resolved in-pass: only the resolved
@@ -376,8 +380,14 @@ mod tests {
             // Lighting: the light loaded, blended and stored; the G-buffer and depth sampled.
             let light = lighting.attachment_named(names::LIGHT).unwrap();
             assert_eq!((light.load, light.store), (LoadOp::Load, StoreOp::Store));
-            assert_eq!(lighting.attachments.len(), 1);
             assert_eq!(lighting.subpasses[0].sampled.len(), 4);
+            // ... and tests light volumes against the depth, loaded read-only, kept for the
+            // tonemap's texture read (never stored again: it was not written).
+            let depth = lighting.attachment_named(names::DEPTH).unwrap();
+            assert_eq!(depth.load, LoadOp::Load);
+            assert_ne!(depth.store, StoreOp::DontCare);
+            assert!(lighting.subpasses[0].depth.is_some_and(|d| d.read_only));
+            assert_eq!(lighting.attachments.len(), 2);
             // Tonemap: light and depth sampled, only the output (or the resolve target) stored.
             assert_eq!(tonemap.subpasses[0].sampled.len(), 2);
             for attachment in &tonemap.attachments {

@@ -13,8 +13,8 @@ use crate::{
     frame_graph::{CompiledFrame, FrameGraphCache},
     vulkan::{
         VulkanContext, conv,
-        memory::AttachmentImageDesc,
-        pipeline::{PipelineTarget, ScreenBlend, ScreenState, ScreenStencil},
+        memory::{AttachmentImageDesc, DeviceBuffer},
+        pipeline::{PipelineTarget, ScreenBlend, ScreenDepth, ScreenState, ScreenStencil},
         render_pass,
     },
 };
@@ -42,31 +42,48 @@ pub(super) fn ensure_view(
 ) -> StepResult<&mut ViewResources> {
     if !backend.views.contains_key(&entity) {
         let context = &backend.context;
-        let view_buffer = step(
-            "creating the view buffer",
-            context.create_device_buffer(
+        // On an error, what was created so far is destroyed (nothing has used it yet).
+        let mut created: Vec<DeviceBuffer> = Vec::with_capacity(3);
+        let release = |created: Vec<DeviceBuffer>| {
+            created
+                .into_iter()
+                .for_each(|buffer| context.destroy_device_buffer(buffer));
+        };
+        for (name, size, usage) in [
+            (
                 "tile view uniform",
                 size_of::<GpuView>() as u64,
                 vk::BufferUsageFlags::UNIFORM_BUFFER,
             ),
-        )?;
-        let light_buffer = step(
-            "creating the light buffer",
-            context.create_device_buffer(
+            (
                 "tile lights",
                 64 * size_of::<GpuClusterableLight>() as u64,
                 vk::BufferUsageFlags::STORAGE_BUFFER,
             ),
-        )?;
-        let instance_buffer = step(
-            "creating the instance buffer",
-            context.create_device_buffer(
+            (
                 "tile instances",
                 1024 * size_of::<GpuInstance>() as u64,
                 vk::BufferUsageFlags::VERTEX_BUFFER,
             ),
-        )?;
-        let (pool, sets) = allocate_view_sets(backend, false)?;
+        ] {
+            match context.create_device_buffer(name, size, usage) {
+                Ok(buffer) => created.push(buffer),
+                Err(error) => {
+                    release(created);
+                    return Err(("creating the view's buffers", error));
+                }
+            }
+        }
+        let (pool, sets) = match allocate_view_sets(backend, false) {
+            Ok(sets) => sets,
+            Err(error) => {
+                release(created);
+                return Err(error);
+            }
+        };
+        let [view_buffer, light_buffer, instance_buffer]: [DeviceBuffer; 3] = created
+            .try_into()
+            .unwrap_or_else(|_| unreachable!("three buffers were created"));
         let view = ViewResources {
             graph_cache: FrameGraphCache::default(),
             desc: None,
@@ -339,10 +356,19 @@ pub(super) fn create_pass_resources(
     let (interior, edges) = if stencil_split {
         (ScreenStencil::Equal(0), ScreenStencil::Equal(1))
     } else {
-        (ScreenStencil::NoAttachment, ScreenStencil::NoAttachment)
+        (ScreenStencil::Off, ScreenStencil::Off)
     };
-    let additive = |stencil, per_sample| ScreenState {
+    // The lighting subpass tests light volumes against the G-buffer depth when it binds it.
+    let lighting_depth = locate_pass(compiled, names::LIGHTING)
+        .is_some_and(|(n, subpass)| compiled.native_passes[n].subpasses[subpass].depth.is_some());
+    let (untested, culled) = if lighting_depth {
+        (ScreenDepth::Untested, ScreenDepth::RejectSurfacesInFront)
+    } else {
+        (ScreenDepth::NoAttachment, ScreenDepth::NoAttachment)
+    };
+    let additive = |depth, stencil, per_sample| ScreenState {
         blend: ScreenBlend::Additive,
+        depth,
         stencil,
         per_sample,
     };
@@ -352,14 +378,14 @@ pub(super) fn create_pass_resources(
             lighting,
             shaders.fullscreen_vert,
             lighting_global,
-            additive(interior, false),
+            additive(untested, interior, false),
         )?;
         pass.light_volumes = context.create_screen_pipeline(
             layouts,
             lighting,
             shaders.light_volume_vert,
             light_volume,
-            additive(interior, false),
+            additive(culled, interior, false),
         )?;
         pass.tonemap = context.create_screen_pipeline(
             layouts,
@@ -378,7 +404,10 @@ pub(super) fn create_pass_resources(
                 } else {
                     shaders.msaa_classify_frag
                 },
-                ScreenState::plain(ScreenBlend::NoColorWrites),
+                ScreenState {
+                    depth: untested,
+                    ..ScreenState::plain(ScreenBlend::NoColorWrites)
+                },
             )?;
         }
         if let Some(split) = pass.stencil_split.as_mut() {
@@ -389,6 +418,7 @@ pub(super) fn create_pass_resources(
                 shaders.msaa_classify_frag,
                 ScreenState {
                     blend: ScreenBlend::NoColorWrites,
+                    depth: untested,
                     stencil: ScreenStencil::Mark(1),
                     per_sample: false,
                 },
@@ -398,14 +428,14 @@ pub(super) fn create_pass_resources(
                 lighting,
                 shaders.fullscreen_vert,
                 shaders.lighting_global_sample_ms_frag,
-                additive(edges, true),
+                additive(untested, edges, true),
             )?;
             split.light_volumes_per_sample = context.create_screen_pipeline(
                 layouts,
                 lighting,
                 shaders.light_volume_vert,
                 shaders.light_volume_sample_ms_frag,
-                additive(edges, true),
+                additive(culled, edges, true),
             )?;
         }
         Ok(())

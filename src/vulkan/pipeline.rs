@@ -369,29 +369,43 @@ pub(crate) enum ScreenBlend {
 /// The stencil state of a screen pipeline.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum ScreenStencil {
-    /// The subpass has no depth-stencil attachment.
-    NoAttachment,
+    /// No stencil test.
+    Off,
     /// Write this reference into the stencil of every sample of the fragments that survive.
     Mark(u32),
     /// Draw only where the stencil equals this reference.
     Equal(u32),
 }
 
+/// How a screen pipeline uses the subpass's depth attachment (never written).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ScreenDepth {
+    /// The subpass has no depth-stencil attachment (the stencil must be `Off`).
+    NoAttachment,
+    /// The attachment is there (read-only, or stencil only) but depth is not tested.
+    Untested,
+    /// Keep fragments at or in front of the stored depth (reverse-Z `GREATER_OR_EQUAL`): a
+    /// light volume drawn at its sphere's nearest depth skips surfaces in front of the sphere.
+    RejectSurfacesInFront,
+}
+
 /// The fixed-function state of a screen pipeline.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct ScreenState {
     pub blend: ScreenBlend,
+    pub depth: ScreenDepth,
     pub stencil: ScreenStencil,
     /// Shade every sample (sample-rate shading, `minSampleShading` 1.0).
     pub per_sample: bool,
 }
 
 impl ScreenState {
-    /// A per-pixel pipeline without stencil.
+    /// A per-pixel pipeline of a subpass without depth-stencil attachment.
     pub const fn plain(blend: ScreenBlend) -> Self {
         Self {
             blend,
-            stencil: ScreenStencil::NoAttachment,
+            depth: ScreenDepth::NoAttachment,
+            stencil: ScreenStencil::Off,
             per_sample: false,
         }
     }
@@ -589,33 +603,28 @@ impl VulkanContext {
                 .write_mask(write_mask)
                 .reference(reference)
         };
-        // No depth test or write: the shaders read depth as an input attachment.
+        // Depth is never written: the shaders read it as an input attachment (or texture).
         let stencil = match state.stencil {
-            ScreenStencil::NoAttachment => None,
-            ScreenStencil::Mark(reference) => {
-                let op = stencil_op(
-                    vk::CompareOp::ALWAYS,
-                    vk::StencilOp::REPLACE,
-                    0xff,
-                    reference,
-                );
-                Some(
-                    vk::PipelineDepthStencilStateCreateInfo::default()
-                        .stencil_test_enable(true)
-                        .front(op)
-                        .back(op),
-                )
-            }
+            ScreenStencil::Off => vk::StencilOpState::default(),
+            ScreenStencil::Mark(reference) => stencil_op(
+                vk::CompareOp::ALWAYS,
+                vk::StencilOp::REPLACE,
+                0xff,
+                reference,
+            ),
             ScreenStencil::Equal(reference) => {
-                let op = stencil_op(vk::CompareOp::EQUAL, vk::StencilOp::KEEP, 0, reference);
-                Some(
-                    vk::PipelineDepthStencilStateCreateInfo::default()
-                        .stencil_test_enable(true)
-                        .front(op)
-                        .back(op),
-                )
+                stencil_op(vk::CompareOp::EQUAL, vk::StencilOp::KEEP, 0, reference)
             }
         };
+        let depth_stencil = (state.depth != ScreenDepth::NoAttachment).then(|| {
+            vk::PipelineDepthStencilStateCreateInfo::default()
+                .depth_test_enable(state.depth == ScreenDepth::RejectSurfacesInFront)
+                .depth_write_enable(false)
+                .depth_compare_op(vk::CompareOp::GREATER_OR_EQUAL)
+                .stencil_test_enable(state.stencil != ScreenStencil::Off)
+                .front(stencil)
+                .back(stencil)
+        });
         let mut multisample =
             vk::PipelineMultisampleStateCreateInfo::default().rasterization_samples(target.samples);
         if state.per_sample {
@@ -632,7 +641,7 @@ impl VulkanContext {
             &input_assembly,
             &rasterization,
             &multisample,
-            stencil.as_ref(),
+            depth_stencil.as_ref(),
             &blend_attachments,
         )
     }

@@ -38,6 +38,8 @@ const LIGHT_COUNT: usize = 48;
 /// Frames rendered before the headless capture (pipelines warm, lights moved).
 const HEADLESS_FRAMES: u32 = 30;
 
+// On Android, `bevy_main` exports the `android_main` entry point NativeActivity calls.
+#[bevy_main]
 fn main() {
     let options = Options::from_args();
     let mut app = App::new();

@@ -42,22 +42,15 @@ use crate::{
     vulkan::VulkanContext,
 };
 use bevy::{
-    core_pipeline::{
-        core_3d::{AlphaMask3d, Opaque3d, Transparent3d},
-        schedule::Core3d,
-    },
+    core_pipeline::schedule::Core3d,
     ecs::schedule::ScheduleLabel,
-    pbr::Transmissive3d,
     prelude::*,
     render::{
         ExtractSchedule, Render, RenderApp, RenderStartup, RenderSystems,
-        camera::{CameraRenderGraph, ExtractedCamera},
+        camera::CameraRenderGraph,
         extract_component::{ExtractComponent, ExtractComponentPlugin},
-        render_phase::{ViewBinnedRenderPhases, ViewSortedRenderPhases},
         renderer::RenderDevice,
-        sync_world::MainEntity,
         view::Msaa,
-        view::RetainedViewEntity,
     },
 };
 
@@ -216,8 +209,6 @@ pub(crate) fn build(app: &mut App) {
         .add_systems(
             Render,
             (
-                // After every phase extraction, before anything specialises or queues.
-                drop_bevy_phases_of_tile_cameras.before(RenderSystems::PrepareAssets),
                 take_over_msaa.in_set(RenderSystems::PrepareAssets),
                 pass::end_frame.in_set(RenderSystems::Cleanup),
             ),
@@ -334,33 +325,6 @@ fn route_cameras(
         if graph.0 != wanted && (is_ours || tile.is_some()) {
             graph.0 = wanted;
         }
-    }
-}
-
-/// Bevy creates its opaque, alpha-mask, transmissive and transparent phases for every `Camera3d`
-/// and queues, specialises and batches every visible mesh into them. A camera on the tile
-/// schedule never draws them: without its phases, Bevy's queue, specialise and batch systems
-/// skip the view (each looks its phases up and moves on when they are missing). Bevy's bins are
-/// retained, so in a steady scene this saves little (no difference measured with 10 000
-/// unchanged meshes, docs/measurements.md); the work skipped is that of added, changed and
-/// re-specialised meshes for a view nobody draws.
-fn drop_bevy_phases_of_tile_cameras(
-    cameras: Query<(&MainEntity, &ExtractedCamera), With<TileDeferred>>,
-    mut opaque: ResMut<ViewBinnedRenderPhases<Opaque3d>>,
-    mut alpha_mask: ResMut<ViewBinnedRenderPhases<AlphaMask3d>>,
-    mut transmissive: ResMut<ViewSortedRenderPhases<Transmissive3d>>,
-    mut transparent: ResMut<ViewSortedRenderPhases<Transparent3d>>,
-) {
-    for (main_entity, camera) in &cameras {
-        if camera.schedule != TileDeferredGraph.intern() {
-            continue;
-        }
-        // The main 3D view of a camera (what `extract_core_3d_camera_phases` keys it by).
-        let view = RetainedViewEntity::new(*main_entity, None, 0);
-        opaque.remove(&view);
-        alpha_mask.remove(&view);
-        transmissive.remove(&view);
-        transparent.remove(&view);
     }
 }
 

@@ -263,14 +263,18 @@ unsafe fn record_into(
             tonemap: r.tonemap_params,
             msaa: [0, r.samples, r.msaa_flags, r.debug_view],
         };
+        // Every fragment stage reads the same 48 bytes (see `GpuPushConstants`).
+        let push_constants = |push: &GpuPushConstants| {
+            device.cmd_push_constants(
+                cb,
+                r.pipeline_layout,
+                vk::ShaderStageFlags::FRAGMENT,
+                0,
+                bytemuck::bytes_of(push),
+            );
+        };
         // The G-buffer shader reads the debug view (debug views write no emissive).
-        device.cmd_push_constants(
-            cb,
-            r.pipeline_layout,
-            vk::ShaderStageFlags::FRAGMENT,
-            0,
-            bytemuck::bytes_of(&push),
-        );
+        push_constants(&push);
 
         // Subpass 0: the G-buffer.
         device.cmd_bind_vertex_buffers(cb, 1, &[r.zero_buffer, r.instance_buffer], &[0, 0]);
@@ -339,13 +343,7 @@ unsafe fn record_into(
         // per edge pixel); the lighting draws then run once with stencil == 0, per pixel, and
         // once with stencil == 1, per sample.
         let per_sample_index_draws = if let Some(split) = &r.stencil_split {
-            device.cmd_push_constants(
-                cb,
-                r.pipeline_layout,
-                vk::ShaderStageFlags::FRAGMENT,
-                0,
-                bytemuck::bytes_of(&push),
-            );
+            push_constants(&push);
             device.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, split.classify);
             if let Some((pool, query)) = r.edge_query {
                 device.cmd_begin_query(cb, pool, query, vk::QueryControlFlags::empty());
@@ -380,13 +378,7 @@ unsafe fn record_into(
             && r.edge_counter != vk::Pipeline::null()
             && let Some((pool, query)) = r.edge_query
         {
-            device.cmd_push_constants(
-                cb,
-                r.pipeline_layout,
-                vk::ShaderStageFlags::FRAGMENT,
-                0,
-                bytemuck::bytes_of(&push),
-            );
+            push_constants(&push);
             device.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, r.edge_counter);
             device.cmd_begin_query(cb, pool, query, vk::QueryControlFlags::empty());
             device.cmd_draw(cb, 3, 1, 0, 0);
@@ -394,13 +386,7 @@ unsafe fn record_into(
         }
         for sample in 0..per_sample_index_draws {
             push.msaa[0] = sample;
-            device.cmd_push_constants(
-                cb,
-                r.pipeline_layout,
-                vk::ShaderStageFlags::FRAGMENT,
-                0,
-                bytemuck::bytes_of(&push),
-            );
+            push_constants(&push);
             device.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, r.global_lighting);
             device.cmd_draw(cb, 3, 1, 0, 0);
             if r.light_count > 0 {
@@ -422,13 +408,7 @@ unsafe fn record_into(
         );
         device.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, r.tonemap);
         push.msaa[0] = 0;
-        device.cmd_push_constants(
-            cb,
-            r.pipeline_layout,
-            vk::ShaderStageFlags::FRAGMENT,
-            0,
-            bytemuck::bytes_of(&push),
-        );
+        push_constants(&push);
         device.cmd_draw(cb, 3, 1, 0, 0);
         device.cmd_end_render_pass(cb);
         mark(3, vk::PipelineStageFlags::BOTTOM_OF_PIPE);

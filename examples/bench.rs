@@ -31,21 +31,12 @@ mod scenes;
 
 use bevy::{
     app::PluginsState,
-    asset::RenderAssetUsages,
     camera::{ClearColorConfig, RenderTarget},
     core_pipeline::prepass::{DeferredPrepass, DepthPrepass},
     log::{Level, LogPlugin},
     pbr::DefaultOpaqueRendererMethod,
     prelude::*,
-    render::{
-        RenderPlugin,
-        pipelined_rendering::PipelinedRenderingPlugin,
-        render_resource::{Extent3d, PollType, TextureDimension, TextureFormat, TextureUsages},
-        renderer::RenderDevice,
-        settings::{Backends, WgpuSettings},
-    },
-    window::ExitCondition,
-    winit::WinitPlugin,
+    render::{render_resource::PollType, renderer::RenderDevice},
 };
 use bevy_tile_deferred::{
     DeviceProfile, TileDeferred, TileDeferredPlugin, TileRenderReports,
@@ -573,31 +564,11 @@ fn measure_in_app(
 
 fn new_app(path: PathKind, log: bool) -> App {
     let mut app = App::new();
-    let plugins = DefaultPlugins
-        .set(WindowPlugin {
-            primary_window: None,
-            exit_condition: ExitCondition::DontExit,
-            close_when_requested: false,
-            ..default()
-        })
-        .set(RenderPlugin {
-            render_creation: WgpuSettings {
-                backends: Some(Backends::VULKAN),
-                ..default()
-            }
-            .into(),
-            // Every pipeline is ready before the first measured frame.
-            synchronous_pipeline_compilation: true,
-            ..default()
-        })
-        .set(LogPlugin {
-            level: Level::WARN,
-            filter: "wgpu=error,naga=warn".into(),
-            ..default()
-        })
-        .disable::<WinitPlugin>()
-        // The render world runs inside `app.update()`, so that it can be timed.
-        .disable::<PipelinedRenderingPlugin>();
+    let plugins = scenes::headless::benchmark_plugins().set(LogPlugin {
+        level: Level::WARN,
+        filter: "wgpu=error,naga=warn".into(),
+        ..default()
+    });
     if log {
         app.add_plugins(plugins);
     } else {
@@ -617,18 +588,7 @@ fn spawn_scene_and_camera(
     path: PathKind,
     scene: BenchScene,
 ) -> Entity {
-    let mut image = Image::new_fill(
-        Extent3d {
-            width: options.width,
-            height: options.height,
-            depth_or_array_layers: 1,
-        },
-        TextureDimension::D2,
-        &[0, 0, 0, 255],
-        TextureFormat::Rgba8UnormSrgb,
-        RenderAssetUsages::default(),
-    );
-    image.texture_descriptor.usage |= TextureUsages::RENDER_ATTACHMENT | TextureUsages::COPY_SRC;
+    let image = scenes::headless::target_image(options.width, options.height);
     let target = app.world_mut().resource_mut::<Assets<Image>>().add(image);
     scene.spawn(app.world_mut());
     let mut camera = app.world_mut().spawn((

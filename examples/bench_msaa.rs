@@ -19,23 +19,17 @@
 mod scenes;
 
 use bevy::{
-    asset::RenderAssetUsages,
     camera::{ClearColorConfig, RenderTarget},
     log::LogPlugin,
     prelude::*,
     render::{
-        RenderPlugin,
-        pipelined_rendering::PipelinedRenderingPlugin,
-        render_resource::{Extent3d, PollType, TextureDimension, TextureFormat, TextureUsages},
+        render_resource::PollType,
         renderer::RenderDevice,
-        settings::{Backends, WgpuSettings},
         view::{
             Msaa,
             screenshot::{Screenshot, ScreenshotCaptured},
         },
     },
-    window::ExitCondition,
-    winit::WinitPlugin,
 };
 use bevy_tile_deferred::{
     DeviceProfile, MsaaShading, TileDebugView, TileDeferred, TileDeferredPlugin, TileRenderReports,
@@ -247,24 +241,7 @@ fn spawn_point_lights(world: &mut World, count: u32) {
 
 fn new_app(log: bool) -> App {
     let mut app = App::new();
-    let plugins = DefaultPlugins
-        .set(WindowPlugin {
-            primary_window: None,
-            exit_condition: ExitCondition::DontExit,
-            close_when_requested: false,
-            ..default()
-        })
-        .set(RenderPlugin {
-            render_creation: WgpuSettings {
-                backends: Some(Backends::VULKAN),
-                ..default()
-            }
-            .into(),
-            synchronous_pipeline_compilation: true,
-            ..default()
-        })
-        .disable::<WinitPlugin>()
-        .disable::<PipelinedRenderingPlugin>();
+    let plugins = scenes::headless::benchmark_plugins();
     if log {
         app.add_plugins(plugins.set(LogPlugin {
             filter: "wgpu=error,naga=warn,bevy_render=warn,bevy_light=error".into(),
@@ -284,18 +261,7 @@ fn spawn(
     msaa: Msaa,
     tile: Option<MsaaShading>,
 ) -> (Entity, Handle<Image>) {
-    let mut image = Image::new_fill(
-        Extent3d {
-            width: options.width,
-            height: options.height,
-            depth_or_array_layers: 1,
-        },
-        TextureDimension::D2,
-        &[0, 0, 0, 255],
-        TextureFormat::Rgba8UnormSrgb,
-        RenderAssetUsages::default(),
-    );
-    image.texture_descriptor.usage |= TextureUsages::RENDER_ATTACHMENT | TextureUsages::COPY_SRC;
+    let image = scenes::headless::target_image(options.width, options.height);
     let target = app.world_mut().resource_mut::<Assets<Image>>().add(image);
     let transform = match options.scene {
         Scene::Aliasing => {

@@ -16,14 +16,10 @@ mod scenes;
 
 use bevy::{
     app::ScheduleRunnerPlugin,
-    asset::RenderAssetUsages,
     camera::RenderTarget,
     diagnostic::FrameCount,
     prelude::*,
-    render::{
-        render_resource::{Extent3d, TextureDimension, TextureFormat, TextureUsages},
-        view::screenshot::{Screenshot, ScreenshotCaptured},
-    },
+    render::view::screenshot::{Screenshot, ScreenshotCaptured},
     window::ExitCondition,
     winit::WinitPlugin,
 };
@@ -130,18 +126,7 @@ struct HeadlessCapture {
 struct HeadlessTarget(Handle<Image>);
 
 fn spawn_headless_camera(mut commands: Commands, mut images: ResMut<Assets<Image>>) {
-    let mut image = Image::new_fill(
-        Extent3d {
-            width: 1280,
-            height: 720,
-            depth_or_array_layers: 1,
-        },
-        TextureDimension::D2,
-        &[0, 0, 0, 255],
-        TextureFormat::Rgba8UnormSrgb,
-        RenderAssetUsages::default(),
-    );
-    image.texture_descriptor.usage |= TextureUsages::RENDER_ATTACHMENT | TextureUsages::COPY_SRC;
+    let image = scenes::headless::target_image(1280, 720);
     let handle = images.add(image);
     commands.insert_resource(HeadlessTarget(handle.clone()));
     commands.spawn((

@@ -5,6 +5,7 @@
 pub mod aliasing;
 pub mod bench;
 pub mod dense;
+pub mod headless;
 
 use bevy::{camera::ClearColorConfig, prelude::*};
 

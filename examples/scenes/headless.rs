@@ -1,0 +1,57 @@
+//! What the headless examples (benchmarks, the showcase without a display) share: the image
+//! they render into, and the plugin set of a benchmark app.
+
+use bevy::{
+    app::PluginGroupBuilder,
+    asset::RenderAssetUsages,
+    prelude::*,
+    render::{
+        RenderPlugin,
+        pipelined_rendering::PipelinedRenderingPlugin,
+        render_resource::{Extent3d, TextureDimension, TextureFormat, TextureUsages},
+        settings::{Backends, WgpuSettings},
+    },
+    window::ExitCondition,
+    winit::WinitPlugin,
+};
+
+/// An sRGB image a camera can render into and that can be read back.
+pub fn target_image(width: u32, height: u32) -> Image {
+    let mut image = Image::new_fill(
+        Extent3d {
+            width,
+            height,
+            depth_or_array_layers: 1,
+        },
+        TextureDimension::D2,
+        &[0, 0, 0, 255],
+        TextureFormat::Rgba8UnormSrgb,
+        RenderAssetUsages::default(),
+    );
+    image.texture_descriptor.usage |= TextureUsages::RENDER_ATTACHMENT | TextureUsages::COPY_SRC;
+    image
+}
+
+/// `DefaultPlugins` for a benchmark: Vulkan, no window, every pipeline compiled before the
+/// first frame, and the render world run inside `app.update()` (no pipelined rendering) so that
+/// a frame can be timed. The caller configures or disables the `LogPlugin`.
+pub fn benchmark_plugins() -> PluginGroupBuilder {
+    DefaultPlugins
+        .set(WindowPlugin {
+            primary_window: None,
+            exit_condition: ExitCondition::DontExit,
+            close_when_requested: false,
+            ..default()
+        })
+        .set(RenderPlugin {
+            render_creation: WgpuSettings {
+                backends: Some(Backends::VULKAN),
+                ..default()
+            }
+            .into(),
+            synchronous_pipeline_compilation: true,
+            ..default()
+        })
+        .disable::<WinitPlugin>()
+        .disable::<PipelinedRenderingPlugin>()
+}

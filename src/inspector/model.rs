@@ -204,7 +204,7 @@ pub(crate) fn view_desc_of(frame: &CompiledFrame) -> Option<ViewFrameDesc> {
         },
         samples: depth.samples,
         msaa_depth_stencil: stencil_split.then_some(depth.format),
-        unmerged: frame.native_passes.len() > 1,
+        unmerged: plan::samples_attachments(frame),
     })
 }
 
@@ -345,7 +345,7 @@ pub(crate) fn update_panels(
             (Some(report), true) => {
                 let desc = view_desc_of(&report.compiled);
                 panel.samples = report.samples;
-                let unmerged = report.compiled.native_passes.len() > 1;
+                let unmerged = plan::samples_attachments(&report.compiled);
                 match decision {
                     Some(decision) => {
                         panel.tier = decision.tier.to_string();

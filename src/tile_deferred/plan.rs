@@ -70,6 +70,16 @@ impl ViewFrameDesc {
     }
 }
 
+/// Whether a compiled frame is the unmerged tier's: its passes read earlier passes' attachments
+/// as textures (the merged tiers read them as input attachments, never as textures).
+pub(crate) fn samples_attachments(compiled: &crate::frame_graph::CompiledFrame) -> bool {
+    compiled
+        .native_passes
+        .iter()
+        .flat_map(|native| &native.subpasses)
+        .any(|subpass| !subpass.sampled.is_empty())
+}
+
 /// The G-buffer formats (see `shaders/common.glsl`).
 pub(crate) const ALBEDO_FORMAT: Format = Format::Rgba8Srgb;
 pub(crate) const NORMAL_FORMAT: Format = Format::Rg16Float;

@@ -7,7 +7,7 @@ use super::{
     },
     gpu_types::{GpuClusterableLight, GpuInstance, GpuView},
     pass::{Frame, StepResult, TileSceneParams, step},
-    plan::names,
+    plan::{self, names},
 };
 use crate::{
     frame_graph::{CompiledFrame, FrameGraphCache},
@@ -277,7 +277,7 @@ pub(super) fn create_pass_resources(
     descriptions: &[render_pass::RenderPassDescription],
     compiled: &CompiledFrame,
 ) -> StepResult<PassResources> {
-    let sampled_attachments = compiled.native_passes.len() > 1;
+    let sampled_attachments = plan::samples_attachments(compiled);
     let mut render_passes = Vec::with_capacity(descriptions.len());
     for description in descriptions {
         match backend.context.create_render_pass(description) {
@@ -537,7 +537,7 @@ pub(super) fn write_view_sets(
     lut: &GpuImage,
     lut_view: vk::ImageView,
 ) {
-    let sampled = compiled.native_passes.len() > 1;
+    let sampled = plan::samples_attachments(compiled);
     let view = &backend.views[&entity];
     let view_of = |name: &str| {
         compiled

@@ -617,7 +617,7 @@ fn render_view(
         .expect("the plan declares an output");
 
     // 2. The render passes and their pipelines.
-    let descriptions = describe_render_passes(&compiled, output_id, frame.output_kind);
+    let descriptions = render_pass::describe_frame(&compiled, (output_id, frame.output_kind));
     let key = format!("{descriptions:?}");
     if !backend.render_passes.contains_key(&key) {
         let pass = create_pass_resources(backend, &descriptions, &compiled)?;
@@ -975,59 +975,6 @@ fn render_view(
     Ok(report)
 }
 
-/// The Vulkan description of each native pass of the plan, in order: the last one writes the
-/// output; an attachment a later pass samples ends in `SHADER_READ_ONLY_OPTIMAL`, and one a
-/// later pass loads starts in the layout the earlier pass left it in.
-fn describe_render_passes(
-    compiled: &crate::frame_graph::CompiledFrame,
-    output_id: crate::frame_graph::ResourceId,
-    output_kind: OutputKind,
-) -> Vec<render_pass::RenderPassDescription> {
-    let mut descriptions: Vec<render_pass::RenderPassDescription> = Vec::new();
-    for (index, native) in compiled.native_passes.iter().enumerate() {
-        // Attachments whose next use, in a later native pass, is as a texture.
-        let sampled_later: Vec<crate::frame_graph::ResourceId> = native
-            .attachments
-            .iter()
-            .map(|a| a.resource)
-            .filter(|&resource| {
-                compiled.native_passes[index + 1..]
-                    .iter()
-                    .find(|later| {
-                        later.attachment(resource).is_some()
-                            || later
-                                .subpasses
-                                .iter()
-                                .any(|s| s.sampled.contains(&resource))
-                    })
-                    .is_some_and(|later| later.attachment(resource).is_none())
-            })
-            .collect();
-        let earlier = &descriptions;
-        let layout_before = |resource| {
-            compiled.native_passes[..index]
-                .iter()
-                .zip(earlier)
-                .rev()
-                .find_map(|(native, description)| {
-                    let position = native
-                        .attachments
-                        .iter()
-                        .position(|a| a.resource == resource)?;
-                    Some(description.attachments[position].final_layout)
-                })
-        };
-        let description = render_pass::describe(
-            native,
-            Some((output_id, output_kind)),
-            &sampled_later,
-            layout_before,
-        );
-        descriptions.push(description);
-    }
-    descriptions
-}
-
 /// The framebuffer of one native pass. Views that persist (image targets, the view's own
 /// attachments) keep theirs; a pass writing a view Bevy makes anew each frame (swapchain images,
 /// screenshot captures) gets one that is retired with the frame.
@@ -1267,77 +1214,6 @@ mod tests {
         let compiled = compile(&plan::declare(&desc).unwrap(), &caps).unwrap();
         let (compiled, desc, note) = fit_tile_budget(compiled, desc, &caps).unwrap();
         (desc.samples, compiled.render_pass_count(), note)
-    }
-
-    #[test]
-    fn unmerged_render_passes_hand_layouts_on() {
-        let desc = ViewFrameDesc {
-            extent: Extent::new(640, 360),
-            output_format: Format::Bgra8Srgb,
-            keep_output: false,
-            light_format: Format::Rg11b10Float,
-            depth_format: Format::Depth32Float,
-            samples: 1,
-            msaa_depth_stencil: None,
-            unmerged: true,
-        };
-        let caps = DeviceCaps::desktop().with_merging(false);
-        let compiled = compile(&plan::declare(&desc).unwrap(), &caps).unwrap();
-        let output = compiled.attachment_named(names::OUTPUT).unwrap().id;
-        let descriptions = describe_render_passes(&compiled, output, OutputKind::TrackedImage);
-        assert_eq!(descriptions.len(), 3);
-        let layouts = |pass: usize, name: &str| {
-            let index = compiled.native_passes[pass]
-                .attachments
-                .iter()
-                .position(|a| a.name == name)
-                .unwrap();
-            let a = &descriptions[pass].attachments[index];
-            (a.initial_layout, a.final_layout)
-        };
-        use vk::ImageLayout as L;
-        // The G-buffer pass leaves what later passes sample ready to be sampled.
-        for name in [names::ALBEDO_OCCLUSION, names::NORMAL, names::MATERIAL] {
-            assert_eq!(
-                layouts(0, name),
-                (L::UNDEFINED, L::SHADER_READ_ONLY_OPTIMAL)
-            );
-        }
-        // Depth: tested read-only (and sampled) by the lighting pass, then sampled.
-        assert_eq!(
-            layouts(0, names::DEPTH),
-            (L::UNDEFINED, L::DEPTH_STENCIL_ATTACHMENT_OPTIMAL)
-        );
-        assert_eq!(
-            layouts(1, names::DEPTH),
-            (
-                L::DEPTH_STENCIL_ATTACHMENT_OPTIMAL,
-                L::SHADER_READ_ONLY_OPTIMAL
-            )
-        );
-        // The light is drawn into again by the lighting pass, then sampled by the tonemap.
-        assert_eq!(
-            layouts(0, names::LIGHT),
-            (L::UNDEFINED, L::COLOR_ATTACHMENT_OPTIMAL)
-        );
-        assert_eq!(
-            layouts(1, names::LIGHT),
-            (L::COLOR_ATTACHMENT_OPTIMAL, L::SHADER_READ_ONLY_OPTIMAL)
-        );
-        assert_eq!(
-            layouts(2, names::OUTPUT),
-            (L::COLOR_ATTACHMENT_OPTIMAL, L::COLOR_ATTACHMENT_OPTIMAL)
-        );
-        // The next frame's G-buffer pass waits for this frame's texture reads before writing.
-        let first_gbuffer_dependency = &descriptions[0].dependencies;
-        assert!(
-            first_gbuffer_dependency.iter().any(|d| {
-                d.src_subpass == vk::SUBPASS_EXTERNAL
-                    && d.src_stage_mask
-                        .contains(vk::PipelineStageFlags::FRAGMENT_SHADER)
-            }),
-            "{first_gbuffer_dependency:?}"
-        );
     }
 
     #[test]

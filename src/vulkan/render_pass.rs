@@ -7,7 +7,7 @@
 //! `PRESENT_SRC_KHR`; an image wgpu tracks stays in `COLOR_ATTACHMENT_OPTIMAL`).
 
 use super::{LiveObjects, VulkanContext, conv};
-use crate::frame_graph::{NativePass, ResourceId, SubpassIndex};
+use crate::frame_graph::{CompiledFrame, NativePass, ResourceId, SubpassIndex};
 use ash::vk;
 
 /// How the imported output image is handed over at the start and end of the pass.
@@ -252,6 +252,53 @@ fn subpass_descriptions(description: &RenderPassDescription) -> Vec<vk::SubpassD
         .collect()
 }
 
+/// The Vulkan description of each native pass of the plan, in order: the last one writes the
+/// output; an attachment a later pass samples ends in `SHADER_READ_ONLY_OPTIMAL`, and one a
+/// later pass loads starts in the layout the earlier pass left it in.
+pub(crate) fn describe_frame(
+    compiled: &CompiledFrame,
+    output: (ResourceId, OutputKind),
+) -> Vec<RenderPassDescription> {
+    let mut descriptions: Vec<RenderPassDescription> = Vec::new();
+    for (index, native) in compiled.native_passes.iter().enumerate() {
+        // Attachments whose next use, in a later native pass, is as a texture.
+        let sampled_later: Vec<ResourceId> = native
+            .attachments
+            .iter()
+            .map(|a| a.resource)
+            .filter(|&resource| {
+                compiled.native_passes[index + 1..]
+                    .iter()
+                    .find(|later| {
+                        later.attachment(resource).is_some()
+                            || later
+                                .subpasses
+                                .iter()
+                                .any(|s| s.sampled.contains(&resource))
+                    })
+                    .is_some_and(|later| later.attachment(resource).is_none())
+            })
+            .collect();
+        let earlier = &descriptions;
+        let layout_before = |resource| {
+            compiled.native_passes[..index]
+                .iter()
+                .zip(earlier)
+                .rev()
+                .find_map(|(native, description)| {
+                    let position = native
+                        .attachments
+                        .iter()
+                        .position(|a| a.resource == resource)?;
+                    Some(description.attachments[position].final_layout)
+                })
+        };
+        let description = describe(native, Some(output), &sampled_later, layout_before);
+        descriptions.push(description);
+    }
+    descriptions
+}
+
 impl VulkanContext {
     /// Creates the `VkRenderPass` of a description.
     pub fn create_render_pass(
@@ -335,5 +382,80 @@ mod tests {
         assert!(subpass.p_resolve_attachments.is_null());
         assert!(subpass.p_preserve_attachments.is_null() && subpass.preserve_attachment_count == 0);
         assert!(subpass.p_depth_stencil_attachment.is_null());
+    }
+
+    #[test]
+    fn unmerged_render_passes_hand_layouts_on() {
+        use crate::{
+            frame_graph::{DeviceCaps, Extent, Format, compile},
+            tile_deferred::plan::{self, ViewFrameDesc, names},
+        };
+        let desc = ViewFrameDesc {
+            extent: Extent::new(640, 360),
+            output_format: Format::Bgra8Srgb,
+            keep_output: false,
+            light_format: Format::Rg11b10Float,
+            depth_format: Format::Depth32Float,
+            samples: 1,
+            msaa_depth_stencil: None,
+            unmerged: true,
+        };
+        let caps = DeviceCaps::desktop().with_merging(false);
+        let compiled = compile(&plan::declare(&desc).unwrap(), &caps).unwrap();
+        let output = compiled.attachment_named(names::OUTPUT).unwrap().id;
+        let descriptions = describe_frame(&compiled, (output, OutputKind::TrackedImage));
+        assert_eq!(descriptions.len(), 3);
+        let layouts = |pass: usize, name: &str| {
+            let index = compiled.native_passes[pass]
+                .attachments
+                .iter()
+                .position(|a| a.name == name)
+                .unwrap();
+            let a = &descriptions[pass].attachments[index];
+            (a.initial_layout, a.final_layout)
+        };
+        use vk::ImageLayout as L;
+        // The G-buffer pass leaves what later passes sample ready to be sampled.
+        for name in [names::ALBEDO_OCCLUSION, names::NORMAL, names::MATERIAL] {
+            assert_eq!(
+                layouts(0, name),
+                (L::UNDEFINED, L::SHADER_READ_ONLY_OPTIMAL)
+            );
+        }
+        // Depth: tested read-only (and sampled) by the lighting pass, then sampled.
+        assert_eq!(
+            layouts(0, names::DEPTH),
+            (L::UNDEFINED, L::DEPTH_STENCIL_ATTACHMENT_OPTIMAL)
+        );
+        assert_eq!(
+            layouts(1, names::DEPTH),
+            (
+                L::DEPTH_STENCIL_ATTACHMENT_OPTIMAL,
+                L::SHADER_READ_ONLY_OPTIMAL
+            )
+        );
+        // The light is drawn into again by the lighting pass, then sampled by the tonemap.
+        assert_eq!(
+            layouts(0, names::LIGHT),
+            (L::UNDEFINED, L::COLOR_ATTACHMENT_OPTIMAL)
+        );
+        assert_eq!(
+            layouts(1, names::LIGHT),
+            (L::COLOR_ATTACHMENT_OPTIMAL, L::SHADER_READ_ONLY_OPTIMAL)
+        );
+        assert_eq!(
+            layouts(2, names::OUTPUT),
+            (L::COLOR_ATTACHMENT_OPTIMAL, L::COLOR_ATTACHMENT_OPTIMAL)
+        );
+        // The next frame's G-buffer pass waits for this frame's texture reads before writing.
+        let first_gbuffer_dependency = &descriptions[0].dependencies;
+        assert!(
+            first_gbuffer_dependency.iter().any(|d| {
+                d.src_subpass == vk::SUBPASS_EXTERNAL
+                    && d.src_stage_mask
+                        .contains(vk::PipelineStageFlags::FRAGMENT_SHADER)
+            }),
+            "{first_gbuffer_dependency:?}"
+        );
     }
 }

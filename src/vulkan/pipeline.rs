@@ -151,28 +151,19 @@ impl VulkanContext {
             binding(4, D::COMBINED_IMAGE_SAMPLER, S::FRAGMENT),
             binding(5, D::COMBINED_IMAGE_SAMPLER, S::FRAGMENT),
         ])?;
-        let gbuffer_inputs = self.create_set_layout(&[
-            binding(0, D::INPUT_ATTACHMENT, S::FRAGMENT),
-            binding(1, D::INPUT_ATTACHMENT, S::FRAGMENT),
-            binding(2, D::INPUT_ATTACHMENT, S::FRAGMENT),
-            binding(3, D::INPUT_ATTACHMENT, S::FRAGMENT),
-        ])?;
-        let tonemap_inputs = self.create_set_layout(&[
-            binding(0, D::INPUT_ATTACHMENT, S::FRAGMENT),
-            binding(1, D::INPUT_ATTACHMENT, S::FRAGMENT),
-            binding(2, D::COMBINED_IMAGE_SAMPLER, S::FRAGMENT),
-        ])?;
-        let gbuffer_textures = self.create_set_layout(&[
-            binding(0, D::COMBINED_IMAGE_SAMPLER, S::FRAGMENT),
-            binding(1, D::COMBINED_IMAGE_SAMPLER, S::FRAGMENT),
-            binding(2, D::COMBINED_IMAGE_SAMPLER, S::FRAGMENT),
-            binding(3, D::COMBINED_IMAGE_SAMPLER, S::FRAGMENT),
-        ])?;
-        let tonemap_textures = self.create_set_layout(&[
-            binding(0, D::COMBINED_IMAGE_SAMPLER, S::FRAGMENT),
-            binding(1, D::COMBINED_IMAGE_SAMPLER, S::FRAGMENT),
-            binding(2, D::COMBINED_IMAGE_SAMPLER, S::FRAGMENT),
-        ])?;
+        // Sets 2 and 3 are read by fragment shaders only, binding i of type types[i].
+        let fragment_set = |types: &[D]| {
+            let bindings: Vec<_> = (0..)
+                .zip(types)
+                .map(|(index, &ty)| binding(index, ty, S::FRAGMENT))
+                .collect();
+            self.create_set_layout(&bindings)
+        };
+        let (input, sampler) = (D::INPUT_ATTACHMENT, D::COMBINED_IMAGE_SAMPLER);
+        let gbuffer_inputs = fragment_set(&[input; 4])?;
+        let tonemap_inputs = fragment_set(&[input, input, sampler])?;
+        let gbuffer_textures = fragment_set(&[sampler; 4])?;
+        let tonemap_textures = fragment_set(&[sampler; 3])?;
         let push_constants = [vk::PushConstantRange::default()
             .stage_flags(S::FRAGMENT)
             .offset(0)

@@ -208,7 +208,6 @@ fn plots(
     panel: &CameraPanel,
     history: Option<&std::collections::VecDeque<[f64; 3]>>,
 ) {
-    use egui_plot::{Legend, Line, Plot, PlotPoints};
     egui::CollapsingHeader::new("Bandwidth and GPU time")
         .default_open(true)
         .show(ui, |ui| {
@@ -224,31 +223,11 @@ fn plots(
                 .map(|s| [s[0] - start, s[2]])
                 .collect();
             ui.columns(2, |columns| {
-                Plot::new(("gbps", panel.camera))
-                    .height(110.0)
-                    .include_y(0.0)
-                    .allow_drag(false)
-                    .allow_zoom(false)
-                    .allow_scroll(false)
-                    .legend(Legend::default())
-                    .x_axis_label("s")
-                    .show(&mut columns[0], |plot| {
-                        plot.line(Line::new("GB/s", PlotPoints::new(gbps)));
-                    });
+                history_plot(&mut columns[0], ("gbps", panel.camera), "GB/s", gbps);
                 if gpu.is_empty() {
                     columns[1].label("GPU ms: not available (no timestamps)");
                 } else {
-                    Plot::new(("gpu_ms", panel.camera))
-                        .height(110.0)
-                        .include_y(0.0)
-                        .allow_drag(false)
-                        .allow_zoom(false)
-                        .allow_scroll(false)
-                        .legend(Legend::default())
-                        .x_axis_label("s")
-                        .show(&mut columns[1], |plot| {
-                            plot.line(Line::new("GPU ms", PlotPoints::new(gpu)));
-                        });
+                    history_plot(&mut columns[1], ("gpu_ms", panel.camera), "GPU ms", gpu);
                 }
             });
         });
@@ -328,6 +307,22 @@ fn controls(ui: &mut egui::Ui, panel: &CameraPanel, toggles: &mut MessageWriter<
             if view != settings.debug_view {
                 send(InspectorChange::DebugView(view));
             }
+        });
+}
+
+/// A fixed plot of one value over the last seconds (x: seconds).
+fn history_plot(ui: &mut egui::Ui, id: (&str, Entity), name: &str, points: Vec<[f64; 2]>) {
+    use egui_plot::{Legend, Line, Plot, PlotPoints};
+    Plot::new(id)
+        .height(110.0)
+        .include_y(0.0)
+        .allow_drag(false)
+        .allow_zoom(false)
+        .allow_scroll(false)
+        .legend(Legend::default())
+        .x_axis_label("s")
+        .show(ui, |plot| {
+            plot.line(Line::new(name, PlotPoints::new(points)));
         });
 }
 

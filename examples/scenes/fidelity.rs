@@ -1262,5 +1262,62 @@ pub fn spawn_many_lights(world: &mut World) {
     }
 }
 
+/// Lights parented to emissive spheres scaled by the light's radius, as in Bevy's
+/// `spherical_area_lights` example, whose first sphere (radius 0) gives its light a transform of
+/// zero scale: a degenerate transform Bevy draws and the tile path must too.
+pub const AREA_LIGHTS: FidelityScene = FidelityScene {
+    name: "area_lights",
+    spawn: spawn_area_lights,
+    cases: area_light_cases,
+};
+
+fn area_light_cases() -> Vec<FidelityCase> {
+    vec![FidelityCase::single(
+        "spherical_area_lights",
+        FidelityCamera::looking(Vec3::new(0.0, 3.0, 6.5), Vec3::new(0.0, 0.3, 0.0)),
+    )]
+}
+
+/// Spawns the area-lights scene (no cameras).
+pub fn spawn_area_lights(world: &mut World) {
+    world.insert_resource(GlobalAmbientLight {
+        brightness: 60.0,
+        ..default()
+    });
+    let ground = add_mesh(world, Plane3d::default().mesh().size(12.0, 12.0));
+    let grey = add_material(
+        world,
+        StandardMaterial {
+            base_color: Color::srgb(0.5, 0.5, 0.5),
+            perceptual_roughness: 0.5,
+            ..default()
+        },
+    );
+    spawn_object(world, "ground".into(), &ground, &grey, Transform::IDENTITY);
+    let sphere = add_mesh(world, Sphere::new(1.0).mesh().uv(24, 12));
+    for i in 0..5 {
+        let radius = i as f32 * 0.1;
+        let color = Color::hsl(i as f32 * 72.0, 0.8, 0.5);
+        let glow = add_material(
+            world,
+            StandardMaterial {
+                base_color: Color::BLACK,
+                emissive: LinearRgba::from(color) * 4.0,
+                ..default()
+            },
+        );
+        world.spawn((
+            Name::new(format!("area light sphere {i}")),
+            Mesh3d(sphere.clone()),
+            MeshMaterial3d(glow),
+            Transform::from_xyz(i as f32 * 1.2 - 2.4, 0.8, 0.0).with_scale(Vec3::splat(radius)),
+            children![(
+                Name::new(format!("area light {i}")),
+                point_light(60_000.0, 4.0, radius, color),
+            )],
+        ));
+    }
+}
+
 /// Every fidelity scene.
-pub const ALL: [FidelityScene; 4] = [MATERIALS, LIGHTS, CAMERA_SETTINGS, MANY_LIGHTS];
+pub const ALL: [FidelityScene; 5] = [MATERIALS, LIGHTS, CAMERA_SETTINGS, MANY_LIGHTS, AREA_LIGHTS];

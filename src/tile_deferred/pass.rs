@@ -235,7 +235,11 @@ impl Frame {
             height: texture.height(),
         };
         let viewport = view.viewport;
-        if viewport.z == 0 || viewport.w == 0 || target_extent.width == 0 {
+        if viewport.z == 0
+            || viewport.w == 0
+            || target_extent.width == 0
+            || target_extent.height == 0
+        {
             return None;
         }
         let is_swapchain = scene.windows.windows.values().any(|window| {
@@ -316,7 +320,9 @@ impl Frame {
         for light in scene.directional_lights.iter().take(MAX_DIRECTIONAL_LIGHTS) {
             let color = light.color.to_f32_array();
             directional_lights[directional_count] = GpuDirectionalLight {
-                direction_to_light: light.transform.back().extend(0.0).to_array(),
+                direction_to_light: transform_axis(&light.transform, Vec3::Z)
+                    .extend(0.0)
+                    .to_array(),
                 color: [
                     color[0] * light.illuminance,
                     color[1] * light.illuminance,
@@ -525,6 +531,16 @@ fn pipeline_key_for(
         alpha_mask: material.alpha_mask,
         samples,
     })
+}
+
+/// A transform's `local` axis in world space, normalized: `GlobalTransform::forward()` and
+/// its siblings, without their panic on a degenerate transform (a light parented to a mesh
+/// scaled to zero, as Bevy's `spherical_area_lights` example does), which keeps the unrotated
+/// axis instead.
+fn transform_axis(transform: &GlobalTransform, local: Vec3) -> Vec3 {
+    (transform.affine().matrix3 * bevy::math::Vec3A::from(local))
+        .try_normalize()
+        .map_or(local, Vec3::from)
 }
 
 fn affine_rows(affine: &Affine3A) -> [[f32; 4]; 3] {
@@ -751,7 +767,9 @@ fn render_view(
                     color[2] * light.intensity,
                     1.0 / (light.range * light.range),
                 ],
-                spot_direction_range: light.transform.forward().extend(light.range).to_array(),
+                spot_direction_range: transform_axis(&light.transform, Vec3::NEG_Z)
+                    .extend(light.range)
+                    .to_array(),
                 spot_scale_offset_kind: [spot_scale, spot_offset, kind, 0.0],
             }
         })

@@ -229,3 +229,11 @@ fn tile_fidelity_many_lights() {
     let _test = GpuTest::start("tile_fidelity_many_lights");
     assert_scene_matches(&fidelity::MANY_LIGHTS);
 }
+
+/// A light whose transform has zero scale (Bevy's `spherical_area_lights` example) used to
+/// panic the render world; it must render as Bevy does.
+#[test]
+fn tile_fidelity_area_lights() {
+    let _test = GpuTest::start("tile_fidelity_area_lights");
+    assert_scene_matches(&fidelity::AREA_LIGHTS);
+}

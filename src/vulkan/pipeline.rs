@@ -322,8 +322,8 @@ impl VulkanContext {
 }
 
 /// What varies between G-buffer pipelines: the mesh's vertex layout and the material's
-/// rasterisation state.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+/// rasterisation state. Ordered so that draws can be sorted by pipeline.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub(crate) struct GbufferPipelineKey {
     /// Stride of the mesh's interleaved vertex buffer.
     pub stride: u32,

@@ -20,7 +20,7 @@ pub(crate) enum OutputKind {
 }
 
 /// The plain-data description of a render pass (what `vkCreateRenderPass` receives). Its
-/// `Debug` text is the cache key: equal texts give compatible, identical render passes.
+/// [`RenderPassKey`] is the cache key: equal keys give compatible, identical render passes.
 #[derive(Clone, Debug)]
 pub(crate) struct RenderPassDescription {
     pub attachments: Vec<vk::AttachmentDescription>,
@@ -36,6 +36,95 @@ pub(crate) struct SubpassDescription {
     pub resolve: Vec<vk::AttachmentReference>,
     pub depth: Option<vk::AttachmentReference>,
     pub preserve: Vec<u32>,
+}
+
+/// A cache key for the render passes of a frame: every value `vkCreateRenderPass` reads from
+/// their descriptions, typed and hashable (the `vk` structs themselves are neither).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub(crate) struct RenderPassKey(Vec<PassKey>);
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct PassKey {
+    attachments: Vec<AttachmentKey>,
+    subpasses: Vec<SubpassKey>,
+    dependencies: Vec<DependencyKey>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct AttachmentKey {
+    flags: vk::AttachmentDescriptionFlags,
+    format: vk::Format,
+    samples: vk::SampleCountFlags,
+    ops: [vk::AttachmentLoadOp; 2],
+    store_ops: [vk::AttachmentStoreOp; 2],
+    layouts: [vk::ImageLayout; 2],
+}
+
+type ReferenceKey = (u32, vk::ImageLayout);
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct SubpassKey {
+    color: Vec<ReferenceKey>,
+    input: Vec<ReferenceKey>,
+    resolve: Vec<ReferenceKey>,
+    depth: Option<ReferenceKey>,
+    preserve: Vec<u32>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct DependencyKey {
+    subpasses: [u32; 2],
+    stages: [vk::PipelineStageFlags; 2],
+    access: [vk::AccessFlags; 2],
+    flags: vk::DependencyFlags,
+}
+
+impl RenderPassKey {
+    /// The key of a frame's render passes, in recording order.
+    pub(crate) fn new(descriptions: &[RenderPassDescription]) -> Self {
+        let reference = |r: &vk::AttachmentReference| (r.attachment, r.layout);
+        let references = |refs: &[vk::AttachmentReference]| refs.iter().map(reference).collect();
+        Self(
+            descriptions
+                .iter()
+                .map(|d| PassKey {
+                    attachments: d
+                        .attachments
+                        .iter()
+                        .map(|a| AttachmentKey {
+                            flags: a.flags,
+                            format: a.format,
+                            samples: a.samples,
+                            ops: [a.load_op, a.stencil_load_op],
+                            store_ops: [a.store_op, a.stencil_store_op],
+                            layouts: [a.initial_layout, a.final_layout],
+                        })
+                        .collect(),
+                    subpasses: d
+                        .subpasses
+                        .iter()
+                        .map(|s| SubpassKey {
+                            color: references(&s.color),
+                            input: references(&s.input),
+                            resolve: references(&s.resolve),
+                            depth: s.depth.as_ref().map(reference),
+                            preserve: s.preserve.clone(),
+                        })
+                        .collect(),
+                    dependencies: d
+                        .dependencies
+                        .iter()
+                        .map(|dep| DependencyKey {
+                            subpasses: [dep.src_subpass, dep.dst_subpass],
+                            stages: [dep.src_stage_mask, dep.dst_stage_mask],
+                            access: [dep.src_access_mask, dep.dst_access_mask],
+                            flags: dep.dependency_flags,
+                        })
+                        .collect(),
+                })
+                .collect(),
+        )
+    }
 }
 
 fn is_depth_format(format: vk::Format) -> bool {
@@ -456,6 +545,51 @@ mod tests {
                         .contains(vk::PipelineStageFlags::FRAGMENT_SHADER)
             }),
             "{first_gbuffer_dependency:?}"
+        );
+    }
+    #[test]
+    fn render_pass_keys_tell_every_field_apart() {
+        let description =
+            |store_op: vk::AttachmentStoreOp, layout: vk::ImageLayout| RenderPassDescription {
+                attachments: vec![vk::AttachmentDescription {
+                    format: vk::Format::B8G8R8A8_SRGB,
+                    samples: vk::SampleCountFlags::TYPE_1,
+                    load_op: vk::AttachmentLoadOp::CLEAR,
+                    store_op,
+                    final_layout: vk::ImageLayout::PRESENT_SRC_KHR,
+                    ..Default::default()
+                }],
+                subpasses: vec![SubpassDescription {
+                    color: vec![vk::AttachmentReference {
+                        attachment: 0,
+                        layout,
+                    }],
+                    input: Vec::new(),
+                    resolve: Vec::new(),
+                    depth: None,
+                    preserve: Vec::new(),
+                }],
+                dependencies: Vec::new(),
+            };
+        let key = |store, layout| RenderPassKey::new(&[description(store, layout)]);
+        let color = vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL;
+        assert_eq!(
+            key(vk::AttachmentStoreOp::STORE, color),
+            key(vk::AttachmentStoreOp::STORE, color)
+        );
+        assert_ne!(
+            key(vk::AttachmentStoreOp::STORE, color),
+            key(vk::AttachmentStoreOp::DONT_CARE, color)
+        );
+        assert_ne!(
+            key(vk::AttachmentStoreOp::STORE, color),
+            key(vk::AttachmentStoreOp::STORE, vk::ImageLayout::GENERAL)
+        );
+        // One render pass is not the same frame as the same pass recorded twice.
+        let one = description(vk::AttachmentStoreOp::STORE, color);
+        assert_ne!(
+            RenderPassKey::new(std::slice::from_ref(&one)),
+            RenderPassKey::new(&[one.clone(), one])
         );
     }
 }

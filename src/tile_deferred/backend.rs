@@ -9,6 +9,7 @@ use crate::{
         context::DeadObject,
         memory::{AttachmentImage, DeviceBuffer},
         pipeline::{GbufferPipelineKey, PipelineTarget, TileLayouts, TileShaders},
+        render_pass::RenderPassKey,
         timing::TimestampQueries,
     },
 };
@@ -34,9 +35,9 @@ pub(crate) struct TileBackend {
     pub(crate) attachment_sampler: vk::Sampler,
     pub(crate) material_pools: Vec<vk::DescriptorPool>,
     pub(crate) materials: HashMap<AssetId<StandardMaterial>, MaterialResources>,
-    pub(crate) render_passes: HashMap<String, PassResources>,
+    pub(crate) render_passes: HashMap<RenderPassKey, PassResources>,
     pub(crate) views: EntityHashMap<ViewResources>,
-    /// Output image views wgpu has seen initialised (see `pass::prepare_output`).
+    /// Output image views wgpu has seen initialised (see `interop::prepare_wgpu_resources`).
     pub(crate) initialized_outputs: HashMap<TextureViewId, u64>,
     pub(crate) graveyard: Graveyard,
     pub(crate) frame: u64,
@@ -96,7 +97,7 @@ pub(crate) struct ViewResources {
     pub desc: Option<ViewFrameDesc>,
     /// The compiled plan of the last frame (also mirrored for tests and the inspector).
     pub compiled: Option<CompiledFrame>,
-    pub render_pass_key: String,
+    pub render_pass_key: RenderPassKey,
     /// Attachments the view owns (everything but the output), sized to the target.
     pub attachments: Vec<(ResourceId, AttachmentImage)>,
     pub attachments_extent: vk::Extent2D,

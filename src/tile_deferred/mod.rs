@@ -24,15 +24,22 @@
 //! ```
 
 mod backend;
+mod draws;
+mod error;
 mod extract;
 pub mod gpu_types;
+mod interop;
+mod materials;
 mod pass;
-#[doc(hidden)]
-pub use pass::{TileFaultInjection, TileNoStencilSplit};
+mod pipelines_stage;
 pub(crate) mod plan;
 mod record;
 pub mod report;
 mod resources;
+mod scene;
+#[doc(hidden)]
+pub use scene::{TileFaultInjection, TileNoStencilSplit};
+mod view;
 
 use backend::TileBackend;
 

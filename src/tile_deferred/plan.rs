@@ -7,6 +7,7 @@
 //! and depth as input attachments and writes the camera's output. The compiler merges them into
 //! one native render pass where the device allows it, and decides every load and store.
 
+use super::error::{TileError, TileResult};
 use crate::frame_graph::{
     Access, AttachmentDesc, ClearValue, Extent, Format, FrameGraph, GraphError, ImportParams,
 };
@@ -221,6 +222,123 @@ pub(crate) fn sample_count(
     (samples, reason)
 }
 
+/// Stage 2's result: the compiled frame the rest of the frame is built from.
+pub(crate) struct PlannedFrame {
+    pub compiled: crate::frame_graph::CompiledFrame,
+    /// The description it was compiled from, after the tile budget lowered its samples.
+    pub desc: ViewFrameDesc,
+    /// The planned output attachment.
+    pub output: crate::frame_graph::ResourceId,
+    /// Why the sample count was lowered below the camera's request, if it was.
+    pub msaa_note: Option<String>,
+}
+
+/// Stage 2, the plan: declare the view's frame, let the compiler decide (cached while
+/// unchanged), lower MSAA until the frame fits tile memory, and check the plan has the shape
+/// the recording knows. The unmerged tier compiles with merging off, so every break reads
+/// "merging disabled".
+pub(crate) fn plan_frame(
+    desc: &ViewFrameDesc,
+    caps: &crate::frame_graph::DeviceCaps,
+    cache: &mut crate::frame_graph::FrameGraphCache,
+) -> TileResult<PlannedFrame> {
+    let caps = caps.with_merging(!desc.unmerged);
+    let graph = declare(desc).map_err(|error| TileError::Graph {
+        step: "declaring the frame",
+        error,
+    })?;
+    let compiled = cache
+        .compile(&graph, &caps)
+        .map_err(|error| TileError::Graph {
+            step: "compiling the frame",
+            error,
+        })?
+        .clone();
+    let (compiled, desc, msaa_note) = fit_tile_budget(compiled, *desc, &caps)?;
+    check_shape(&compiled, &desc)?;
+    let output = compiled
+        .attachment_named(names::OUTPUT)
+        .map(|a| a.id)
+        .ok_or(TileError::Missing {
+            step: "finding the planned output",
+        })?;
+    Ok(PlannedFrame {
+        compiled,
+        desc,
+        output,
+        msaa_note,
+    })
+}
+
+/// The recording knows two shapes: one render pass of three subpasses (merged) or three
+/// render passes of one subpass (unmerged).
+fn check_shape(
+    compiled: &crate::frame_graph::CompiledFrame,
+    desc: &ViewFrameDesc,
+) -> TileResult<()> {
+    let expected = if desc.unmerged { 3 } else { 1 };
+    let subpasses: usize = compiled
+        .native_passes
+        .iter()
+        .map(|n| n.subpasses.len())
+        .sum();
+    if compiled.native_passes.len() != expected || subpasses != 3 {
+        return Err(TileError::UnexpectedPlan {
+            render_passes: compiled.native_passes.len(),
+            expected,
+            plan: compiled.describe(),
+        });
+    }
+    Ok(())
+}
+
+/// Lowers the sample count while the multisampled frame does not fit the device's tile memory
+/// (a Mali spill or Adreno GMEM too small), recompiling at each step.
+fn fit_tile_budget(
+    mut compiled: crate::frame_graph::CompiledFrame,
+    mut desc: ViewFrameDesc,
+    caps: &crate::frame_graph::DeviceCaps,
+) -> TileResult<(
+    crate::frame_graph::CompiledFrame,
+    ViewFrameDesc,
+    Option<String>,
+)> {
+    use crate::frame_graph::{BreakReason, CompiledFrame, TileVerdict};
+    let requested = desc.samples;
+    // The compiler refuses to merge passes whose tile footprint exceeds the budget; a merged
+    // pass can still spill on its own.
+    let spills = |frame: &CompiledFrame| {
+        frame
+            .breaks
+            .iter()
+            .any(|b| matches!(b.reason, BreakReason::TileBudgetExceeded { .. }))
+            || frame.native_passes.iter().any(|n| {
+                matches!(
+                    n.footprint.verdict,
+                    TileVerdict::Spills { .. } | TileVerdict::GmemTooSmall { .. }
+                )
+            })
+    };
+    while desc.samples > 1 && spills(&compiled) {
+        desc.samples /= 2;
+        let graph = declare(&desc).map_err(|error| TileError::Graph {
+            step: "declaring the frame",
+            error,
+        })?;
+        compiled = crate::frame_graph::compile(&graph, caps).map_err(|error| TileError::Graph {
+            step: "compiling the frame",
+            error,
+        })?;
+    }
+    let note = (desc.samples != requested).then(|| {
+        format!(
+            "the {requested}x multisampled G-buffer does not fit this GPU's tile memory; {}x does",
+            desc.samples
+        )
+    });
+    Ok((compiled, desc, note))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -240,6 +358,26 @@ mod tests {
             msaa_depth_stencil: None,
             unmerged: false,
         }
+    }
+
+    fn fitted(samples: u32, caps: DeviceCaps) -> (u32, usize, Option<String>) {
+        let compiled = compile(&declare(&desc(samples)).unwrap(), &caps).unwrap();
+        let (compiled, desc, note) = fit_tile_budget(compiled, desc(samples), &caps).unwrap();
+        (desc.samples, compiled.render_pass_count(), note)
+    }
+
+    #[test]
+    fn msaa_is_lowered_until_the_g_buffer_fits_tile_memory() {
+        // No tile budget: 4x stays 4x in one render pass.
+        assert_eq!(fitted(4, DeviceCaps::desktop()), (4, 1, None));
+        // Mali Valhall (256 bits per pixel): 2x and 4x of a 128-bit G-buffer do not fit.
+        let (samples, passes, note) = fitted(4, DeviceCaps::mali_valhall());
+        assert_eq!((samples, passes), (1, 1));
+        assert!(note.unwrap().contains("does not fit"));
+        // Adreno with 3 MiB of GMEM bins the 4x G-buffer: smaller bins, still one pass.
+        let (samples, passes, _) = fitted(4, DeviceCaps::adreno(3 << 20));
+        assert_eq!(passes, 1);
+        assert!(samples >= 1);
     }
 
     #[test]

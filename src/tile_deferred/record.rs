@@ -4,12 +4,10 @@
 use super::{
     backend::StencilSplitPipelines,
     gpu_types::{GpuPushConstants, GpuTonemapParams},
-    pass::{Draw, StepResult, TileSceneParams},
 };
 use crate::vulkan::VulkanContext;
 use ash::vk;
 use bevy::render::{
-    mesh::RenderMeshBufferInfo,
     render_resource::{CommandEncoderDescriptor, IndexFormat},
     renderer::RenderContext,
 };
@@ -23,54 +21,7 @@ pub(super) struct MeshBinding {
     pub(super) vertex_count: u32,
 }
 
-pub(super) fn collect_mesh_bindings(
-    scene: &TileSceneParams,
-    draws: &[Draw],
-) -> StepResult<Vec<MeshBinding>> {
-    let hal_buffer = |buffer: &wgpu::Buffer| -> StepResult<*const hal::vulkan::Buffer> {
-        // SAFETY: the guard is taken alone (never inside `as_hal_mut`, never two at once: the
-        // snatch lock is not re-entrant); the pointer is used only while this system runs,
-        // during which Bevy neither destroys nor replaces mesh slab buffers.
-        let guard = unsafe { buffer.as_hal::<Vulkan>() }
-            .ok_or(("reading a mesh buffer", vk::Result::ERROR_UNKNOWN))?;
-        Ok(&*guard as *const hal::vulkan::Buffer)
-    };
-    draws
-        .iter()
-        .map(|draw| {
-            let mesh = scene.meshes.get(draw.mesh).unwrap();
-            let vertex = scene
-                .mesh_allocator
-                .mesh_vertex_slice(&draw.mesh)
-                .ok_or(("finding a mesh's vertices", vk::Result::ERROR_UNKNOWN))?;
-            let index = match mesh.buffer_info {
-                RenderMeshBufferInfo::Indexed {
-                    count,
-                    index_format,
-                } => {
-                    let slice = scene
-                        .mesh_allocator
-                        .mesh_index_slice(&draw.mesh)
-                        .ok_or(("finding a mesh's indices", vk::Result::ERROR_UNKNOWN))?;
-                    Some((
-                        hal_buffer(slice.buffer)?,
-                        slice.range.start,
-                        count,
-                        index_format,
-                    ))
-                }
-                RenderMeshBufferInfo::NonIndexed => None,
-            };
-            Ok(MeshBinding {
-                vertex_buffer: hal_buffer(vertex.buffer)?,
-                first_vertex: vertex.range.start as i32,
-                index,
-                vertex_count: mesh.vertex_count,
-            })
-        })
-        .collect()
-}
-
+/// One instanced G-buffer draw, resolved to Vulkan handles.
 pub(super) struct RecordedDraw {
     pub(super) pipeline: vk::Pipeline,
     pub(super) material_set: vk::DescriptorSet,
@@ -159,21 +110,51 @@ unsafe fn record_into(
     cb: vk::CommandBuffer,
     r: &Recording,
 ) {
-    use hal::CommandEncoder as _;
-    // SAFETY (whole function): the caller guarantees `cb` is recording and the handles live;
-    // every command below is valid in the state this sequence leaves the command buffer in.
+    let recorder = Recorder { device, cb, r };
+    // SAFETY (every call below): the caller guarantees `cb` is recording and the handles live;
+    // each step leaves the command buffer in the state the next one records in.
     unsafe {
-        // Uploads: wait for earlier readers of these buffers (previous frames), write, then make
-        // the writes visible to this frame's vertex, uniform and storage reads.
-        if !r.updates.is_empty() || r.fill_zero_buffer {
-            let before = vk::MemoryBarrier::default()
-                .src_access_mask(vk::AccessFlags::empty())
-                .dst_access_mask(vk::AccessFlags::TRANSFER_WRITE);
+        recorder.uploads();
+        recorder.begin_frame();
+        let mut push = recorder.gbuffer(hal_encoder);
+        recorder.lighting(&mut push);
+        recorder.tonemap(&mut push);
+    }
+}
+
+/// The command buffer being recorded and what goes into it.
+struct Recorder<'a> {
+    device: &'a ash::Device,
+    cb: vk::CommandBuffer,
+    r: &'a Recording,
+}
+
+impl Recorder<'_> {
+    /// Uploads: wait for earlier readers of these buffers (previous frames), write, then make
+    /// the writes visible to this frame's vertex, uniform and storage reads.
+    unsafe fn uploads(&self) {
+        let (device, cb, r) = (self.device, self.cb, self.r);
+        if r.updates.is_empty() && !r.fill_zero_buffer {
+            return;
+        }
+        let readers = vk::PipelineStageFlags::VERTEX_INPUT
+            | vk::PipelineStageFlags::VERTEX_SHADER
+            | vk::PipelineStageFlags::FRAGMENT_SHADER;
+        let before = vk::MemoryBarrier::default()
+            .src_access_mask(vk::AccessFlags::empty())
+            .dst_access_mask(vk::AccessFlags::TRANSFER_WRITE);
+        let after = vk::MemoryBarrier::default()
+            .src_access_mask(vk::AccessFlags::TRANSFER_WRITE)
+            .dst_access_mask(
+                vk::AccessFlags::VERTEX_ATTRIBUTE_READ
+                    | vk::AccessFlags::UNIFORM_READ
+                    | vk::AccessFlags::SHADER_READ,
+            );
+        // SAFETY: see `record_into`.
+        unsafe {
             device.cmd_pipeline_barrier(
                 cb,
-                vk::PipelineStageFlags::VERTEX_INPUT
-                    | vk::PipelineStageFlags::VERTEX_SHADER
-                    | vk::PipelineStageFlags::FRAGMENT_SHADER,
+                readers,
                 vk::PipelineStageFlags::TRANSFER,
                 vk::DependencyFlags::empty(),
                 &[before],
@@ -188,229 +169,271 @@ unsafe fn record_into(
                     device.cmd_update_buffer(cb, *buffer, (i * 65536) as u64, chunk);
                 }
             }
-            let after = vk::MemoryBarrier::default()
-                .src_access_mask(vk::AccessFlags::TRANSFER_WRITE)
-                .dst_access_mask(
-                    vk::AccessFlags::VERTEX_ATTRIBUTE_READ
-                        | vk::AccessFlags::UNIFORM_READ
-                        | vk::AccessFlags::SHADER_READ,
-                );
             device.cmd_pipeline_barrier(
                 cb,
                 vk::PipelineStageFlags::TRANSFER,
-                vk::PipelineStageFlags::VERTEX_INPUT
-                    | vk::PipelineStageFlags::VERTEX_SHADER
-                    | vk::PipelineStageFlags::FRAGMENT_SHADER,
+                readers,
                 vk::DependencyFlags::empty(),
                 &[after],
                 &[],
                 &[],
             );
         }
+    }
 
-        let mark = |index: u32, stage: vk::PipelineStageFlags| {
-            if let Some((pool, first)) = r.timestamps {
-                device.cmd_write_timestamp(cb, stage, pool, first + index);
-            }
-        };
-        if let Some((pool, first)) = r.timestamps {
-            device.cmd_reset_query_pool(cb, pool, first, 4);
+    /// Writes timestamp `index` of the frame, when the view has timestamps.
+    unsafe fn mark(&self, index: u32, stage: vk::PipelineStageFlags) {
+        if let Some((pool, first)) = self.r.timestamps {
+            // SAFETY: see `record_into`; the query was reset by `begin_frame`.
+            unsafe {
+                self.device
+                    .cmd_write_timestamp(self.cb, stage, pool, first + index)
+            };
         }
-        if let Some((pool, query)) = r.edge_query {
-            device.cmd_reset_query_pool(cb, pool, query, 1);
-        }
-        mark(0, vk::PipelineStageFlags::TOP_OF_PIPE);
+    }
 
-        let begin = |pass: &RecordedPass| {
-            let info = vk::RenderPassBeginInfo::default()
-                .render_pass(pass.render_pass)
-                .framebuffer(pass.framebuffer)
-                .render_area(r.render_area)
-                .clear_values(&pass.clear_values);
-            device.cmd_begin_render_pass(cb, &info, vk::SubpassContents::INLINE);
+    unsafe fn begin(&self, pass: &RecordedPass) {
+        let info = vk::RenderPassBeginInfo::default()
+            .render_pass(pass.render_pass)
+            .framebuffer(pass.framebuffer)
+            .render_area(self.r.render_area)
+            .clear_values(&pass.clear_values);
+        // SAFETY: see `record_into`.
+        unsafe {
+            self.device
+                .cmd_begin_render_pass(self.cb, &info, vk::SubpassContents::INLINE)
         };
-        // The next logical pass: the next subpass of the one render pass, or (unmerged) the next
-        // render pass. Viewport, scissor, bound sets and push constants persist across both.
-        let next_pass = |index: usize| match r.passes.get(index) {
-            Some(pass) if r.passes.len() > 1 => {
-                device.cmd_end_render_pass(cb);
-                begin(pass);
+    }
+
+    /// The next logical pass: the next subpass of the one render pass, or (unmerged) the next
+    /// render pass. Viewport, scissor, bound sets and push constants persist across both.
+    unsafe fn next_pass(&self, index: usize) {
+        // SAFETY: see `record_into`.
+        unsafe {
+            match self.r.passes.get(index) {
+                Some(pass) if self.r.passes.len() > 1 => {
+                    self.device.cmd_end_render_pass(self.cb);
+                    self.begin(pass);
+                }
+                _ => self
+                    .device
+                    .cmd_next_subpass(self.cb, vk::SubpassContents::INLINE),
             }
-            _ => device.cmd_next_subpass(cb, vk::SubpassContents::INLINE),
-        };
-        begin(&r.passes[0]);
-        // wgpu's convention: a negative viewport height flips Y, so Bevy's matrices work as is.
-        let area = r.render_area;
-        let viewport = vk::Viewport {
-            x: area.offset.x as f32,
-            y: (area.offset.y + area.extent.height as i32) as f32,
-            width: area.extent.width as f32,
-            height: -(area.extent.height as f32),
-            min_depth: 0.0,
-            max_depth: 1.0,
-        };
-        device.cmd_set_viewport(cb, 0, &[viewport]);
-        device.cmd_set_scissor(cb, 0, &[area]);
-        device.cmd_bind_descriptor_sets(
-            cb,
-            vk::PipelineBindPoint::GRAPHICS,
-            r.pipeline_layout,
-            0,
-            &[r.view_set],
-            &[],
-        );
-        let mut push = GpuPushConstants {
-            tonemap: r.tonemap_params,
-            msaa: [0, r.samples, r.msaa_flags, r.debug_view],
-        };
-        // Every fragment stage reads the same 48 bytes (see `GpuPushConstants`).
-        let push_constants = |push: &GpuPushConstants| {
-            device.cmd_push_constants(
-                cb,
-                r.pipeline_layout,
+        }
+    }
+
+    /// Every fragment stage reads the same 48 bytes (see `GpuPushConstants`).
+    unsafe fn push_constants(&self, push: &GpuPushConstants) {
+        // SAFETY: see `record_into`.
+        unsafe {
+            self.device.cmd_push_constants(
+                self.cb,
+                self.r.pipeline_layout,
                 vk::ShaderStageFlags::FRAGMENT,
                 0,
                 bytemuck::bytes_of(push),
-            );
+            )
         };
-        // The G-buffer shader reads the debug view (debug views write no emissive).
-        push_constants(&push);
+    }
 
-        // Subpass 0: the G-buffer.
-        device.cmd_bind_vertex_buffers(cb, 1, &[r.zero_buffer, r.instance_buffer], &[0, 0]);
-        let mut bound_pipeline = vk::Pipeline::null();
-        let mut bound_material = vk::DescriptorSet::null();
-        for draw in &r.draws {
-            if draw.pipeline != bound_pipeline {
-                device.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, draw.pipeline);
-                bound_pipeline = draw.pipeline;
-            }
-            if draw.material_set != bound_material {
-                device.cmd_bind_descriptor_sets(
-                    cb,
-                    vk::PipelineBindPoint::GRAPHICS,
-                    r.pipeline_layout,
-                    1,
-                    &[draw.material_set],
-                    &[],
-                );
-                bound_material = draw.material_set;
-            }
-            let b = &draw.binding;
-            hal_encoder.set_vertex_buffer(
-                0,
-                hal::BufferBinding::new_unchecked(&*b.vertex_buffer, 0, None),
-            );
-            match b.index {
-                Some((buffer, first_index, count, format)) => {
-                    hal_encoder.set_index_buffer(
-                        hal::BufferBinding::new_unchecked(&*buffer, 0, None),
-                        format,
-                    );
-                    device.cmd_draw_indexed(
-                        cb,
-                        count,
-                        draw.instance_count,
-                        first_index,
-                        b.first_vertex,
-                        draw.first_instance,
-                    );
-                }
-                None => device.cmd_draw(
-                    cb,
-                    b.vertex_count,
-                    draw.instance_count,
-                    b.first_vertex as u32,
-                    draw.first_instance,
-                ),
-            }
+    unsafe fn bind_set(&self, index: u32, set: vk::DescriptorSet) {
+        // SAFETY: see `record_into`.
+        unsafe {
+            self.device.cmd_bind_descriptor_sets(
+                self.cb,
+                vk::PipelineBindPoint::GRAPHICS,
+                self.r.pipeline_layout,
+                index,
+                &[set],
+                &[],
+            )
+        };
+    }
+
+    unsafe fn draw_fullscreen(&self, pipeline: vk::Pipeline) {
+        // SAFETY: see `record_into`.
+        unsafe {
+            self.device
+                .cmd_bind_pipeline(self.cb, vk::PipelineBindPoint::GRAPHICS, pipeline);
+            self.device.cmd_draw(self.cb, 3, 1, 0, 0);
         }
+    }
 
-        mark(1, vk::PipelineStageFlags::BOTTOM_OF_PIPE);
-
-        // Subpass 1: lighting from the G-buffer, read on tile (unmerged: from memory).
-        next_pass(1);
-        device.cmd_bind_descriptor_sets(
-            cb,
-            vk::PipelineBindPoint::GRAPHICS,
-            r.pipeline_layout,
-            2,
-            &[r.gbuffer_set],
-            &[],
-        );
-        // The MSAA stencil split (Lauritzen): one draw classifies each pixel and marks edge
-        // pixels with stencil 1 on all samples (the occlusion query around it counts N samples
-        // per edge pixel); the lighting draws then run once with stencil == 0, per pixel, and
-        // once with stencil == 1, per sample.
-        let per_sample_index_draws = if let Some(split) = &r.stencil_split {
-            push_constants(&push);
-            device.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, split.classify);
-            if let Some((pool, query)) = r.edge_query {
-                device.cmd_begin_query(cb, pool, query, vk::QueryControlFlags::empty());
+    /// Resets the frame's queries, marks its start and begins the first render pass with the
+    /// viewport, scissor and view set every subpass uses.
+    unsafe fn begin_frame(&self) {
+        let (device, cb, r) = (self.device, self.cb, self.r);
+        // SAFETY: see `record_into`.
+        unsafe {
+            if let Some((pool, first)) = r.timestamps {
+                device.cmd_reset_query_pool(cb, pool, first, 4);
             }
-            device.cmd_draw(cb, 3, 1, 0, 0);
             if let Some((pool, query)) = r.edge_query {
+                device.cmd_reset_query_pool(cb, pool, query, 1);
+            }
+            self.mark(0, vk::PipelineStageFlags::TOP_OF_PIPE);
+            self.begin(&r.passes[0]);
+            // wgpu's convention: a negative viewport height flips Y, so Bevy's matrices work
+            // as is.
+            let area = r.render_area;
+            let viewport = vk::Viewport {
+                x: area.offset.x as f32,
+                y: (area.offset.y + area.extent.height as i32) as f32,
+                width: area.extent.width as f32,
+                height: -(area.extent.height as f32),
+                min_depth: 0.0,
+                max_depth: 1.0,
+            };
+            device.cmd_set_viewport(cb, 0, &[viewport]);
+            device.cmd_set_scissor(cb, 0, &[area]);
+            self.bind_set(0, r.view_set);
+        }
+    }
+
+    /// Subpass 0: the G-buffer. Returns the push constants the later subpasses start from.
+    unsafe fn gbuffer(&self, hal_encoder: &mut hal::vulkan::CommandEncoder) -> GpuPushConstants {
+        use hal::CommandEncoder as _;
+        let (device, cb, r) = (self.device, self.cb, self.r);
+        let push = GpuPushConstants {
+            tonemap: r.tonemap_params,
+            msaa: [0, r.samples, r.msaa_flags, r.debug_view],
+        };
+        // SAFETY: see `record_into`; the mesh buffers behind the bindings' pointers are alive
+        // while the render system runs (see `draws::mesh_bindings`).
+        unsafe {
+            // The G-buffer shader reads the debug view (debug views write no emissive).
+            self.push_constants(&push);
+            device.cmd_bind_vertex_buffers(cb, 1, &[r.zero_buffer, r.instance_buffer], &[0, 0]);
+            let mut bound_pipeline = vk::Pipeline::null();
+            let mut bound_material = vk::DescriptorSet::null();
+            for draw in &r.draws {
+                if draw.pipeline != bound_pipeline {
+                    device.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, draw.pipeline);
+                    bound_pipeline = draw.pipeline;
+                }
+                if draw.material_set != bound_material {
+                    self.bind_set(1, draw.material_set);
+                    bound_material = draw.material_set;
+                }
+                let b = &draw.binding;
+                hal_encoder.set_vertex_buffer(
+                    0,
+                    hal::BufferBinding::new_unchecked(&*b.vertex_buffer, 0, None),
+                );
+                match b.index {
+                    Some((buffer, first_index, count, format)) => {
+                        hal_encoder.set_index_buffer(
+                            hal::BufferBinding::new_unchecked(&*buffer, 0, None),
+                            format,
+                        );
+                        device.cmd_draw_indexed(
+                            cb,
+                            count,
+                            draw.instance_count,
+                            first_index,
+                            b.first_vertex,
+                            draw.first_instance,
+                        );
+                    }
+                    None => device.cmd_draw(
+                        cb,
+                        b.vertex_count,
+                        draw.instance_count,
+                        b.first_vertex as u32,
+                        draw.first_instance,
+                    ),
+                }
+            }
+            self.mark(1, vk::PipelineStageFlags::BOTTOM_OF_PIPE);
+        }
+        push
+    }
+
+    /// Subpass 1: lighting from the G-buffer, read on tile (unmerged: from memory).
+    unsafe fn lighting(&self, push: &mut GpuPushConstants) {
+        let (device, cb, r) = (self.device, self.cb, self.r);
+        // SAFETY: see `record_into`.
+        unsafe {
+            self.next_pass(1);
+            self.bind_set(2, r.gbuffer_set);
+            // The MSAA stencil split (Lauritzen): one draw classifies each pixel and marks edge
+            // pixels with stencil 1 on all samples (the occlusion query around it counts N
+            // samples per edge pixel); the lighting draws then run once with stencil == 0, per
+            // pixel, and once with stencil == 1, per sample.
+            let per_sample_index_draws = if let Some(split) = &r.stencil_split {
+                self.push_constants(push);
+                device.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, split.classify);
+                if let Some((pool, query)) = r.edge_query {
+                    device.cmd_begin_query(cb, pool, query, vk::QueryControlFlags::empty());
+                }
+                device.cmd_draw(cb, 3, 1, 0, 0);
+                if let Some((pool, query)) = r.edge_query {
+                    device.cmd_end_query(cb, pool, query);
+                }
+                for (global, volumes) in [
+                    (r.global_lighting, r.light_volumes),
+                    (
+                        split.global_lighting_per_sample,
+                        split.light_volumes_per_sample,
+                    ),
+                ] {
+                    self.light(global, volumes);
+                }
+                0
+            } else {
+                r.samples
+            };
+            // Otherwise (and without MSAA, once) every lighting draw runs once per sample
+            // index: interior pixels are lit by the sample-0 draw for all their samples, edge
+            // pixels by each draw for its sample. The classification draw (no stencil, no
+            // colour writes) counts the edge pixels, N samples each, as the stencil split's
+            // does.
+            if per_sample_index_draws > 1
+                && r.edge_counter != vk::Pipeline::null()
+                && let Some((pool, query)) = r.edge_query
+            {
+                self.push_constants(push);
+                device.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, r.edge_counter);
+                device.cmd_begin_query(cb, pool, query, vk::QueryControlFlags::empty());
+                device.cmd_draw(cb, 3, 1, 0, 0);
                 device.cmd_end_query(cb, pool, query);
             }
-            for (global, volumes) in [
-                (r.global_lighting, r.light_volumes),
-                (
-                    split.global_lighting_per_sample,
-                    split.light_volumes_per_sample,
-                ),
-            ] {
-                device.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, global);
-                device.cmd_draw(cb, 3, 1, 0, 0);
-                if r.light_count > 0 {
-                    device.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, volumes);
-                    device.cmd_draw(cb, 6, r.light_count, 0, 0);
-                }
+            for sample in 0..per_sample_index_draws {
+                push.msaa[0] = sample;
+                self.push_constants(push);
+                self.light(r.global_lighting, r.light_volumes);
             }
-            0
-        } else {
-            r.samples
-        };
-        // Otherwise (and without MSAA, once) every lighting draw runs once per sample index:
-        // interior pixels are lit by the sample-0 draw for all their samples, edge pixels by
-        // each draw for its sample. The classification draw (no stencil, no colour writes)
-        // counts the edge pixels, N samples each, as the stencil split's does.
-        if per_sample_index_draws > 1
-            && r.edge_counter != vk::Pipeline::null()
-            && let Some((pool, query)) = r.edge_query
-        {
-            push_constants(&push);
-            device.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, r.edge_counter);
-            device.cmd_begin_query(cb, pool, query, vk::QueryControlFlags::empty());
-            device.cmd_draw(cb, 3, 1, 0, 0);
-            device.cmd_end_query(cb, pool, query);
+            self.mark(2, vk::PipelineStageFlags::BOTTOM_OF_PIPE);
         }
-        for sample in 0..per_sample_index_draws {
-            push.msaa[0] = sample;
-            push_constants(&push);
-            device.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, r.global_lighting);
-            device.cmd_draw(cb, 3, 1, 0, 0);
-            if r.light_count > 0 {
-                device.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, r.light_volumes);
-                device.cmd_draw(cb, 6, r.light_count, 0, 0);
-            }
-        }
-        mark(2, vk::PipelineStageFlags::BOTTOM_OF_PIPE);
+    }
 
-        // Subpass 2: tonemap into the output.
-        next_pass(2);
-        device.cmd_bind_descriptor_sets(
-            cb,
-            vk::PipelineBindPoint::GRAPHICS,
-            r.pipeline_layout,
-            3,
-            &[r.tonemap_set],
-            &[],
-        );
-        device.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, r.tonemap);
-        push.msaa[0] = 0;
-        push_constants(&push);
-        device.cmd_draw(cb, 3, 1, 0, 0);
-        device.cmd_end_render_pass(cb);
-        mark(3, vk::PipelineStageFlags::BOTTOM_OF_PIPE);
+    /// One lighting pass over the pixels a pipeline pair selects: the global lights, then one
+    /// volume per point and spot light.
+    unsafe fn light(&self, global: vk::Pipeline, volumes: vk::Pipeline) {
+        // SAFETY: see `record_into`.
+        unsafe {
+            self.draw_fullscreen(global);
+            if self.r.light_count > 0 {
+                self.device
+                    .cmd_bind_pipeline(self.cb, vk::PipelineBindPoint::GRAPHICS, volumes);
+                self.device.cmd_draw(self.cb, 6, self.r.light_count, 0, 0);
+            }
+        }
+    }
+
+    /// Subpass 2: tonemap into the output.
+    unsafe fn tonemap(&self, push: &mut GpuPushConstants) {
+        // SAFETY: see `record_into`.
+        unsafe {
+            self.next_pass(2);
+            self.bind_set(3, self.r.tonemap_set);
+            self.device
+                .cmd_bind_pipeline(self.cb, vk::PipelineBindPoint::GRAPHICS, self.r.tonemap);
+            push.msaa[0] = 0;
+            self.push_constants(push);
+            self.device.cmd_draw(self.cb, 3, 1, 0, 0);
+            self.device.cmd_end_render_pass(self.cb);
+            self.mark(3, vk::PipelineStageFlags::BOTTOM_OF_PIPE);
+        }
     }
 }

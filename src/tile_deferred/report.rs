@@ -1,8 +1,11 @@
 //! What the tile path really did for each camera last frame, readable from the main world:
 //! the compiled plan and the Vulkan render pass that was created from it.
 
-use crate::frame_graph::CompiledFrame;
-use crate::vulkan::LiveObjects;
+use super::backend::ViewResources;
+use crate::frame_graph::{CompiledFrame, ResourceId};
+use crate::vulkan::{
+    LiveObjects, VulkanContext, memory::AttachmentImage, render_pass::RenderPassDescription,
+};
 use ash::vk;
 use bevy::{platform::collections::HashMap, prelude::*};
 use std::sync::{Arc, Mutex};
@@ -148,5 +151,104 @@ pub(crate) fn store_op_name(op: vk::AttachmentStoreOp) -> String {
         vk::AttachmentStoreOp::DONT_CARE => "DONT_CARE".into(),
         vk::AttachmentStoreOp::NONE => "NONE".into(),
         other => format!("{other:?}"),
+    }
+}
+
+/// Stage 9's attachment table: each attachment of the created render passes beside what the
+/// plan asked for, with the image the crate made for it.
+pub(super) fn attachment_reports(
+    compiled: &CompiledFrame,
+    descriptions: &[RenderPassDescription],
+    images: &[(ResourceId, AttachmentImage)],
+) -> Vec<VulkanAttachmentReport> {
+    compiled
+        .native_passes
+        .iter()
+        .zip(descriptions)
+        .enumerate()
+        .flat_map(|(index, (native, description))| {
+            native
+                .attachments
+                .iter()
+                .zip(&description.attachments)
+                .map(move |(planned, created)| (index, planned, created))
+        })
+        .map(|(index, planned, created)| {
+            let image = images
+                .iter()
+                .find(|(id, _)| *id == planned.resource)
+                .map(|(_, image)| image);
+            VulkanAttachmentReport {
+                render_pass: index,
+                name: planned.name.clone(),
+                format: created.format.as_raw(),
+                samples: created.samples.as_raw(),
+                load_op: load_op_name(created.load_op),
+                store_op: store_op_name(created.store_op),
+                layouts: (
+                    format!("{:?}", created.initial_layout),
+                    format!("{:?}", created.final_layout),
+                ),
+                image_usage: image.map(|i| i.usage.as_raw()),
+                lazily_allocated: image.is_some_and(|i| i.lazily_allocated),
+            }
+        })
+        .collect()
+}
+
+/// The view's queries in this frame: what the frame that last used this slot measured (read
+/// without waiting), and where this frame records its own.
+pub(super) struct FrameQueries {
+    pub(super) gpu_times: Option<TileGpuTimes>,
+    pub(super) per_sample_fraction: Option<f32>,
+    /// Query pool and first query of the timestamps around the subpasses.
+    pub(super) timestamps: Option<(vk::QueryPool, u32)>,
+    /// With MSAA: the occlusion query counting the samples lit per sample.
+    pub(super) edge_query: Option<(vk::QueryPool, u32)>,
+}
+
+impl FrameQueries {
+    /// Reads the slot of `frame` and claims it for this frame.
+    pub(super) fn take(
+        view: &mut ViewResources,
+        context: &VulkanContext,
+        frame: u64,
+        samples: u32,
+        viewport: UVec4,
+    ) -> Self {
+        let gpu_times = view.timestamps.as_ref().and_then(|queries| {
+            let ms = queries.read(context, frame)?;
+            Some(TileGpuTimes {
+                gbuffer_ms: ms[0],
+                lighting_ms: ms[1],
+                tonemap_ms: ms[2],
+            })
+        });
+        let timestamps = view.timestamps.as_mut().map(|queries| {
+            queries.recorded(frame);
+            (queries.pool, queries.first_query(frame))
+        });
+        // The classification draw's query counts every sample of each edge pixel.
+        let viewport_samples = f64::from(viewport.z) * f64::from(viewport.w) * f64::from(samples);
+        let per_sample_fraction = view
+            .edge_queries
+            .as_ref()
+            .filter(|_| samples > 1)
+            .and_then(|queries| queries.read_raw(context, frame))
+            .map(|counts| (counts[0] as f64 / viewport_samples) as f32);
+        let edge_query = if samples > 1 {
+            view.edge_queries.as_mut().map(|queries| {
+                queries.recorded(frame);
+                (queries.pool, queries.first_query(frame))
+            })
+        } else {
+            None
+        };
+        Self {
+            gpu_times,
+            per_sample_fraction,
+            timestamps,
+            edge_query,
+        }
     }
 }

@@ -2,44 +2,39 @@
 //! descriptor sets, the render pass with its pipelines, the attachments and the material sets.
 
 use super::{
-    backend::{
-        MaterialResources, PassResources, StencilSplitPipelines, TileBackend, ViewResources,
-    },
+    backend::{PassResources, StencilSplitPipelines, TileBackend, ViewResources},
+    draws::DrawList,
+    error::{TileError, TileResult, step},
     gpu_types::{GpuClusterableLight, GpuInstance, GpuView},
-    pass::{Frame, StepResult, TileSceneParams, step},
-    plan::{self, names},
+    plan::{self, PlannedFrame, names},
+    record::RecordedPass,
+    view::ViewFrame,
 };
 use crate::{
-    frame_graph::{CompiledFrame, FrameGraphCache},
+    frame_graph::{CompiledFrame, FrameGraphCache, ResourceId},
     vulkan::{
         VulkanContext, conv,
         memory::{AttachmentImageDesc, DeviceBuffer},
         pipeline::{PipelineTarget, ScreenBlend, ScreenDepth, ScreenState, ScreenStencil},
-        render_pass,
+        render_pass::{self, OutputKind, RenderPassKey},
     },
 };
 use ash::vk;
 use bevy::{
-    core_pipeline::tonemapping::Tonemapping, platform::collections::HashMap, prelude::*,
-    render::texture::GpuImage,
+    ecs::entity::EntityHashMap,
+    platform::collections::HashMap,
+    prelude::*,
+    render::{
+        render_resource::{TextureView, TextureViewId},
+        texture::GpuImage,
+    },
 };
 use wgpu::hal::api::Vulkan;
-
-pub(super) fn lut_image<'a>(scene: &'a TileSceneParams, tonemapping: Tonemapping) -> &'a GpuImage {
-    let handle = scene.luts.as_ref().map(|luts| match tonemapping {
-        Tonemapping::TonyMcMapface => &luts.tony_mc_mapface,
-        Tonemapping::BlenderFilmic => &luts.blender_filmic,
-        _ => &luts.agx,
-    });
-    handle
-        .and_then(|h| scene.images.get(h))
-        .unwrap_or(&scene.fallback_image.d3)
-}
 
 pub(super) fn ensure_view(
     backend: &mut TileBackend,
     entity: Entity,
-) -> StepResult<&mut ViewResources> {
+) -> TileResult<&mut ViewResources> {
     if !backend.views.contains_key(&entity) {
         let context = &backend.context;
         // On an error, what was created so far is destroyed (nothing has used it yet).
@@ -70,7 +65,7 @@ pub(super) fn ensure_view(
                 Ok(buffer) => created.push(buffer),
                 Err(error) => {
                     release(created);
-                    return Err(("creating the view's buffers", error));
+                    return Err(TileError::vulkan("creating the view's buffers", error));
                 }
             }
         }
@@ -88,7 +83,7 @@ pub(super) fn ensure_view(
             graph_cache: FrameGraphCache::default(),
             desc: None,
             compiled: None,
-            render_pass_key: String::new(),
+            render_pass_key: RenderPassKey::default(),
             attachments: Vec::new(),
             attachments_extent: vk::Extent2D::default(),
             framebuffers: HashMap::default(),
@@ -153,7 +148,7 @@ pub(super) fn ensure_buffer_capacity(
     entity: Entity,
     slot: BufferSlot,
     needed: u64,
-) -> StepResult<()> {
+) -> TileResult<()> {
     let current = {
         let view = &backend.views[&entity];
         match slot {
@@ -194,7 +189,7 @@ pub(super) fn ensure_buffer_capacity(
 fn allocate_view_sets(
     backend: &TileBackend,
     sampled: bool,
-) -> StepResult<(vk::DescriptorPool, [vk::DescriptorSet; 3])> {
+) -> TileResult<(vk::DescriptorPool, [vk::DescriptorSet; 3])> {
     let (inputs, samplers) = if sampled { (0, 7) } else { (6, 1) };
     let sizes = [
         (vk::DescriptorType::UNIFORM_BUFFER, 1),
@@ -233,7 +228,7 @@ fn allocate_view_sets(
         Ok(sets) => Ok((pool, [sets[0], sets[1], sets[2]])),
         Err(error) => {
             backend.context.destroy_descriptor_pool(pool);
-            Err(("allocating view descriptor sets", error))
+            Err(TileError::vulkan("allocating view descriptor sets", error))
         }
     }
 }
@@ -242,7 +237,7 @@ fn reallocate_view_sets(
     backend: &mut TileBackend,
     entity: Entity,
     sampled: bool,
-) -> StepResult<()> {
+) -> TileResult<()> {
     let (pool, sets) = allocate_view_sets(backend, sampled)?;
     let view = backend.views.get_mut(&entity).unwrap();
     view.sampled_sets = sampled;
@@ -276,7 +271,7 @@ pub(super) fn create_pass_resources(
     backend: &mut TileBackend,
     descriptions: &[render_pass::RenderPassDescription],
     compiled: &CompiledFrame,
-) -> StepResult<PassResources> {
+) -> TileResult<PassResources> {
     let sampled_attachments = plan::samples_attachments(compiled);
     let mut render_passes = Vec::with_capacity(descriptions.len());
     for description in descriptions {
@@ -286,7 +281,7 @@ pub(super) fn create_pass_resources(
                 for render_pass in render_passes {
                     backend.context.destroy_render_pass(render_pass);
                 }
-                return Err(("creating the render pass", error));
+                return Err(TileError::vulkan("creating the render pass", error));
             }
         }
     }
@@ -444,7 +439,10 @@ pub(super) fn create_pass_resources(
         Ok(()) => Ok(pass),
         Err(error) => {
             backend.retire_pass(pass);
-            Err(("creating the lighting and tonemap pipelines", error))
+            Err(TileError::vulkan(
+                "creating the lighting and tonemap pipelines",
+                error,
+            ))
         }
     }
 }
@@ -453,9 +451,9 @@ pub(super) fn create_pass_resources(
 /// the plan or the target size changed.
 pub(super) fn ensure_attachments(
     backend: &mut TileBackend,
-    frame: &Frame,
+    frame: &ViewFrame,
     compiled: &CompiledFrame,
-) -> StepResult<()> {
+) -> TileResult<()> {
     let subpasses = || {
         compiled
             .native_passes
@@ -505,7 +503,7 @@ pub(super) fn ensure_attachments(
                 for (_, image) in created {
                     backend.context.destroy_attachment_image(image);
                 }
-                return Err(("creating attachment images", error));
+                return Err(TileError::vulkan("creating attachment images", error));
             }
         }
     }
@@ -671,111 +669,183 @@ fn attachment_read_writes(
         .collect()
 }
 
-/// Makes sure `material` has a uniform buffer and a descriptor set matching its current
-/// generation and texture views.
-pub(super) fn ensure_material(
+/// Stage 4: the framebuffers of the frame's render passes, over the view's attachments and
+/// this frame's output view, each with its clear values, ready to record.
+pub(super) fn framebuffers(
     backend: &mut TileBackend,
-    scene: &TileSceneParams,
-    id: AssetId<StandardMaterial>,
-) -> StepResult<()> {
-    let Some(material) = scene.materials.by_id.get(&id) else {
-        return Ok(());
-    };
-    let fallback = &scene.fallback_image.d2;
-    let images: Vec<&GpuImage> = material
-        .textures
+    frame: &ViewFrame,
+    planned: &PlannedFrame,
+    render_passes: &[vk::RenderPass],
+    output_view: &TextureView,
+) -> TileResult<Vec<RecordedPass>> {
+    // SAFETY: the guard only reads the raw handle and is dropped at once; the view itself is
+    // kept alive below until the GPU has finished this frame.
+    let output_raw = unsafe {
+        output_view
+            .as_hal::<Vulkan>()
+            .map(|hal_view| hal_view.raw_handle())
+    }
+    .ok_or(TileError::Missing {
+        step: "reading the output view",
+    })?;
+    // wgpu destroys a view as soon as it is dropped and its *tracked* uses are done; our
+    // framebuffer's use is invisible to it. Bevy makes a new view of the swapchain image (and of
+    // a screenshot's capture texture) every frame and drops it after presenting, so the view is
+    // held until the GPU has finished this frame.
+    let keep_alive = output_view.clone();
+    backend
+        .graveyard
+        .retire(Box::new(move |_: &VulkanContext| drop(keep_alive)));
+    let output = (planned.output, output_view.id(), output_raw);
+    planned
+        .compiled
+        .native_passes
         .iter()
-        .map(|t| {
-            t.and_then(|t| scene.images.get(t.image))
-                .unwrap_or(fallback)
+        .zip(render_passes)
+        .map(|(native, &render_pass)| {
+            Ok(RecordedPass {
+                render_pass,
+                framebuffer: framebuffer(backend, frame, native, render_pass, output)?,
+                clear_values: native
+                    .attachments
+                    .iter()
+                    .map(|a| {
+                        conv::clear_value(match &a.load {
+                            crate::frame_graph::LoadOp::Clear(value) => Some(value),
+                            _ => None,
+                        })
+                    })
+                    .collect(),
+            })
+        })
+        .collect()
+}
+
+/// The framebuffer of one native pass. Views that persist (image targets, the view's own
+/// attachments) keep theirs; a pass writing a view Bevy makes anew each frame (swapchain images,
+/// screenshot captures) gets one that is retired with the frame.
+fn framebuffer(
+    backend: &mut TileBackend,
+    frame: &ViewFrame,
+    native: &crate::frame_graph::NativePass,
+    render_pass: vk::RenderPass,
+    (output_id, output_view_id, output_raw): (ResourceId, TextureViewId, vk::ImageView),
+) -> TileResult<vk::Framebuffer> {
+    let frame_number = backend.frame;
+    let writes_output = native.attachment(output_id).is_some();
+    let key = (writes_output.then_some(output_view_id), render_pass);
+    let view_state = view_mut(&mut backend.views, frame.entity)?;
+    if let Some((framebuffer, used)) = view_state.framebuffers.get_mut(&key) {
+        *used = frame_number;
+        return Ok(*framebuffer);
+    }
+    let views: Vec<vk::ImageView> = native
+        .attachments
+        .iter()
+        .map(|a| {
+            if a.resource == output_id {
+                output_raw
+            } else {
+                view_state
+                    .attachments
+                    .iter()
+                    .find(|(id, _)| *id == a.resource)
+                    .map(|(_, image)| image.view)
+                    .unwrap_or_default()
+            }
         })
         .collect();
-    let mut views = [vk::ImageView::null(); 5];
-    for (slot, image) in images.iter().enumerate() {
-        // SAFETY: reads the raw handle of a view Bevy keeps alive while the asset exists; the
-        // descriptor set is replaced when the view changes.
-        views[slot] = unsafe {
-            image
-                .texture_view
-                .as_hal::<Vulkan>()
-                .map(|v| v.raw_handle())
-        }
-        .unwrap_or_default();
-    }
-    if let Some(existing) = backend.materials.get_mut(&id)
-        && existing.generation == material.generation
-        && existing.texture_views == views
-    {
-        existing.last_used = backend.frame;
-        return Ok(());
-    }
-    if let Some(old) = backend.materials.remove(&id) {
-        backend.retire_material(old);
-    }
-    let buffer = step(
-        "creating a material buffer",
-        backend.context.create_device_buffer(
-            "tile material",
-            size_of::<super::gpu_types::GpuMaterial>() as u64,
-            vk::BufferUsageFlags::UNIFORM_BUFFER,
-        ),
+    let framebuffer = step(
+        "creating a framebuffer",
+        backend
+            .context
+            .create_framebuffer(render_pass, &views, frame.target_extent),
     )?;
-    let (pool, set) = match backend.allocate_material_set() {
-        Ok(allocated) => allocated,
-        Err(error) => {
-            backend.context.destroy_device_buffer(buffer);
-            return Err(("allocating a material descriptor set", error));
-        }
-    };
-    let mut samplers = [vk::Sampler::null(); 5];
-    for (slot, texture) in material.textures.iter().enumerate() {
-        let key = texture
-            .map(|t| t.sampler)
-            .unwrap_or_else(super::extract::SamplerKey::bevy_default);
-        samplers[slot] = step("creating a sampler", backend.sampler(&key))?;
+    if writes_output && frame.output_kind == OutputKind::Swapchain {
+        backend.graveyard.retire(Box::new(move |c: &VulkanContext| {
+            c.destroy_framebuffer(framebuffer)
+        }));
+    } else {
+        view_state
+            .framebuffers
+            .insert(key, (framebuffer, frame_number));
     }
-    let buffer_info = [vk::DescriptorBufferInfo {
-        buffer: buffer.buffer,
-        offset: 0,
-        range: vk::WHOLE_SIZE,
-    }];
-    let image_infos: Vec<[vk::DescriptorImageInfo; 1]> = (0..5)
-        .map(|slot| {
-            [vk::DescriptorImageInfo {
-                sampler: samplers[slot],
-                image_view: views[slot],
-                image_layout: vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL,
-            }]
-        })
-        .collect();
-    let mut writes = vec![
-        vk::WriteDescriptorSet::default()
-            .dst_set(set)
-            .dst_binding(0)
-            .descriptor_type(vk::DescriptorType::UNIFORM_BUFFER)
-            .buffer_info(&buffer_info),
-    ];
-    writes.extend(image_infos.iter().enumerate().map(|(slot, info)| {
-        vk::WriteDescriptorSet::default()
-            .dst_set(set)
-            .dst_binding(slot as u32 + 1)
-            .descriptor_type(vk::DescriptorType::COMBINED_IMAGE_SAMPLER)
-            .image_info(info)
-    }));
-    // SAFETY: the set was just allocated; buffer, views and samplers are alive.
-    unsafe { backend.context.device.update_descriptor_sets(&writes, &[]) };
-    backend.queue_material_update(buffer.buffer, material);
-    backend.materials.insert(
-        id,
-        MaterialResources {
-            generation: material.generation,
-            texture_views: views,
-            _texture_keep_alive: images.iter().map(|i| i.texture_view.clone()).collect(),
-            buffer,
-            set,
-            pool,
-            last_used: backend.frame,
+    Ok(framebuffer)
+}
+
+/// The view's buffers and descriptor sets as the recording binds them.
+pub(super) struct ViewBindings {
+    pub(super) view_set: vk::DescriptorSet,
+    pub(super) gbuffer_set: vk::DescriptorSet,
+    pub(super) tonemap_set: vk::DescriptorSet,
+    pub(super) instance_buffer: vk::Buffer,
+}
+
+/// Stage 6: the per-view buffers grown to this frame's lights and instances, the view's
+/// descriptor sets written (input attachments and LUT rewritten when they changed), and this
+/// frame's view, light and instance data queued for upload.
+pub(super) fn prepare_view_data(
+    backend: &mut TileBackend,
+    frame: &ViewFrame,
+    compiled: &CompiledFrame,
+    draws: &DrawList,
+    lut: &GpuImage,
+) -> TileResult<ViewBindings> {
+    // SAFETY: as for the output view in `framebuffers`; Bevy keeps the LUT's view alive while
+    // the image exists, and the view sets hold a clone of it.
+    let lut_view = unsafe { lut.texture_view.as_hal::<Vulkan>().map(|v| v.raw_handle()) }.ok_or(
+        TileError::Missing {
+            step: "reading the LUT view",
         },
-    );
-    Ok(())
+    )?;
+    ensure_buffer_capacity(
+        backend,
+        frame.entity,
+        BufferSlot::Lights,
+        (draws.lights.len().max(1) * size_of::<GpuClusterableLight>()) as u64,
+    )?;
+    ensure_buffer_capacity(
+        backend,
+        frame.entity,
+        BufferSlot::Instances,
+        (draws.instances.len().max(1) * size_of::<GpuInstance>()) as u64,
+    )?;
+    // After the buffers grew: growing the light buffer replaces the view's sets.
+    write_view_sets(backend, frame.entity, compiled, lut, lut_view);
+    let view = view_mut(&mut backend.views, frame.entity)?;
+    let mut gpu_view = frame.gpu_view;
+    gpu_view.counts[1] = draws.lights.len() as u32;
+    let updates = &mut backend.pending_updates;
+    updates.push((
+        view.view_buffer.buffer,
+        bytemuck::bytes_of(&gpu_view).to_vec(),
+    ));
+    if !draws.lights.is_empty() {
+        updates.push((
+            view.light_buffer.buffer,
+            bytemuck::cast_slice(&draws.lights).to_vec(),
+        ));
+    }
+    if !draws.instances.is_empty() {
+        updates.push((
+            view.instance_buffer.buffer,
+            bytemuck::cast_slice(&draws.instances).to_vec(),
+        ));
+    }
+    Ok(ViewBindings {
+        view_set: view.view_set,
+        gbuffer_set: view.gbuffer_set,
+        tonemap_set: view.tonemap_set,
+        instance_buffer: view.instance_buffer.buffer,
+    })
+}
+
+/// The view's resources, which `ensure_view` made at the start of the frame.
+pub(super) fn view_mut(
+    views: &mut EntityHashMap<ViewResources>,
+    entity: Entity,
+) -> TileResult<&mut ViewResources> {
+    views.get_mut(&entity).ok_or(TileError::Missing {
+        step: "finding the view's resources",
+    })
 }

@@ -1,0 +1,309 @@
+//! Stage 5, the draws: the view's visible meshes grouped into instanced draws by (mesh,
+//! material), the point and spot lights packed for the lighting subpass, and the mesh buffers
+//! the recording binds.
+
+use super::{
+    error::{TileError, TileResult},
+    extract::TileMaterial,
+    gpu_types::{GpuClusterableLight, GpuInstance},
+    record::MeshBinding,
+    scene::TileSceneParams,
+    view::transform_axis,
+};
+use crate::vulkan::{conv, pipeline::GbufferPipelineKey};
+use ash::vk;
+use bevy::{
+    math::Affine3A,
+    mesh::{Mesh, MeshVertexAttribute, PrimitiveTopology},
+    pbr::ExtractedPointLight,
+    platform::collections::HashMap,
+    prelude::*,
+    render::{
+        mesh::{RenderMesh, RenderMeshBufferInfo},
+        render_resource::Face,
+        view::RenderVisibleEntities,
+    },
+};
+use wgpu::hal::{self, api::Vulkan};
+
+/// One instanced draw of a mesh with a material.
+pub(super) struct Draw {
+    pub(super) mesh: AssetId<Mesh>,
+    pub(super) material: AssetId<StandardMaterial>,
+    pub(super) pipeline_key: GbufferPipelineKey,
+    pub(super) first_instance: u32,
+    pub(super) instance_count: u32,
+}
+
+/// What the view draws this frame.
+pub(super) struct DrawList {
+    /// Sorted by pipeline, then material, so the recording binds each as few times as it can.
+    pub(super) draws: Vec<Draw>,
+    /// Every draw's instances, `Draw::first_instance` indexes into it.
+    pub(super) instances: Vec<GpuInstance>,
+    /// Point and spot lights, drawn as light volumes.
+    pub(super) lights: Vec<GpuClusterableLight>,
+}
+
+impl DrawList {
+    /// Batches the view's visible meshes and packs the scene's point and spot lights.
+    pub(super) fn gather(
+        scene: &TileSceneParams,
+        visible: &RenderVisibleEntities,
+        samples: vk::SampleCountFlags,
+    ) -> Self {
+        let mut batches: HashMap<(AssetId<Mesh>, AssetId<StandardMaterial>), Vec<GpuInstance>> =
+            HashMap::default();
+        if let Some(class) = visible.get::<Mesh3d>() {
+            for (_, main_entity) in &class.entities_cpu_culling {
+                if let Some(instance) = scene.instances.by_entity.get(main_entity) {
+                    batches
+                        .entry((instance.mesh, instance.material))
+                        .or_default()
+                        .push(GpuInstance {
+                            world_from_local_rows: affine_rows(&instance.world_from_local),
+                        });
+                }
+            }
+        }
+        let mut instances: Vec<GpuInstance> = Vec::new();
+        let mut draws: Vec<Draw> = Vec::new();
+        for ((mesh_id, material_id), batch) in batches {
+            let (Some(mesh), Some(material)) = (
+                scene.meshes.get(mesh_id),
+                scene.materials.by_id.get(&material_id),
+            ) else {
+                continue;
+            };
+            if material.blended {
+                continue;
+            }
+            let Some(pipeline_key) = pipeline_key_for(mesh, material, samples) else {
+                continue;
+            };
+            draws.push(Draw {
+                mesh: mesh_id,
+                material: material_id,
+                pipeline_key,
+                first_instance: instances.len() as u32,
+                instance_count: batch.len() as u32,
+            });
+            instances.extend(batch);
+        }
+        draws.sort_by(|a, b| (&a.pipeline_key, a.material).cmp(&(&b.pipeline_key, b.material)));
+        let lights = scene.point_lights.iter().map(clusterable_light).collect();
+        Self {
+            draws,
+            instances,
+            lights,
+        }
+    }
+}
+
+/// Vertex attributes the G-buffer shader reads, in location order.
+const ATTRIBUTES: [MeshVertexAttribute; 4] = [
+    Mesh::ATTRIBUTE_POSITION,
+    Mesh::ATTRIBUTE_NORMAL,
+    Mesh::ATTRIBUTE_UV_0,
+    Mesh::ATTRIBUTE_TANGENT,
+];
+
+/// The G-buffer pipeline a mesh's layout and a material's state need, or `None` for a mesh
+/// the G-buffer subpass cannot draw (no positions, lines or points, a vertex format Vulkan
+/// has no equivalent for).
+fn pipeline_key_for(
+    mesh: &RenderMesh,
+    material: &TileMaterial,
+    samples: vk::SampleCountFlags,
+) -> Option<GbufferPipelineKey> {
+    let layout = mesh.layout.0.layout();
+    let ids = mesh.layout.0.attribute_ids();
+    let mut attributes = [None; 4];
+    for (slot, attribute) in ATTRIBUTES.iter().enumerate() {
+        if let Some(index) = ids.iter().position(|id| *id == attribute.id) {
+            let a = &layout.attributes[index];
+            attributes[slot] = Some((conv::vertex_format(a.format)?, a.offset as u32));
+        }
+    }
+    attributes[0]?;
+    let topology = match mesh.primitive_topology() {
+        PrimitiveTopology::TriangleList => vk::PrimitiveTopology::TRIANGLE_LIST,
+        PrimitiveTopology::TriangleStrip => vk::PrimitiveTopology::TRIANGLE_STRIP,
+        _ => return None,
+    };
+    Some(GbufferPipelineKey {
+        stride: layout.array_stride as u32,
+        attributes,
+        topology,
+        cull_mode: match material.cull_mode {
+            Some(Face::Back) => vk::CullModeFlags::BACK,
+            Some(Face::Front) => vk::CullModeFlags::FRONT,
+            None => vk::CullModeFlags::NONE,
+        },
+        alpha_mask: material.alpha_mask,
+        samples,
+    })
+}
+
+/// The three rows of an affine transform, as the instance buffer stores it.
+fn affine_rows(affine: &Affine3A) -> [[f32; 4]; 3] {
+    let m = affine.matrix3;
+    let t = affine.translation;
+    [
+        [m.x_axis.x, m.y_axis.x, m.z_axis.x, t.x],
+        [m.x_axis.y, m.y_axis.y, m.z_axis.y, t.y],
+        [m.x_axis.z, m.y_axis.z, m.z_axis.z, t.z],
+    ]
+}
+
+/// A point or spot light as the lighting shaders read it.
+fn clusterable_light(light: &ExtractedPointLight) -> GpuClusterableLight {
+    let color = light.color.to_f32_array();
+    let (spot_scale, spot_offset, kind) = match light.spot_light_angles {
+        Some((inner, outer)) => {
+            let outer = outer.min(std::f32::consts::FRAC_PI_2 - 1e-4);
+            let inner = inner.min(outer);
+            let scale = 1.0 / (inner.cos() - outer.cos()).max(1e-4);
+            (scale, -outer.cos() * scale, 1.0)
+        }
+        None => (0.0, 0.0, 0.0),
+    };
+    GpuClusterableLight {
+        position_radius: light
+            .transform
+            .translation()
+            .extend(light.radius)
+            .to_array(),
+        color_inverse_square_range: [
+            color[0] * light.intensity,
+            color[1] * light.intensity,
+            color[2] * light.intensity,
+            1.0 / (light.range * light.range),
+        ],
+        spot_direction_range: spot_direction(light).extend(light.range).to_array(),
+        spot_scale_offset_kind: [spot_scale, spot_offset, kind, 0.0],
+    }
+}
+
+/// Where a light points: its transform's forward axis. Only spot lights read it; a
+/// degenerate transform (a light parented to a mesh scaled to zero, as Bevy's
+/// `spherical_area_lights` example does) has none, and `GlobalTransform::forward` would
+/// panic on it, so such a light points down -Z, as an unrotated one does.
+fn spot_direction(light: &ExtractedPointLight) -> Vec3 {
+    transform_axis(&light.transform, Vec3::NEG_Z)
+}
+
+/// The vertex and index buffers of each draw's mesh, as the hal encoder binds them.
+pub(super) fn mesh_bindings(
+    scene: &TileSceneParams,
+    draws: &[Draw],
+) -> TileResult<Vec<MeshBinding>> {
+    let hal_buffer = |buffer: &wgpu::Buffer| -> TileResult<*const hal::vulkan::Buffer> {
+        // SAFETY: the guard is taken alone (never inside `as_hal_mut`, never two at once: the
+        // snatch lock is not re-entrant); the pointer is used only while this system runs,
+        // during which Bevy neither destroys nor replaces mesh slab buffers.
+        let guard = unsafe { buffer.as_hal::<Vulkan>() }.ok_or(TileError::Missing {
+            step: "reading a mesh buffer",
+        })?;
+        Ok(&*guard as *const hal::vulkan::Buffer)
+    };
+    draws
+        .iter()
+        .map(|draw| {
+            let mesh = scene.meshes.get(draw.mesh).ok_or(TileError::Missing {
+                step: "finding a drawn mesh",
+            })?;
+            let vertex =
+                scene
+                    .mesh_allocator
+                    .mesh_vertex_slice(&draw.mesh)
+                    .ok_or(TileError::Missing {
+                        step: "finding a mesh's vertices",
+                    })?;
+            let index = match mesh.buffer_info {
+                RenderMeshBufferInfo::Indexed {
+                    count,
+                    index_format,
+                } => {
+                    let slice = scene.mesh_allocator.mesh_index_slice(&draw.mesh).ok_or(
+                        TileError::Missing {
+                            step: "finding a mesh's indices",
+                        },
+                    )?;
+                    Some((
+                        hal_buffer(slice.buffer)?,
+                        slice.range.start,
+                        count,
+                        index_format,
+                    ))
+                }
+                RenderMeshBufferInfo::NonIndexed => None,
+            };
+            Ok(MeshBinding {
+                vertex_buffer: hal_buffer(vertex.buffer)?,
+                first_vertex: vertex.range.start as i32,
+                index,
+                vertex_count: mesh.vertex_count,
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn point_light(transform: GlobalTransform, spot: Option<(f32, f32)>) -> ExtractedPointLight {
+        ExtractedPointLight {
+            color: LinearRgba::WHITE,
+            intensity: 1000.0,
+            range: 5.0,
+            radius: 0.0,
+            transform,
+            shadow_maps_enabled: false,
+            contact_shadows_enabled: false,
+            shadow_depth_bias: 0.0,
+            shadow_normal_bias: 0.0,
+            shadow_map_near_z: 0.1,
+            spot_light_angles: spot,
+            volumetric: false,
+            soft_shadows_enabled: false,
+            affects_lightmapped_mesh_diffuse: true,
+        }
+    }
+
+    #[test]
+    fn a_light_with_a_degenerate_transform_packs_finite_values() {
+        // A light parented to a sphere scaled to zero (Bevy's spherical_area_lights example).
+        for spot in [None, Some((0.2, 0.5))] {
+            let zero_scale =
+                GlobalTransform::from(Transform::from_xyz(1.0, 2.0, 3.0).with_scale(Vec3::ZERO));
+            let gpu = clusterable_light(&point_light(zero_scale, spot));
+            let values = [
+                gpu.position_radius,
+                gpu.color_inverse_square_range,
+                gpu.spot_direction_range,
+                gpu.spot_scale_offset_kind,
+            ];
+            assert!(
+                values.iter().flatten().all(|v| v.is_finite()),
+                "{spot:?}: {gpu:?}"
+            );
+            assert_eq!(gpu.position_radius[..3], [1.0, 2.0, 3.0]);
+            assert_eq!(gpu.spot_direction_range[..3], [0.0, 0.0, -1.0]);
+        }
+    }
+
+    #[test]
+    fn a_spot_light_points_along_its_forward_axis() {
+        let transform = GlobalTransform::from(
+            Transform::from_xyz(0.0, 4.0, 0.0)
+                .looking_at(Vec3::ZERO, Vec3::X)
+                .with_scale(Vec3::splat(3.0)),
+        );
+        let gpu = clusterable_light(&point_light(transform, Some((0.1, 0.4))));
+        let direction = Vec3::from_slice(&gpu.spot_direction_range[..3]);
+        assert!(direction.abs_diff_eq(Vec3::NEG_Y, 1e-5), "{direction}");
+        assert_eq!(gpu.spot_scale_offset_kind[2], 1.0);
+    }
+}

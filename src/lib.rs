@@ -8,11 +8,18 @@
 //! accumulation, depth, MSAA samples) in the GPU's on-chip tile memory through Vulkan subpasses,
 //! and stores only the final image.
 //!
-//! The parts:
+//! The parts, in the order a frame's data flows through them:
 //! - [`device`]: what the GPU can really do, read from Vulkan at start-up ([`DeviceProfile`]).
+//! - [`tiers`]: which path each tile camera takes on this device (tile + MSAA, tile, the
+//!   unmerged debug tier or Bevy's forward path), as data-driven rules with their reasons.
 //! - [`frame_graph`]: passes declare how they use attachments; `compile()` merges them into
 //!   native render passes with subpasses, picks load/store ops, makes intermediates memoryless,
 //!   explains every merge it refused and prices the frame in bytes, GB/s and mW.
+//! - [`vulkan`]: a small ash layer (context, memory, render passes from a plan, pipelines,
+//!   timing) that decides nothing the compiler decided.
+//! - [`tile_deferred`]: the camera schedule that renders a [`TileDeferred`] camera as one
+//!   native render pass, stage by stage.
+//! - `inspector` (feature `inspector`): a live egui overlay of the compiled frame.
 //!
 //! ```no_run
 //! use bevy::prelude::*;
@@ -24,7 +31,6 @@
 //! ```
 
 pub mod device;
-#[warn(missing_docs)]
 pub mod frame_graph;
 #[cfg(feature = "inspector")]
 pub mod inspector;
@@ -52,8 +58,9 @@ use bevy::{
 
 /// The plugin: add it after `DefaultPlugins`.
 ///
-/// Today it probes the device at render start-up and publishes a [`DeviceProfile`] in the
-/// render world and the main world.
+/// It probes the device at render start-up and publishes a [`DeviceProfile`] in the render
+/// world and the main world, decides each tile camera's tier, and installs the tile path's
+/// camera schedule ([`TileDeferredGraph`]).
 #[derive(Default)]
 pub struct TileDeferredPlugin;
 

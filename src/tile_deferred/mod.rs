@@ -29,6 +29,8 @@ mod error;
 mod extract;
 pub mod gpu_types;
 mod interop;
+#[cfg(test)]
+mod layout_tests;
 mod materials;
 mod pass;
 mod pipelines_stage;

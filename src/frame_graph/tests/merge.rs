@@ -355,27 +355,10 @@ fn compute_pass_in_the_middle_breaks_and_forces_stores() {
 
 #[test]
 fn more_than_eight_attachments_break() {
-    let mut g = FrameGraph::new(HD);
-    let mut gb: Vec<AttachmentHandle> = (0..7)
-        .map(|i| g.create_attachment(&format!("gb{i}"), rgba8()))
-        .collect();
-    let mut hdr = g.create_attachment("hdr", rgba8());
-    let mut out = g.import_attachment("out", rgba8(), ImportParams::output());
-    let mut p = g.add_raster_pass("gbuffer");
-    for h in &mut gb {
-        p = p.color(h, Access::WriteAll, None);
-    }
-    p.finish().unwrap();
-    let mut p = g.add_raster_pass("lighting");
-    for h in &gb {
-        p = p.input(h);
-    }
-    p.color(&mut hdr, Access::WriteAll, None).finish().unwrap();
-    g.add_raster_pass("tonemap")
-        .input(&hdr)
-        .color(&mut out, Access::WriteAll, None)
-        .finish()
-        .unwrap();
+    let g = Chain::new(HD)
+        .gbuffer_count(7)
+        .hdr("hdr", Format::Rgba8Unorm)
+        .build();
     let f = compile(&g, &DeviceCaps::desktop()).unwrap();
     assert_eq!(f.native_passes[0].name, "gbuffer+lighting");
     assert_eq!(
@@ -439,27 +422,10 @@ fn too_many_input_attachments_across_subpasses_break() {
 
 #[test]
 fn tile_budget_overflow_breaks_on_bifrost_but_merges_on_valhall() {
-    let mut g = FrameGraph::new(HD);
-    let mut gb: Vec<AttachmentHandle> = (0..3)
-        .map(|i| g.create_attachment(&format!("gb{i}"), rgba8()))
-        .collect();
-    let mut hdr = g.create_attachment("hdr", AttachmentDesc::new(Format::Rgba16Float));
-    let mut out = g.import_attachment("out", rgba8(), ImportParams::output());
-    let mut p = g.add_raster_pass("gbuffer");
-    for h in &mut gb {
-        p = p.color(h, Access::WriteAll, None);
-    }
-    p.finish().unwrap();
-    let mut p = g.add_raster_pass("lighting");
-    for h in &gb {
-        p = p.input(h);
-    }
-    p.color(&mut hdr, Access::WriteAll, None).finish().unwrap();
-    g.add_raster_pass("tonemap")
-        .input(&hdr)
-        .color(&mut out, Access::WriteAll, None)
-        .finish()
-        .unwrap();
+    let g = Chain::new(HD)
+        .gbuffer_count(3)
+        .hdr("hdr", Format::Rgba16Float)
+        .build();
     let bifrost = compile(&g, &DeviceCaps::mali_bifrost()).unwrap();
     assert_eq!(
         bifrost.breaks[0].reason,

@@ -36,32 +36,27 @@ fn unity_write_vs_write_all_blit() {
 
 #[test]
 fn preserve_lists_attachments_skipped_by_a_subpass() {
-    let mut g = FrameGraph::new(HD);
-    let mut albedo = g.create_attachment("albedo", rgba8());
-    let mut depth = g.create_attachment("depth", d24());
-    let mut hdr = g.create_attachment("hdr", rgba8());
-    let mut out = g.import_attachment("out", rgba8(), ImportParams::output());
-    g.add_raster_pass("gbuffer")
-        .color(&mut albedo, Access::WriteAll, None)
-        .depth(&mut depth, Access::ReadWrite, Some(ClearValue::DEPTH_ONE))
+    // Lighting reads albedo only; transparent, between it and tonemap, tests
+    // depth and blends onto hdr.
+    let mut c = Chain::new(HD)
+        .gbuffer(["albedo"])
+        .depth(ClearValue::DEPTH_ONE)
+        .hdr("hdr", Format::Rgba8Unorm)
+        .declare();
+    c.gbuffer_pass();
+    let (hdr, (depth, _)) = (c.hdr.as_mut().unwrap(), c.depth.as_ref().unwrap());
+    c.g.add_raster_pass("lighting")
+        .input(&c.gbuffer[0])
+        .color(hdr, Access::WriteAll, None)
         .finish()
         .unwrap();
-    g.add_raster_pass("lighting")
-        .input(&albedo)
-        .color(&mut hdr, Access::WriteAll, None)
+    c.g.add_raster_pass("transparent")
+        .color(hdr, Access::ReadWrite, None)
+        .depth_read_only(depth)
         .finish()
         .unwrap();
-    g.add_raster_pass("transparent")
-        .color(&mut hdr, Access::ReadWrite, None)
-        .depth_read_only(&depth)
-        .finish()
-        .unwrap();
-    g.add_raster_pass("tonemap")
-        .input(&hdr)
-        .color(&mut out, Access::WriteAll, None)
-        .finish()
-        .unwrap();
-    let f = compile(&g, &DeviceCaps::mali_valhall()).unwrap();
+    c.tonemap_pass();
+    let f = compile(&c.g, &DeviceCaps::mali_valhall()).unwrap();
     assert_eq!(f.native_passes.len(), 1, "{}", f.describe());
     let n = &f.native_passes[0];
     let depth_idx = n

@@ -44,28 +44,10 @@ fn seed_002_rgba16f_is_15_9_mb_and_950_mb_per_s() {
 #[test]
 fn seed_002_gbuffer_plus_depth_memoryless_saves_31_7_mib() {
     // Three RGBA8 G-buffers + depth, lighting writes the output directly.
-    let mut g = FrameGraph::new(HD);
-    let mut gb: Vec<AttachmentHandle> = ["a", "b", "c"]
-        .iter()
-        .map(|n| g.create_attachment(n, rgba8()))
-        .collect();
-    let mut depth = g.create_attachment("depth", d24());
-    let mut out = g.import_attachment("out", rgba8(), ImportParams::output());
-    let mut p = g.add_raster_pass("gbuffer");
-    for h in &mut gb {
-        p = p.color(h, Access::WriteAll, None);
-    }
-    p.depth(&mut depth, Access::ReadWrite, Some(ClearValue::DEPTH_ONE))
-        .finish()
-        .unwrap();
-    let mut p = g.add_raster_pass("lighting");
-    for h in &gb {
-        p = p.input(h);
-    }
-    p.input(&depth)
-        .color(&mut out, Access::WriteAll, None)
-        .finish()
-        .unwrap();
+    let g = Chain::new(HD)
+        .gbuffer(["a", "b", "c"])
+        .depth(ClearValue::DEPTH_ONE)
+        .build();
     let f = compile(&g, &DeviceCaps::mali_valhall()).unwrap();
     let saved: u64 = f
         .attachments

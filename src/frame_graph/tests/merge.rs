@@ -1,5 +1,5 @@
 //! Stage 4, merge: which adjacent passes share a native render pass, and why
-//! the others break.
+//! the others break; then the merge rule, `can_merge`, on its own.
 
 use super::*;
 
@@ -540,5 +540,336 @@ fn different_depth_attachments_break() {
             prev: "d1".into(),
             next: "d2".into()
         }
+    );
+}
+
+// ---------------------------------------------------------------------------
+// `can_merge` itself: one test per `BreakReason`, each the smallest
+// situation it refuses for exactly that reason.
+
+/// The candidate for the pass named `name`.
+fn candidate<'g>(g: &'g FrameGraph, name: &str) -> MergeCandidate<'g> {
+    let i = g
+        .passes
+        .iter()
+        .position(|p| p.name == name)
+        .unwrap_or_else(|| panic!("no pass `{name}`"));
+    MergeCandidate::for_pass(g, PassId(i as u32)).unwrap()
+}
+
+/// Whether `can_merge` accepts `next` after the native pass made of `prev`
+/// (merged in order, each step accepted under `caps` as compile would).
+fn merge_into(
+    g: &FrameGraph,
+    caps: &DeviceCaps,
+    prev: &[&str],
+    next: &str,
+) -> Result<(), BreakReason> {
+    let mut native = candidate(g, prev[0]);
+    for name in &prev[1..] {
+        let c = candidate(g, name);
+        assert_eq!(can_merge(&native, &c, caps), Ok(()), "{name}");
+        native.absorb(&c);
+    }
+    can_merge(&native, &candidate(g, next), caps)
+}
+
+#[test]
+fn can_merge_accepts_passes_that_share_attachments_on_tile() {
+    let g = deferred(HD, 1);
+    let caps = DeviceCaps::mali_valhall();
+    assert_eq!(merge_into(&g, &caps, &["gbuffer"], "lighting"), Ok(()));
+    assert_eq!(
+        merge_into(&g, &caps, &["gbuffer", "lighting"], "tonemap"),
+        Ok(())
+    );
+}
+
+#[test]
+fn can_merge_refuses_when_merging_is_disabled() {
+    let g = deferred(HD, 1);
+    let caps = DeviceCaps::mali_valhall().with_merging(false);
+    assert_eq!(
+        merge_into(&g, &caps, &["gbuffer"], "lighting"),
+        Err(BreakReason::MergingDisabled)
+    );
+}
+
+#[test]
+fn can_merge_refuses_compute_and_copy_passes_on_either_side() {
+    // draw -> copy -> blur (compute) -> show.
+    let mut g = FrameGraph::new(HD);
+    let mut drawn = g.create_attachment("drawn", rgba8());
+    let mut copied = g.create_attachment("copied", rgba8());
+    let mut blurred = g.create_attachment("blurred", rgba8());
+    let mut out = g.import_attachment("out", rgba8(), ImportParams::output());
+    g.add_raster_pass("draw")
+        .color(&mut drawn, Access::WriteAll, None)
+        .finish()
+        .unwrap();
+    g.add_copy_pass("copy")
+        .copy(&drawn, &mut copied)
+        .finish()
+        .unwrap();
+    g.add_compute_pass("blur")
+        .read(&copied)
+        .write(&mut blurred, Access::WriteAll)
+        .finish()
+        .unwrap();
+    g.add_raster_pass("show")
+        .sample(&blurred)
+        .color(&mut out, Access::WriteAll, None)
+        .finish()
+        .unwrap();
+    let caps = DeviceCaps::desktop();
+    let not_raster = |pass: &str, kind| {
+        Err(BreakReason::NotRaster {
+            pass: pass.into(),
+            kind,
+        })
+    };
+    assert_eq!(
+        merge_into(&g, &caps, &["draw"], "copy"),
+        not_raster("copy", PassKind::Copy)
+    );
+    assert_eq!(
+        merge_into(&g, &caps, &["copy"], "blur"),
+        not_raster("copy", PassKind::Copy)
+    );
+    assert_eq!(
+        merge_into(&g, &caps, &["blur"], "show"),
+        not_raster("blur", PassKind::Compute)
+    );
+}
+
+#[test]
+fn can_merge_refuses_a_change_of_extent() {
+    let mut g = FrameGraph::new(HD);
+    let mut full = g.create_attachment("full", rgba8());
+    let half = rgba8().with_size(Size::ViewScaled { num: 1, den: 2 });
+    let mut small = g.create_attachment("half", half);
+    g.add_raster_pass("draw")
+        .color(&mut full, Access::WriteAll, None)
+        .finish()
+        .unwrap();
+    g.add_raster_pass("downsample")
+        .sample(&full)
+        .color(&mut small, Access::WriteAll, None)
+        .finish()
+        .unwrap();
+    assert_eq!(
+        merge_into(&g, &DeviceCaps::desktop(), &["draw"], "downsample"),
+        Err(BreakReason::ExtentMismatch {
+            prev: HD,
+            next: Extent::new(960, 540)
+        })
+    );
+}
+
+#[test]
+fn can_merge_refuses_a_change_of_sample_count() {
+    // The 4x pass resolves `resolved`, which the 1x pass reads on tile.
+    let mut g = FrameGraph::new(HD);
+    let mut ms = g.create_attachment("ms", rgba8().with_samples(4));
+    let mut resolved = g.create_attachment("resolved", rgba8());
+    let mut out = g.import_attachment("out", rgba8(), ImportParams::output());
+    g.add_raster_pass("msaa")
+        .color(&mut ms, Access::ReadWrite, Some(ClearValue::BLACK))
+        .resolve(&ms, &mut resolved)
+        .finish()
+        .unwrap();
+    g.add_raster_pass("post")
+        .input(&resolved)
+        .color(&mut out, Access::WriteAll, None)
+        .finish()
+        .unwrap();
+    assert_eq!(
+        merge_into(&g, &DeviceCaps::desktop(), &["msaa"], "post"),
+        Err(BreakReason::SampleCountMismatch { prev: 4, next: 1 })
+    );
+}
+
+#[test]
+fn can_merge_refuses_a_pass_that_samples_an_attachment() {
+    let mut g = FrameGraph::new(HD);
+    let mut color = g.create_attachment("color", rgba8());
+    let mut out = g.import_attachment("out", rgba8(), ImportParams::output());
+    g.add_raster_pass("draw")
+        .color(&mut color, Access::WriteAll, None)
+        .finish()
+        .unwrap();
+    g.add_raster_pass("blit")
+        .sample(&color)
+        .color(&mut out, Access::WriteAll, None)
+        .finish()
+        .unwrap();
+    assert_eq!(
+        merge_into(&g, &DeviceCaps::desktop(), &["draw"], "blit"),
+        Err(BreakReason::SamplesAttachment {
+            attachment: "color".into()
+        })
+    );
+}
+
+#[test]
+fn can_merge_refuses_a_pass_that_attaches_a_sampled_texture() {
+    // `read` samples `texture` and writes `color`; `reuse` reads `color` on
+    // tile but renders into `texture` again.
+    let mut g = FrameGraph::new(HD);
+    let mut texture = g.create_attachment("texture", rgba8());
+    let mut color = g.create_attachment("color", rgba8());
+    g.add_raster_pass("make")
+        .color(&mut texture, Access::WriteAll, None)
+        .finish()
+        .unwrap();
+    g.add_raster_pass("read")
+        .sample(&texture)
+        .color(&mut color, Access::WriteAll, None)
+        .finish()
+        .unwrap();
+    g.add_raster_pass("reuse")
+        .input(&color)
+        .color(&mut texture, Access::WriteAll, None)
+        .finish()
+        .unwrap();
+    assert_eq!(
+        merge_into(&g, &DeviceCaps::desktop(), &["read"], "reuse"),
+        Err(BreakReason::AttachesSampledTexture {
+            attachment: "texture".into()
+        })
+    );
+}
+
+#[test]
+fn can_merge_refuses_a_resolve_in_an_intermediate_subpass() {
+    let mut g = FrameGraph::new(HD);
+    let mut color = g.create_attachment("color", rgba8().with_samples(4));
+    let mut resolved = g.create_attachment("resolved", rgba8());
+    let mut ldr = g.create_attachment("ldr", rgba8().with_samples(4));
+    g.add_raster_pass("opaque")
+        .color(&mut color, Access::ReadWrite, Some(ClearValue::BLACK))
+        .resolve(&color, &mut resolved)
+        .finish()
+        .unwrap();
+    g.add_raster_pass("post")
+        .input(&color)
+        .color(&mut ldr, Access::WriteAll, None)
+        .finish()
+        .unwrap();
+    assert_eq!(
+        merge_into(&g, &DeviceCaps::desktop(), &["opaque"], "post"),
+        Err(BreakReason::IntermediateResolve {
+            attachment: "color".into()
+        })
+    );
+}
+
+#[test]
+fn can_merge_refuses_a_second_depth_attachment() {
+    let mut g = FrameGraph::new(HD);
+    let mut c = g.create_attachment("c", rgba8());
+    let mut d1 = g.create_attachment("d1", d24());
+    let mut d2 = g.create_attachment("d2", d24());
+    g.add_raster_pass("one")
+        .color(&mut c, Access::WriteAll, None)
+        .depth(&mut d1, Access::ReadWrite, Some(ClearValue::DEPTH_ONE))
+        .finish()
+        .unwrap();
+    g.add_raster_pass("two")
+        .color(&mut c, Access::ReadWrite, None)
+        .depth(&mut d2, Access::ReadWrite, Some(ClearValue::DEPTH_ONE))
+        .finish()
+        .unwrap();
+    assert_eq!(
+        merge_into(&g, &DeviceCaps::desktop(), &["one"], "two"),
+        Err(BreakReason::DifferentDepth {
+            prev: "d1".into(),
+            next: "d2".into()
+        })
+    );
+}
+
+#[test]
+fn can_merge_refuses_passes_that_share_nothing() {
+    let mut g = FrameGraph::new(HD);
+    let mut a = g.create_attachment("a", rgba8());
+    let mut b = g.create_attachment("b", rgba8());
+    g.add_raster_pass("pa")
+        .color(&mut a, Access::WriteAll, None)
+        .finish()
+        .unwrap();
+    g.add_raster_pass("pb")
+        .color(&mut b, Access::WriteAll, None)
+        .finish()
+        .unwrap();
+    assert_eq!(
+        merge_into(&g, &DeviceCaps::desktop(), &["pa"], "pb"),
+        Err(BreakReason::NothingShared)
+    );
+}
+
+#[test]
+fn can_merge_refuses_more_attachments_than_the_device_allows() {
+    // gb0..gb2 and hdr: four colour/input attachments, one over the limit.
+    let g = Chain::new(HD)
+        .gbuffer_count(3)
+        .hdr("hdr", Format::Rgba8Unorm)
+        .build();
+    let caps = DeviceCaps {
+        max_color_attachments: 3,
+        ..DeviceCaps::desktop()
+    };
+    assert_eq!(
+        merge_into(&g, &caps, &["gbuffer"], "lighting"),
+        Err(BreakReason::TooManyAttachments { needed: 4, max: 3 })
+    );
+}
+
+#[test]
+fn can_merge_refuses_more_input_attachments_than_the_device_allows() {
+    // Lighting reads gb0, tonemap reads hdr: one input each, two merged.
+    let g = Chain::new(HD)
+        .gbuffer_count(1)
+        .hdr("hdr", Format::Rgba8Unorm)
+        .build();
+    let caps = DeviceCaps {
+        max_input_attachments: 1,
+        ..DeviceCaps::desktop()
+    };
+    assert_eq!(
+        merge_into(&g, &caps, &["gbuffer", "lighting"], "tonemap"),
+        Err(BreakReason::TooManyInputAttachments { needed: 2, max: 1 })
+    );
+}
+
+#[test]
+fn can_merge_refuses_a_footprint_over_the_tile_budget() {
+    // 3 x RGBA8 + RGBA16F: 160 bits of colour per pixel, 20 bytes.
+    let g = Chain::new(HD)
+        .gbuffer_count(3)
+        .hdr("hdr", Format::Rgba16Float)
+        .build();
+    assert_eq!(
+        merge_into(&g, &DeviceCaps::mali_bifrost(), &["gbuffer"], "lighting"),
+        Err(BreakReason::TileBudgetExceeded {
+            bytes_per_pixel: 20,
+            verdict: TileVerdict::Spills {
+                used_bits: 160,
+                budget_bits: 128
+            }
+        })
+    );
+    // GMEM of 8 KiB holds one 32x16 bin of the 12-byte G-buffer (6 KiB),
+    // not of the merged 20 bytes (10 KiB).
+    let adreno = DeviceCaps::adreno(8 << 10);
+    assert!(candidate(&g, "gbuffer").footprint(&adreno).verdict.fits());
+    assert_eq!(
+        merge_into(&g, &adreno, &["gbuffer"], "lighting"),
+        Err(BreakReason::TileBudgetExceeded {
+            bytes_per_pixel: 20,
+            verdict: TileVerdict::GmemTooSmall {
+                bytes_per_pixel: 20
+            }
+        })
     );
 }

@@ -13,10 +13,7 @@
 //! render passes, the G-buffer stored and sampled). A camera whose tile tier fails at run time (pipeline or render pass creation, out of
 //! memory) drops to the next tier for the rest of the run.
 
-use crate::{
-    DeviceProfile, GpuModel, GpuVendor, GraphicsBackend,
-    device::{MaliArch, SampleCounts},
-};
+use crate::device::{DeviceProfile, GpuModel, GpuVendor, GraphicsBackend, MaliArch, SampleCounts};
 use bevy::{prelude::*, render::extract_component::ExtractComponent};
 use std::fmt;
 

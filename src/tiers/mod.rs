@@ -3,8 +3,9 @@
 //! The best path the device really supports is picked from the [`DeviceProfile`], the camera's
 //! requested MSAA and the user's [`TierSetting`], by rules written as data: each names its
 //! reason and, where there is one, the source that documents the vendor behaviour. Known driver
-//! bugs are [`Quirks`] the backend obeys. The decision is a component on the camera
-//! ([`TierDecision`]) that the inspector shows; it is logged once per camera.
+//! bugs are [`Quirks`] the backend obeys. [`decide`] is the whole policy, a pure function; the
+//! tile path applies its result, a component on the camera ([`TierDecision`]) that the
+//! inspector shows and the log records when it changes.
 //!
 //! Tiers, best first: [`RenderTier::TileDeferredMsaa`] (one native pass, multisampled
 //! transient G-buffer, edge-selective lighting, in-pass resolve), [`RenderTier::TileDeferred`]
@@ -334,6 +335,46 @@ pub fn choose_tier(
     }
 }
 
+/// Decides a tile camera's tier for this frame: [`choose_tier`], then what the camera and the
+/// run add to it.
+///
+/// - `merge_subpasses` off turns a merged tile tier into the [`RenderTier::Unmerged`] debug tier
+///   at the same sample count.
+/// - `failure` is a failure the render world reported for this camera since the last decision:
+///   the tier the camera rendered with (`previous`, else the fresh one) drops to its
+///   [`fallback`](RenderTier::fallback).
+/// - A failure is sticky: once `previous` records one, its tier is kept for the rest of the run,
+///   whatever the setting or the device say.
+///
+/// Pure: the caller logs the fallback (when `failure` is `Some`) and the decision.
+pub fn decide(
+    profile: &DeviceProfile,
+    requested_samples: u32,
+    setting: TierSetting,
+    merge_subpasses: bool,
+    previous: Option<&TierDecision>,
+    failure: Option<&str>,
+) -> TierDecision {
+    let mut decision = choose_tier(profile, requested_samples, setting);
+    if !merge_subpasses && decision.tier.is_tile() && !decision.tier.is_unmerged() {
+        decision.tier = decision.tier.unmerged();
+        decision.reasons.push(
+            "TileDeferred::merge_subpasses is off: separate render passes (debug)".to_string(),
+        );
+    }
+    // A failure lowers the tier for the rest of the run.
+    let earlier_failure = previous.and_then(|previous| previous.failure.as_deref());
+    if let Some(why) = failure.or(earlier_failure) {
+        let mut tier = previous.map_or(decision.tier, |previous| previous.tier);
+        if failure.is_some() {
+            tier = tier.fallback();
+        }
+        decision.tier = tier;
+        decision.failure = Some(why.to_string());
+    }
+    decision
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -568,6 +609,185 @@ mod tests {
         let forced = choose_tier(&metal, 1, TierSetting::Force(RenderTier::TileDeferred));
         assert_eq!(forced.tier, RenderTier::Forward);
         assert!(forced.summary().contains("cannot run it"));
+    }
+
+    fn lavapipe() -> DeviceProfile {
+        vulkan(0x10005, "llvmpipe (LLVM 15.0.6, 256 bits)", 0b101, 0b101)
+    }
+
+    /// `decide` for a camera with no history: merged, no failure.
+    fn fresh(profile: &DeviceProfile, samples: u32, setting: TierSetting) -> TierDecision {
+        decide(profile, samples, setting, true, None, None)
+    }
+
+    #[test]
+    fn decide_without_history_is_choose_tier() {
+        let msaa4 = RenderTier::TileDeferredMsaa { samples: 4 };
+        for (samples, setting, expected) in [
+            (4, TierSetting::Auto, msaa4),
+            (1, TierSetting::Auto, RenderTier::TileDeferred),
+            (4, TierSetting::Force(msaa4), msaa4),
+            (
+                4,
+                TierSetting::Force(RenderTier::TileDeferred),
+                RenderTier::TileDeferred,
+            ),
+            (
+                4,
+                TierSetting::Force(RenderTier::Forward),
+                RenderTier::Forward,
+            ),
+            (
+                1,
+                TierSetting::Force(RenderTier::Unmerged { samples: 1 }),
+                RenderTier::Unmerged { samples: 1 },
+            ),
+            (
+                4,
+                TierSetting::Force(RenderTier::Unmerged { samples: 4 }),
+                RenderTier::Unmerged { samples: 4 },
+            ),
+        ] {
+            let decision = fresh(&lavapipe(), samples, setting);
+            assert_eq!(decision, choose_tier(&lavapipe(), samples, setting));
+            assert_eq!(decision.tier, expected, "{setting:?}");
+            assert_eq!(decision.failure, None);
+            if let TierSetting::Force(forced) = setting {
+                assert!(decision.summary().contains("forced by"), "{decision:?}");
+                assert!(decision.summary().contains(&forced.to_string()));
+            }
+        }
+        // A forced tile tier where the device cannot run the tile path: forward, and why.
+        let metal = with(lavapipe(), |p| {
+            p.backend = GraphicsBackend::Metal;
+            p.vulkan = None;
+        });
+        let decision = fresh(&metal, 4, TierSetting::Force(RenderTier::TileDeferred));
+        assert_eq!(decision.tier, RenderTier::Forward);
+        assert!(decision.summary().contains("cannot run it"));
+    }
+
+    #[test]
+    fn merging_off_renders_the_tile_tier_unmerged() {
+        let unmerged = |samples, setting| decide(&lavapipe(), samples, setting, false, None, None);
+        // Auto, and a forced merged tier, keep their sample count, with the reason.
+        for (samples, setting, expected) in [
+            (4, TierSetting::Auto, RenderTier::Unmerged { samples: 4 }),
+            (1, TierSetting::Auto, RenderTier::Unmerged { samples: 1 }),
+            (
+                4,
+                TierSetting::Force(RenderTier::TileDeferred),
+                RenderTier::Unmerged { samples: 1 },
+            ),
+        ] {
+            let decision = unmerged(samples, setting);
+            assert_eq!(decision.tier, expected, "{setting:?}");
+            assert!(
+                decision.summary().contains("merge_subpasses is off"),
+                "{decision:?}"
+            );
+        }
+        // Already unmerged: unchanged, no second reason.
+        let forced = TierSetting::Force(RenderTier::Unmerged { samples: 4 });
+        assert_eq!(unmerged(4, forced), fresh(&lavapipe(), 4, forced));
+        // Forward has nothing to merge, forced or where the tile path cannot run.
+        let forward = unmerged(4, TierSetting::Force(RenderTier::Forward));
+        assert_eq!(forward.tier, RenderTier::Forward);
+        assert!(!forward.summary().contains("merge_subpasses"));
+        let samsung = with(vulkan(0x13B5, "Mali-G77", 0b1111, 0b1111), |p| {
+            p.driver_info = "Samsung Exynos 990 driver".into();
+        });
+        let decision = decide(&samsung, 4, TierSetting::Auto, false, None, None);
+        assert_eq!(decision.tier, RenderTier::Forward);
+        assert!(!decision.summary().contains("merge_subpasses"));
+    }
+
+    #[test]
+    fn a_failure_lowers_the_tier_and_sticks() {
+        let msaa4 = RenderTier::TileDeferredMsaa { samples: 4 };
+        let auto =
+            |previous, failure| decide(&lavapipe(), 4, TierSetting::Auto, true, previous, failure);
+        let first = auto(None, None);
+        assert_eq!(first.tier, msaa4);
+
+        // A failure lowers the tier the camera rendered with, and records why.
+        let lowered = auto(Some(&first), Some("render pass creation failed"));
+        assert_eq!(lowered.tier, RenderTier::TileDeferred);
+        assert_eq!(
+            lowered.failure.as_deref(),
+            Some("render pass creation failed")
+        );
+        // The device, the setting and the reasons are still those of a fresh decision.
+        assert_eq!(lowered.reasons, first.reasons);
+        assert_eq!(lowered.quirks, first.quirks);
+
+        // Sticky: the next frames keep the lowered tier and the failure, though the device
+        // would run the higher one...
+        let next = auto(Some(&lowered), None);
+        assert_eq!(next, lowered);
+        // ...and whatever the camera asks for now.
+        let forced = decide(
+            &lavapipe(),
+            4,
+            TierSetting::Force(msaa4),
+            true,
+            Some(&lowered),
+            None,
+        );
+        assert_eq!(forced.tier, RenderTier::TileDeferred);
+        assert_eq!(forced.failure, lowered.failure);
+
+        // A second failure lowers again, from the tier in use; the newest reason is kept.
+        let forward = auto(Some(&next), Some("out of device memory"));
+        assert_eq!(forward.tier, RenderTier::Forward);
+        assert_eq!(forward.failure.as_deref(), Some("out of device memory"));
+        // Forward is the floor.
+        assert_eq!(
+            auto(Some(&forward), Some("again")).tier,
+            RenderTier::Forward
+        );
+
+        // Without a previous decision the fresh tier is lowered.
+        assert_eq!(auto(None, Some("failed")).tier, RenderTier::TileDeferred);
+        // The unmerged tier falls back to forward.
+        let unmerged = decide(&lavapipe(), 4, TierSetting::Auto, false, None, None);
+        let failed = decide(
+            &lavapipe(),
+            4,
+            TierSetting::Auto,
+            false,
+            Some(&unmerged),
+            Some("failed"),
+        );
+        assert_eq!(failed.tier, RenderTier::Forward);
+    }
+
+    #[test]
+    fn without_a_failure_the_previous_tier_is_not_kept() {
+        // A previous decision without a failure pins nothing: a new setting takes effect.
+        let forward = fresh(&lavapipe(), 4, TierSetting::Force(RenderTier::Forward));
+        let auto = decide(
+            &lavapipe(),
+            4,
+            TierSetting::Auto,
+            true,
+            Some(&forward),
+            None,
+        );
+        assert_eq!(auto, fresh(&lavapipe(), 4, TierSetting::Auto));
+        assert_eq!(auto.tier, RenderTier::TileDeferredMsaa { samples: 4 });
+        // Nor does a change of MSAA or of merging.
+        let msaa_off = decide(&lavapipe(), 1, TierSetting::Auto, true, Some(&auto), None);
+        assert_eq!(msaa_off.tier, RenderTier::TileDeferred);
+        let unmerged = decide(
+            &lavapipe(),
+            1,
+            TierSetting::Auto,
+            false,
+            Some(&msaa_off),
+            None,
+        );
+        assert_eq!(unmerged.tier, RenderTier::Unmerged { samples: 1 });
     }
 
     #[test]

@@ -47,31 +47,20 @@ pub(super) fn route_cameras(
             // Until the device is probed (first frame), the tile schedule renders.
             (Some(_), None) => previous.cloned(),
             (Some(tile), Some(profile)) => {
-                let requested = msaa.map_or(1, |m| m.samples());
-                let mut decision = tiers::choose_tier(profile, requested, tile.tier);
-                if !tile.merge_subpasses && decision.tier.is_tile() && !decision.tier.is_unmerged()
-                {
-                    decision.tier = decision.tier.unmerged();
-                    decision.reasons.push(
-                        "TileDeferred::merge_subpasses is off: separate render passes (debug)"
-                            .to_string(),
-                    );
-                }
-                // A failure lowers the tier for the rest of the run.
-                let failure = failures
-                    .get(&entity)
-                    .cloned()
-                    .or_else(|| previous.and_then(|p| p.failure.clone()));
+                let failure = failures.get(&entity).map(String::as_str);
+                let decision = tiers::decide(
+                    profile,
+                    msaa.map_or(1, |m| m.samples()),
+                    tile.tier,
+                    tile.merge_subpasses,
+                    previous,
+                    failure,
+                );
                 if let Some(failure) = failure {
-                    let mut tier = previous.map_or(decision.tier, |p| p.tier);
-                    if failures.contains_key(&entity) {
-                        tier = tier.fallback();
-                        error!(
-                            "bevy_tile_deferred: camera {entity}: {failure}; falling back to {tier}"
-                        );
-                    }
-                    decision.tier = tier;
-                    decision.failure = Some(failure);
+                    error!(
+                        "bevy_tile_deferred: camera {entity}: {failure}; falling back to {}",
+                        decision.tier
+                    );
                 }
                 Some(decision)
             }

@@ -5,10 +5,10 @@
 //! In the render world, [`take_over_msaa`] hides a tile camera's MSAA from Bevy's view
 //! preparation.
 
-use super::{TileDeferred, TileDeferredGraph, report};
+use super::{TileDeferred, TileDeferredGraph, plan, report};
 use crate::{
     device::DeviceProfile,
-    tiers::{self, TierDecision},
+    tiers::{self, PlanRequirements, TierDecision},
 };
 use bevy::{
     core_pipeline::schedule::Core3d,
@@ -39,6 +39,7 @@ pub(super) fn route_cameras(
     mut cameras: RoutedCameras,
     profile: Option<Res<DeviceProfile>>,
     reports: Res<report::TileRenderReports>,
+    mut requirements: Local<Option<PlanRequirements>>,
 ) {
     let failures = reports.take_failures();
     for (entity, mut graph, tile, msaa, previous) in &mut cameras {
@@ -50,6 +51,7 @@ pub(super) fn route_cameras(
                 let failure = failures.get(&entity).map(String::as_str);
                 let decision = tiers::decide(
                     profile,
+                    requirements.get_or_insert_with(plan::requirements),
                     msaa.map_or(1, |m| m.samples()),
                     tile.tier,
                     tile.merge_subpasses,

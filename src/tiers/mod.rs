@@ -1,10 +1,12 @@
 //! Device tiers: which path a camera renders with on this device, and why.
 //!
-//! The best path the device really supports is picked from the [`DeviceProfile`], the camera's
-//! requested MSAA and the user's [`TierSetting`], by rules written as data: each names its
-//! reason and, where there is one, the source that documents the vendor behaviour. Known driver
-//! bugs are [`Quirks`] the backend obeys. The decision is a component on the camera
-//! ([`TierDecision`]) that the inspector shows; it is logged once per camera.
+//! The best path the device really supports is picked from the [`DeviceProfile`], what the tile
+//! path's frame asks of it ([`PlanRequirements`]), the camera's requested MSAA and the user's
+//! [`TierSetting`], by rules written as data: each names its reason and, where there is one, the
+//! source that documents the vendor behaviour. Known driver bugs are [`Quirks`] the backend
+//! obeys. [`decide`] is the whole policy, a pure function; the tile path applies its result, a
+//! component on the camera ([`TierDecision`]) that the inspector shows and the log records when
+//! it changes.
 //!
 //! Tiers, best first: [`RenderTier::TileDeferredMsaa`] (one native pass, multisampled
 //! transient G-buffer, edge-selective lighting, in-pass resolve), [`RenderTier::TileDeferred`]
@@ -13,10 +15,7 @@
 //! render passes, the G-buffer stored and sampled). A camera whose tile tier fails at run time (pipeline or render pass creation, out of
 //! memory) drops to the next tier for the rest of the run.
 
-use crate::{
-    DeviceProfile, GpuModel, GpuVendor, GraphicsBackend,
-    device::{MaliArch, SampleCounts},
-};
+use crate::device::{DeviceProfile, GpuModel, GpuVendor, GraphicsBackend, MaliArch, SampleCounts};
 use bevy::{prelude::*, render::extract_component::ExtractComponent};
 use std::fmt;
 
@@ -162,11 +161,58 @@ impl TierDecision {
     }
 }
 
+/// What the tile path's frame asks of one subpass, for the rules to check the device's limits
+/// against. The tile path counts it from the passes it declares
+/// (`tile_deferred::plan::requirements`), so it is stated once, by the plan.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlanRequirements {
+    /// The subpass writing the most colour attachments.
+    pub color_pass: String,
+    /// How many colour attachments it writes.
+    pub color_attachments: u32,
+    /// Whether it also has a depth attachment. The colour-attachment rule counts it as one more
+    /// colour attachment.
+    pub color_pass_depth: bool,
+    /// The subpass reading the most input attachments.
+    pub input_pass: String,
+    /// The attachments it reads as input attachments (on tile), in declaration order.
+    pub input_attachments: Vec<String>,
+}
+
+impl PlanRequirements {
+    /// The colour attachments per subpass the device must allow: the colour pass's colour
+    /// attachments, plus one for its depth attachment.
+    fn color_slots(&self) -> u32 {
+        self.color_attachments + u32::from(self.color_pass_depth)
+    }
+
+    /// The input attachments per fragment shader the device must allow.
+    fn input_slots(&self) -> u32 {
+        self.input_attachments.len() as u32
+    }
+}
+
 /// A tier rule: when it applies, what it changes, and why.
 struct Rule {
-    applies: fn(&DeviceProfile) -> bool,
+    applies: fn(&DeviceProfile, &PlanRequirements) -> bool,
     effect: Effect,
-    reason: &'static str,
+    reason: Reason,
+}
+
+/// A rule's reason: fixed text, or text naming what the plan asks.
+#[derive(Clone, Copy)]
+enum Reason {
+    Text(&'static str),
+    Plan(fn(&PlanRequirements) -> String),
+}
+
+impl Reason {
+    fn describe(self, plan: &PlanRequirements) -> String {
+        match self {
+            Self::Text(text) => text.to_string(),
+            Self::Plan(describe) => describe(plan),
+        }
+    }
 }
 
 #[derive(Clone, Copy)]
@@ -179,6 +225,15 @@ enum Effect {
     Quirk(Quirks),
 }
 
+/// `a, b, c and d`.
+fn and_list(items: &[String]) -> String {
+    match items {
+        [] => String::new(),
+        [only] => only.clone(),
+        [first @ .., last] => format!("{} and {last}", first.join(", ")),
+    }
+}
+
 fn adreno_series(profile: &DeviceProfile) -> Option<u32> {
     (profile.vendor == GpuVendor::Qualcomm)
         .then(|| profile.model.adreno_series())
@@ -188,38 +243,60 @@ fn adreno_series(profile: &DeviceProfile) -> Option<u32> {
 /// The rules, in order. Data, not code paths: add a row to teach the crate about a device.
 const RULES: &[Rule] = &[
     Rule {
-        applies: |p| p.backend != GraphicsBackend::Vulkan,
+        applies: |p, _| p.backend != GraphicsBackend::Vulkan,
         effect: Effect::ForwardOnly,
-        reason: "not Vulkan: subpasses, input attachments and memoryless attachments need the \
-                 Vulkan backend",
+        reason: Reason::Text(
+            "not Vulkan: subpasses, input attachments and memoryless attachments need the \
+             Vulkan backend",
+        ),
     },
     Rule {
-        applies: |p| {
+        applies: |p, plan| {
             p.vulkan
                 .as_ref()
-                .is_some_and(|vk| vk.max_color_attachments < 5)
+                .is_some_and(|vk| vk.max_color_attachments < plan.color_slots())
         },
         effect: Effect::ForwardOnly,
-        reason: "fewer than 5 colour attachments per subpass (the G-buffer subpass writes 4 \
-                 plus depth, the tonemap subpass 1)",
+        reason: Reason::Plan(|plan| {
+            format!(
+                "fewer than {} colour attachments per subpass (the {} subpass writes {}{})",
+                plan.color_slots(),
+                plan.color_pass,
+                plan.color_attachments,
+                if plan.color_pass_depth {
+                    " plus depth"
+                } else {
+                    ""
+                }
+            )
+        }),
     },
     Rule {
-        applies: |p| {
+        applies: |p, plan| {
             p.vulkan
                 .as_ref()
-                .is_some_and(|vk| vk.max_per_stage_input_attachments < 4)
+                .is_some_and(|vk| vk.max_per_stage_input_attachments < plan.input_slots())
         },
         effect: Effect::ForwardOnly,
-        reason: "fewer than 4 input attachments per fragment shader (lighting reads albedo, \
-                 normal, material and depth on tile)",
+        reason: Reason::Plan(|plan| {
+            format!(
+                "fewer than {} input attachments per fragment shader (the {} subpass reads {} \
+                 on tile)",
+                plan.input_slots(),
+                plan.input_pass,
+                and_list(&plan.input_attachments)
+            )
+        }),
     },
     Rule {
-        applies: |p| adreno_series(p).is_some_and(|s| s <= 6),
+        applies: |p, _| adreno_series(p).is_some_and(|s| s <= 6),
         effect: Effect::NoTileMsaa,
-        reason: "Adreno 6xx and older: subpass + MSAA is unreliable (seed 004; Godot #81910)",
+        reason: Reason::Text(
+            "Adreno 6xx and older: subpass + MSAA is unreliable (seed 004; Godot #81910)",
+        ),
     },
     Rule {
-        applies: |p| {
+        applies: |p, _| {
             matches!(
                 p.model,
                 GpuModel::Mali {
@@ -232,16 +309,20 @@ const RULES: &[Rule] = &[
             )
         },
         effect: Effect::NoTileMsaa,
-        reason: "early Mali-G (G71/G72) and Midgard: subpass + MSAA splits the pass (seed 004; \
-                 Godot #82175)",
+        reason: Reason::Text(
+            "early Mali-G (G71/G72) and Midgard: subpass + MSAA splits the pass (seed 004; \
+             Godot #82175)",
+        ),
     },
     Rule {
-        applies: |p| p.vendor == GpuVendor::Qualcomm,
+        applies: |p, _| p.vendor == GpuVendor::Qualcomm,
         effect: Effect::Quirk(Quirks::ADRENO_NO_EMPTY_RESOLVE_LIST),
-        reason: "Adreno: never pass an empty resolve attachment list (Filament's quirk)",
+        reason: Reason::Text(
+            "Adreno: never pass an empty resolve attachment list (Filament's quirk)",
+        ),
     },
     Rule {
-        applies: |p| {
+        applies: |p, _| {
             p.vendor == GpuVendor::Arm
                 && p.driver_info.to_ascii_lowercase().contains("samsung")
                 && matches!(
@@ -253,8 +334,10 @@ const RULES: &[Rule] = &[
                 )
         },
         effect: Effect::ForwardOnly,
-        reason: "Samsung Exynos Mali-G76/G77 drivers were reported not to merge subpasses \
-                 (Arm community forum): the tile path would save nothing",
+        reason: Reason::Text(
+            "Samsung Exynos Mali-G76/G77 drivers were reported not to merge subpasses \
+             (Arm community forum): the tile path would save nothing",
+        ),
     },
 ];
 
@@ -265,9 +348,11 @@ fn tile_sample_counts(profile: &DeviceProfile) -> SampleCounts {
     })
 }
 
-/// Picks the tier for a camera asking for `requested_samples` MSAA with `setting`.
+/// Picks the tier for a camera asking for `requested_samples` MSAA with `setting`, on a device
+/// that must fit what the tile path's frame asks (`plan`).
 pub fn choose_tier(
     profile: &DeviceProfile,
+    plan: &PlanRequirements,
     requested_samples: u32,
     setting: TierSetting,
 ) -> TierDecision {
@@ -275,14 +360,14 @@ pub fn choose_tier(
     let mut quirks = Quirks::default();
     let mut forward_only = false;
     let mut no_tile_msaa = false;
-    for rule in RULES.iter().filter(|rule| (rule.applies)(profile)) {
+    for rule in RULES.iter().filter(|rule| (rule.applies)(profile, plan)) {
         match rule.effect {
             Effect::ForwardOnly => forward_only = true,
             Effect::NoTileMsaa => no_tile_msaa = requested_samples > 1,
             Effect::Quirk(quirk) => quirks.insert(quirk),
         }
         if !matches!(rule.effect, Effect::NoTileMsaa) || requested_samples > 1 {
-            reasons.push(rule.reason.to_string());
+            reasons.push(rule.reason.describe(plan));
         }
     }
     let best = if forward_only {
@@ -337,6 +422,47 @@ pub fn choose_tier(
     }
 }
 
+/// Decides a tile camera's tier for this frame: [`choose_tier`], then what the camera and the
+/// run add to it.
+///
+/// - `merge_subpasses` off turns a merged tile tier into the [`RenderTier::Unmerged`] debug tier
+///   at the same sample count.
+/// - `failure` is a failure the render world reported for this camera since the last decision:
+///   the tier the camera rendered with (`previous`, else the fresh one) drops to its
+///   [`fallback`](RenderTier::fallback).
+/// - A failure is sticky: once `previous` records one, its tier is kept for the rest of the run,
+///   whatever the setting or the device say.
+///
+/// Pure: the caller logs the fallback (when `failure` is `Some`) and the decision.
+pub fn decide(
+    profile: &DeviceProfile,
+    plan: &PlanRequirements,
+    requested_samples: u32,
+    setting: TierSetting,
+    merge_subpasses: bool,
+    previous: Option<&TierDecision>,
+    failure: Option<&str>,
+) -> TierDecision {
+    let mut decision = choose_tier(profile, plan, requested_samples, setting);
+    if !merge_subpasses && decision.tier.is_tile() && !decision.tier.is_unmerged() {
+        decision.tier = decision.tier.unmerged();
+        decision.reasons.push(
+            "TileDeferred::merge_subpasses is off: separate render passes (debug)".to_string(),
+        );
+    }
+    // A failure lowers the tier for the rest of the run.
+    let earlier_failure = previous.and_then(|previous| previous.failure.as_deref());
+    if let Some(why) = failure.or(earlier_failure) {
+        let mut tier = previous.map_or(decision.tier, |previous| previous.tier);
+        if failure.is_some() {
+            tier = tier.fallback();
+        }
+        decision.tier = tier;
+        decision.failure = Some(why.to_string());
+    }
+    decision
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -373,6 +499,20 @@ mod tests {
                 create_renderpass2_enabled: true,
                 enabled_extensions: Vec::new(),
             }),
+        }
+    }
+
+    /// What the tile path's frame asks today (`tile_deferred::plan::requirements`, whose test
+    /// checks these counts against the declared passes).
+    fn plan() -> PlanRequirements {
+        PlanRequirements {
+            color_pass: "gbuffer".into(),
+            color_attachments: 4,
+            color_pass_depth: true,
+            input_pass: "lighting".into(),
+            input_attachments: ["albedo_occlusion", "normal", "material", "depth"]
+                .map(String::from)
+                .to_vec(),
         }
     }
 
@@ -515,7 +655,7 @@ mod tests {
         ];
         assert!(table.len() >= 15);
         for (profile, expected, reason) in table {
-            let decision = choose_tier(&profile, 4, TierSetting::Auto);
+            let decision = choose_tier(&profile, &plan(), 4, TierSetting::Auto);
             assert_eq!(
                 decision.tier, expected,
                 "{}: {:?}",
@@ -534,12 +674,14 @@ mod tests {
     fn quirks_are_set_for_their_vendor_only() {
         let adreno = choose_tier(
             &vulkan(0x5143, "Adreno (TM) 740", 0b111, 0b111),
+            &plan(),
             1,
             TierSetting::Auto,
         );
         assert!(adreno.quirks.contains(Quirks::ADRENO_NO_EMPTY_RESOLVE_LIST));
         let mali = choose_tier(
             &vulkan(0x13B5, "Mali-G78", 0b111, 0b111),
+            &plan(),
             1,
             TierSetting::Auto,
         );
@@ -550,27 +692,292 @@ mod tests {
     fn msaa_counts_and_forcing() {
         let lavapipe = vulkan(0x10005, "llvmpipe (LLVM 15.0.6, 256 bits)", 0b101, 0b101);
         // 8x asked, 1/4 supported: 4x with the reason.
-        let decision = choose_tier(&lavapipe, 8, TierSetting::Auto);
+        let decision = choose_tier(&lavapipe, &plan(), 8, TierSetting::Auto);
         assert_eq!(decision.tier, RenderTier::TileDeferredMsaa { samples: 4 });
         assert!(decision.summary().contains("8x MSAA requested"));
         // 2x asked: no 2x, so no MSAA on the tile path.
         assert_eq!(
-            choose_tier(&lavapipe, 2, TierSetting::Auto).tier,
+            choose_tier(&lavapipe, &plan(), 2, TierSetting::Auto).tier,
             RenderTier::TileDeferred
         );
         // No MSAA asked.
         assert_eq!(
-            choose_tier(&lavapipe, 1, TierSetting::Auto).tier,
+            choose_tier(&lavapipe, &plan(), 1, TierSetting::Auto).tier,
             RenderTier::TileDeferred
         );
         // Forcing Forward always works; forcing a tile tier off Vulkan does not.
-        let forced = choose_tier(&lavapipe, 4, TierSetting::Force(RenderTier::Forward));
+        let forced = choose_tier(
+            &lavapipe,
+            &plan(),
+            4,
+            TierSetting::Force(RenderTier::Forward),
+        );
         assert_eq!(forced.tier, RenderTier::Forward);
         let mut metal = lavapipe.clone();
         metal.backend = GraphicsBackend::Metal;
-        let forced = choose_tier(&metal, 1, TierSetting::Force(RenderTier::TileDeferred));
+        let forced = choose_tier(
+            &metal,
+            &plan(),
+            1,
+            TierSetting::Force(RenderTier::TileDeferred),
+        );
         assert_eq!(forced.tier, RenderTier::Forward);
         assert!(forced.summary().contains("cannot run it"));
+    }
+
+    fn lavapipe() -> DeviceProfile {
+        vulkan(0x10005, "llvmpipe (LLVM 15.0.6, 256 bits)", 0b101, 0b101)
+    }
+
+    /// `decide` for a camera with no history: merged, no failure.
+    fn fresh(profile: &DeviceProfile, samples: u32, setting: TierSetting) -> TierDecision {
+        decide(profile, &plan(), samples, setting, true, None, None)
+    }
+
+    #[test]
+    fn decide_without_history_is_choose_tier() {
+        let msaa4 = RenderTier::TileDeferredMsaa { samples: 4 };
+        for (samples, setting, expected) in [
+            (4, TierSetting::Auto, msaa4),
+            (1, TierSetting::Auto, RenderTier::TileDeferred),
+            (4, TierSetting::Force(msaa4), msaa4),
+            (
+                4,
+                TierSetting::Force(RenderTier::TileDeferred),
+                RenderTier::TileDeferred,
+            ),
+            (
+                4,
+                TierSetting::Force(RenderTier::Forward),
+                RenderTier::Forward,
+            ),
+            (
+                1,
+                TierSetting::Force(RenderTier::Unmerged { samples: 1 }),
+                RenderTier::Unmerged { samples: 1 },
+            ),
+            (
+                4,
+                TierSetting::Force(RenderTier::Unmerged { samples: 4 }),
+                RenderTier::Unmerged { samples: 4 },
+            ),
+        ] {
+            let decision = fresh(&lavapipe(), samples, setting);
+            assert_eq!(
+                decision,
+                choose_tier(&lavapipe(), &plan(), samples, setting)
+            );
+            assert_eq!(decision.tier, expected, "{setting:?}");
+            assert_eq!(decision.failure, None);
+            if let TierSetting::Force(forced) = setting {
+                assert!(decision.summary().contains("forced by"), "{decision:?}");
+                assert!(decision.summary().contains(&forced.to_string()));
+            }
+        }
+        // A forced tile tier where the device cannot run the tile path: forward, and why.
+        let metal = with(lavapipe(), |p| {
+            p.backend = GraphicsBackend::Metal;
+            p.vulkan = None;
+        });
+        let decision = fresh(&metal, 4, TierSetting::Force(RenderTier::TileDeferred));
+        assert_eq!(decision.tier, RenderTier::Forward);
+        assert!(decision.summary().contains("cannot run it"));
+    }
+
+    #[test]
+    fn merging_off_renders_the_tile_tier_unmerged() {
+        let unmerged =
+            |samples, setting| decide(&lavapipe(), &plan(), samples, setting, false, None, None);
+        // Auto, and a forced merged tier, keep their sample count, with the reason.
+        for (samples, setting, expected) in [
+            (4, TierSetting::Auto, RenderTier::Unmerged { samples: 4 }),
+            (1, TierSetting::Auto, RenderTier::Unmerged { samples: 1 }),
+            (
+                4,
+                TierSetting::Force(RenderTier::TileDeferred),
+                RenderTier::Unmerged { samples: 1 },
+            ),
+        ] {
+            let decision = unmerged(samples, setting);
+            assert_eq!(decision.tier, expected, "{setting:?}");
+            assert!(
+                decision.summary().contains("merge_subpasses is off"),
+                "{decision:?}"
+            );
+        }
+        // Already unmerged: unchanged, no second reason.
+        let forced = TierSetting::Force(RenderTier::Unmerged { samples: 4 });
+        assert_eq!(unmerged(4, forced), fresh(&lavapipe(), 4, forced));
+        // Forward has nothing to merge, forced or where the tile path cannot run.
+        let forward = unmerged(4, TierSetting::Force(RenderTier::Forward));
+        assert_eq!(forward.tier, RenderTier::Forward);
+        assert!(!forward.summary().contains("merge_subpasses"));
+        let samsung = with(vulkan(0x13B5, "Mali-G77", 0b1111, 0b1111), |p| {
+            p.driver_info = "Samsung Exynos 990 driver".into();
+        });
+        let decision = decide(&samsung, &plan(), 4, TierSetting::Auto, false, None, None);
+        assert_eq!(decision.tier, RenderTier::Forward);
+        assert!(!decision.summary().contains("merge_subpasses"));
+    }
+
+    #[test]
+    fn a_failure_lowers_the_tier_and_sticks() {
+        let msaa4 = RenderTier::TileDeferredMsaa { samples: 4 };
+        let auto = |previous, failure| {
+            decide(
+                &lavapipe(),
+                &plan(),
+                4,
+                TierSetting::Auto,
+                true,
+                previous,
+                failure,
+            )
+        };
+        let first = auto(None, None);
+        assert_eq!(first.tier, msaa4);
+
+        // A failure lowers the tier the camera rendered with, and records why.
+        let lowered = auto(Some(&first), Some("render pass creation failed"));
+        assert_eq!(lowered.tier, RenderTier::TileDeferred);
+        assert_eq!(
+            lowered.failure.as_deref(),
+            Some("render pass creation failed")
+        );
+        // The device, the setting and the reasons are still those of a fresh decision.
+        assert_eq!(lowered.reasons, first.reasons);
+        assert_eq!(lowered.quirks, first.quirks);
+
+        // Sticky: the next frames keep the lowered tier and the failure, though the device
+        // would run the higher one...
+        let next = auto(Some(&lowered), None);
+        assert_eq!(next, lowered);
+        // ...and whatever the camera asks for now.
+        let forced = decide(
+            &lavapipe(),
+            &plan(),
+            4,
+            TierSetting::Force(msaa4),
+            true,
+            Some(&lowered),
+            None,
+        );
+        assert_eq!(forced.tier, RenderTier::TileDeferred);
+        assert_eq!(forced.failure, lowered.failure);
+
+        // A second failure lowers again, from the tier in use; the newest reason is kept.
+        let forward = auto(Some(&next), Some("out of device memory"));
+        assert_eq!(forward.tier, RenderTier::Forward);
+        assert_eq!(forward.failure.as_deref(), Some("out of device memory"));
+        // Forward is the floor.
+        assert_eq!(
+            auto(Some(&forward), Some("again")).tier,
+            RenderTier::Forward
+        );
+
+        // Without a previous decision the fresh tier is lowered.
+        assert_eq!(auto(None, Some("failed")).tier, RenderTier::TileDeferred);
+        // The unmerged tier falls back to forward.
+        let unmerged = decide(
+            &lavapipe(),
+            &plan(),
+            4,
+            TierSetting::Auto,
+            false,
+            None,
+            None,
+        );
+        let failed = decide(
+            &lavapipe(),
+            &plan(),
+            4,
+            TierSetting::Auto,
+            false,
+            Some(&unmerged),
+            Some("failed"),
+        );
+        assert_eq!(failed.tier, RenderTier::Forward);
+    }
+
+    #[test]
+    fn without_a_failure_the_previous_tier_is_not_kept() {
+        // A previous decision without a failure pins nothing: a new setting takes effect.
+        let forward = fresh(&lavapipe(), 4, TierSetting::Force(RenderTier::Forward));
+        let auto = decide(
+            &lavapipe(),
+            &plan(),
+            4,
+            TierSetting::Auto,
+            true,
+            Some(&forward),
+            None,
+        );
+        assert_eq!(auto, fresh(&lavapipe(), 4, TierSetting::Auto));
+        assert_eq!(auto.tier, RenderTier::TileDeferredMsaa { samples: 4 });
+        // Nor does a change of MSAA or of merging.
+        let msaa_off = decide(
+            &lavapipe(),
+            &plan(),
+            1,
+            TierSetting::Auto,
+            true,
+            Some(&auto),
+            None,
+        );
+        assert_eq!(msaa_off.tier, RenderTier::TileDeferred);
+        let unmerged = decide(
+            &lavapipe(),
+            &plan(),
+            1,
+            TierSetting::Auto,
+            false,
+            Some(&msaa_off),
+            None,
+        );
+        assert_eq!(unmerged.tier, RenderTier::Unmerged { samples: 1 });
+    }
+
+    #[test]
+    fn the_attachment_rules_check_what_the_plan_asks() {
+        // 4 colour attachments allowed; the G-buffer subpass writes 4 plus depth.
+        let four_colour = with(lavapipe(), |p| {
+            p.vulkan.as_mut().unwrap().max_color_attachments = 4;
+        });
+        let decision = choose_tier(&four_colour, &plan(), 1, TierSetting::Auto);
+        assert_eq!(decision.tier, RenderTier::Forward);
+        assert_eq!(
+            decision.reasons,
+            [
+                "fewer than 5 colour attachments per subpass (the gbuffer subpass writes 4 plus \
+              depth)"
+            ]
+        );
+        let smaller = PlanRequirements {
+            color_attachments: 3,
+            ..plan()
+        };
+        let decision = choose_tier(&four_colour, &smaller, 1, TierSetting::Auto);
+        assert_eq!(decision.tier, RenderTier::TileDeferred);
+
+        // 3 input attachments allowed; lighting reads 4.
+        let three_inputs = with(lavapipe(), |p| {
+            p.vulkan.as_mut().unwrap().max_per_stage_input_attachments = 3;
+        });
+        let decision = choose_tier(&three_inputs, &plan(), 1, TierSetting::Auto);
+        assert_eq!(decision.tier, RenderTier::Forward);
+        assert_eq!(
+            decision.reasons,
+            [
+                "fewer than 4 input attachments per fragment shader (the lighting subpass reads \
+              albedo_occlusion, normal, material and depth on tile)"
+            ]
+        );
+        let smaller = PlanRequirements {
+            input_attachments: plan().input_attachments[..3].to_vec(),
+            ..plan()
+        };
+        let decision = choose_tier(&three_inputs, &smaller, 1, TierSetting::Auto);
+        assert_eq!(decision.tier, RenderTier::TileDeferred);
     }
 
     #[test]

@@ -80,10 +80,7 @@ fn no_file_of_the_tile_path_imports_its_importers() {
             return;
         }
         if let Some(start) = path.iter().position(|m| m == module) {
-            panic!(
-                "import circle: {} -> {module}",
-                path[start..].join(" -> ")
-            );
+            panic!("import circle: {} -> {module}", path[start..].join(" -> "));
         }
         path.push(module.to_owned());
         for next in &graph[module] {

@@ -38,6 +38,7 @@ pub(crate) mod plan;
 mod record;
 pub mod report;
 mod resources;
+mod route;
 mod scene;
 #[doc(hidden)]
 pub use scene::{TileFaultInjection, TileNoStencilSplit};
@@ -46,20 +47,16 @@ mod view;
 use backend::TileBackend;
 
 use crate::{
-    DeviceProfile,
-    tiers::{self, TierDecision, TierSetting},
+    tiers::{TierDecision, TierSetting},
     vulkan::VulkanContext,
 };
 use bevy::{
-    core_pipeline::schedule::Core3d,
     ecs::schedule::ScheduleLabel,
     prelude::*,
     render::{
         ExtractSchedule, Render, RenderApp, RenderStartup, RenderSystems,
-        camera::CameraRenderGraph,
         extract_component::{ExtractComponent, ExtractComponentPlugin},
         renderer::RenderDevice,
-        view::Msaa,
     },
 };
 
@@ -189,7 +186,7 @@ pub(crate) fn build(app: &mut App) {
         ExtractComponentPlugin::<TierDecision>::default(),
     ))
     .insert_resource(reports.clone())
-    .add_systems(PostUpdate, route_cameras);
+    .add_systems(PostUpdate, route::route_cameras);
     let Some(render_app) = app.get_sub_app_mut(RenderApp) else {
         return;
     };
@@ -218,7 +215,7 @@ pub(crate) fn build(app: &mut App) {
         .add_systems(
             Render,
             (
-                take_over_msaa.in_set(RenderSystems::PrepareAssets),
+                route::take_over_msaa.in_set(RenderSystems::PrepareAssets),
                 pass::end_frame.in_set(RenderSystems::Cleanup),
             ),
         );
@@ -246,105 +243,5 @@ fn create_backend(
             "bevy_tile_deferred: cannot create the Vulkan objects of the tile path ({error}); \
              tile cameras use Bevy's renderer"
         ),
-    }
-}
-
-/// Chooses each tile camera's tier (device capabilities, requested MSAA, the camera's setting,
-/// failures reported by the render world), records it on the camera as a [`TierDecision`],
-/// logs it when it changes, and puts the camera on the tile schedule or back on `Core3d`.
-type RoutedCameras<'w, 's> = Query<
-    'w,
-    's,
-    (
-        Entity,
-        &'static mut CameraRenderGraph,
-        Option<&'static TileDeferred>,
-        Option<&'static Msaa>,
-        Option<&'static TierDecision>,
-    ),
-    With<Camera3d>,
->;
-
-fn route_cameras(
-    mut commands: Commands,
-    mut cameras: RoutedCameras,
-    profile: Option<Res<DeviceProfile>>,
-    reports: Res<report::TileRenderReports>,
-) {
-    let failures = reports.take_failures();
-    for (entity, mut graph, tile, msaa, previous) in &mut cameras {
-        let decision = match (tile, profile.as_deref()) {
-            (None, _) => None,
-            // Until the device is probed (first frame), the tile schedule renders.
-            (Some(_), None) => previous.cloned(),
-            (Some(tile), Some(profile)) => {
-                let requested = msaa.map_or(1, |m| m.samples());
-                let mut decision = tiers::choose_tier(profile, requested, tile.tier);
-                if !tile.merge_subpasses && decision.tier.is_tile() && !decision.tier.is_unmerged()
-                {
-                    decision.tier = decision.tier.unmerged();
-                    decision.reasons.push(
-                        "TileDeferred::merge_subpasses is off: separate render passes (debug)"
-                            .to_string(),
-                    );
-                }
-                // A failure lowers the tier for the rest of the run.
-                let failure = failures
-                    .get(&entity)
-                    .cloned()
-                    .or_else(|| previous.and_then(|p| p.failure.clone()));
-                if let Some(failure) = failure {
-                    let mut tier = previous.map_or(decision.tier, |p| p.tier);
-                    if failures.contains_key(&entity) {
-                        tier = tier.fallback();
-                        error!(
-                            "bevy_tile_deferred: camera {entity}: {failure}; falling back to {tier}"
-                        );
-                    }
-                    decision.tier = tier;
-                    decision.failure = Some(failure);
-                }
-                Some(decision)
-            }
-        };
-        if decision.as_ref() != previous {
-            match &decision {
-                Some(decision) => {
-                    info!(
-                        "bevy_tile_deferred: camera {entity}: {}",
-                        decision.summary()
-                    );
-                    commands.entity(entity).insert(decision.clone());
-                }
-                None => {
-                    commands.entity(entity).remove::<TierDecision>();
-                }
-            }
-        }
-        let tile_tier = match (&decision, tile) {
-            (Some(decision), _) => decision.tier.is_tile(),
-            (None, tile) => tile.is_some() && profile.is_none(),
-        };
-        let wanted = if tile_tier {
-            TileDeferredGraph.intern()
-        } else {
-            Core3d.intern()
-        };
-        let is_ours = graph.0 == TileDeferredGraph.intern();
-        if graph.0 != wanted && (is_ours || tile.is_some()) {
-            graph.0 = wanted;
-        }
-    }
-}
-
-/// The tile path owns a tile camera's MSAA: Bevy's view preparation sees `Msaa::Off`, so it
-/// allocates no multisampled textures the tile path would never use (and none at a count the
-/// device lacks). The tier keeps the requested count.
-fn take_over_msaa(mut views: Query<(&mut Msaa, Option<&TierDecision>), With<TileDeferred>>) {
-    for (mut msaa, decision) in &mut views {
-        let tile = decision.is_none_or(|decision| decision.tier.is_tile());
-        if tile && *msaa != Msaa::Off {
-            *msaa = Msaa::Off;
-        }
     }
 }

@@ -8,8 +8,11 @@
 //! one native render pass where the device allows it, and decides every load and store.
 
 use super::error::{TileError, TileResult};
-use crate::frame_graph::{
-    Access, AttachmentDesc, ClearValue, Extent, Format, FrameGraph, GraphError, ImportParams,
+use crate::{
+    frame_graph::{
+        Access, AttachmentDesc, ClearValue, Extent, Format, FrameGraph, GraphError, ImportParams,
+    },
+    tiers::PlanRequirements,
 };
 
 /// Names of the frame's passes and attachments (the backend finds subpasses by these).
@@ -339,6 +342,58 @@ fn fit_tile_budget(
     Ok((compiled, desc, note))
 }
 
+/// What the tile path's frame asks of one subpass, counted from the passes [`declare`] declares:
+/// the tier rules check the device's limits against it.
+///
+/// Counted on the merged single-sample frame. The other merged frames (MSAA, the stencil split,
+/// a kept output) ask no more of a subpass (tested); the unmerged tier samples instead of reading
+/// input attachments, but the rules guard every tile tier alike.
+pub(crate) fn requirements() -> PlanRequirements {
+    let desc = ViewFrameDesc {
+        extent: Extent::new(64, 64),
+        output_format: Format::Bgra8Srgb,
+        keep_output: false,
+        light_format: Format::Rg11b10Float,
+        depth_format: Format::Depth32Float,
+        samples: 1,
+        msaa_depth_stencil: None,
+        unmerged: false,
+    };
+    let graph = declare(&desc).expect("the tile frame declares without errors (tested)");
+    let frame = crate::frame_graph::compile(&graph, &crate::frame_graph::DeviceCaps::desktop())
+        .expect("the tile frame compiles (tested)");
+    subpass_requirements(&frame)
+}
+
+/// The most colour and input attachments one subpass of `frame` uses, with the subpass.
+fn subpass_requirements(frame: &crate::frame_graph::CompiledFrame) -> PlanRequirements {
+    let subpasses = || {
+        frame.native_passes.iter().flat_map(|native| {
+            native
+                .subpasses
+                .iter()
+                .map(move |subpass| (native, subpass))
+        })
+    };
+    let (_, color) = subpasses()
+        .max_by_key(|(_, subpass)| (subpass.color.len(), subpass.depth.is_some()))
+        .expect("the tile frame has subpasses");
+    let (native, input) = subpasses()
+        .max_by_key(|(_, subpass)| subpass.input.len())
+        .expect("the tile frame has subpasses");
+    PlanRequirements {
+        color_pass: color.name.clone(),
+        color_attachments: color.color.len() as u32,
+        color_pass_depth: color.depth.is_some(),
+        input_pass: input.name.clone(),
+        input_attachments: input
+            .input
+            .iter()
+            .map(|&attachment| native.attachments[attachment].name.clone())
+            .collect(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -601,5 +656,40 @@ mod tests {
         let (samples, why) = sample_count(4, lavapipe, true);
         assert_eq!(samples, 1);
         assert!(why.unwrap().contains("keeps its contents"));
+    }
+
+    #[test]
+    fn the_tier_rules_get_what_the_declared_passes_use() {
+        // What the tier rules stated by hand before: the G-buffer subpass writes 4 colour
+        // attachments plus depth, lighting reads 4 input attachments.
+        let expected = PlanRequirements {
+            color_pass: names::GBUFFER.into(),
+            color_attachments: 4,
+            color_pass_depth: true,
+            input_pass: names::LIGHTING.into(),
+            input_attachments: [
+                names::ALBEDO_OCCLUSION,
+                names::NORMAL,
+                names::MATERIAL,
+                names::DEPTH,
+            ]
+            .map(String::from)
+            .to_vec(),
+        };
+        assert_eq!(requirements(), expected);
+        // Every merged frame asks the same of its subpasses.
+        let split = ViewFrameDesc {
+            msaa_depth_stencil: Some(Format::Depth32FloatStencil8),
+            ..desc(4)
+        };
+        let keep = ViewFrameDesc {
+            keep_output: true,
+            ..desc(1)
+        };
+        for frame in [desc(1), desc(4), split, keep] {
+            let compiled = compile(&declare(&frame).unwrap(), &DeviceCaps::desktop()).unwrap();
+            assert_eq!(compiled.render_pass_count(), 1, "{frame:?}");
+            assert_eq!(subpass_requirements(&compiled), expected, "{frame:?}");
+        }
     }
 }

@@ -1,0 +1,112 @@
+//! Which schedule renders each camera: the tier decision applied.
+//!
+//! In the main world, [`route_cameras`] asks [`tiers`] for each tile camera's tier and switches
+//! its `CameraRenderGraph` between the tile schedule ([`TileDeferredGraph`]) and Bevy's `Core3d`.
+//! In the render world, [`take_over_msaa`] hides a tile camera's MSAA from Bevy's view
+//! preparation.
+
+use super::{TileDeferred, TileDeferredGraph, plan, report};
+use crate::{
+    device::DeviceProfile,
+    tiers::{self, PlanRequirements, TierDecision},
+};
+use bevy::{
+    core_pipeline::schedule::Core3d,
+    ecs::schedule::ScheduleLabel,
+    prelude::*,
+    render::{camera::CameraRenderGraph, view::Msaa},
+};
+
+/// The cameras [`route_cameras`] puts on a schedule: every `Camera3d`, tile or not.
+type RoutedCameras<'w, 's> = Query<
+    'w,
+    's,
+    (
+        Entity,
+        &'static mut CameraRenderGraph,
+        Option<&'static TileDeferred>,
+        Option<&'static Msaa>,
+        Option<&'static TierDecision>,
+    ),
+    With<Camera3d>,
+>;
+
+/// Chooses each tile camera's tier (device capabilities, requested MSAA, the camera's setting,
+/// failures reported by the render world), records it on the camera as a [`TierDecision`],
+/// logs it when it changes, and puts the camera on the tile schedule or back on `Core3d`.
+pub(super) fn route_cameras(
+    mut commands: Commands,
+    mut cameras: RoutedCameras,
+    profile: Option<Res<DeviceProfile>>,
+    reports: Res<report::TileRenderReports>,
+    mut requirements: Local<Option<PlanRequirements>>,
+) {
+    let failures = reports.take_failures();
+    for (entity, mut graph, tile, msaa, previous) in &mut cameras {
+        let decision = match (tile, profile.as_deref()) {
+            (None, _) => None,
+            // Until the device is probed (first frame), the tile schedule renders.
+            (Some(_), None) => previous.cloned(),
+            (Some(tile), Some(profile)) => {
+                let failure = failures.get(&entity).map(String::as_str);
+                let decision = tiers::decide(
+                    profile,
+                    requirements.get_or_insert_with(plan::requirements),
+                    msaa.map_or(1, |m| m.samples()),
+                    tile.tier,
+                    tile.merge_subpasses,
+                    previous,
+                    failure,
+                );
+                if let Some(failure) = failure {
+                    error!(
+                        "bevy_tile_deferred: camera {entity}: {failure}; falling back to {}",
+                        decision.tier
+                    );
+                }
+                Some(decision)
+            }
+        };
+        if decision.as_ref() != previous {
+            match &decision {
+                Some(decision) => {
+                    info!(
+                        "bevy_tile_deferred: camera {entity}: {}",
+                        decision.summary()
+                    );
+                    commands.entity(entity).insert(decision.clone());
+                }
+                None => {
+                    commands.entity(entity).remove::<TierDecision>();
+                }
+            }
+        }
+        let tile_tier = match (&decision, tile) {
+            (Some(decision), _) => decision.tier.is_tile(),
+            (None, tile) => tile.is_some() && profile.is_none(),
+        };
+        let wanted = if tile_tier {
+            TileDeferredGraph.intern()
+        } else {
+            Core3d.intern()
+        };
+        let is_ours = graph.0 == TileDeferredGraph.intern();
+        if graph.0 != wanted && (is_ours || tile.is_some()) {
+            graph.0 = wanted;
+        }
+    }
+}
+
+/// The tile path owns a tile camera's MSAA: Bevy's view preparation sees `Msaa::Off`, so it
+/// allocates no multisampled textures the tile path would never use (and none at a count the
+/// device lacks). The tier keeps the requested count.
+pub(super) fn take_over_msaa(
+    mut views: Query<(&mut Msaa, Option<&TierDecision>), With<TileDeferred>>,
+) {
+    for (mut msaa, decision) in &mut views {
+        let tile = decision.is_none_or(|decision| decision.tier.is_tile());
+        if tile && *msaa != Msaa::Off {
+            *msaa = Msaa::Off;
+        }
+    }
+}

@@ -689,16 +689,8 @@ mod tests {
             (DeviceCaps::desktop(), 4),
             (DeviceCaps::mali_valhall(), 1),
         ] {
-            let desc = crate::tile_deferred::plan::ViewFrameDesc {
-                extent: HD,
-                output_format: Format::Rgba8Srgb,
-                keep_output: false,
-                light_format: Format::Rg11b10Float,
-                depth_format: Format::Depth32Float,
-                samples,
-                msaa_depth_stencil: None,
-                unmerged: false,
-            };
+            let desc =
+                crate::tile_deferred::plan::ViewFrameDesc::new(HD, Format::Rgba8Srgb, samples);
             let g = crate::tile_deferred::plan::declare(&desc).unwrap();
             let f = compile(&g, &caps).unwrap();
             assert_eq!(f.render_pass_count(), 1, "{}", f.describe());

@@ -414,16 +414,7 @@ pub(crate) fn update_panels(
                 };
                 output_format = target_format(target, &images);
                 let extent = Extent::new(panel.resolution.x.max(1), panel.resolution.y.max(1));
-                let desc = ViewFrameDesc {
-                    extent,
-                    output_format,
-                    keep_output: false,
-                    light_format: Format::Rg11b10Float,
-                    depth_format: Format::Depth32Float,
-                    samples: requested,
-                    msaa_depth_stencil: None,
-                    unmerged: false,
-                };
+                let desc = ViewFrameDesc::new(extent, output_format, requested);
                 let plans = cache.get(desc, caps, requested);
                 panel.in_use = plans
                     .stock_forward
@@ -645,16 +636,7 @@ mod tests {
     use super::*;
 
     fn desc(samples: u32) -> ViewFrameDesc {
-        ViewFrameDesc {
-            extent: Extent::new(1280, 720),
-            output_format: Format::Bgra8Srgb,
-            keep_output: false,
-            light_format: Format::Rg11b10Float,
-            depth_format: Format::Depth32Float,
-            samples,
-            msaa_depth_stencil: None,
-            unmerged: false,
-        }
+        ViewFrameDesc::new(Extent::new(1280, 720), Format::Bgra8Srgb, samples)
     }
 
     #[test]

@@ -60,6 +60,21 @@ pub(crate) struct ViewFrameDesc {
 }
 
 impl ViewFrameDesc {
+    /// A view of `extent` writing `output_format` at `samples`, with the tile path's light and
+    /// depth formats, nothing kept from the output, no stencil split and merged passes.
+    pub fn new(extent: Extent, output_format: Format, samples: u32) -> Self {
+        Self {
+            extent,
+            output_format,
+            keep_output: false,
+            light_format: Format::Rg11b10Float,
+            depth_format: Format::Depth32Float,
+            samples,
+            msaa_depth_stencil: None,
+            unmerged: false,
+        }
+    }
+
     /// The lighting subpass splits edge and interior pixels with the stencil.
     pub fn stencil_split(&self) -> bool {
         self.samples > 1 && self.msaa_depth_stencil.is_some() && !self.unmerged
@@ -349,16 +364,7 @@ fn fit_tile_budget(
 /// a kept output) ask no more of a subpass (tested); the unmerged tier samples instead of reading
 /// input attachments, but the rules guard every tile tier alike.
 pub(crate) fn requirements() -> PlanRequirements {
-    let desc = ViewFrameDesc {
-        extent: Extent::new(64, 64),
-        output_format: Format::Bgra8Srgb,
-        keep_output: false,
-        light_format: Format::Rg11b10Float,
-        depth_format: Format::Depth32Float,
-        samples: 1,
-        msaa_depth_stencil: None,
-        unmerged: false,
-    };
+    let desc = ViewFrameDesc::new(Extent::new(64, 64), Format::Bgra8Srgb, 1);
     let graph = declare(&desc).expect("the tile frame declares without errors (tested)");
     let frame = crate::frame_graph::compile(&graph, &crate::frame_graph::DeviceCaps::desktop())
         .expect("the tile frame compiles (tested)");
@@ -403,16 +409,7 @@ mod tests {
     };
 
     fn desc(samples: u32) -> ViewFrameDesc {
-        ViewFrameDesc {
-            extent: Extent::new(1920, 1080),
-            output_format: Format::Bgra8Srgb,
-            keep_output: false,
-            light_format: Format::Rg11b10Float,
-            depth_format: Format::Depth32Float,
-            samples,
-            msaa_depth_stencil: None,
-            unmerged: false,
-        }
+        ViewFrameDesc::new(Extent::new(1920, 1080), Format::Bgra8Srgb, samples)
     }
 
     fn fitted(samples: u32, caps: DeviceCaps) -> (u32, usize, Option<String>) {

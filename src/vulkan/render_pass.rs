@@ -480,14 +480,8 @@ mod tests {
             tile_deferred::plan::{self, ViewFrameDesc, names},
         };
         let desc = ViewFrameDesc {
-            extent: Extent::new(640, 360),
-            output_format: Format::Bgra8Srgb,
-            keep_output: false,
-            light_format: Format::Rg11b10Float,
-            depth_format: Format::Depth32Float,
-            samples: 1,
-            msaa_depth_stencil: None,
             unmerged: true,
+            ..ViewFrameDesc::new(Extent::new(640, 360), Format::Bgra8Srgb, 1)
         };
         let caps = DeviceCaps::desktop().with_merging(false);
         let compiled = compile(&plan::declare(&desc).unwrap(), &caps).unwrap();

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Compiles every .vert/.frag in src/tile_deferred/shaders/ to SPIR-V beside its source
-# (<name>.<stage>.spv, e.g. gbuffer.frag.spv) with glslangValidator for Vulkan 1.1 (SPIR-V 1.3).
+# Compiles every .vert/.frag in src/tile_deferred/shaders/ to SPIR-V in its spirv/ folder
+# (spirv/<name>.<stage>.spv, e.g. spirv/gbuffer.frag.spv) with glslangValidator for Vulkan 1.1 (SPIR-V 1.3).
 # Deterministic: no debug information (-g0), so the same sources always give the same bytes.
 # Fails on any compiler warning, and validates each module with spirv-val when it is installed.
 # Variants are separate sources, never -D flags (the spirv_matches_glsl_sources test compiles each
@@ -32,7 +32,7 @@ fi
 
 status=0
 for src in "${sources[@]}"; do
-    out="$src.spv"
+    out="spirv/$src.spv"
     tmp="$(mktemp "${TMPDIR:-/tmp}/compile-shaders.XXXXXX")"
     # glslangValidator prints the file name, then any message, on stdout.
     if ! log="$(glslangValidator -V --target-env vulkan1.1 -g0 -o "$tmp" "$src" 2>&1)"; then

@@ -18,7 +18,7 @@ pub(crate) mod spirv {
     macro_rules! shader {
         ($name:ident, $file:literal) => {
             pub const $name: &[u8] =
-                include_bytes!(concat!("../tile_deferred/shaders/", $file, ".spv"));
+                include_bytes!(concat!("../tile_deferred/shaders/spirv/", $file, ".spv"));
         };
     }
     shader!(GBUFFER_VERT, "gbuffer.vert");
@@ -710,7 +710,7 @@ mod tests {
                 });
             assert!(status.status.success(), "{name}: {status:?}");
             let fresh = std::fs::read(&compiled).unwrap();
-            let checked_in = std::fs::read(dir.join(format!("{name}.spv"))).unwrap();
+            let checked_in = std::fs::read(dir.join("spirv").join(format!("{name}.spv"))).unwrap();
             assert!(
                 fresh == checked_in,
                 "{name}.spv is stale: run scripts/compile-shaders.sh"

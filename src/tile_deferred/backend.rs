@@ -1,6 +1,9 @@
 //! The render-world state of the tile path: the Vulkan objects it owns and their caches.
 
-use super::extract::{SamplerKey, TileMaterial};
+use super::{
+    extract::{SamplerKey, TileMaterial},
+    shaders::TileShaders,
+};
 use crate::{
     frame_graph::{CompiledFrame, FrameGraphCache, ResourceId},
     tile_deferred::plan::ViewFrameDesc,
@@ -8,7 +11,7 @@ use crate::{
         Graveyard, VulkanContext,
         context::DeadObject,
         memory::{AttachmentImage, DeviceBuffer},
-        pipeline::{GbufferPipelineKey, PipelineTarget, TileLayouts, TileShaders},
+        pipeline::{GbufferPipelineKey, PipelineTarget, TileLayouts},
         timing::TimestampQueries,
     },
 };
@@ -149,7 +152,7 @@ impl TileBackend {
         };
         // On error, `Drop` releases whatever was created.
         backend.layouts = Some(backend.context.create_layouts()?);
-        backend.shaders = Some(backend.context.create_shaders()?);
+        backend.shaders = Some(TileShaders::new(&backend.context)?);
         backend.zero_buffer = Some(backend.context.create_device_buffer(
             "tile zero vertex buffer",
             16,
@@ -413,7 +416,7 @@ impl Drop for TileBackend {
             context.destroy_device_buffer(buffer);
         }
         if let Some(shaders) = self.shaders.take() {
-            context.destroy_shaders(shaders);
+            shaders.destroy(context);
         }
         if let Some(layouts) = self.layouts.take() {
             context.destroy_layouts(layouts);

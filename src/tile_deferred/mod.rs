@@ -33,6 +33,7 @@ pub(crate) mod plan;
 mod record;
 pub mod report;
 mod resources;
+pub(crate) mod shaders;
 
 use backend::TileBackend;
 

@@ -8,6 +8,7 @@ use super::{
     gpu_types::{GpuClusterableLight, GpuInstance, GpuView},
     pass::{Frame, StepResult, TileSceneParams, step},
     plan::{self, names},
+    shaders::{ShaderId, Split, Variant},
 };
 use crate::{
     frame_graph::{CompiledFrame, FrameGraphCache},
@@ -270,6 +271,37 @@ pub(super) fn locate_pass(compiled: &CompiledFrame, name: &str) -> Option<(usize
         })
 }
 
+/// The MSAA stencil split's own variants: the edge classification (stencil marking) and the
+/// edge pixels' lighting, per sample; both read input attachments.
+const SPLIT_CLASSIFY: Variant = Variant {
+    msaa: true,
+    sampled: false,
+    split: Split::Off,
+};
+const SPLIT_EDGES: Variant = Variant {
+    msaa: true,
+    sampled: false,
+    split: Split::Sample,
+};
+
+/// The variants of a plan's lighting shaders (global and light volumes) and of its tonemap (and
+/// MSAA edge counter) shaders. MSAA reads the attachments per sample, the unmerged tier
+/// (`sampled`) as textures; with the MSAA stencil split the lighting shaders light the interior
+/// pixels only ([`SPLIT_EDGES`] lights the edges), and every shader reads input attachments.
+fn screen_variants(multisampled: bool, stencil_split: bool, sampled: bool) -> (Variant, Variant) {
+    let split = multisampled && stencil_split;
+    let variant = Variant {
+        msaa: multisampled,
+        sampled: sampled && !split,
+        split: Split::Off,
+    };
+    let lighting = Variant {
+        split: if split { Split::Pixel } else { Split::Off },
+        ..variant
+    };
+    (lighting, variant)
+}
+
 /// Creates the render passes of a plan (one per native pass, `descriptions` in the same order)
 /// and the lighting and tonemap pipelines; the G-buffer pipelines are built on demand.
 pub(super) fn create_pass_resources(
@@ -324,34 +356,10 @@ pub(super) fn create_pass_resources(
             .is_some_and(|d| d.stencil_write)
     });
     pass.stencil_split = stencil_split.then(StencilSplitPipelines::default);
-    let (lighting_global, light_volume, tonemap) =
-        match (multisampled, stencil_split, sampled_attachments) {
-            (true, true, _) => (
-                shaders.lighting_global_pixel_ms_frag,
-                shaders.light_volume_pixel_ms_frag,
-                shaders.tonemap_ms_frag,
-            ),
-            (true, false, false) => (
-                shaders.lighting_global_ms_frag,
-                shaders.light_volume_ms_frag,
-                shaders.tonemap_ms_frag,
-            ),
-            (true, false, true) => (
-                shaders.lighting_global_ms_sampled_frag,
-                shaders.light_volume_ms_sampled_frag,
-                shaders.tonemap_ms_sampled_frag,
-            ),
-            (false, _, false) => (
-                shaders.lighting_global_frag,
-                shaders.light_volume_frag,
-                shaders.tonemap_frag,
-            ),
-            (false, _, true) => (
-                shaders.lighting_global_sampled_frag,
-                shaders.light_volume_sampled_frag,
-                shaders.tonemap_sampled_frag,
-            ),
-        };
+    let (lighting_variant, variant) =
+        screen_variants(multisampled, stencil_split, sampled_attachments);
+    let fullscreen = shaders.stage(ShaderId::FullscreenVert, Variant::BASE);
+    let light_volume_vert = shaders.stage(ShaderId::LightVolumeVert, Variant::BASE);
     // Stencil 0: interior (and background) pixels, lit once; stencil 1: edges, lit per sample.
     let (interior, edges) = if stencil_split {
         (ScreenStencil::Equal(0), ScreenStencil::Equal(1))
@@ -376,34 +384,32 @@ pub(super) fn create_pass_resources(
         pass.global_lighting = context.create_screen_pipeline(
             layouts,
             lighting,
-            shaders.fullscreen_vert,
-            lighting_global,
+            [
+                fullscreen,
+                shaders.stage(ShaderId::LightingGlobal, lighting_variant),
+            ],
             additive(untested, interior, false),
         )?;
         pass.light_volumes = context.create_screen_pipeline(
             layouts,
             lighting,
-            shaders.light_volume_vert,
-            light_volume,
+            [
+                light_volume_vert,
+                shaders.stage(ShaderId::LightVolume, lighting_variant),
+            ],
             additive(culled, interior, false),
         )?;
         pass.tonemap = context.create_screen_pipeline(
             layouts,
             target(names::TONEMAP),
-            shaders.fullscreen_vert,
-            tonemap,
+            [fullscreen, shaders.stage(ShaderId::Tonemap, variant)],
             ScreenState::plain(ScreenBlend::Replace),
         )?;
         if multisampled && !stencil_split {
             pass.edge_counter = context.create_screen_pipeline(
                 layouts,
                 lighting,
-                shaders.fullscreen_vert,
-                if sampled_attachments {
-                    shaders.msaa_classify_sampled_frag
-                } else {
-                    shaders.msaa_classify_frag
-                },
+                [fullscreen, shaders.stage(ShaderId::MsaaClassify, variant)],
                 ScreenState {
                     depth: untested,
                     ..ScreenState::plain(ScreenBlend::NoColorWrites)
@@ -414,8 +420,10 @@ pub(super) fn create_pass_resources(
             split.classify = context.create_screen_pipeline(
                 layouts,
                 lighting,
-                shaders.fullscreen_vert,
-                shaders.msaa_classify_frag,
+                [
+                    fullscreen,
+                    shaders.stage(ShaderId::MsaaClassify, SPLIT_CLASSIFY),
+                ],
                 ScreenState {
                     blend: ScreenBlend::NoColorWrites,
                     depth: untested,
@@ -426,15 +434,19 @@ pub(super) fn create_pass_resources(
             split.global_lighting_per_sample = context.create_screen_pipeline(
                 layouts,
                 lighting,
-                shaders.fullscreen_vert,
-                shaders.lighting_global_sample_ms_frag,
+                [
+                    fullscreen,
+                    shaders.stage(ShaderId::LightingGlobal, SPLIT_EDGES),
+                ],
                 additive(untested, edges, true),
             )?;
             split.light_volumes_per_sample = context.create_screen_pipeline(
                 layouts,
                 lighting,
-                shaders.light_volume_vert,
-                shaders.light_volume_sample_ms_frag,
+                [
+                    light_volume_vert,
+                    shaders.stage(ShaderId::LightVolume, SPLIT_EDGES),
+                ],
                 additive(culled, edges, true),
             )?;
         }
@@ -778,4 +790,100 @@ pub(super) fn ensure_material(
         },
     );
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tile_deferred::shaders::VARIANTS;
+
+    fn module(id: ShaderId, variant: Variant) -> &'static str {
+        VARIANTS
+            .iter()
+            .find(|row| row.id == id && row.variant == variant)
+            .unwrap_or_else(|| panic!("{id:?} {variant:?} is not in VARIANTS"))
+            .name
+    }
+
+    /// Which modules each plan shape draws its lighting and tonemap with; all are compiled.
+    #[test]
+    fn screen_variants_pick_compiled_modules() {
+        let ms = |names: [&'static str; 3], edge_counter| (names, Some(edge_counter));
+        // (MSAA, stencil split, sampled attachments) -> global lighting, light volumes, tonemap;
+        // the edge counter (MSAA without the split).
+        let split = (
+            [
+                "lighting_global_pixel_ms",
+                "light_volume_pixel_ms",
+                "tonemap_ms",
+            ],
+            None,
+        );
+        let single = (["lighting_global", "light_volume", "tonemap"], None);
+        let sampled = (
+            [
+                "lighting_global_sampled",
+                "light_volume_sampled",
+                "tonemap_sampled",
+            ],
+            None,
+        );
+        let cases = [
+            ((true, true, false), split),
+            ((true, true, true), split),
+            (
+                (true, false, false),
+                ms(
+                    ["lighting_global_ms", "light_volume_ms", "tonemap_ms"],
+                    "msaa_classify",
+                ),
+            ),
+            (
+                (true, false, true),
+                ms(
+                    [
+                        "lighting_global_ms_sampled",
+                        "light_volume_ms_sampled",
+                        "tonemap_ms_sampled",
+                    ],
+                    "msaa_classify_sampled",
+                ),
+            ),
+            ((false, false, false), single),
+            ((false, true, false), single),
+            ((false, false, true), sampled),
+            ((false, true, true), sampled),
+        ];
+        for ((multisampled, stencil_split, attachments), (names, edge_counter)) in cases {
+            let (lighting, variant) = screen_variants(multisampled, stencil_split, attachments);
+            let picked = [
+                module(ShaderId::LightingGlobal, lighting),
+                module(ShaderId::LightVolume, lighting),
+                module(ShaderId::Tonemap, variant),
+            ];
+            let expected = names.map(|name| format!("{name}.frag"));
+            let case = (multisampled, stencil_split, attachments);
+            assert_eq!(picked, expected, "{case:?}");
+            if multisampled && !stencil_split {
+                let edge_counter = format!("{}.frag", edge_counter.unwrap());
+                assert_eq!(
+                    module(ShaderId::MsaaClassify, variant),
+                    edge_counter,
+                    "{case:?}"
+                );
+            }
+        }
+        assert_eq!(
+            [
+                module(ShaderId::MsaaClassify, SPLIT_CLASSIFY),
+                module(ShaderId::LightingGlobal, SPLIT_EDGES),
+                module(ShaderId::LightVolume, SPLIT_EDGES),
+            ],
+            [
+                "msaa_classify.frag",
+                "lighting_global_sample_ms.frag",
+                "light_volume_sample_ms.frag"
+            ]
+        );
+    }
 }

@@ -7,52 +7,8 @@
 //! per pass and switching only the material set per draw keeps the command stream short.
 
 use super::{LiveObjects, VulkanContext};
+use crate::tile_deferred::shaders::{ShaderId, TileShaders, Variant};
 use ash::vk;
-use std::ffi::CStr;
-
-const ENTRY: &CStr = c"main";
-
-/// SPIR-V of the tile-deferred shaders, compiled from `src/tile_deferred/shaders` by
-/// `scripts/compile-shaders.sh` (a test checks they match their GLSL sources).
-pub(crate) mod spirv {
-    macro_rules! shader {
-        ($name:ident, $file:literal) => {
-            pub const $name: &[u8] =
-                include_bytes!(concat!("../tile_deferred/shaders/spirv/", $file, ".spv"));
-        };
-    }
-    shader!(GBUFFER_VERT, "gbuffer.vert");
-    shader!(GBUFFER_FRAG, "gbuffer.frag");
-    shader!(FULLSCREEN_VERT, "fullscreen.vert");
-    shader!(LIGHTING_GLOBAL_FRAG, "lighting_global.frag");
-    shader!(LIGHT_VOLUME_VERT, "light_volume.vert");
-    shader!(LIGHT_VOLUME_FRAG, "light_volume.frag");
-    shader!(TONEMAP_FRAG, "tonemap.frag");
-    shader!(LIGHTING_GLOBAL_MS_FRAG, "lighting_global_ms.frag");
-    shader!(LIGHT_VOLUME_MS_FRAG, "light_volume_ms.frag");
-    shader!(TONEMAP_MS_FRAG, "tonemap_ms.frag");
-    shader!(MSAA_CLASSIFY_FRAG, "msaa_classify.frag");
-    shader!(
-        LIGHTING_GLOBAL_PIXEL_MS_FRAG,
-        "lighting_global_pixel_ms.frag"
-    );
-    shader!(
-        LIGHTING_GLOBAL_SAMPLE_MS_FRAG,
-        "lighting_global_sample_ms.frag"
-    );
-    shader!(LIGHT_VOLUME_PIXEL_MS_FRAG, "light_volume_pixel_ms.frag");
-    shader!(LIGHT_VOLUME_SAMPLE_MS_FRAG, "light_volume_sample_ms.frag");
-    shader!(LIGHTING_GLOBAL_SAMPLED_FRAG, "lighting_global_sampled.frag");
-    shader!(LIGHT_VOLUME_SAMPLED_FRAG, "light_volume_sampled.frag");
-    shader!(TONEMAP_SAMPLED_FRAG, "tonemap_sampled.frag");
-    shader!(
-        LIGHTING_GLOBAL_MS_SAMPLED_FRAG,
-        "lighting_global_ms_sampled.frag"
-    );
-    shader!(LIGHT_VOLUME_MS_SAMPLED_FRAG, "light_volume_ms_sampled.frag");
-    shader!(TONEMAP_MS_SAMPLED_FRAG, "tonemap_ms_sampled.frag");
-    shader!(MSAA_CLASSIFY_SAMPLED_FRAG, "msaa_classify_sampled.frag");
-}
 
 /// The descriptor set layouts and the pipeline layouts shared by all tile pipelines.
 pub(crate) struct TileLayouts {
@@ -79,36 +35,6 @@ impl TileLayouts {
             self.pipeline_layout
         }
     }
-}
-
-/// The shader modules, created once.
-pub(crate) struct TileShaders {
-    pub gbuffer_vert: vk::ShaderModule,
-    pub gbuffer_frag: vk::ShaderModule,
-    pub fullscreen_vert: vk::ShaderModule,
-    pub lighting_global_frag: vk::ShaderModule,
-    pub light_volume_vert: vk::ShaderModule,
-    pub light_volume_frag: vk::ShaderModule,
-    pub tonemap_frag: vk::ShaderModule,
-    /// Multisampled variants: edge-selective per-sample lighting, tonemap-then-resolve.
-    pub lighting_global_ms_frag: vk::ShaderModule,
-    pub light_volume_ms_frag: vk::ShaderModule,
-    pub tonemap_ms_frag: vk::ShaderModule,
-    /// The stencil split: edge marking, then lighting once per pixel (interior) or per sample
-    /// (edges).
-    pub msaa_classify_frag: vk::ShaderModule,
-    pub lighting_global_pixel_ms_frag: vk::ShaderModule,
-    pub lighting_global_sample_ms_frag: vk::ShaderModule,
-    pub light_volume_pixel_ms_frag: vk::ShaderModule,
-    pub light_volume_sample_ms_frag: vk::ShaderModule,
-    /// The unmerged tier: the G-buffer, light and depth fetched as textures.
-    pub lighting_global_sampled_frag: vk::ShaderModule,
-    pub light_volume_sampled_frag: vk::ShaderModule,
-    pub tonemap_sampled_frag: vk::ShaderModule,
-    pub lighting_global_ms_sampled_frag: vk::ShaderModule,
-    pub light_volume_ms_sampled_frag: vk::ShaderModule,
-    pub tonemap_ms_sampled_frag: vk::ShaderModule,
-    pub msaa_classify_sampled_frag: vk::ShaderModule,
 }
 
 fn binding(
@@ -216,7 +142,8 @@ impl VulkanContext {
         }
     }
 
-    fn create_shader_module(&self, spirv: &[u8]) -> Result<vk::ShaderModule, vk::Result> {
+    /// Creates a shader module from SPIR-V bytes.
+    pub fn create_shader_module(&self, spirv: &[u8]) -> Result<vk::ShaderModule, vk::Result> {
         let words = ash::util::read_spv(&mut std::io::Cursor::new(spirv))
             .map_err(|_| vk::Result::ERROR_INVALID_SHADER_NV)?;
         let info = vk::ShaderModuleCreateInfo::default().code(&words);
@@ -226,73 +153,11 @@ impl VulkanContext {
         Ok(module)
     }
 
-    /// Creates the shader modules.
-    pub fn create_shaders(&self) -> Result<TileShaders, vk::Result> {
-        Ok(TileShaders {
-            gbuffer_vert: self.create_shader_module(spirv::GBUFFER_VERT)?,
-            gbuffer_frag: self.create_shader_module(spirv::GBUFFER_FRAG)?,
-            fullscreen_vert: self.create_shader_module(spirv::FULLSCREEN_VERT)?,
-            lighting_global_frag: self.create_shader_module(spirv::LIGHTING_GLOBAL_FRAG)?,
-            light_volume_vert: self.create_shader_module(spirv::LIGHT_VOLUME_VERT)?,
-            light_volume_frag: self.create_shader_module(spirv::LIGHT_VOLUME_FRAG)?,
-            tonemap_frag: self.create_shader_module(spirv::TONEMAP_FRAG)?,
-            lighting_global_ms_frag: self.create_shader_module(spirv::LIGHTING_GLOBAL_MS_FRAG)?,
-            light_volume_ms_frag: self.create_shader_module(spirv::LIGHT_VOLUME_MS_FRAG)?,
-            tonemap_ms_frag: self.create_shader_module(spirv::TONEMAP_MS_FRAG)?,
-            msaa_classify_frag: self.create_shader_module(spirv::MSAA_CLASSIFY_FRAG)?,
-            lighting_global_pixel_ms_frag: self
-                .create_shader_module(spirv::LIGHTING_GLOBAL_PIXEL_MS_FRAG)?,
-            lighting_global_sample_ms_frag: self
-                .create_shader_module(spirv::LIGHTING_GLOBAL_SAMPLE_MS_FRAG)?,
-            light_volume_pixel_ms_frag: self
-                .create_shader_module(spirv::LIGHT_VOLUME_PIXEL_MS_FRAG)?,
-            light_volume_sample_ms_frag: self
-                .create_shader_module(spirv::LIGHT_VOLUME_SAMPLE_MS_FRAG)?,
-            lighting_global_sampled_frag: self
-                .create_shader_module(spirv::LIGHTING_GLOBAL_SAMPLED_FRAG)?,
-            light_volume_sampled_frag: self
-                .create_shader_module(spirv::LIGHT_VOLUME_SAMPLED_FRAG)?,
-            tonemap_sampled_frag: self.create_shader_module(spirv::TONEMAP_SAMPLED_FRAG)?,
-            lighting_global_ms_sampled_frag: self
-                .create_shader_module(spirv::LIGHTING_GLOBAL_MS_SAMPLED_FRAG)?,
-            light_volume_ms_sampled_frag: self
-                .create_shader_module(spirv::LIGHT_VOLUME_MS_SAMPLED_FRAG)?,
-            tonemap_ms_sampled_frag: self.create_shader_module(spirv::TONEMAP_MS_SAMPLED_FRAG)?,
-            msaa_classify_sampled_frag: self
-                .create_shader_module(spirv::MSAA_CLASSIFY_SAMPLED_FRAG)?,
-        })
-    }
-
-    /// Destroys the shader modules.
-    pub fn destroy_shaders(&self, shaders: TileShaders) {
-        for module in [
-            shaders.gbuffer_vert,
-            shaders.gbuffer_frag,
-            shaders.fullscreen_vert,
-            shaders.lighting_global_frag,
-            shaders.light_volume_vert,
-            shaders.light_volume_frag,
-            shaders.tonemap_frag,
-            shaders.lighting_global_ms_frag,
-            shaders.light_volume_ms_frag,
-            shaders.tonemap_ms_frag,
-            shaders.msaa_classify_frag,
-            shaders.lighting_global_pixel_ms_frag,
-            shaders.lighting_global_sample_ms_frag,
-            shaders.light_volume_pixel_ms_frag,
-            shaders.light_volume_sample_ms_frag,
-            shaders.lighting_global_sampled_frag,
-            shaders.light_volume_sampled_frag,
-            shaders.tonemap_sampled_frag,
-            shaders.lighting_global_ms_sampled_frag,
-            shaders.light_volume_ms_sampled_frag,
-            shaders.tonemap_ms_sampled_frag,
-            shaders.msaa_classify_sampled_frag,
-        ] {
-            // SAFETY: created by this device; pipelines keep their own copy of the code.
-            unsafe { self.device.destroy_shader_module(module, None) };
-            LiveObjects::destroyed(&self.live.other);
-        }
+    /// Destroys a shader module.
+    pub fn destroy_shader_module(&self, module: vk::ShaderModule) {
+        // SAFETY: created by this device; pipelines keep their own copy of the code.
+        unsafe { self.device.destroy_shader_module(module, None) };
+        LiveObjects::destroyed(&self.live.other);
     }
 
     /// Destroys a pipeline. The GPU must be done with it.
@@ -438,15 +303,11 @@ impl VulkanContext {
             .map_entries(&map_entries)
             .data(&constants);
         let stages = [
-            vk::PipelineShaderStageCreateInfo::default()
-                .stage(vk::ShaderStageFlags::VERTEX)
-                .module(shaders.gbuffer_vert)
-                .name(ENTRY)
+            shaders
+                .stage(ShaderId::GbufferVert, Variant::BASE)
                 .specialization_info(&specialization),
-            vk::PipelineShaderStageCreateInfo::default()
-                .stage(vk::ShaderStageFlags::FRAGMENT)
-                .module(shaders.gbuffer_frag)
-                .name(ENTRY)
+            shaders
+                .stage(ShaderId::GbufferFrag, Variant::BASE)
                 .specialization_info(&specialization),
         ];
 
@@ -542,20 +403,9 @@ impl VulkanContext {
         &self,
         layouts: &TileLayouts,
         target: PipelineTarget,
-        vertex: vk::ShaderModule,
-        fragment: vk::ShaderModule,
+        stages: [vk::PipelineShaderStageCreateInfo; 2],
         state: ScreenState,
     ) -> Result<vk::Pipeline, vk::Result> {
-        let stages = [
-            vk::PipelineShaderStageCreateInfo::default()
-                .stage(vk::ShaderStageFlags::VERTEX)
-                .module(vertex)
-                .name(ENTRY),
-            vk::PipelineShaderStageCreateInfo::default()
-                .stage(vk::ShaderStageFlags::FRAGMENT)
-                .module(fragment)
-                .name(ENTRY),
-        ];
         let vertex_input = vk::PipelineVertexInputStateCreateInfo::default();
         let input_assembly = vk::PipelineInputAssemblyStateCreateInfo::default()
             .topology(vk::PrimitiveTopology::TRIANGLE_LIST);
@@ -674,50 +524,5 @@ impl VulkanContext {
             info = info.depth_stencil_state(depth);
         }
         self.create_graphics_pipeline(&info)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use std::{path::Path, process::Command};
-
-    /// The checked-in SPIR-V is what `glslangValidator` makes of the GLSL beside it (run
-    /// `scripts/compile-shaders.sh` after editing a shader).
-    #[test]
-    fn spirv_matches_glsl_sources() {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/tile_deferred/shaders");
-        let out = std::env::temp_dir().join(format!("btd-spirv-check-{}", std::process::id()));
-        std::fs::create_dir_all(&out).unwrap();
-        let mut checked = 0;
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let source = entry.unwrap().path();
-            let Some(ext) = source.extension().and_then(|e| e.to_str()) else {
-                continue;
-            };
-            if ext != "vert" && ext != "frag" {
-                continue;
-            }
-            let name = source.file_name().unwrap().to_str().unwrap().to_owned();
-            let compiled = out.join(format!("{name}.spv"));
-            let status = Command::new("glslangValidator")
-                .args(["-V", "--target-env", "vulkan1.1", "-g0", "-o"])
-                .arg(&compiled)
-                .arg(&name)
-                .current_dir(&dir)
-                .output()
-                .unwrap_or_else(|e| {
-                    panic!("cannot run glslangValidator ({e}): apt-get install glslang-tools")
-                });
-            assert!(status.status.success(), "{name}: {status:?}");
-            let fresh = std::fs::read(&compiled).unwrap();
-            let checked_in = std::fs::read(dir.join("spirv").join(format!("{name}.spv"))).unwrap();
-            assert!(
-                fresh == checked_in,
-                "{name}.spv is stale: run scripts/compile-shaders.sh"
-            );
-            checked += 1;
-        }
-        assert_eq!(checked, 22, "every shader was checked");
-        let _ = std::fs::remove_dir_all(&out);
     }
 }

@@ -353,32 +353,6 @@ impl TileBackend {
     }
 }
 
-impl VulkanContext {
-    /// Creates a descriptor pool.
-    pub fn create_descriptor_pool(
-        &self,
-        max_sets: u32,
-        sizes: &[vk::DescriptorPoolSize],
-        flags: vk::DescriptorPoolCreateFlags,
-    ) -> Result<vk::DescriptorPool, vk::Result> {
-        let info = vk::DescriptorPoolCreateInfo::default()
-            .flags(flags)
-            .max_sets(max_sets)
-            .pool_sizes(sizes);
-        // SAFETY: valid create info; destroyed through `destroy_descriptor_pool`.
-        let pool = unsafe { self.device.create_descriptor_pool(&info, None) }?;
-        crate::vulkan::LiveObjects::created(&self.live.other);
-        Ok(pool)
-    }
-
-    /// Destroys a descriptor pool and every set allocated from it.
-    pub fn destroy_descriptor_pool(&self, pool: vk::DescriptorPool) {
-        // SAFETY: created by this device; no command buffer in flight uses its sets.
-        unsafe { self.device.destroy_descriptor_pool(pool, None) };
-        crate::vulkan::LiveObjects::destroyed(&self.live.other);
-    }
-}
-
 impl Drop for TileBackend {
     fn drop(&mut self) {
         self.context.wait_idle();

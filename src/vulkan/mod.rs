@@ -26,7 +26,8 @@
 //!
 //! Layout follows wgpu-hal's Vulkan backend: [`context`] (the device), `memory` (images and
 //! buffers), `conv` (frame-graph enums to Vulkan), `render_pass` (native passes from the
-//! compiled frame), `pipeline` (shader modules and pipelines).
+//! compiled frame), `descriptors` (descriptor set layouts and pools), `pipeline` (shader modules
+//! and pipelines).
 
 pub(crate) mod context;
 pub(crate) mod memory;
@@ -34,6 +35,7 @@ pub(crate) mod memory;
 pub use context::LiveObjects;
 pub(crate) use context::{Graveyard, VulkanContext};
 pub(crate) mod conv;
+pub(crate) mod descriptors;
 pub(crate) mod pipeline;
 pub(crate) mod render_pass;
 pub(crate) mod timing;

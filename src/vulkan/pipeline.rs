@@ -6,7 +6,7 @@
 //! uses a second one whose sets 2 and 3 hold the same attachments as textures. Binding the view set once
 //! per pass and switching only the material set per draw keeps the command stream short.
 
-use super::{LiveObjects, VulkanContext};
+use super::{LiveObjects, VulkanContext, descriptors::binding};
 use crate::tile_deferred::shaders::{ShaderId, TileShaders, Variant};
 use ash::vk;
 
@@ -37,39 +37,16 @@ impl TileLayouts {
     }
 }
 
-fn binding(
-    index: u32,
-    ty: vk::DescriptorType,
-    stages: vk::ShaderStageFlags,
-) -> vk::DescriptorSetLayoutBinding<'static> {
-    vk::DescriptorSetLayoutBinding::default()
-        .binding(index)
-        .descriptor_type(ty)
-        .descriptor_count(1)
-        .stage_flags(stages)
-}
-
 impl VulkanContext {
-    fn create_set_layout(
-        &self,
-        bindings: &[vk::DescriptorSetLayoutBinding],
-    ) -> Result<vk::DescriptorSetLayout, vk::Result> {
-        let info = vk::DescriptorSetLayoutCreateInfo::default().bindings(bindings);
-        // SAFETY: valid bindings; destroyed in `destroy_layouts`.
-        let layout = unsafe { self.device.create_descriptor_set_layout(&info, None) }?;
-        LiveObjects::created(&self.live.other);
-        Ok(layout)
-    }
-
     /// Creates the shared layouts.
     pub fn create_layouts(&self) -> Result<TileLayouts, vk::Result> {
         use vk::{DescriptorType as D, ShaderStageFlags as S};
         let vertex_fragment = S::VERTEX | S::FRAGMENT;
-        let view = self.create_set_layout(&[
+        let view = self.create_descriptor_set_layout(&[
             binding(0, D::UNIFORM_BUFFER, vertex_fragment),
             binding(1, D::STORAGE_BUFFER, vertex_fragment),
         ])?;
-        let material = self.create_set_layout(&[
+        let material = self.create_descriptor_set_layout(&[
             binding(0, D::UNIFORM_BUFFER, vertex_fragment),
             binding(1, D::COMBINED_IMAGE_SAMPLER, S::FRAGMENT),
             binding(2, D::COMBINED_IMAGE_SAMPLER, S::FRAGMENT),
@@ -83,7 +60,7 @@ impl VulkanContext {
                 .zip(types)
                 .map(|(index, &ty)| binding(index, ty, S::FRAGMENT))
                 .collect();
-            self.create_set_layout(&bindings)
+            self.create_descriptor_set_layout(&bindings)
         };
         let (input, sampler) = (D::INPUT_ATTACHMENT, D::COMBINED_IMAGE_SAMPLER);
         let gbuffer_inputs = fragment_set(&[input; 4])?;
@@ -95,13 +72,7 @@ impl VulkanContext {
             .offset(0)
             .size(size_of::<crate::tile_deferred::gpu_types::GpuPushConstants>() as u32)];
         let create_pipeline_layout = |set_layouts: &[vk::DescriptorSetLayout]| {
-            let info = vk::PipelineLayoutCreateInfo::default()
-                .set_layouts(set_layouts)
-                .push_constant_ranges(&push_constants);
-            // SAFETY: the set layouts were just created on this device.
-            let layout = unsafe { self.device.create_pipeline_layout(&info, None) }?;
-            LiveObjects::created(&self.live.other);
-            Ok::<_, vk::Result>(layout)
+            self.create_pipeline_layout(set_layouts, &push_constants)
         };
         let pipeline_layout =
             create_pipeline_layout(&[view, material, gbuffer_inputs, tonemap_inputs])?;
@@ -121,25 +92,41 @@ impl VulkanContext {
 
     /// Destroys the shared layouts. No pipeline or set using them may be in use.
     pub fn destroy_layouts(&self, layouts: TileLayouts) {
-        // SAFETY: created by this device; nothing in flight uses them.
-        unsafe {
-            for layout in [layouts.pipeline_layout, layouts.sampled_pipeline_layout] {
-                self.device.destroy_pipeline_layout(layout, None);
-            }
-            for layout in [
-                layouts.view,
-                layouts.material,
-                layouts.gbuffer_inputs,
-                layouts.tonemap_inputs,
-                layouts.gbuffer_textures,
-                layouts.tonemap_textures,
-            ] {
-                self.device.destroy_descriptor_set_layout(layout, None);
-            }
+        for layout in [layouts.pipeline_layout, layouts.sampled_pipeline_layout] {
+            self.destroy_pipeline_layout(layout);
         }
-        for _ in 0..8 {
-            LiveObjects::destroyed(&self.live.other);
+        for layout in [
+            layouts.view,
+            layouts.material,
+            layouts.gbuffer_inputs,
+            layouts.tonemap_inputs,
+            layouts.gbuffer_textures,
+            layouts.tonemap_textures,
+        ] {
+            self.destroy_descriptor_set_layout(layout);
         }
+    }
+
+    /// Creates a pipeline layout.
+    pub fn create_pipeline_layout(
+        &self,
+        set_layouts: &[vk::DescriptorSetLayout],
+        push_constant_ranges: &[vk::PushConstantRange],
+    ) -> Result<vk::PipelineLayout, vk::Result> {
+        let info = vk::PipelineLayoutCreateInfo::default()
+            .set_layouts(set_layouts)
+            .push_constant_ranges(push_constant_ranges);
+        // SAFETY: the set layouts are live objects of this device.
+        let layout = unsafe { self.device.create_pipeline_layout(&info, None) }?;
+        LiveObjects::created(&self.live.other);
+        Ok(layout)
+    }
+
+    /// Destroys a pipeline layout. No pipeline being created or recorded may use it.
+    pub fn destroy_pipeline_layout(&self, layout: vk::PipelineLayout) {
+        // SAFETY: created by this device; nothing in flight uses it.
+        unsafe { self.device.destroy_pipeline_layout(layout, None) };
+        LiveObjects::destroyed(&self.live.other);
     }
 
     /// Creates a shader module from SPIR-V bytes.

@@ -2,7 +2,7 @@
 
 use super::{
     extract::{SamplerKey, TileMaterial},
-    shaders::TileShaders,
+    shaders::{TileLayouts, TileShaders},
 };
 use crate::{
     frame_graph::{CompiledFrame, FrameGraphCache, ResourceId},
@@ -11,7 +11,7 @@ use crate::{
         Graveyard, VulkanContext,
         context::DeadObject,
         memory::{AttachmentImage, DeviceBuffer},
-        pipeline::{GbufferPipelineKey, PipelineTarget, TileLayouts},
+        pipeline::{GbufferPipelineKey, PipelineTarget},
         timing::TimestampQueries,
     },
 };
@@ -151,7 +151,7 @@ impl TileBackend {
             context,
         };
         // On error, `Drop` releases whatever was created.
-        backend.layouts = Some(backend.context.create_layouts()?);
+        backend.layouts = Some(TileLayouts::new(&backend.context)?);
         backend.shaders = Some(TileShaders::new(&backend.context)?);
         backend.zero_buffer = Some(backend.context.create_device_buffer(
             "tile zero vertex buffer",
@@ -393,7 +393,7 @@ impl Drop for TileBackend {
             shaders.destroy(context);
         }
         if let Some(layouts) = self.layouts.take() {
-            context.destroy_layouts(layouts);
+            layouts.destroy(context);
         }
     }
 }

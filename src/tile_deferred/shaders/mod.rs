@@ -19,6 +19,10 @@
 //! To add a variant, add its row to [`VARIANTS`], create its (empty) `spirv/<name>.spv` so that
 //! the crate builds, and run the command above.
 
+mod layouts;
+
+pub(crate) use layouts::TileLayouts;
+
 use crate::vulkan::VulkanContext;
 use ash::vk;
 use bevy::platform::collections::HashMap;

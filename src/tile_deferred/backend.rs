@@ -2,6 +2,7 @@
 
 use super::{
     extract::{SamplerKey, TileMaterial},
+    pipelines::{GbufferPipelineKey, PipelineTarget},
     shaders::{TileLayouts, TileShaders},
 };
 use crate::{
@@ -11,7 +12,6 @@ use crate::{
         Graveyard, VulkanContext,
         context::DeadObject,
         memory::{AttachmentImage, DeviceBuffer},
-        pipeline::{GbufferPipelineKey, PipelineTarget},
         timing::TimestampQueries,
     },
 };

@@ -29,11 +29,12 @@ pub mod gpu_types;
 mod pass;
 #[doc(hidden)]
 pub use pass::{TileFaultInjection, TileNoStencilSplit};
+mod pipelines;
 pub(crate) mod plan;
 mod record;
 pub mod report;
 mod resources;
-pub(crate) mod shaders;
+mod shaders;
 
 use backend::TileBackend;
 

@@ -10,6 +10,7 @@ use super::{
         GpuClusterableLight, GpuDirectionalLight, GpuInstance, GpuTonemapParams, GpuView,
         MAX_DIRECTIONAL_LIGHTS,
     },
+    pipelines::GbufferPipelineKey,
     plan::{self, ViewFrameDesc, names},
     record::{RecordedDraw, RecordedPass, Recording, collect_mesh_bindings, record},
     report::{self, TileGpuTimes, TileViewReport, VulkanAttachmentReport},
@@ -23,7 +24,6 @@ use crate::{
     frame_graph::{Extent, Format},
     vulkan::{
         VulkanContext, conv,
-        pipeline::GbufferPipelineKey,
         render_pass::{self, OutputKind},
     },
 };

@@ -7,6 +7,7 @@ use super::{
     },
     gpu_types::{GpuClusterableLight, GpuInstance, GpuView},
     pass::{Frame, StepResult, TileSceneParams, step},
+    pipelines::{PipelineTarget, ScreenBlend, ScreenDepth, ScreenState, ScreenStencil},
     plan::{self, names},
     shaders::{ShaderId, Split, Variant},
 };
@@ -15,7 +16,6 @@ use crate::{
     vulkan::{
         VulkanContext, conv,
         memory::{AttachmentImageDesc, DeviceBuffer},
-        pipeline::{PipelineTarget, ScreenBlend, ScreenDepth, ScreenState, ScreenStencil},
         render_pass,
     },
 };

@@ -10,8 +10,8 @@ use crate::vulkan::{VulkanContext, pipeline::GraphicsPipelineDesc};
 use ash::vk;
 
 /// What varies between G-buffer pipelines: the mesh's vertex layout and the material's
-/// rasterisation state.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+/// rasterisation state. Ordered, so that draws can be sorted by pipeline without formatting keys.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub(crate) struct GbufferPipelineKey {
     /// Stride of the mesh's interleaved vertex buffer.
     pub stride: u32,

@@ -4,7 +4,7 @@
 
 use super::{
     gpu_types::GpuInstance,
-    shaders::{ShaderId, TileLayouts, TileShaders, Variant},
+    shaders::{ShaderId, Split, TileLayouts, TileShaders, Variant},
 };
 use crate::vulkan::{VulkanContext, pipeline::GraphicsPipelineDesc};
 use ash::vk;
@@ -88,6 +88,42 @@ impl ScreenState {
             per_sample: false,
         }
     }
+}
+
+/// The MSAA stencil split's own variants: the edge classification (stencil marking) and the
+/// edge pixels' lighting, per sample; both read input attachments.
+pub(super) const SPLIT_CLASSIFY: Variant = Variant {
+    msaa: true,
+    sampled: false,
+    split: Split::Off,
+};
+pub(super) const SPLIT_EDGES: Variant = Variant {
+    msaa: true,
+    sampled: false,
+    split: Split::Sample,
+};
+
+/// The shader variants of a plan's lighting pipelines (global and light volumes) and of its
+/// tonemap (and MSAA edge counter) pipelines. MSAA reads the attachments per sample, the unmerged
+/// tier (`sampled`) as textures. With the MSAA stencil split, the lighting shaders light the
+/// interior pixels only ([`SPLIT_EDGES`] lights the edges) and all of them read input
+/// attachments.
+pub(super) fn screen_variants(
+    multisampled: bool,
+    stencil_split: bool,
+    sampled: bool,
+) -> (Variant, Variant) {
+    let split = multisampled && stencil_split;
+    let variant = Variant {
+        msaa: multisampled,
+        sampled: sampled && !split,
+        split: Split::Off,
+    };
+    let lighting = Variant {
+        split: if split { Split::Pixel } else { Split::Off },
+        ..variant
+    };
+    (lighting, variant)
 }
 
 fn bool32(value: bool) -> [u8; 4] {
@@ -310,5 +346,101 @@ impl VulkanContext {
             depth_stencil: depth_stencil.as_ref(),
             blend_attachments: &blend_attachments,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tile_deferred::shaders::VARIANTS;
+
+    fn module(id: ShaderId, variant: Variant) -> &'static str {
+        VARIANTS
+            .iter()
+            .find(|row| row.id == id && row.variant == variant)
+            .unwrap_or_else(|| panic!("{id:?} {variant:?} is not in VARIANTS"))
+            .name
+    }
+
+    /// Which modules each plan shape draws its lighting and tonemap with; all are compiled.
+    #[test]
+    fn screen_variants_pick_compiled_modules() {
+        let ms = |names: [&'static str; 3], edge_counter| (names, Some(edge_counter));
+        // (MSAA, stencil split, sampled attachments) -> global lighting, light volumes, tonemap;
+        // the edge counter (MSAA without the split).
+        let split = (
+            [
+                "lighting_global_pixel_ms",
+                "light_volume_pixel_ms",
+                "tonemap_ms",
+            ],
+            None,
+        );
+        let single = (["lighting_global", "light_volume", "tonemap"], None);
+        let sampled = (
+            [
+                "lighting_global_sampled",
+                "light_volume_sampled",
+                "tonemap_sampled",
+            ],
+            None,
+        );
+        let cases = [
+            ((true, true, false), split),
+            ((true, true, true), split),
+            (
+                (true, false, false),
+                ms(
+                    ["lighting_global_ms", "light_volume_ms", "tonemap_ms"],
+                    "msaa_classify",
+                ),
+            ),
+            (
+                (true, false, true),
+                ms(
+                    [
+                        "lighting_global_ms_sampled",
+                        "light_volume_ms_sampled",
+                        "tonemap_ms_sampled",
+                    ],
+                    "msaa_classify_sampled",
+                ),
+            ),
+            ((false, false, false), single),
+            ((false, true, false), single),
+            ((false, false, true), sampled),
+            ((false, true, true), sampled),
+        ];
+        for ((multisampled, stencil_split, attachments), (names, edge_counter)) in cases {
+            let (lighting, variant) = screen_variants(multisampled, stencil_split, attachments);
+            let picked = [
+                module(ShaderId::LightingGlobal, lighting),
+                module(ShaderId::LightVolume, lighting),
+                module(ShaderId::Tonemap, variant),
+            ];
+            let expected = names.map(|name| format!("{name}.frag"));
+            let case = (multisampled, stencil_split, attachments);
+            assert_eq!(picked, expected, "{case:?}");
+            if multisampled && !stencil_split {
+                let edge_counter = format!("{}.frag", edge_counter.unwrap());
+                assert_eq!(
+                    module(ShaderId::MsaaClassify, variant),
+                    edge_counter,
+                    "{case:?}"
+                );
+            }
+        }
+        assert_eq!(
+            [
+                module(ShaderId::MsaaClassify, SPLIT_CLASSIFY),
+                module(ShaderId::LightingGlobal, SPLIT_EDGES),
+                module(ShaderId::LightVolume, SPLIT_EDGES),
+            ],
+            [
+                "msaa_classify.frag",
+                "lighting_global_sample_ms.frag",
+                "light_volume_sample_ms.frag"
+            ]
+        );
     }
 }

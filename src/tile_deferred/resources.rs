@@ -7,9 +7,12 @@ use super::{
     },
     gpu_types::{GpuClusterableLight, GpuInstance, GpuView},
     pass::{Frame, StepResult, TileSceneParams, step},
-    pipelines::{PipelineTarget, ScreenBlend, ScreenDepth, ScreenState, ScreenStencil},
+    pipelines::{
+        PipelineTarget, SPLIT_CLASSIFY, SPLIT_EDGES, ScreenBlend, ScreenDepth, ScreenState,
+        ScreenStencil, screen_variants,
+    },
     plan::{self, names},
-    shaders::{ShaderId, Split, Variant},
+    shaders::{ShaderId, Variant},
 };
 use crate::{
     frame_graph::{CompiledFrame, FrameGraphCache},
@@ -269,37 +272,6 @@ pub(super) fn locate_pass(compiled: &CompiledFrame, name: &str) -> Option<(usize
             let subpass = native.subpasses.iter().position(|s| s.name == name)?;
             Some((n, subpass))
         })
-}
-
-/// The MSAA stencil split's own variants: the edge classification (stencil marking) and the
-/// edge pixels' lighting, per sample; both read input attachments.
-const SPLIT_CLASSIFY: Variant = Variant {
-    msaa: true,
-    sampled: false,
-    split: Split::Off,
-};
-const SPLIT_EDGES: Variant = Variant {
-    msaa: true,
-    sampled: false,
-    split: Split::Sample,
-};
-
-/// The variants of a plan's lighting shaders (global and light volumes) and of its tonemap (and
-/// MSAA edge counter) shaders. MSAA reads the attachments per sample, the unmerged tier
-/// (`sampled`) as textures; with the MSAA stencil split the lighting shaders light the interior
-/// pixels only ([`SPLIT_EDGES`] lights the edges), and every shader reads input attachments.
-fn screen_variants(multisampled: bool, stencil_split: bool, sampled: bool) -> (Variant, Variant) {
-    let split = multisampled && stencil_split;
-    let variant = Variant {
-        msaa: multisampled,
-        sampled: sampled && !split,
-        split: Split::Off,
-    };
-    let lighting = Variant {
-        split: if split { Split::Pixel } else { Split::Off },
-        ..variant
-    };
-    (lighting, variant)
 }
 
 /// Creates the render passes of a plan (one per native pass, `descriptions` in the same order)
@@ -790,100 +762,4 @@ pub(super) fn ensure_material(
         },
     );
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::tile_deferred::shaders::VARIANTS;
-
-    fn module(id: ShaderId, variant: Variant) -> &'static str {
-        VARIANTS
-            .iter()
-            .find(|row| row.id == id && row.variant == variant)
-            .unwrap_or_else(|| panic!("{id:?} {variant:?} is not in VARIANTS"))
-            .name
-    }
-
-    /// Which modules each plan shape draws its lighting and tonemap with; all are compiled.
-    #[test]
-    fn screen_variants_pick_compiled_modules() {
-        let ms = |names: [&'static str; 3], edge_counter| (names, Some(edge_counter));
-        // (MSAA, stencil split, sampled attachments) -> global lighting, light volumes, tonemap;
-        // the edge counter (MSAA without the split).
-        let split = (
-            [
-                "lighting_global_pixel_ms",
-                "light_volume_pixel_ms",
-                "tonemap_ms",
-            ],
-            None,
-        );
-        let single = (["lighting_global", "light_volume", "tonemap"], None);
-        let sampled = (
-            [
-                "lighting_global_sampled",
-                "light_volume_sampled",
-                "tonemap_sampled",
-            ],
-            None,
-        );
-        let cases = [
-            ((true, true, false), split),
-            ((true, true, true), split),
-            (
-                (true, false, false),
-                ms(
-                    ["lighting_global_ms", "light_volume_ms", "tonemap_ms"],
-                    "msaa_classify",
-                ),
-            ),
-            (
-                (true, false, true),
-                ms(
-                    [
-                        "lighting_global_ms_sampled",
-                        "light_volume_ms_sampled",
-                        "tonemap_ms_sampled",
-                    ],
-                    "msaa_classify_sampled",
-                ),
-            ),
-            ((false, false, false), single),
-            ((false, true, false), single),
-            ((false, false, true), sampled),
-            ((false, true, true), sampled),
-        ];
-        for ((multisampled, stencil_split, attachments), (names, edge_counter)) in cases {
-            let (lighting, variant) = screen_variants(multisampled, stencil_split, attachments);
-            let picked = [
-                module(ShaderId::LightingGlobal, lighting),
-                module(ShaderId::LightVolume, lighting),
-                module(ShaderId::Tonemap, variant),
-            ];
-            let expected = names.map(|name| format!("{name}.frag"));
-            let case = (multisampled, stencil_split, attachments);
-            assert_eq!(picked, expected, "{case:?}");
-            if multisampled && !stencil_split {
-                let edge_counter = format!("{}.frag", edge_counter.unwrap());
-                assert_eq!(
-                    module(ShaderId::MsaaClassify, variant),
-                    edge_counter,
-                    "{case:?}"
-                );
-            }
-        }
-        assert_eq!(
-            [
-                module(ShaderId::MsaaClassify, SPLIT_CLASSIFY),
-                module(ShaderId::LightingGlobal, SPLIT_EDGES),
-                module(ShaderId::LightVolume, SPLIT_EDGES),
-            ],
-            [
-                "msaa_classify.frag",
-                "lighting_global_sample_ms.frag",
-                "light_volume_sample_ms.frag"
-            ]
-        );
-    }
 }

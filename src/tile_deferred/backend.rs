@@ -1,6 +1,10 @@
 //! The render-world state of the tile path: the Vulkan objects it owns and their caches.
 
-use super::extract::{SamplerKey, TileMaterial};
+use super::{
+    extract::{SamplerKey, TileMaterial},
+    pipelines::{GbufferPipelineKey, PipelineTarget},
+    shaders::{TileLayouts, TileShaders},
+};
 use crate::{
     frame_graph::{CompiledFrame, FrameGraphCache, ResourceId},
     tile_deferred::plan::ViewFrameDesc,
@@ -8,7 +12,6 @@ use crate::{
         Graveyard, VulkanContext,
         context::DeadObject,
         memory::{AttachmentImage, DeviceBuffer},
-        pipeline::{GbufferPipelineKey, PipelineTarget, TileLayouts, TileShaders},
         render_pass::RenderPassKey,
         timing::TimestampQueries,
     },
@@ -149,8 +152,8 @@ impl TileBackend {
             context,
         };
         // On error, `Drop` releases whatever was created.
-        backend.layouts = Some(backend.context.create_layouts()?);
-        backend.shaders = Some(backend.context.create_shaders()?);
+        backend.layouts = Some(TileLayouts::new(&backend.context)?);
+        backend.shaders = Some(TileShaders::new(&backend.context)?);
         backend.zero_buffer = Some(backend.context.create_device_buffer(
             "tile zero vertex buffer",
             16,
@@ -175,10 +178,6 @@ impl TileBackend {
 
     pub fn layouts(&self) -> &TileLayouts {
         self.layouts.as_ref().expect("created in TileBackend::new")
-    }
-
-    pub fn shaders(&self) -> &TileShaders {
-        self.shaders.as_ref().expect("created in TileBackend::new")
     }
 
     fn create_sampler(&self, key: &SamplerKey) -> Result<vk::Sampler, vk::Result> {
@@ -351,32 +350,6 @@ impl TileBackend {
     }
 }
 
-impl VulkanContext {
-    /// Creates a descriptor pool.
-    pub fn create_descriptor_pool(
-        &self,
-        max_sets: u32,
-        sizes: &[vk::DescriptorPoolSize],
-        flags: vk::DescriptorPoolCreateFlags,
-    ) -> Result<vk::DescriptorPool, vk::Result> {
-        let info = vk::DescriptorPoolCreateInfo::default()
-            .flags(flags)
-            .max_sets(max_sets)
-            .pool_sizes(sizes);
-        // SAFETY: valid create info; destroyed through `destroy_descriptor_pool`.
-        let pool = unsafe { self.device.create_descriptor_pool(&info, None) }?;
-        crate::vulkan::LiveObjects::created(&self.live.other);
-        Ok(pool)
-    }
-
-    /// Destroys a descriptor pool and every set allocated from it.
-    pub fn destroy_descriptor_pool(&self, pool: vk::DescriptorPool) {
-        // SAFETY: created by this device; no command buffer in flight uses its sets.
-        unsafe { self.device.destroy_descriptor_pool(pool, None) };
-        crate::vulkan::LiveObjects::destroyed(&self.live.other);
-    }
-}
-
 impl Drop for TileBackend {
     fn drop(&mut self) {
         self.context.wait_idle();
@@ -414,10 +387,10 @@ impl Drop for TileBackend {
             context.destroy_device_buffer(buffer);
         }
         if let Some(shaders) = self.shaders.take() {
-            context.destroy_shaders(shaders);
+            shaders.destroy(context);
         }
         if let Some(layouts) = self.layouts.take() {
-            context.destroy_layouts(layouts);
+            layouts.destroy(context);
         }
     }
 }

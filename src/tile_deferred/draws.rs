@@ -6,11 +6,12 @@ use super::{
     error::{TileError, TileResult},
     extract::TileMaterial,
     gpu_types::{GpuClusterableLight, GpuInstance},
+    pipelines::GbufferPipelineKey,
     record::MeshBinding,
     scene::TileSceneParams,
     view::transform_axis,
 };
-use crate::vulkan::{conv, pipeline::GbufferPipelineKey};
+use crate::vulkan::conv;
 use ash::vk;
 use bevy::{
     math::Affine3A,

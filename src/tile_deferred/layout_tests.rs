@@ -3,28 +3,32 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-/// The sibling modules each file of `src/tile_deferred` names through `super::` or
-/// `crate::tile_deferred::` (the parent `mod.rs` itself is not a sibling).
+/// The sibling modules each file of `src/tile_deferred` (or folder with a `mod.rs`) names
+/// through `super::` or `crate::tile_deferred::` (the parent `mod.rs` itself is not a sibling).
 fn imports() -> BTreeMap<String, BTreeSet<String>> {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/src/tile_deferred");
-    let modules: BTreeSet<String> = std::fs::read_dir(dir)
+    let modules: BTreeMap<String, String> = std::fs::read_dir(dir)
         .unwrap()
         .filter_map(|entry| {
-            let name = entry.unwrap().file_name().into_string().unwrap();
+            let path = entry.unwrap().path();
+            let name = path.file_name()?.to_str()?.to_owned();
+            if path.join("mod.rs").exists() {
+                return Some((name, format!("{}/mod.rs", path.display())));
+            }
             let module = name.strip_suffix(".rs")?.to_owned();
-            (module != "mod").then_some(module)
+            (module != "mod").then(|| (module, path.display().to_string()))
         })
         .collect();
     modules
         .iter()
-        .map(|module| {
-            let source = std::fs::read_to_string(format!("{dir}/{module}.rs")).unwrap();
+        .map(|(module, path)| {
+            let source = std::fs::read_to_string(path).unwrap();
             // Only the file's own code: its test module may use anything.
             let code = source.split("#[cfg(test)]").next().unwrap();
             let named = paths_after(code, "super::")
                 .into_iter()
                 .chain(paths_after(code, "crate::tile_deferred::"))
-                .filter(|name| modules.contains(name) && name != module)
+                .filter(|name| modules.contains_key(name) && name != module)
                 .collect();
             (module.clone(), named)
         })

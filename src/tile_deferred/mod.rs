@@ -33,15 +33,17 @@ mod interop;
 mod layout_tests;
 mod materials;
 mod pass;
-mod pipelines_stage;
+mod pipelines;
 pub(crate) mod plan;
 mod record;
+mod render_passes;
 pub mod report;
 mod resources;
 mod route;
 mod scene;
 #[doc(hidden)]
 pub use scene::{TileFaultInjection, TileNoStencilSplit};
+mod shaders;
 mod view;
 
 use backend::TileBackend;

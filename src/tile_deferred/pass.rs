@@ -4,11 +4,11 @@
 //!
 //! 1. `view`: camera, target and lights -> the frame's description and GPU data
 //! 2. `plan`: declare, compile, fit the tile budget, check the shape
-//! 3. `pipelines_stage`: render passes and their screen pipelines (cached by their key)
+//! 3. `render_passes`: render passes and their screen pipelines (cached by their key)
 //! 4. `resources`: attachments sized to the target, framebuffers
 //! 5. `draws` and `materials`: instanced draws, lights, material sets
 //! 6. `resources`: per-view buffers, descriptor sets, uploads
-//! 7. `pipelines_stage`: G-buffer pipelines for what is drawn
+//! 7. `render_passes`: G-buffer pipelines for what is drawn
 //! 8. `interop`: the wgpu side on Bevy's encoder (output init, transitions)
 //! 9. `record`: the raw render pass on an encoder of its own
 //! 10. `report`: what was planned, created and measured
@@ -17,9 +17,10 @@ use super::{
     backend::TileBackend,
     draws::{self, DrawList},
     error::{TileError, TileResult},
-    interop, materials, pipelines_stage,
+    interop, materials,
     plan::{self, PlannedFrame},
     record::{MeshBinding, RecordedDraw, Recording, record},
+    render_passes,
     report::{self, FrameQueries, TileViewReport},
     resources,
     scene::TileSceneParams,
@@ -113,7 +114,7 @@ fn render_view(
 
     // 3. The render passes and their lighting and tonemap pipelines.
     let descriptions = render_pass::describe_frame(compiled, (planned.output, frame.output_kind));
-    let key = pipelines_stage::ensure_render_passes(backend, &descriptions, compiled)?;
+    let key = render_passes::ensure_render_passes(backend, &descriptions, compiled)?;
     let render_passes = backend.render_passes[&key].render_passes.clone();
 
     // 4. The view's attachments (everything but the output) and the framebuffers over them.
@@ -135,7 +136,7 @@ fn render_view(
     let bindings = resources::prepare_view_data(backend, frame, compiled, &drawn, lut)?;
 
     // 7. Pipelines for every (mesh layout, material state) drawn.
-    pipelines_stage::ensure_gbuffer_pipelines(backend, &key, &drawn.draws)?;
+    render_passes::ensure_gbuffer_pipelines(backend, &key, &drawn.draws)?;
 
     // 8. The wgpu side, on Bevy's encoder: output init and transitions.
     interop::prepare_wgpu_resources(

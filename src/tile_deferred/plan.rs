@@ -99,6 +99,21 @@ pub(crate) fn samples_attachments(compiled: &crate::frame_graph::CompiledFrame) 
         .any(|subpass| !subpass.sampled.is_empty())
 }
 
+/// Where a logical pass of the frame runs: (native pass index, subpass index).
+pub(crate) fn locate_pass(
+    compiled: &crate::frame_graph::CompiledFrame,
+    name: &str,
+) -> Option<(usize, usize)> {
+    compiled
+        .native_passes
+        .iter()
+        .enumerate()
+        .find_map(|(n, native)| {
+            let subpass = native.subpasses.iter().position(|s| s.name == name)?;
+            Some((n, subpass))
+        })
+}
+
 /// The G-buffer formats (see `shaders/common.glsl`).
 pub(crate) const ALBEDO_FORMAT: Format = Format::Rgba8Srgb;
 pub(crate) const NORMAL_FORMAT: Format = Format::Rg16Float;
@@ -688,5 +703,72 @@ mod tests {
             assert_eq!(compiled.render_pass_count(), 1, "{frame:?}");
             assert_eq!(subpass_requirements(&compiled), expected, "{frame:?}");
         }
+    }
+
+    #[test]
+    fn unmerged_render_passes_hand_layouts_on() {
+        use crate::vulkan::render_pass::{OutputKind, describe_frame};
+        use ash::vk;
+        let desc = ViewFrameDesc {
+            unmerged: true,
+            ..ViewFrameDesc::new(Extent::new(640, 360), Format::Bgra8Srgb, 1)
+        };
+        let caps = DeviceCaps::desktop().with_merging(false);
+        let compiled = compile(&declare(&desc).unwrap(), &caps).unwrap();
+        let output = compiled.attachment_named(names::OUTPUT).unwrap().id;
+        let descriptions = describe_frame(&compiled, (output, OutputKind::TrackedImage));
+        assert_eq!(descriptions.len(), 3);
+        let layouts = |pass: usize, name: &str| {
+            let index = compiled.native_passes[pass]
+                .attachments
+                .iter()
+                .position(|a| a.name == name)
+                .unwrap();
+            let a = &descriptions[pass].attachments[index];
+            (a.initial_layout, a.final_layout)
+        };
+        use vk::ImageLayout as L;
+        // The G-buffer pass leaves what later passes sample ready to be sampled.
+        for name in [names::ALBEDO_OCCLUSION, names::NORMAL, names::MATERIAL] {
+            assert_eq!(
+                layouts(0, name),
+                (L::UNDEFINED, L::SHADER_READ_ONLY_OPTIMAL)
+            );
+        }
+        // Depth: tested read-only (and sampled) by the lighting pass, then sampled.
+        assert_eq!(
+            layouts(0, names::DEPTH),
+            (L::UNDEFINED, L::DEPTH_STENCIL_ATTACHMENT_OPTIMAL)
+        );
+        assert_eq!(
+            layouts(1, names::DEPTH),
+            (
+                L::DEPTH_STENCIL_ATTACHMENT_OPTIMAL,
+                L::SHADER_READ_ONLY_OPTIMAL
+            )
+        );
+        // The light is drawn into again by the lighting pass, then sampled by the tonemap.
+        assert_eq!(
+            layouts(0, names::LIGHT),
+            (L::UNDEFINED, L::COLOR_ATTACHMENT_OPTIMAL)
+        );
+        assert_eq!(
+            layouts(1, names::LIGHT),
+            (L::COLOR_ATTACHMENT_OPTIMAL, L::SHADER_READ_ONLY_OPTIMAL)
+        );
+        assert_eq!(
+            layouts(2, names::OUTPUT),
+            (L::COLOR_ATTACHMENT_OPTIMAL, L::COLOR_ATTACHMENT_OPTIMAL)
+        );
+        // The next frame's G-buffer pass waits for this frame's texture reads before writing.
+        let first_gbuffer_dependency = &descriptions[0].dependencies;
+        assert!(
+            first_gbuffer_dependency.iter().any(|d| {
+                d.src_subpass == vk::SUBPASS_EXTERNAL
+                    && d.src_stage_mask
+                        .contains(vk::PipelineStageFlags::FRAGMENT_SHADER)
+            }),
+            "{first_gbuffer_dependency:?}"
+        );
     }
 }

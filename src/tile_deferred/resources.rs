@@ -2,7 +2,7 @@
 //! descriptor sets, the render pass with its pipelines, the attachments and the material sets.
 
 use super::{
-    backend::{PassResources, StencilSplitPipelines, TileBackend, ViewResources},
+    backend::{TileBackend, ViewResources},
     draws::DrawList,
     error::{TileError, TileResult, step},
     gpu_types::{GpuClusterableLight, GpuInstance, GpuView},
@@ -15,7 +15,6 @@ use crate::{
     vulkan::{
         VulkanContext, conv,
         memory::{AttachmentImageDesc, DeviceBuffer},
-        pipeline::{PipelineTarget, ScreenBlend, ScreenDepth, ScreenState, ScreenStencil},
         render_pass::{self, OutputKind, RenderPassKey},
     },
 };
@@ -253,200 +252,6 @@ fn reallocate_view_sets(
     Ok(())
 }
 
-/// Where a logical pass of the frame runs: (native pass index, subpass index).
-pub(super) fn locate_pass(compiled: &CompiledFrame, name: &str) -> Option<(usize, usize)> {
-    compiled
-        .native_passes
-        .iter()
-        .enumerate()
-        .find_map(|(n, native)| {
-            let subpass = native.subpasses.iter().position(|s| s.name == name)?;
-            Some((n, subpass))
-        })
-}
-
-/// Creates the render passes of a plan (one per native pass, `descriptions` in the same order)
-/// and the lighting and tonemap pipelines; the G-buffer pipelines are built on demand.
-pub(super) fn create_pass_resources(
-    backend: &mut TileBackend,
-    descriptions: &[render_pass::RenderPassDescription],
-    compiled: &CompiledFrame,
-) -> TileResult<PassResources> {
-    let sampled_attachments = plan::samples_attachments(compiled);
-    let mut render_passes = Vec::with_capacity(descriptions.len());
-    for description in descriptions {
-        match backend.context.create_render_pass(description) {
-            Ok(render_pass) => render_passes.push(render_pass),
-            Err(error) => {
-                for render_pass in render_passes {
-                    backend.context.destroy_render_pass(render_pass);
-                }
-                return Err(TileError::vulkan("creating the render pass", error));
-            }
-        }
-    }
-    let target = |name: &str| {
-        let (n, subpass) = locate_pass(compiled, name).unwrap_or((0, 0));
-        let native = &compiled.native_passes[n];
-        PipelineTarget {
-            render_pass: render_passes[n],
-            subpass: subpass as u32,
-            color_attachments: native.subpasses[subpass].color.len() as u32,
-            samples: conv::samples(native.samples),
-            sampled_attachments,
-        }
-    };
-    let lighting = target(names::LIGHTING);
-    let mut pass = PassResources {
-        render_passes: render_passes.clone(),
-        gbuffer_target: target(names::GBUFFER),
-        gbuffer: HashMap::default(),
-        global_lighting: vk::Pipeline::null(),
-        light_volumes: vk::Pipeline::null(),
-        tonemap: vk::Pipeline::null(),
-        stencil_split: None,
-        edge_counter: vk::Pipeline::null(),
-        last_used: backend.frame,
-    };
-    let context = &backend.context;
-    let shaders = backend.shaders();
-    let layouts = backend.layouts();
-    let multisampled = lighting.samples != vk::SampleCountFlags::TYPE_1;
-    // The MSAA stencil split: the lighting subpass binds the depth-stencil attachment.
-    let stencil_split = locate_pass(compiled, names::LIGHTING).is_some_and(|(n, subpass)| {
-        compiled.native_passes[n].subpasses[subpass]
-            .depth
-            .is_some_and(|d| d.stencil_write)
-    });
-    pass.stencil_split = stencil_split.then(StencilSplitPipelines::default);
-    let (lighting_global, light_volume, tonemap) =
-        match (multisampled, stencil_split, sampled_attachments) {
-            (true, true, _) => (
-                shaders.lighting_global_pixel_ms_frag,
-                shaders.light_volume_pixel_ms_frag,
-                shaders.tonemap_ms_frag,
-            ),
-            (true, false, false) => (
-                shaders.lighting_global_ms_frag,
-                shaders.light_volume_ms_frag,
-                shaders.tonemap_ms_frag,
-            ),
-            (true, false, true) => (
-                shaders.lighting_global_ms_sampled_frag,
-                shaders.light_volume_ms_sampled_frag,
-                shaders.tonemap_ms_sampled_frag,
-            ),
-            (false, _, false) => (
-                shaders.lighting_global_frag,
-                shaders.light_volume_frag,
-                shaders.tonemap_frag,
-            ),
-            (false, _, true) => (
-                shaders.lighting_global_sampled_frag,
-                shaders.light_volume_sampled_frag,
-                shaders.tonemap_sampled_frag,
-            ),
-        };
-    // Stencil 0: interior (and background) pixels, lit once; stencil 1: edges, lit per sample.
-    let (interior, edges) = if stencil_split {
-        (ScreenStencil::Equal(0), ScreenStencil::Equal(1))
-    } else {
-        (ScreenStencil::Off, ScreenStencil::Off)
-    };
-    // The lighting subpass tests light volumes against the G-buffer depth when it binds it.
-    let lighting_depth = locate_pass(compiled, names::LIGHTING)
-        .is_some_and(|(n, subpass)| compiled.native_passes[n].subpasses[subpass].depth.is_some());
-    let (untested, culled) = if lighting_depth {
-        (ScreenDepth::Untested, ScreenDepth::RejectSurfacesInFront)
-    } else {
-        (ScreenDepth::NoAttachment, ScreenDepth::NoAttachment)
-    };
-    let additive = |depth, stencil, per_sample| ScreenState {
-        blend: ScreenBlend::Additive,
-        depth,
-        stencil,
-        per_sample,
-    };
-    let result = (|| {
-        pass.global_lighting = context.create_screen_pipeline(
-            layouts,
-            lighting,
-            shaders.fullscreen_vert,
-            lighting_global,
-            additive(untested, interior, false),
-        )?;
-        pass.light_volumes = context.create_screen_pipeline(
-            layouts,
-            lighting,
-            shaders.light_volume_vert,
-            light_volume,
-            additive(culled, interior, false),
-        )?;
-        pass.tonemap = context.create_screen_pipeline(
-            layouts,
-            target(names::TONEMAP),
-            shaders.fullscreen_vert,
-            tonemap,
-            ScreenState::plain(ScreenBlend::Replace),
-        )?;
-        if multisampled && !stencil_split {
-            pass.edge_counter = context.create_screen_pipeline(
-                layouts,
-                lighting,
-                shaders.fullscreen_vert,
-                if sampled_attachments {
-                    shaders.msaa_classify_sampled_frag
-                } else {
-                    shaders.msaa_classify_frag
-                },
-                ScreenState {
-                    depth: untested,
-                    ..ScreenState::plain(ScreenBlend::NoColorWrites)
-                },
-            )?;
-        }
-        if let Some(split) = pass.stencil_split.as_mut() {
-            split.classify = context.create_screen_pipeline(
-                layouts,
-                lighting,
-                shaders.fullscreen_vert,
-                shaders.msaa_classify_frag,
-                ScreenState {
-                    blend: ScreenBlend::NoColorWrites,
-                    depth: untested,
-                    stencil: ScreenStencil::Mark(1),
-                    per_sample: false,
-                },
-            )?;
-            split.global_lighting_per_sample = context.create_screen_pipeline(
-                layouts,
-                lighting,
-                shaders.fullscreen_vert,
-                shaders.lighting_global_sample_ms_frag,
-                additive(untested, edges, true),
-            )?;
-            split.light_volumes_per_sample = context.create_screen_pipeline(
-                layouts,
-                lighting,
-                shaders.light_volume_vert,
-                shaders.light_volume_sample_ms_frag,
-                additive(culled, edges, true),
-            )?;
-        }
-        Ok(())
-    })();
-    match result {
-        Ok(()) => Ok(pass),
-        Err(error) => {
-            backend.retire_pass(pass);
-            Err(TileError::vulkan(
-                "creating the lighting and tonemap pipelines",
-                error,
-            ))
-        }
-    }
-}
-
 /// (Re)creates the view's own attachments (every attachment of the plan but the output) when
 /// the plan or the target size changed.
 pub(super) fn ensure_attachments(
@@ -547,7 +352,7 @@ pub(super) fn write_view_sets(
     // A descriptor's layout is the one its subpass uses the attachment in; a texture stored by
     // an earlier render pass was left in SHADER_READ_ONLY_OPTIMAL.
     let input_layout = |pass: &str, name: &str| {
-        let located = locate_pass(compiled, pass);
+        let located = plan::locate_pass(compiled, pass);
         located
             .and_then(|(n, s)| {
                 let native = &compiled.native_passes[n];

@@ -39,7 +39,7 @@ pub(crate) fn depth_stencil_format(format: vk::Format) -> Option<Format> {
     }
 }
 
-/// The frame-graph format of a render target's wgpu format, when the tile path can write it.
+/// The frame-graph format of a render target's wgpu format, when a raw render pass can write it.
 pub(crate) fn frame_graph_format(format: wgpu::TextureFormat) -> Option<Format> {
     use wgpu::TextureFormat as T;
     Some(match format {

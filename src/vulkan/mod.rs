@@ -1,9 +1,9 @@
-//! The Vulkan backend of the tile path, recorded with ash through wgpu's hal interop.
+//! The crate's Vulkan layer: ash on wgpu's device, through wgpu's hal interop.
 //!
 //! # Design
 //!
-//! wgpu cannot express subpasses, input attachments or memoryless attachments, so the tile path
-//! records its native render pass with ash on a command encoder of its own, obtained from wgpu
+//! wgpu cannot express subpasses, input attachments or memoryless attachments, so the crate
+//! records its native render passes with ash on a command encoder of its own, obtained from wgpu
 //! with `as_hal_mut` and handed back to Bevy with `RenderContext::add_command_buffer`, which
 //! keeps submission order. Everything wgpu must know about goes through wgpu on Bevy's encoder
 //! *before* that buffer: layout transitions of the output image, the meshes' vertex buffers and
@@ -13,20 +13,21 @@
 //! `PRESENT_SRC_KHR` after each command buffer: the raw pass takes them from `UNDEFINED` (or
 //! `PRESENT_SRC_KHR` when it loads) and leaves them in `PRESENT_SRC_KHR`.
 //!
-//! The unmerged debug tier records the same frame as three render passes in the same command
-//! buffer; each hands its attachments to the next through the compiler's external subpass
+//! A plan of several render passes (the unmerged debug tier) is recorded in one command buffer;
+//! each hands its attachments to the next through the compiler's external subpass
 //! dependencies and final layouts (`SHADER_READ_ONLY_OPTIMAL` for what a later pass samples), so
 //! no barrier is recorded outside a render pass.
 //!
-//! Objects the crate creates are owned here: attachment images (G-buffer, depth, light
-//! accumulation; `TRANSIENT_ATTACHMENT` in lazily allocated memory where the device has it),
-//! buffers, render passes, framebuffers, pipelines, descriptor sets and samplers. They are
-//! counted ([`LiveObjects`]) so leaks are testable, and destroyed only once the GPU is done with
-//! them ([`Graveyard`]).
+//! The objects the crate creates (attachment images, `TRANSIENT_ATTACHMENT` in lazily allocated
+//! memory where the device has it; buffers, render passes, framebuffers, pipelines, descriptor
+//! sets and samplers) are counted ([`LiveObjects`]) so leaks are testable, and destroyed only once
+//! the GPU is done with them ([`Graveyard`]).
 //!
 //! Layout follows wgpu-hal's Vulkan backend: [`context`] (the device), `memory` (images and
 //! buffers), `conv` (frame-graph enums to Vulkan), `render_pass` (native passes from the
-//! compiled frame), `pipeline` (shader modules and pipelines).
+//! compiled frame), `descriptors` (descriptor set layouts and pools), `pipeline` (shader modules,
+//! pipeline layouts and graphics pipelines), `timing` (timestamp and occlusion queries). It is
+//! generic: the passes, shaders and pipelines drawn with it are defined by its callers.
 
 pub(crate) mod context;
 pub(crate) mod memory;
@@ -34,6 +35,7 @@ pub(crate) mod memory;
 pub use context::LiveObjects;
 pub(crate) use context::{Graveyard, VulkanContext};
 pub(crate) mod conv;
+pub(crate) mod descriptors;
 pub(crate) mod pipeline;
 pub(crate) mod render_pass;
 pub(crate) mod timing;

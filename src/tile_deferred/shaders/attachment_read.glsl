@@ -2,8 +2,8 @@
 //
 // Merged (the tile tiers): the earlier pass is an earlier subpass of the same render pass and the
 // attachment is an input attachment, read on tile with subpassLoad. Unmerged (the debug tier
-// whose passes are separate render passes; the *_sampled.frag variants define
-// SAMPLED_ATTACHMENTS): the attachment was stored to memory and is bound as a texture, fetched at
+// whose passes are separate render passes; its shader variants are compiled with
+// -D SAMPLED_ATTACHMENTS): the attachment was stored to memory and is bound as a texture, fetched at
 // this pixel (texelFetch at the integer pixel: no filtering, the same value subpassLoad returns).
 // gl_FragCoord is in framebuffer coordinates in both cases (a render area with an offset reads the
 // texture at the same coordinates), and flooring it gives the pixel under sample-rate shading too.

@@ -1,6 +1,6 @@
 // Subpass 1 (lighting): G-buffer input attachments (set 2; textures in the unmerged variants, see
 // attachment_read.glsl) and the per-view bindings (set 0).
-// Requires common.glsl and pbr_lighting.glsl to be included first. With MSAA defined (the *_ms.frag
+// Requires common.glsl and pbr_lighting.glsl to be included first. With MSAA defined (the MSAA
 // variants) the inputs are subpassInputMS and load_gbuffer() is the edge-selective per-sample
 // loader of gbuffer_msaa.glsl.
 

@@ -6,18 +6,18 @@
 // Stencil split (the default where the device has a multisampled depth-stencil format and
 // sampleRateShading): the lighting subpass binds the depth-stencil attachment with depth
 // read-only and stencil written, and depth stays readable as an input attachment.
-//   1. msaa_classify.frag, one full-screen draw per pixel: classifies the pixel once and
+//   1. msaa_classify.glsl, one full-screen draw per pixel: classifies the pixel once and
 //      discards unless it is an edge; surviving pixels get stencil = 1 on every sample. An
 //      occlusion query around it counts the edge samples (N per edge pixel).
-//   2. *_pixel_ms.frag (MSAA_STENCIL_PIXEL), stencil == 0, per pixel: shade sample 0 and write it
+//   2. the MSAA_STENCIL_PIXEL variants, stencil == 0, per pixel: shade sample 0 and write it
 //      to every covered sample (interior and all-background pixels; background discards).
-//   3. *_sample_ms.frag (MSAA_STENCIL_SAMPLE), stencil == 1, sampleShadingEnable with
+//   3. the MSAA_STENCIL_SAMPLE variants, stencil == 1, sampleShadingEnable with
 //      minSampleShading 1.0: each invocation shades its own sample gl_SampleID (a background
 //      sample discards). Writes go to that sample only.
 // Each global or light-volume draw is issued once per pass (2 and 3), and only 1 classifies.
 //
 // Per-sample-index draws (the fallback: no stencil format or no sampleRateShading), the
-// *_ms.frag variants without either define: the Rust side issues every lighting draw N times,
+// MSAA variants without either define: the Rust side issues every lighting draw N times,
 // with msaa.x = s = 0 .. N-1. Shading stays per pixel (nothing reads gl_SampleID). Each
 // invocation classifies its pixel from the N G-buffer samples, then:
 //   s == 0: all-background pixel -> discard; interior pixel -> shade sample 0 and write it to
@@ -37,7 +37,7 @@
 #define TILE_DEFERRED_GBUFFER_MSAA_GLSL
 
 #define MSAA_FLAG_PER_SAMPLE (1u << 0)  // brute force: every pixel with geometry is an edge
-#define MSAA_FLAG_DEBUG_EDGES (1u << 1) // read by tonemap_ms.frag only
+#define MSAA_FLAG_DEBUG_EDGES (1u << 1) // read by the MSAA tonemap pass only
 #define MSAA_MAX_SAMPLES 8
 
 #define MSAA_PIXEL_BACKGROUND 0 // every sample is background

@@ -1,14 +1,14 @@
+#version 450
+#extension GL_GOOGLE_include_directive : require
+
 // Subpass 1, blend ONE + ONE into the light attachment: one point or spot light (set 0 binding 1,
 // index from light_volume.vert) on the pixels its bounding-sphere rectangle covers. Background,
 // unlit pixels and pixels outside the light's range (where Bevy's range falloff is exactly 0) are
 // discarded; the rest get Bevy's point_light / spot_light term times the view exposure.
 //
-// Shared by light_volume.frag (single-sample) and the MSAA variants, which define MSAA first
-// (gbuffer_input.glsl then reads the multisampled G-buffer and gbuffer_msaa.glsl defines
-// load_gbuffer()): light_volume_pixel_ms.frag (stencil split, interior pixels: sample 0 for every
-// sample), light_volume_sample_ms.frag (stencil split, edge pixels: sample-rate shading, gl_SampleID)
-// and light_volume_ms.frag (the fallback drawn N times, once per sample index: classifies the pixel,
-// picks the sample and sets gl_SampleMask). Everything below is the same in all variants.
+// Compiled once per variant of the table in mod.rs (`ShaderId::LightVolume`), with the -D defines
+// lighting_global.glsl describes (MSAA, MSAA_STENCIL_PIXEL, MSAA_STENCIL_SAMPLE,
+// SAMPLED_ATTACHMENTS). Everything below is the same in all variants.
 
 #include "common.glsl"
 #include "pbr_lighting.glsl"

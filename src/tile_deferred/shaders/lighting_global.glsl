@@ -1,15 +1,19 @@
+#version 450
+#extension GL_GOOGLE_include_directive : require
+
 // Subpass 1, drawn with fullscreen.vert, blend ONE + ONE into the light attachment: Bevy's
 // ambient term (pbr_ambient.wgsl, with the occlusion texture's diffuse occlusion) and every
 // directional light (pbr_lighting.wgsl directional_light), times the view exposure as
 // apply_pbr_lighting does: exposure * (direct + indirect). Emissive was written in subpass 0,
-// point and spot lights are added by light_volume.frag.
+// point and spot lights are added by light_volume.glsl.
 //
-// Shared by lighting_global.frag (single-sample) and the MSAA variants, which define MSAA first
-// (gbuffer_input.glsl then reads the multisampled G-buffer and gbuffer_msaa.glsl defines
-// load_gbuffer()): lighting_global_pixel_ms.frag (stencil split, interior pixels: sample 0 for every
-// sample), lighting_global_sample_ms.frag (stencil split, edge pixels: sample-rate shading, gl_SampleID)
-// and lighting_global_ms.frag (the fallback drawn N times, once per sample index: classifies the pixel,
-// picks the sample and sets gl_SampleMask). Everything below is the same in all variants.
+// Compiled once per variant of the table in mod.rs (`ShaderId::LightingGlobal`), with -D defines:
+// none (single-sample); MSAA (gbuffer_input.glsl then reads the multisampled G-buffer and
+// gbuffer_msaa.glsl defines load_gbuffer()): with MSAA_STENCIL_PIXEL (stencil split, interior
+// pixels: sample 0 for every sample), with MSAA_STENCIL_SAMPLE (stencil split, edge pixels:
+// sample-rate shading, gl_SampleID) or alone (the fallback drawn N times, once per sample index:
+// classifies the pixel, picks the sample and sets gl_SampleMask); SAMPLED_ATTACHMENTS (the unmerged
+// tier, see attachment_read.glsl). Everything below is the same in all variants.
 
 #include "common.glsl"
 #include "pbr_lighting.glsl"

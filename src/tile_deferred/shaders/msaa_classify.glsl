@@ -1,6 +1,9 @@
-// The MSAA edge classification draw (fullscreen.vert, per pixel), shared by msaa_classify.frag
-// (input attachments) and msaa_classify_sampled.frag (the unmerged tier: textures). Define MSAA and
-// MSAA_CLASSIFY before including.
+#version 450
+#extension GL_GOOGLE_include_directive : require
+
+// The MSAA edge classification draw (fullscreen.vert, per pixel), compiled with -D MSAA, reading
+// the G-buffer as input attachments, or also with -D SAMPLED_ATTACHMENTS (the unmerged tier:
+// textures); see the table in mod.rs (`ShaderId::MsaaClassify`).
 
 //
 // Stencil split of the MSAA lighting subpass, first draw: classifies
@@ -12,6 +15,8 @@
 // samples each). With MSAA_FLAG_PER_SAMPLE (the every-sample reference) every pixel with
 // geometry is an edge.
 
+// gbuffer_msaa.glsl: only the classification, no load_gbuffer().
+#define MSAA_CLASSIFY
 
 #include "common.glsl"
 #include "pbr_lighting.glsl"

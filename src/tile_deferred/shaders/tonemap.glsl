@@ -1,5 +1,5 @@
-// Subpass 2 (tonemap), shared by tonemap.frag (single-sample) and tonemap_ms.frag (MSAA: define
-// MSAA before including): the set 3 bindings, the push constants and Bevy's in-shader tone mapping
+// Subpass 2 (tonemap), included by tonemap_pass.glsl in all its variants (MSAA: define MSAA
+// before including): the set 3 bindings, the push constants and Bevy's in-shader tone mapping
 // of an LDR camera (bevy_core_pipeline tonemapping_shared.wgsl tone_mapping() as the mesh pipeline
 // compiles it; pbr_functions.wgsl main_pass_post_lighting_processing's DEBAND_DITHER is applied by
 // the main functions). Requires common.glsl to be included first.

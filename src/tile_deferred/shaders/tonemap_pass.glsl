@@ -1,7 +1,11 @@
-// The tonemap pass (fullscreen.vert) in its four variants: tonemap.frag (single-sample, input
-// attachments), tonemap_ms.frag (MSAA: define MSAA), and the unmerged tier's tonemap_sampled.frag and
-// tonemap_ms_sampled.frag (define SAMPLED_ATTACHMENTS: the light and depth are textures stored by
-// the earlier render passes, see attachment_read.glsl). Everything below is the same in all of them.
+#version 450
+#extension GL_GOOGLE_include_directive : require
+
+// The tonemap pass (fullscreen.vert) in its four variants (the table in mod.rs,
+// `ShaderId::Tonemap`): single-sample with input attachments (no defines), MSAA (-D MSAA), and the
+// unmerged tier's (-D SAMPLED_ATTACHMENTS, with or without MSAA: the light and depth are textures
+// stored by the earlier render passes, see attachment_read.glsl). Everything below is the same in
+// all of them.
 
 #include "common.glsl"
 #include "tonemap.glsl"
@@ -76,18 +80,18 @@ void main() {
 
 #else // MSAA
 
-// MSAA variant of tonemap.frag: subpass 2 at N samples with fullscreen.vert, shaded per pixel.
+// MSAA variant of the single-sample pass above: subpass 2 at N samples with fullscreen.vert, shaded per pixel.
 // Reads every sample of the light accumulation and the depth (subpassInputMS, set 3 bindings 0
-// and 1; the LUT is binding 2 as in tonemap.frag) and writes one colour per pixel to location 0,
+// and 1; the LUT is binding 2 as without MSAA) and writes one colour per pixel to location 0,
 // an N-sample transient attachment that pResolveAttachments resolves in-pass into the
 // single-sample output (the hardware average of N identical values is that value).
 //
 // Tone mapping happens before the resolve, so that bright edges anti-alias like Bevy's forward
 // MSAA (which tone maps per fragment and resolves the display-referred colours):
 // - interior pixel (every sample has the same light and the same background-ness) -> tone map
-//   once: exactly tonemap.frag's result for that light;
+//   once: exactly the single-sample result for that light;
 // - otherwise -> tone map (and dither) each sample, background samples taking the clear colour
-//   untouched as in tonemap.frag, clamp each to [0, 1] as the 8-bit output stores it, and average
+//   untouched as without MSAA, clamp each to [0, 1] as the 8-bit output stores it, and average
 //   the display-referred linear colours; the sRGB encode (UNORM outputs) is applied to the
 //   average, as an *_SRGB attachment's (linear) resolve would.
 // Sample depths are not compared beyond background-ness: the samples of one sloped surface have

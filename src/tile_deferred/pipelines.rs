@@ -1,0 +1,446 @@
+//! The tile path's pipelines: the G-buffer pipelines (one per mesh layout and material state,
+//! [`GbufferPipelineKey`]) and the full-screen and light-volume pipelines of the lighting and
+//! tonemap subpasses ([`ScreenState`]), built from the tile shaders and layouts.
+
+use super::{
+    gpu_types::GpuInstance,
+    shaders::{ShaderId, Split, TileLayouts, TileShaders, Variant},
+};
+use crate::vulkan::{VulkanContext, pipeline::GraphicsPipelineDesc};
+use ash::vk;
+
+/// What varies between G-buffer pipelines: the mesh's vertex layout and the material's
+/// rasterisation state. Ordered, so that draws can be sorted by pipeline without formatting keys.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(crate) struct GbufferPipelineKey {
+    /// Stride of the mesh's interleaved vertex buffer.
+    pub stride: u32,
+    /// (format, offset) of position, normal, uv0, tangent; `None` where the mesh lacks one.
+    pub attributes: [Option<(vk::Format, u32)>; 4],
+    pub topology: vk::PrimitiveTopology,
+    pub cull_mode: vk::CullModeFlags,
+    pub alpha_mask: bool,
+    pub samples: vk::SampleCountFlags,
+}
+
+/// The render pass and subpass a pipeline is built for.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct PipelineTarget {
+    pub render_pass: vk::RenderPass,
+    pub subpass: u32,
+    pub color_attachments: u32,
+    pub samples: vk::SampleCountFlags,
+    /// The unmerged tier: the pipeline reads earlier passes' attachments as textures.
+    pub sampled_attachments: bool,
+}
+
+/// How a screen pipeline writes the light or output attachment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ScreenBlend {
+    /// Overwrite.
+    Replace,
+    /// Add (ONE + ONE): light accumulation.
+    Additive,
+    /// No colour writes (the stencil marking draw).
+    NoColorWrites,
+}
+
+/// The stencil state of a screen pipeline.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ScreenStencil {
+    /// No stencil test.
+    Off,
+    /// Write this reference into the stencil of every sample of the fragments that survive.
+    Mark(u32),
+    /// Draw only where the stencil equals this reference.
+    Equal(u32),
+}
+
+/// How a screen pipeline uses the subpass's depth attachment (never written).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ScreenDepth {
+    /// The subpass has no depth-stencil attachment (the stencil must be `Off`).
+    NoAttachment,
+    /// The attachment is there (read-only, or stencil only) but depth is not tested.
+    Untested,
+    /// Keep fragments at or in front of the stored depth (reverse-Z `GREATER_OR_EQUAL`): a
+    /// light volume drawn at its sphere's nearest depth skips surfaces in front of the sphere.
+    RejectSurfacesInFront,
+}
+
+/// The fixed-function state of a screen pipeline.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct ScreenState {
+    pub blend: ScreenBlend,
+    pub depth: ScreenDepth,
+    pub stencil: ScreenStencil,
+    /// Shade every sample (sample-rate shading, `minSampleShading` 1.0).
+    pub per_sample: bool,
+}
+
+impl ScreenState {
+    /// A per-pixel pipeline of a subpass without depth-stencil attachment.
+    pub const fn plain(blend: ScreenBlend) -> Self {
+        Self {
+            blend,
+            depth: ScreenDepth::NoAttachment,
+            stencil: ScreenStencil::Off,
+            per_sample: false,
+        }
+    }
+}
+
+/// The MSAA stencil split's own variants: the edge classification (stencil marking) and the
+/// edge pixels' lighting, per sample; both read input attachments.
+pub(super) const SPLIT_CLASSIFY: Variant = Variant {
+    msaa: true,
+    sampled: false,
+    split: Split::Off,
+};
+pub(super) const SPLIT_EDGES: Variant = Variant {
+    msaa: true,
+    sampled: false,
+    split: Split::Sample,
+};
+
+/// The shader variants of a plan's lighting pipelines (global and light volumes) and of its
+/// tonemap (and MSAA edge counter) pipelines. MSAA reads the attachments per sample, the unmerged
+/// tier (`sampled`) as textures. With the MSAA stencil split, the lighting shaders light the
+/// interior pixels only ([`SPLIT_EDGES`] lights the edges) and all of them read input
+/// attachments.
+pub(super) fn screen_variants(
+    multisampled: bool,
+    stencil_split: bool,
+    sampled: bool,
+) -> (Variant, Variant) {
+    let split = multisampled && stencil_split;
+    let variant = Variant {
+        msaa: multisampled,
+        sampled: sampled && !split,
+        split: Split::Off,
+    };
+    let lighting = Variant {
+        split: if split { Split::Pixel } else { Split::Off },
+        ..variant
+    };
+    (lighting, variant)
+}
+
+fn bool32(value: bool) -> [u8; 4] {
+    u32::from(value).to_ne_bytes()
+}
+
+// Methods of the context (as the call sites in pass.rs use them), but tile-path knowledge: they
+// live here, beside the shaders and layouts they build on.
+impl VulkanContext {
+    /// The G-buffer pipeline for one mesh layout and material state.
+    pub fn create_gbuffer_pipeline(
+        &self,
+        layouts: &TileLayouts,
+        shaders: &TileShaders,
+        target: PipelineTarget,
+        key: &GbufferPipelineKey,
+    ) -> Result<vk::Pipeline, vk::Result> {
+        let constants: Vec<u8> = [
+            key.attributes[1].is_some(),
+            key.attributes[2].is_some(),
+            key.attributes[3].is_some(),
+            key.alpha_mask,
+        ]
+        .into_iter()
+        .flat_map(bool32)
+        .collect();
+        let map_entries: Vec<vk::SpecializationMapEntry> = (0..4)
+            .map(|id| {
+                vk::SpecializationMapEntry::default()
+                    .constant_id(id)
+                    .offset(id * 4)
+                    .size(4)
+            })
+            .collect();
+        let specialization = vk::SpecializationInfo::default()
+            .map_entries(&map_entries)
+            .data(&constants);
+        let stages = [
+            shaders
+                .stage(ShaderId::GbufferVert, Variant::BASE)
+                .specialization_info(&specialization),
+            shaders
+                .stage(ShaderId::GbufferFrag, Variant::BASE)
+                .specialization_info(&specialization),
+        ];
+
+        // Binding 0: the mesh; 1: a zero buffer (stride 0) for missing attributes; 2: instances.
+        let bindings = [
+            vk::VertexInputBindingDescription {
+                binding: 0,
+                stride: key.stride,
+                input_rate: vk::VertexInputRate::VERTEX,
+            },
+            vk::VertexInputBindingDescription {
+                binding: 1,
+                stride: 0,
+                input_rate: vk::VertexInputRate::VERTEX,
+            },
+            vk::VertexInputBindingDescription {
+                binding: 2,
+                stride: size_of::<GpuInstance>() as u32,
+                input_rate: vk::VertexInputRate::INSTANCE,
+            },
+        ];
+        let fallback_formats = [
+            vk::Format::R32G32B32_SFLOAT,
+            vk::Format::R32G32B32_SFLOAT,
+            vk::Format::R32G32_SFLOAT,
+            vk::Format::R32G32B32A32_SFLOAT,
+        ];
+        let mut attributes: Vec<vk::VertexInputAttributeDescription> = key
+            .attributes
+            .iter()
+            .zip(fallback_formats)
+            .enumerate()
+            .map(|(location, (attribute, fallback))| match attribute {
+                Some((format, offset)) => vk::VertexInputAttributeDescription {
+                    location: location as u32,
+                    binding: 0,
+                    format: *format,
+                    offset: *offset,
+                },
+                None => vk::VertexInputAttributeDescription {
+                    location: location as u32,
+                    binding: 1,
+                    format: fallback,
+                    offset: 0,
+                },
+            })
+            .collect();
+        attributes.extend((0..3).map(|row| vk::VertexInputAttributeDescription {
+            location: 4 + row,
+            binding: 2,
+            format: vk::Format::R32G32B32A32_SFLOAT,
+            offset: row * 16,
+        }));
+        let vertex_input = vk::PipelineVertexInputStateCreateInfo::default()
+            .vertex_binding_descriptions(&bindings)
+            .vertex_attribute_descriptions(&attributes);
+        let input_assembly =
+            vk::PipelineInputAssemblyStateCreateInfo::default().topology(key.topology);
+        let rasterization = vk::PipelineRasterizationStateCreateInfo::default()
+            .polygon_mode(vk::PolygonMode::FILL)
+            .cull_mode(key.cull_mode)
+            // Bevy's winding with wgpu's negative viewport height, as wgpu sets it.
+            .front_face(vk::FrontFace::COUNTER_CLOCKWISE)
+            .line_width(1.0);
+        let depth = vk::PipelineDepthStencilStateCreateInfo::default()
+            .depth_test_enable(true)
+            .depth_write_enable(true)
+            .depth_compare_op(vk::CompareOp::GREATER_OR_EQUAL);
+        let blend_attachments: Vec<vk::PipelineColorBlendAttachmentState> = (0..target
+            .color_attachments)
+            .map(|_| {
+                vk::PipelineColorBlendAttachmentState::default()
+                    .color_write_mask(vk::ColorComponentFlags::RGBA)
+            })
+            .collect();
+        let multisample =
+            vk::PipelineMultisampleStateCreateInfo::default().rasterization_samples(target.samples);
+        self.create_graphics_pipeline(&GraphicsPipelineDesc {
+            layout: layouts.pipeline_layout(target.sampled_attachments),
+            render_pass: target.render_pass,
+            subpass: target.subpass,
+            stages: &stages,
+            vertex_input: &vertex_input,
+            input_assembly: &input_assembly,
+            rasterization: &rasterization,
+            multisample: &multisample,
+            depth_stencil: Some(&depth),
+            blend_attachments: &blend_attachments,
+        })
+    }
+
+    /// A full-screen or light-volume pipeline of the lighting or tonemap subpass.
+    pub fn create_screen_pipeline(
+        &self,
+        layouts: &TileLayouts,
+        target: PipelineTarget,
+        stages: [vk::PipelineShaderStageCreateInfo; 2],
+        state: ScreenState,
+    ) -> Result<vk::Pipeline, vk::Result> {
+        let vertex_input = vk::PipelineVertexInputStateCreateInfo::default();
+        let input_assembly = vk::PipelineInputAssemblyStateCreateInfo::default()
+            .topology(vk::PrimitiveTopology::TRIANGLE_LIST);
+        let rasterization = vk::PipelineRasterizationStateCreateInfo::default()
+            .polygon_mode(vk::PolygonMode::FILL)
+            .cull_mode(vk::CullModeFlags::NONE)
+            .front_face(vk::FrontFace::COUNTER_CLOCKWISE)
+            .line_width(1.0);
+        let blend = if state.blend == ScreenBlend::Additive {
+            vk::PipelineColorBlendAttachmentState::default()
+                .blend_enable(true)
+                .src_color_blend_factor(vk::BlendFactor::ONE)
+                .dst_color_blend_factor(vk::BlendFactor::ONE)
+                .color_blend_op(vk::BlendOp::ADD)
+                .src_alpha_blend_factor(vk::BlendFactor::ONE)
+                .dst_alpha_blend_factor(vk::BlendFactor::ONE)
+                .alpha_blend_op(vk::BlendOp::ADD)
+                .color_write_mask(vk::ColorComponentFlags::RGBA)
+        } else {
+            vk::PipelineColorBlendAttachmentState::default().color_write_mask(
+                if state.blend == ScreenBlend::NoColorWrites {
+                    vk::ColorComponentFlags::empty()
+                } else {
+                    vk::ColorComponentFlags::RGBA
+                },
+            )
+        };
+        let blend_attachments = vec![blend; target.color_attachments as usize];
+        let stencil_op = |compare_op, pass_op, write_mask, reference| {
+            vk::StencilOpState::default()
+                .fail_op(vk::StencilOp::KEEP)
+                .pass_op(pass_op)
+                .depth_fail_op(vk::StencilOp::KEEP)
+                .compare_op(compare_op)
+                .compare_mask(0xff)
+                .write_mask(write_mask)
+                .reference(reference)
+        };
+        // Depth is never written: the shaders read it as an input attachment (or texture).
+        let stencil = match state.stencil {
+            ScreenStencil::Off => vk::StencilOpState::default(),
+            ScreenStencil::Mark(reference) => stencil_op(
+                vk::CompareOp::ALWAYS,
+                vk::StencilOp::REPLACE,
+                0xff,
+                reference,
+            ),
+            ScreenStencil::Equal(reference) => {
+                stencil_op(vk::CompareOp::EQUAL, vk::StencilOp::KEEP, 0, reference)
+            }
+        };
+        let depth_stencil = (state.depth != ScreenDepth::NoAttachment).then(|| {
+            vk::PipelineDepthStencilStateCreateInfo::default()
+                .depth_test_enable(state.depth == ScreenDepth::RejectSurfacesInFront)
+                .depth_write_enable(false)
+                .depth_compare_op(vk::CompareOp::GREATER_OR_EQUAL)
+                .stencil_test_enable(state.stencil != ScreenStencil::Off)
+                .front(stencil)
+                .back(stencil)
+        });
+        let mut multisample =
+            vk::PipelineMultisampleStateCreateInfo::default().rasterization_samples(target.samples);
+        if state.per_sample {
+            // One invocation per covered sample (the sampleRateShading feature).
+            multisample = multisample
+                .sample_shading_enable(true)
+                .min_sample_shading(1.0);
+        }
+        self.create_graphics_pipeline(&GraphicsPipelineDesc {
+            layout: layouts.pipeline_layout(target.sampled_attachments),
+            render_pass: target.render_pass,
+            subpass: target.subpass,
+            stages: &stages,
+            vertex_input: &vertex_input,
+            input_assembly: &input_assembly,
+            rasterization: &rasterization,
+            multisample: &multisample,
+            depth_stencil: depth_stencil.as_ref(),
+            blend_attachments: &blend_attachments,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tile_deferred::shaders::VARIANTS;
+
+    fn module(id: ShaderId, variant: Variant) -> &'static str {
+        VARIANTS
+            .iter()
+            .find(|row| row.id == id && row.variant == variant)
+            .unwrap_or_else(|| panic!("{id:?} {variant:?} is not in VARIANTS"))
+            .name
+    }
+
+    /// Which modules each plan shape draws its lighting and tonemap with; all are compiled.
+    #[test]
+    fn screen_variants_pick_compiled_modules() {
+        let ms = |names: [&'static str; 3], edge_counter| (names, Some(edge_counter));
+        // (MSAA, stencil split, sampled attachments) -> global lighting, light volumes, tonemap;
+        // the edge counter (MSAA without the split).
+        let split = (
+            [
+                "lighting_global_pixel_ms",
+                "light_volume_pixel_ms",
+                "tonemap_ms",
+            ],
+            None,
+        );
+        let single = (["lighting_global", "light_volume", "tonemap"], None);
+        let sampled = (
+            [
+                "lighting_global_sampled",
+                "light_volume_sampled",
+                "tonemap_sampled",
+            ],
+            None,
+        );
+        let cases = [
+            ((true, true, false), split),
+            ((true, true, true), split),
+            (
+                (true, false, false),
+                ms(
+                    ["lighting_global_ms", "light_volume_ms", "tonemap_ms"],
+                    "msaa_classify",
+                ),
+            ),
+            (
+                (true, false, true),
+                ms(
+                    [
+                        "lighting_global_ms_sampled",
+                        "light_volume_ms_sampled",
+                        "tonemap_ms_sampled",
+                    ],
+                    "msaa_classify_sampled",
+                ),
+            ),
+            ((false, false, false), single),
+            ((false, true, false), single),
+            ((false, false, true), sampled),
+            ((false, true, true), sampled),
+        ];
+        for ((multisampled, stencil_split, attachments), (names, edge_counter)) in cases {
+            let (lighting, variant) = screen_variants(multisampled, stencil_split, attachments);
+            let picked = [
+                module(ShaderId::LightingGlobal, lighting),
+                module(ShaderId::LightVolume, lighting),
+                module(ShaderId::Tonemap, variant),
+            ];
+            let expected = names.map(|name| format!("{name}.frag"));
+            let case = (multisampled, stencil_split, attachments);
+            assert_eq!(picked, expected, "{case:?}");
+            if multisampled && !stencil_split {
+                let edge_counter = format!("{}.frag", edge_counter.unwrap());
+                assert_eq!(
+                    module(ShaderId::MsaaClassify, variant),
+                    edge_counter,
+                    "{case:?}"
+                );
+            }
+        }
+        assert_eq!(
+            [
+                module(ShaderId::MsaaClassify, SPLIT_CLASSIFY),
+                module(ShaderId::LightingGlobal, SPLIT_EDGES),
+                module(ShaderId::LightVolume, SPLIT_EDGES),
+            ],
+            [
+                "msaa_classify.frag",
+                "lighting_global_sample_ms.frag",
+                "light_volume_sample_ms.frag"
+            ]
+        );
+    }
+}

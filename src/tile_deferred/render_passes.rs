@@ -1,0 +1,286 @@
+//! Stages 3 and 7, render passes: a plan's render passes with their lighting and tonemap
+//! pipelines (cached by [`RenderPassKey`]: created the first time this shape of frame is
+//! seen), then a G-buffer pipeline for every mesh layout and material state drawn.
+
+use super::{
+    backend::{PassResources, StencilSplitPipelines, TileBackend},
+    draws::Draw,
+    error::{TileError, TileResult, step},
+    pipelines::{
+        PipelineTarget, SPLIT_CLASSIFY, SPLIT_EDGES, ScreenBlend, ScreenDepth, ScreenState,
+        ScreenStencil, screen_variants,
+    },
+    plan::{self, names},
+    shaders::{ShaderId, TileLayouts, TileShaders, Variant},
+};
+use crate::{
+    frame_graph::CompiledFrame,
+    vulkan::{
+        VulkanContext, conv,
+        render_pass::{RenderPassDescription, RenderPassKey},
+    },
+};
+use ash::vk;
+use bevy::platform::collections::{HashMap, hash_map::Entry};
+
+/// The render passes and screen pipelines of `descriptions`, created the first time this
+/// shape of frame is seen; returns their key.
+pub(super) fn ensure_render_passes(
+    backend: &mut TileBackend,
+    descriptions: &[RenderPassDescription],
+    compiled: &CompiledFrame,
+) -> TileResult<RenderPassKey> {
+    let key = RenderPassKey::new(descriptions);
+    if !backend.render_passes.contains_key(&key) {
+        let pass = create_pass_resources(backend, descriptions, compiled)?;
+        backend.render_passes.insert(key.clone(), pass);
+    }
+    let frame = backend.frame;
+    if let Some(pass) = backend.render_passes.get_mut(&key) {
+        pass.last_used = frame;
+    }
+    Ok(key)
+}
+
+/// A G-buffer pipeline for every draw's (mesh layout, material state) in the render passes of
+/// `key`.
+pub(super) fn ensure_gbuffer_pipelines(
+    backend: &mut TileBackend,
+    key: &RenderPassKey,
+    draws: &[Draw],
+) -> TileResult<()> {
+    let (Some(layouts), Some(shaders)) = (&backend.layouts, &backend.shaders) else {
+        return Err(TileError::Missing {
+            step: "finding the tile shaders",
+        });
+    };
+    let pass = backend
+        .render_passes
+        .get_mut(key)
+        .ok_or(TileError::Missing {
+            step: "finding the frame's render passes",
+        })?;
+    for draw in draws {
+        if let Entry::Vacant(slot) = pass.gbuffer.entry(draw.pipeline_key.clone()) {
+            slot.insert(step(
+                "creating a G-buffer pipeline",
+                backend.context.create_gbuffer_pipeline(
+                    layouts,
+                    shaders,
+                    pass.gbuffer_target,
+                    &draw.pipeline_key,
+                ),
+            )?);
+        }
+    }
+    Ok(())
+}
+
+/// Creates the render passes of a plan (one per native pass, `descriptions` in the same order)
+/// and the lighting and tonemap pipelines; the G-buffer pipelines are built on demand.
+fn create_pass_resources(
+    backend: &mut TileBackend,
+    descriptions: &[RenderPassDescription],
+    compiled: &CompiledFrame,
+) -> TileResult<PassResources> {
+    let render_passes = create_render_passes(&backend.context, descriptions)?;
+    let shape = ScreenShape::of(compiled, &render_passes);
+    let mut pass = PassResources {
+        render_passes: render_passes.clone(),
+        gbuffer_target: shape.target(compiled, names::GBUFFER),
+        gbuffer: HashMap::default(),
+        global_lighting: vk::Pipeline::null(),
+        light_volumes: vk::Pipeline::null(),
+        tonemap: vk::Pipeline::null(),
+        stencil_split: shape.stencil_split.then(StencilSplitPipelines::default),
+        edge_counter: vk::Pipeline::null(),
+        last_used: backend.frame,
+    };
+    let (Some(layouts), Some(shaders)) = (&backend.layouts, &backend.shaders) else {
+        backend.retire_pass(pass);
+        return Err(TileError::Missing {
+            step: "finding the tile shaders",
+        });
+    };
+    match create_screen_pipelines(
+        &backend.context,
+        layouts,
+        shaders,
+        compiled,
+        &shape,
+        &mut pass,
+    ) {
+        Ok(()) => Ok(pass),
+        Err(error) => {
+            backend.retire_pass(pass);
+            Err(TileError::vulkan(
+                "creating the lighting and tonemap pipelines",
+                error,
+            ))
+        }
+    }
+}
+
+/// The frame's render passes, or none of them.
+fn create_render_passes(
+    context: &VulkanContext,
+    descriptions: &[RenderPassDescription],
+) -> TileResult<Vec<vk::RenderPass>> {
+    let mut render_passes = Vec::with_capacity(descriptions.len());
+    for description in descriptions {
+        match context.create_render_pass(description) {
+            Ok(render_pass) => render_passes.push(render_pass),
+            Err(error) => {
+                for render_pass in render_passes {
+                    context.destroy_render_pass(render_pass);
+                }
+                return Err(TileError::vulkan("creating the render pass", error));
+            }
+        }
+    }
+    Ok(render_passes)
+}
+
+/// What the plan's shape decides about its screen pipelines.
+struct ScreenShape<'a> {
+    render_passes: &'a [vk::RenderPass],
+    /// The passes read earlier passes' attachments as textures (the unmerged tier).
+    sampled_attachments: bool,
+    /// The MSAA stencil split: the lighting subpass writes the depth-stencil attachment's
+    /// stencil.
+    stencil_split: bool,
+    /// The lighting subpass binds the G-buffer depth (light volumes are tested against it).
+    lighting_depth: bool,
+}
+
+impl<'a> ScreenShape<'a> {
+    fn of(compiled: &CompiledFrame, render_passes: &'a [vk::RenderPass]) -> Self {
+        let lighting_depth = plan::locate_pass(compiled, names::LIGHTING)
+            .and_then(|(n, subpass)| compiled.native_passes[n].subpasses[subpass].depth);
+        Self {
+            render_passes,
+            sampled_attachments: plan::samples_attachments(compiled),
+            stencil_split: lighting_depth.is_some_and(|d| d.stencil_write),
+            lighting_depth: lighting_depth.is_some(),
+        }
+    }
+
+    /// Where the pipelines of logical pass `name` are built.
+    fn target(&self, compiled: &CompiledFrame, name: &str) -> PipelineTarget {
+        let (n, subpass) = plan::locate_pass(compiled, name).unwrap_or((0, 0));
+        let native = &compiled.native_passes[n];
+        PipelineTarget {
+            render_pass: self.render_passes[n],
+            subpass: subpass as u32,
+            color_attachments: native.subpasses[subpass].color.len() as u32,
+            samples: conv::samples(native.samples),
+            sampled_attachments: self.sampled_attachments,
+        }
+    }
+}
+
+/// The lighting, tonemap and (with MSAA) edge pipelines of `pass`.
+fn create_screen_pipelines(
+    context: &VulkanContext,
+    layouts: &TileLayouts,
+    shaders: &TileShaders,
+    compiled: &CompiledFrame,
+    shape: &ScreenShape,
+    pass: &mut PassResources,
+) -> Result<(), vk::Result> {
+    let lighting = shape.target(compiled, names::LIGHTING);
+    let multisampled = lighting.samples != vk::SampleCountFlags::TYPE_1;
+    let stencil_split = shape.stencil_split;
+    let (lighting_variant, variant) =
+        screen_variants(multisampled, stencil_split, shape.sampled_attachments);
+    let fullscreen = shaders.stage(ShaderId::FullscreenVert, Variant::BASE);
+    let light_volume_vert = shaders.stage(ShaderId::LightVolumeVert, Variant::BASE);
+    // Stencil 0: interior (and background) pixels, lit once; stencil 1: edges, lit per sample.
+    let (interior, edges) = if stencil_split {
+        (ScreenStencil::Equal(0), ScreenStencil::Equal(1))
+    } else {
+        (ScreenStencil::Off, ScreenStencil::Off)
+    };
+    // The lighting subpass tests light volumes against the G-buffer depth when it binds it.
+    let (untested, culled) = if shape.lighting_depth {
+        (ScreenDepth::Untested, ScreenDepth::RejectSurfacesInFront)
+    } else {
+        (ScreenDepth::NoAttachment, ScreenDepth::NoAttachment)
+    };
+    let additive = |depth, stencil, per_sample| ScreenState {
+        blend: ScreenBlend::Additive,
+        depth,
+        stencil,
+        per_sample,
+    };
+    pass.global_lighting = context.create_screen_pipeline(
+        layouts,
+        lighting,
+        [
+            fullscreen,
+            shaders.stage(ShaderId::LightingGlobal, lighting_variant),
+        ],
+        additive(untested, interior, false),
+    )?;
+    pass.light_volumes = context.create_screen_pipeline(
+        layouts,
+        lighting,
+        [
+            light_volume_vert,
+            shaders.stage(ShaderId::LightVolume, lighting_variant),
+        ],
+        additive(culled, interior, false),
+    )?;
+    pass.tonemap = context.create_screen_pipeline(
+        layouts,
+        shape.target(compiled, names::TONEMAP),
+        [fullscreen, shaders.stage(ShaderId::Tonemap, variant)],
+        ScreenState::plain(ScreenBlend::Replace),
+    )?;
+    if multisampled && !stencil_split {
+        pass.edge_counter = context.create_screen_pipeline(
+            layouts,
+            lighting,
+            [fullscreen, shaders.stage(ShaderId::MsaaClassify, variant)],
+            ScreenState {
+                depth: untested,
+                ..ScreenState::plain(ScreenBlend::NoColorWrites)
+            },
+        )?;
+    }
+    if let Some(split) = pass.stencil_split.as_mut() {
+        split.classify = context.create_screen_pipeline(
+            layouts,
+            lighting,
+            [
+                fullscreen,
+                shaders.stage(ShaderId::MsaaClassify, SPLIT_CLASSIFY),
+            ],
+            ScreenState {
+                blend: ScreenBlend::NoColorWrites,
+                depth: untested,
+                stencil: ScreenStencil::Mark(1),
+                per_sample: false,
+            },
+        )?;
+        split.global_lighting_per_sample = context.create_screen_pipeline(
+            layouts,
+            lighting,
+            [
+                fullscreen,
+                shaders.stage(ShaderId::LightingGlobal, SPLIT_EDGES),
+            ],
+            additive(untested, edges, true),
+        )?;
+        split.light_volumes_per_sample = context.create_screen_pipeline(
+            layouts,
+            lighting,
+            [
+                light_volume_vert,
+                shaders.stage(ShaderId::LightVolume, SPLIT_EDGES),
+            ],
+            additive(culled, edges, true),
+        )?;
+    }
+    Ok(())
+}

@@ -1,0 +1,110 @@
+//! The descriptor set layouts and pipeline layouts of the tile shaders' interface
+//! (common.glsl lists the sets).
+//!
+//! One pipeline layout serves every pipeline of the pass: set 0 view (uniform + lights), set 1
+//! material (uniform + 5 textures), set 2 the G-buffer input attachments, set 3 the tonemap
+//! inputs (light, depth, LUT), and 48 bytes of fragment push constants. The unmerged debug tier
+//! uses a second one whose sets 2 and 3 hold the same attachments as textures. Binding the view
+//! set once per pass and switching only the material set per draw keeps the command stream short.
+
+use crate::{
+    tile_deferred::gpu_types::GpuPushConstants,
+    vulkan::{VulkanContext, descriptors::binding},
+};
+use ash::vk;
+
+/// The descriptor set layouts and the pipeline layouts shared by all tile pipelines.
+pub(crate) struct TileLayouts {
+    pub view: vk::DescriptorSetLayout,
+    pub material: vk::DescriptorSetLayout,
+    pub gbuffer_inputs: vk::DescriptorSetLayout,
+    pub tonemap_inputs: vk::DescriptorSetLayout,
+    /// The unmerged tier's sets 2 and 3: the same bindings as combined image samplers (the
+    /// attachments were stored by earlier render passes and are fetched as textures).
+    pub gbuffer_textures: vk::DescriptorSetLayout,
+    pub tonemap_textures: vk::DescriptorSetLayout,
+    /// Sets view, material, G-buffer inputs, tonemap inputs (the merged tiers).
+    pub pipeline_layout: vk::PipelineLayout,
+    /// Sets view, material, G-buffer textures, tonemap textures (the unmerged tier).
+    pub sampled_pipeline_layout: vk::PipelineLayout,
+}
+
+impl TileLayouts {
+    /// Creates the shared layouts.
+    pub fn new(context: &VulkanContext) -> Result<Self, vk::Result> {
+        use vk::{DescriptorType as D, ShaderStageFlags as S};
+        let vertex_fragment = S::VERTEX | S::FRAGMENT;
+        let view = context.create_descriptor_set_layout(&[
+            binding(0, D::UNIFORM_BUFFER, vertex_fragment),
+            binding(1, D::STORAGE_BUFFER, vertex_fragment),
+        ])?;
+        let material = context.create_descriptor_set_layout(&[
+            binding(0, D::UNIFORM_BUFFER, vertex_fragment),
+            binding(1, D::COMBINED_IMAGE_SAMPLER, S::FRAGMENT),
+            binding(2, D::COMBINED_IMAGE_SAMPLER, S::FRAGMENT),
+            binding(3, D::COMBINED_IMAGE_SAMPLER, S::FRAGMENT),
+            binding(4, D::COMBINED_IMAGE_SAMPLER, S::FRAGMENT),
+            binding(5, D::COMBINED_IMAGE_SAMPLER, S::FRAGMENT),
+        ])?;
+        // Sets 2 and 3 are read by fragment shaders only, binding i of type types[i].
+        let fragment_set = |types: &[D]| {
+            let bindings: Vec<_> = (0..)
+                .zip(types)
+                .map(|(index, &ty)| binding(index, ty, S::FRAGMENT))
+                .collect();
+            context.create_descriptor_set_layout(&bindings)
+        };
+        let (input, sampler) = (D::INPUT_ATTACHMENT, D::COMBINED_IMAGE_SAMPLER);
+        let gbuffer_inputs = fragment_set(&[input; 4])?;
+        let tonemap_inputs = fragment_set(&[input, input, sampler])?;
+        let gbuffer_textures = fragment_set(&[sampler; 4])?;
+        let tonemap_textures = fragment_set(&[sampler; 3])?;
+        let push_constants = [vk::PushConstantRange::default()
+            .stage_flags(S::FRAGMENT)
+            .offset(0)
+            .size(size_of::<GpuPushConstants>() as u32)];
+        let create_pipeline_layout = |set_layouts: &[vk::DescriptorSetLayout]| {
+            context.create_pipeline_layout(set_layouts, &push_constants)
+        };
+        let pipeline_layout =
+            create_pipeline_layout(&[view, material, gbuffer_inputs, tonemap_inputs])?;
+        let sampled_pipeline_layout =
+            create_pipeline_layout(&[view, material, gbuffer_textures, tonemap_textures])?;
+        Ok(Self {
+            view,
+            material,
+            gbuffer_inputs,
+            tonemap_inputs,
+            gbuffer_textures,
+            tonemap_textures,
+            pipeline_layout,
+            sampled_pipeline_layout,
+        })
+    }
+
+    /// The pipeline layout of the merged tiers, or of the unmerged tier (`sampled_attachments`).
+    pub fn pipeline_layout(&self, sampled_attachments: bool) -> vk::PipelineLayout {
+        if sampled_attachments {
+            self.sampled_pipeline_layout
+        } else {
+            self.pipeline_layout
+        }
+    }
+
+    /// Destroys the shared layouts. No pipeline or set using them may be in use.
+    pub fn destroy(self, context: &VulkanContext) {
+        for layout in [self.pipeline_layout, self.sampled_pipeline_layout] {
+            context.destroy_pipeline_layout(layout);
+        }
+        for layout in [
+            self.view,
+            self.material,
+            self.gbuffer_inputs,
+            self.tonemap_inputs,
+            self.gbuffer_textures,
+            self.tonemap_textures,
+        ] {
+            context.destroy_descriptor_set_layout(layout);
+        }
+    }
+}

@@ -1,9 +1,0 @@
-#version 450
-#extension GL_GOOGLE_include_directive : require
-
-// Unmerged tier: light_volume.frag reading the G-buffer as textures stored by the G-buffer render pass;
-// the shader is in light_volume.glsl.
-
-#define SAMPLED_ATTACHMENTS
-
-#include "light_volume.glsl"

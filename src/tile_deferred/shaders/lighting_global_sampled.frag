@@ -1,9 +1,0 @@
-#version 450
-#extension GL_GOOGLE_include_directive : require
-
-// Unmerged tier: lighting_global.frag reading the G-buffer as textures stored by the G-buffer render pass;
-// the shader is in lighting_global.glsl.
-
-#define SAMPLED_ATTACHMENTS
-
-#include "lighting_global.glsl"

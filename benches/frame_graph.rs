@@ -1,6 +1,10 @@
 //! Compiling a 64-pass frame graph, uncached and through the cache.
 //!
 //! `cargo bench --bench frame_graph`
+#![expect(
+    missing_docs,
+    reason = "criterion_group! generates an undocumented public function"
+)]
 
 use std::hint::black_box;
 

@@ -140,7 +140,6 @@ pub(crate) struct DepSet {
 }
 
 impl DepSet {
-    #[allow(clippy::too_many_arguments)]
     pub fn add(
         &mut self,
         src: SubpassIndex,

@@ -219,7 +219,6 @@ fn pick_host(
 
 /// Puts the inspector's egui context on the host camera while shown, takes it off (and parks
 /// it) while hidden.
-#[allow(clippy::too_many_arguments)]
 fn attach_overlay_context(
     mut commands: Commands,
     state: Res<TileInspector>,

@@ -278,7 +278,6 @@ type CameraQuery = (
 );
 
 /// Computes every camera's panel (runs while the inspector is shown).
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn update_panels(
     time: Res<Time<Real>>,
     mut clock: ResMut<super::model::FrameClock>,

@@ -111,7 +111,7 @@ unsafe fn record_into(
     r: &Recording,
 ) {
     let recorder = Recorder { device, cb, r };
-    // SAFETY (every call below): the caller guarantees `cb` is recording and the handles live;
+    // SAFETY: the caller guarantees `cb` is recording and the handles live (every call below);
     // each step leaves the command buffer in the state the next one records in.
     unsafe {
         recorder.uploads();

@@ -272,7 +272,6 @@ fn child_inspector_over_a_tile_camera_in_a_window() {
     );
 }
 
-#[allow(clippy::too_many_arguments)]
 fn drive_window_run(
     mut commands: Commands,
     frames: Res<FrameCount>,

@@ -208,41 +208,63 @@ impl HeadlessApp {
 
     /// Reads `image` back after the next frame.
     pub fn read_image(&mut self, image: &Handle<Image>) -> Frame {
-        let received: Arc<Mutex<Option<Vec<u8>>>> = Arc::default();
-        let sink = received.clone();
-        let reader = self
-            .app
-            .world_mut()
-            .spawn(Readback::texture(image.clone()))
-            .observe(move |event: On<ReadbackComplete>| {
-                *sink.lock().unwrap() = Some(event.data.clone());
+        self.read_images(std::slice::from_ref(image))
+            .pop()
+            .expect("one frame per image")
+    }
+
+    /// Reads every image of `images` back after the next frame (all in the same frames, so
+    /// many targets cost no more frames than one).
+    pub fn read_images(&mut self, images: &[Handle<Image>]) -> Vec<Frame> {
+        let received: Vec<Arc<Mutex<Option<Vec<u8>>>>> =
+            images.iter().map(|_| Arc::default()).collect();
+        let readers: Vec<Entity> = images
+            .iter()
+            .zip(&received)
+            .map(|(image, received)| {
+                let sink = received.clone();
+                self.app
+                    .world_mut()
+                    .spawn(Readback::texture(image.clone()))
+                    .observe(move |event: On<ReadbackComplete>| {
+                        *sink.lock().unwrap() = Some(event.data.clone());
+                    })
+                    .id()
             })
-            .id();
+            .collect();
         for _ in 0..10 {
             self.update();
-            if received.lock().unwrap().is_some() {
+            if received.iter().all(|r| r.lock().unwrap().is_some()) {
                 break;
             }
         }
-        self.app.world_mut().despawn(reader);
-        let data = received
-            .lock()
-            .unwrap()
-            .take()
-            .expect("readback completes within 10 frames");
-        let size = self
-            .app
-            .world()
-            .resource::<Assets<Image>>()
-            .get(image)
-            .map(|i| i.size())
-            .expect("the image exists");
-        unpad(data, size)
+        for reader in readers {
+            self.app.world_mut().despawn(reader);
+        }
+        images
+            .iter()
+            .zip(&received)
+            .map(|(image, received)| {
+                let data = received
+                    .lock()
+                    .unwrap()
+                    .take()
+                    .expect("readback completes within 10 frames");
+                let size = self
+                    .app
+                    .world()
+                    .resource::<Assets<Image>>()
+                    .get(image)
+                    .map(|i| i.size())
+                    .expect("the image exists");
+                unpad(data, size)
+            })
+            .collect()
     }
 }
 
 /// wgpu copies rows padded to 256 bytes.
-fn unpad(data: Vec<u8>, size: UVec2) -> Frame {
+pub fn unpad(data: Vec<u8>, size: UVec2) -> Frame {
     let row = size.x as usize * 4;
     let padded_row = row.div_ceil(256) * 256;
     assert_eq!(

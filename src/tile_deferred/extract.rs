@@ -14,8 +14,12 @@ use bevy::{
     platform::collections::HashMap,
     prelude::*,
     render::{
-        Extract, render_resource::Face, render_resource::TextureFormat, sync_world::MainEntity,
-        sync_world::MainEntityHashMap,
+        Extract,
+        camera::ExtractedCamera,
+        render_resource::Face,
+        render_resource::TextureFormat,
+        sync_world::{MainEntity, MainEntityHashMap, RenderEntity},
+        view::{ExtractedView, RenderVisibleEntities},
     },
 };
 
@@ -131,6 +135,27 @@ type StandardMaterialMeshes<'w, 's> = Query<
         &'static MeshMaterial3d<StandardMaterial>,
     ),
 >;
+
+/// Takes a tile camera with an empty viewport (0 x 0, 0 x N) out of this frame's views, as
+/// Bevy does for a camera whose target is empty: the tile pass has nothing to draw into, and
+/// Bevy's own view preparation would create zero-size textures and set zero-size viewports for
+/// it (a wgpu validation error, on which Bevy quits the app; stock Bevy cameras do the same).
+pub(crate) fn skip_empty_viewports(
+    mut commands: Commands,
+    cameras: Extract<Query<(RenderEntity, &Camera), With<TileDeferred>>>,
+) {
+    for (render_entity, camera) in &cameras {
+        if camera
+            .viewport
+            .as_ref()
+            .is_some_and(|viewport| viewport.physical_size.cmpeq(UVec2::ZERO).any())
+        {
+            commands
+                .entity(render_entity)
+                .remove::<(ExtractedCamera, ExtractedView, RenderVisibleEntities)>();
+        }
+    }
+}
 
 /// Extracts the visible `StandardMaterial` meshes while a tile camera exists.
 pub(crate) fn extract_tile_meshes(

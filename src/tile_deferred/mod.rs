@@ -208,11 +208,14 @@ pub(crate) fn build(app: &mut App) {
         .add_systems(
             ExtractSchedule,
             (
-                extract::extract_tile_meshes,
-                extract::extract_tile_materials,
-                extract::report_undrawable_meshes,
-            )
-                .chain(),
+                (
+                    extract::extract_tile_meshes,
+                    extract::extract_tile_materials,
+                    extract::report_undrawable_meshes,
+                )
+                    .chain(),
+                extract::skip_empty_viewports.after(bevy::render::camera::extract_cameras),
+            ),
         )
         .add_systems(
             Render,

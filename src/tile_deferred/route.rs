@@ -70,10 +70,23 @@ pub(super) fn route_cameras(
         if decision.as_ref() != previous {
             match &decision {
                 Some(decision) => {
-                    info!(
-                        "bevy_tile_deferred: camera {entity}: {}",
-                        decision.summary()
-                    );
+                    let requested = msaa.map_or(1, |m| m.samples());
+                    let auto = tile.is_some_and(|t| t.tier == tiers::TierSetting::Auto);
+                    // Fewer samples than the camera's `Msaa` asks for (the device's counts, a
+                    // driver rule) is a warning, like the render world's lowering of MSAA.
+                    if auto && decision.tier.is_tile() && decision.tier.tile_samples() < requested {
+                        warn!(
+                            "bevy_tile_deferred: camera {entity}: asked for {requested}x MSAA, \
+                             rendering {}x: {}",
+                            decision.tier.tile_samples(),
+                            decision.summary()
+                        );
+                    } else {
+                        info!(
+                            "bevy_tile_deferred: camera {entity}: {}",
+                            decision.summary()
+                        );
+                    }
                     commands.entity(entity).insert(decision.clone());
                 }
                 None => {

@@ -90,6 +90,8 @@ pub(crate) struct TileSceneParams<'w, 's> {
     no_stencil_split: Option<Res<'w, TileNoStencilSplit>>,
     point_lights: Query<'w, 's, &'static ExtractedPointLight>,
     directional_lights: Query<'w, 's, &'static ExtractedDirectionalLight>,
+    sorted_cameras: Res<'w, bevy::render::camera::SortedCameras>,
+    loaded_after: Query<'w, 's, (), With<super::TileOutputLoadedAfter>>,
 }
 
 type TileViewQuery = (
@@ -155,6 +157,7 @@ pub(crate) fn tile_deferred_pass(
         return;
     };
     clear_output_like_bevy(&frame, target, &mut ctx);
+    mark_window_output_written(&frame, &scene, output_view, &mut ctx);
     match render_view(backend, &scene, &frame, visible, output_view, &mut ctx) {
         Ok(report) => scene.reports.insert(main_entity.id(), report),
         // The main world lowers the camera's tier and logs it (`route_cameras`); the camera
@@ -187,6 +190,76 @@ fn clear_output_like_bevy(frame: &Frame, target: &ViewTarget, ctx: &mut RenderCo
             occlusion_query_set: None,
             multiview_mask: None,
         });
+}
+
+/// wgpu zero-fills a texture it believes was never written before the first wgpu pass that
+/// loads it, and it cannot see the raw pass's writes. A window's swapchain image is a new texture
+/// for wgpu every frame, so a wgpu pass that loads it after the tile pass (an overlay blended over
+/// the tile frame, a later camera on the window) would find it cleared to black. Image targets
+/// are made "written" once, in `prepare_wgpu_resources`; on screenshot frames the output is
+/// Bevy's capture texture, an image.
+///
+/// When such a pass follows ([`TileOutputLoadedAfter`](super::TileOutputLoadedAfter) on the view,
+/// or a later camera on the same target) and no wgpu pass has written the image yet this frame,
+/// record, before the raw pass, an empty wgpu pass that stores it: it loads nothing (don't care)
+/// and draws nothing, and wgpu then counts the image as written (and leaves it in
+/// `PRESENT_SRC_KHR`, the layout the raw pass takes it from). Frames with nothing loading the
+/// output after the tile pass get no extra pass. (wgpu 29 has no call that marks a texture as
+/// written without a pass; later wgpu has `Texture::mark_externally_initialized`.)
+fn mark_window_output_written(
+    frame: &Frame,
+    scene: &TileSceneParams,
+    output_view: &bevy::render::render_resource::TextureView,
+    ctx: &mut RenderContext,
+) {
+    // The first camera on the window, and `clear_output_like_bevy` recorded no clear (which
+    // would have written the image for wgpu).
+    let untouched = frame.output_kind == OutputKind::Swapchain
+        && !frame.desc.keep_output
+        && (frame.covers_target || frame.output_clear.is_none());
+    if !untouched || !scene.output_loaded_after(frame.entity) {
+        return;
+    }
+    // SAFETY: the pass stores undefined contents and nothing reads them: the raw pass that
+    // follows takes the image from `UNDEFINED` and writes all of its render area (everything
+    // outside it is undefined after that pass anyway when no clear was asked for).
+    let dont_care = unsafe { wgpu::LoadOpDontCare::enabled() };
+    ctx.command_encoder()
+        .begin_render_pass(&RenderPassDescriptor {
+            label: Some("tile_deferred_output_written_for_wgpu"),
+            color_attachments: &[Some(RenderPassColorAttachment {
+                view: output_view,
+                depth_slice: None,
+                resolve_target: None,
+                ops: Operations {
+                    load: LoadOp::DontCare(dont_care),
+                    store: StoreOp::Store,
+                },
+            })],
+            depth_stencil_attachment: None,
+            timestamp_writes: None,
+            occlusion_query_set: None,
+            multiview_mask: None,
+        });
+}
+
+impl TileSceneParams<'_, '_> {
+    /// Whether a wgpu pass loads the view's output after the tile pass this frame: one marked
+    /// on the view, or a later camera drawing to the same target.
+    fn output_loaded_after(&self, view: Entity) -> bool {
+        if self.loaded_after.contains(view) {
+            return true;
+        }
+        let cameras = &self.sorted_cameras.0;
+        let Some(index) = cameras.iter().position(|c| c.entity == view) else {
+            return false;
+        };
+        let target = &cameras[index].target;
+        target.is_some()
+            && cameras[index + 1..].iter().any(|later| {
+                later.target == *target && !matches!(later.output_mode, CameraOutputMode::Skip)
+            })
+    }
 }
 
 /// Per-frame facts about the view, computed once.

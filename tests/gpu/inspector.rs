@@ -415,6 +415,68 @@ fn drive_window_run(
     }
 }
 
+/// Over a tile camera on an image, at 1x and 4x MSAA, frame after frame: the overlay is drawn
+/// over the tile frame (outside the overlay's window the image is the frame without it).
+#[test]
+fn inspector_over_a_tile_camera_on_an_image() {
+    let _test = GpuTest::start("inspector_over_a_tile_camera_on_an_image");
+    for msaa in [Msaa::Off, Msaa::Sample4] {
+        let name = format!("inspector-image-{}x", msaa.samples());
+        let mut headless = HeadlessApp::new(WIDTH, HEIGHT);
+        headless.app.add_plugins(TileInspectorPlugin::default());
+        scenes::spawn_showcase(headless.app.world_mut(), 12);
+        let camera = headless.spawn_camera((
+            Camera3d::default(),
+            scenes::reference_camera(),
+            scenes::reference_camera_transform(),
+            msaa,
+            TileDeferred::default(),
+        ));
+        let hidden = headless.render(4);
+        headless
+            .app
+            .world_mut()
+            .resource_mut::<TileInspector>()
+            .visible = true;
+        let shown = [headless.render(6), headless.read_target()];
+        let report = headless
+            .app
+            .world()
+            .resource::<TileRenderReports>()
+            .get(camera)
+            .expect("the camera's report");
+        assert_eq!(report.samples, msaa.samples(), "{name}");
+        let rect = headless
+            .app
+            .world()
+            .resource::<TileInspectorPanels>()
+            .overlay_rect
+            .expect("the overlay reports its window");
+        // The window and its shadow.
+        let covered = Rect::from_corners(rect.min, rect.max + Vec2::splat(48.0));
+        for (index, shown) in shown.iter().enumerate() {
+            let ((inside, inside_total), _) =
+                presented::differing_inside_and_out(&hidden, shown, Some(rect));
+            let (_, (outside, outside_total)) =
+                presented::differing_inside_and_out(&hidden, shown, Some(covered));
+            if inside * 2 <= inside_total || outside * 100 >= outside_total {
+                hidden.save_png(&format!("{name}-hidden"));
+                shown.save_png(&format!("{name}-shown-{index}"));
+            }
+            assert!(
+                inside * 2 > inside_total,
+                "{name}, frame {index}: the overlay covers its window ({inside} of \
+                 {inside_total} pixels differ)"
+            );
+            assert!(
+                outside * 100 < outside_total,
+                "{name}, frame {index}: outside the overlay the image is the tile frame \
+                 ({outside} of {outside_total} pixels differ)"
+            );
+        }
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // 2. Toggles change the compiled frame.
 

@@ -5,9 +5,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # lavapipe, the Vulkan loader, the validation layer, vulkaninfo (the probe test compares with
-# it), Xvfb (window tests) and the X11 libraries winit loads at run time.
+# it), Xvfb (window tests), xwd (x11-apps: window tests read the presented window with it) and
+# the X11 libraries winit loads at run time.
 bash scripts/ensure-packages.sh mesa-vulkan-drivers libvulkan1 vulkan-validationlayers \
-    vulkan-tools glslang-tools xvfb xauth libx11-6 libxcursor1 libxi6 libxrandr2 libxkbcommon-x11-0
+    vulkan-tools glslang-tools xvfb xauth x11-apps libx11-6 libxcursor1 libxi6 libxrandr2 \
+    libxkbcommon-x11-0
 
 # Mesa's WSI complains without a runtime dir; give it a private one.
 if [ -z "${XDG_RUNTIME_DIR:-}" ] || [ ! -d "$XDG_RUNTIME_DIR" ]; then

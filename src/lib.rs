@@ -42,7 +42,7 @@ pub use device::{DeviceProfile, GpuModel, GpuVendor, GraphicsBackend};
 #[cfg(feature = "inspector")]
 pub use inspector::TileInspectorPlugin;
 pub use tile_deferred::{
-    MsaaShading, TileDebugView, TileDeferred, TileDeferredGraph,
+    MsaaShading, TileDebugView, TileDeferred, TileDeferredGraph, TileOutputLoadedAfter,
     report::{TileGpuTimes, TileRenderReports, TileViewReport},
 };
 #[doc(hidden)]

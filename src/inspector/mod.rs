@@ -23,8 +23,10 @@
 //! tile-deferred host (whose image the tile render pass writes straight to the output) three
 //! wgpu passes run after the tile pass, in [`TileInspectorSystems`]: the camera's main texture
 //! is cleared to transparent, bevy_egui's `egui_pass` draws into it, and it is blended over the
-//! output. Their traffic is priced with the same cost model and shown as the inspector's own
-//! line in the summary.
+//! output. On a window the tile pass also stores the swapchain image in an empty pass before its
+//! own, so that wgpu (which cannot see the raw pass's writes) keeps it for the composite instead
+//! of zero-filling it ([`TileOutputLoadedAfter`](crate::TileOutputLoadedAfter)). Their traffic is
+//! priced with the same cost model and shown as the inspector's own line in the summary.
 
 mod model;
 mod render;

@@ -208,10 +208,25 @@ pub(crate) fn view_desc_of(frame: &CompiledFrame) -> Option<ViewFrameDesc> {
     })
 }
 
+/// What the overlay is drawn over.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum OverlayHost {
+    /// A `Core3d` camera: bevy_egui's `egui_pass` draws into its main texture.
+    Core3d,
+    /// A tile camera writing an image.
+    TileImage,
+    /// A tile camera writing a window.
+    TileWindow,
+}
+
 /// The inspector's own passes over a tile camera, priced with the same model: the main texture
 /// cleared (stored), egui drawn into it (loaded and stored), then sampled and blended over the
-/// output (loaded and stored). Over a `Core3d` camera only the egui pass is its own.
-fn overlay_cost(extent: Extent, output_format: Format, tile_host: bool) -> Option<CompiledFrame> {
+/// output (loaded and stored). On a window, the tile pass also stores the swapchain image in an
+/// empty pass before its own, so that wgpu does not zero-fill it before the composite loads it
+/// (see `TileOutputLoadedAfter`): one more store, for the overlay. Over a `Core3d` camera only
+/// the egui pass is its own.
+fn overlay_cost(extent: Extent, output_format: Format, host: OverlayHost) -> Option<CompiledFrame> {
+    let tile_host = host != OverlayHost::Core3d;
     let mut g = FrameGraph::new(extent);
     let main_format = Format::Rgba8Srgb;
     let stored = ImportParams {
@@ -246,6 +261,12 @@ fn overlay_cost(extent: Extent, output_format: Format, tile_host: bool) -> Optio
                 discard_on_last_use: false,
             },
         );
+        if host == OverlayHost::TileWindow {
+            g.add_raster_pass("output written for wgpu")
+                .color(&mut output, Access::WriteAll, None)
+                .finish()
+                .ok()?;
+        }
         g.add_raster_pass("inspector composite")
             .sample(&main)
             .color(&mut output, Access::Write, None)
@@ -441,7 +462,12 @@ pub(crate) fn update_panels(
         }
         if host == Some(entity) {
             let extent = Extent::new(panel.resolution.x.max(1), panel.resolution.y.max(1));
-            panel.overlay = overlay_cost(extent, output_format, panel.in_use_is_tile())
+            let overlay_host = match (panel.in_use_is_tile(), target) {
+                (false, _) => OverlayHost::Core3d,
+                (true, RenderTarget::Window(_)) => OverlayHost::TileWindow,
+                (true, _) => OverlayHost::TileImage,
+            };
+            panel.overlay = overlay_cost(extent, output_format, overlay_host)
                 .map(|f| PlanSummary::of("inspector overlay (its own passes)", &f, fps));
         }
         panel.notes = notes;
@@ -729,10 +755,19 @@ mod tests {
     #[test]
     fn overlay_cost_is_priced() {
         let extent = Extent::new(100, 100);
-        let tile = overlay_cost(extent, Format::Bgra8Srgb, true).unwrap();
+        let tile = overlay_cost(extent, Format::Bgra8Srgb, OverlayHost::TileImage).unwrap();
         // clear store + egui load/store + composite: texture read, output load and store.
         assert_eq!(tile.cost.bytes(), 6 * 100 * 100 * 4, "{}", tile.describe());
-        let core = overlay_cost(extent, Format::Bgra8Srgb, false).unwrap();
+        // On a window, plus the empty pass that stores the output for wgpu.
+        let window = overlay_cost(extent, Format::Bgra8Srgb, OverlayHost::TileWindow).unwrap();
+        assert_eq!(
+            window.cost.bytes(),
+            7 * 100 * 100 * 4,
+            "{}",
+            window.describe()
+        );
+        assert_eq!(window.render_pass_count(), tile.render_pass_count() + 1);
+        let core = overlay_cost(extent, Format::Bgra8Srgb, OverlayHost::Core3d).unwrap();
         assert_eq!(core.cost.bytes(), 2 * 100 * 100 * 4, "{}", core.describe());
     }
 

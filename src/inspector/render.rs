@@ -8,7 +8,7 @@
 //! context run these systems: with the inspector hidden nothing is recorded.
 
 use super::TileInspectorSystems;
-use crate::TileDeferredGraph;
+use crate::{TileDeferredGraph, TileOutputLoadedAfter};
 use bevy::{
     core_pipeline::blit::{BlitPipeline, BlitPipelineKey},
     ecs::schedule::{InternedSystemSet, ScheduleLabel},
@@ -44,7 +44,7 @@ pub(super) fn build(app: &mut App) {
         .add_systems(ExtractSchedule, forget_removed_egui_contexts)
         .add_systems(
             Render,
-            prepare_composite_pipelines.in_set(RenderSystems::Prepare),
+            (prepare_composite_pipelines, mark_overlaid_tile_views).in_set(RenderSystems::Prepare),
         );
     // Everything the tile schedule runs so far (the tile pass) comes before the overlay.
     let before: Vec<InternedSystemSet> = render_app
@@ -114,6 +114,30 @@ fn view_shows_egui(
         .get(view.0)
         .and_then(|camera| egui_views.get(camera.0))
         .is_ok_and(|target| target.0 == view.0)
+}
+
+/// The composite loads the tile camera's output after the tile pass: tell the tile pass on the
+/// frames the overlay is drawn, so that a window's swapchain image holds the tile frame for wgpu
+/// (see [`TileOutputLoadedAfter`]); take the marker off when it is not.
+fn mark_overlaid_tile_views(
+    mut commands: Commands,
+    views: Query<(
+        Entity,
+        &ExtractedCamera,
+        Option<&EguiCameraView>,
+        Has<TileOutputLoadedAfter>,
+    )>,
+    egui_views: Query<&EguiViewTarget>,
+) {
+    for (entity, camera, egui, marked) in &views {
+        let overlaid = camera.schedule == TileDeferredGraph.intern()
+            && egui.is_some_and(|egui| egui_views.get(egui.0).is_ok_and(|t| t.0 == entity));
+        if overlaid && !marked {
+            commands.entity(entity).insert(TileOutputLoadedAfter);
+        } else if !overlaid && marked {
+            commands.entity(entity).remove::<TileOutputLoadedAfter>();
+        }
+    }
 }
 
 fn prepare_composite_pipelines(

@@ -44,6 +44,57 @@ pub(super) fn clear_output_like_bevy(
         });
 }
 
+/// wgpu zero-fills a texture it believes was never written before the first wgpu pass that
+/// loads it, and it cannot see the raw pass's writes. A window's swapchain image is a new texture
+/// for wgpu every frame, so a wgpu pass that loads it after the tile pass (an overlay blended over
+/// the tile frame, a later camera on the window) would find it cleared to black. Image targets
+/// are made "written" once, in `init_output`; on screenshot frames the output is Bevy's capture
+/// texture, an image.
+///
+/// When such a pass follows ([`TileOutputLoadedAfter`](super::TileOutputLoadedAfter) on the view,
+/// or a later camera on the same target) and no wgpu pass has written the image yet this frame,
+/// record, before the raw pass, an empty wgpu pass that stores it: it loads nothing (don't care)
+/// and draws nothing, and wgpu then counts the image as written (and leaves it in
+/// `PRESENT_SRC_KHR`, the layout the raw pass takes it from). Frames with nothing loading the
+/// output after the tile pass get no extra pass. (wgpu 29 has no call that marks a texture as
+/// written without a pass; later wgpu has `Texture::mark_externally_initialized`.)
+pub(super) fn mark_window_output_written(
+    frame: &ViewFrame,
+    scene: &TileSceneParams,
+    output_view: &TextureView,
+    ctx: &mut RenderContext,
+) {
+    // The first camera on the window, and `clear_output_like_bevy` recorded no clear (which
+    // would have written the image for wgpu).
+    let untouched = frame.output_kind == OutputKind::Swapchain
+        && !frame.desc.keep_output
+        && (frame.covers_target || frame.output_clear.is_none());
+    if !untouched || !scene.output_loaded_after(frame.entity) {
+        return;
+    }
+    // SAFETY: the pass stores undefined contents and nothing reads them: the raw pass that
+    // follows takes the image from `UNDEFINED` and writes all of its render area (everything
+    // outside it is undefined after that pass anyway when no clear was asked for).
+    let dont_care = unsafe { wgpu::LoadOpDontCare::enabled() };
+    ctx.command_encoder()
+        .begin_render_pass(&RenderPassDescriptor {
+            label: Some("tile_deferred_output_written_for_wgpu"),
+            color_attachments: &[Some(RenderPassColorAttachment {
+                view: output_view,
+                depth_slice: None,
+                resolve_target: None,
+                ops: Operations {
+                    load: LoadOp::DontCare(dont_care),
+                    store: StoreOp::Store,
+                },
+            })],
+            depth_stencil_attachment: None,
+            timestamp_writes: None,
+            occlusion_query_set: None,
+            multiview_mask: None,
+        });
+}
+
 /// wgpu-side preparation on Bevy's encoder, before the raw command buffer: the output's
 /// first-use initialisation, then the transitions of everything the raw pass touches.
 pub(super) fn prepare_wgpu_resources(

@@ -180,6 +180,23 @@ impl std::fmt::Display for TileDebugView {
 #[derive(ScheduleLabel, Debug, Clone, PartialEq, Eq, Hash, Default)]
 pub struct TileDeferredGraph;
 
+/// Render-world marker on a tile camera's view: a wgpu pass drawn after the tile pass loads the
+/// camera's output this frame (an overlay blended over the tile frame, like the inspector's,
+/// recorded in [`TileDeferredGraph`] after the tile pass).
+///
+/// The tile pass writes a window's swapchain image with raw Vulkan, which wgpu cannot see: for
+/// wgpu the image acquired this frame was never written, and it zero-fills it before the first
+/// wgpu pass that loads it, leaving that pass's drawing over black. Where this marker is on the
+/// view (or a later camera draws to the same window), the tile pass records an empty wgpu pass
+/// before its own that stores the image (loading nothing, drawing nothing), so that wgpu counts
+/// it as written. Without the marker nothing is added. Image targets and screenshot frames
+/// need nothing.
+///
+/// Insert it in the render world each frame such a pass will run (e.g. in
+/// `RenderSystems::Prepare`) and remove it when it will not.
+#[derive(Component, Clone, Copy, Debug, Default)]
+pub struct TileOutputLoadedAfter;
+
 /// Sets up the tile path in the main and render worlds (called by the crate's plugin).
 pub(crate) fn build(app: &mut App) {
     let reports = report::TileRenderReports::default();

@@ -69,6 +69,8 @@ pub(crate) fn tile_deferred_pass(
     };
     // Bevy clears a target once per frame, whatever happens to the tile pass after.
     interop::clear_output_like_bevy(&frame, view.target, &mut ctx);
+    // A wgpu pass loading a window image after the tile pass needs wgpu to see it as written.
+    interop::mark_window_output_written(&frame, &scene, output_view, &mut ctx);
     let camera = view.main_entity.id();
     match render_view(
         &mut backend,

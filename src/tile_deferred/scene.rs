@@ -2,16 +2,19 @@
 //! change how it runs.
 
 use super::{
+    TileOutputLoadedAfter,
     extract::{TileMaterials, TileMeshInstances},
     report::TileRenderReports,
 };
 use crate::DeviceProfile;
 use bevy::{
+    camera::CameraOutputMode,
     core_pipeline::tonemapping::TonemappingLuts,
     light::GlobalAmbientLight,
     pbr::{ExtractedDirectionalLight, ExtractedPointLight},
     prelude::*,
     render::{
+        camera::SortedCameras,
         mesh::{RenderMesh, allocator::MeshAllocator},
         render_asset::RenderAssets,
         texture::{FallbackImage, GpuImage},
@@ -51,4 +54,25 @@ pub(crate) struct TileSceneParams<'w, 's> {
     pub(super) no_stencil_split: Option<Res<'w, TileNoStencilSplit>>,
     pub(super) point_lights: Query<'w, 's, &'static ExtractedPointLight>,
     pub(super) directional_lights: Query<'w, 's, &'static ExtractedDirectionalLight>,
+    pub(super) sorted_cameras: Res<'w, SortedCameras>,
+    pub(super) loaded_after: Query<'w, 's, (), With<TileOutputLoadedAfter>>,
+}
+
+impl TileSceneParams<'_, '_> {
+    /// Whether a wgpu pass loads the view's output after the tile pass this frame: one marked
+    /// on the view, or a later camera drawing to the same target.
+    pub(super) fn output_loaded_after(&self, view: Entity) -> bool {
+        if self.loaded_after.contains(view) {
+            return true;
+        }
+        let cameras = &self.sorted_cameras.0;
+        let Some(index) = cameras.iter().position(|c| c.entity == view) else {
+            return false;
+        };
+        let target = &cameras[index].target;
+        target.is_some()
+            && cameras[index + 1..].iter().any(|later| {
+                later.target == *target && !matches!(later.output_mode, CameraOutputMode::Skip)
+            })
+    }
 }

@@ -2,19 +2,17 @@
 //! the values of the compiled frame; its toggles change the frame; hidden, it changes nothing.
 
 use crate::{
-    harness::{Frame, GpuTest, HeadlessApp, run_window_test_in_child_process, test_plugins},
+    harness::{
+        Frame, GpuTest, HeadlessApp,
+        presented::{self, PresentedAndScreenshot},
+        run_window_test_in_child_process, test_plugins,
+    },
     scenes,
 };
 use bevy::{
     diagnostic::FrameCount,
     prelude::*,
-    render::{
-        Render, RenderApp, RenderSystems,
-        view::{
-            Msaa,
-            screenshot::{Screenshot, ScreenshotCaptured},
-        },
-    },
+    render::{Render, RenderApp, RenderSystems, view::Msaa},
     window::WindowResolution,
 };
 use bevy_egui::{EguiContext, render::EguiViewTarget};
@@ -136,37 +134,57 @@ fn assert_panel_matches_report(
 }
 
 // ---------------------------------------------------------------------------------------------
-// 1. In a window, over the tile camera.
+// 1. In a window, over the tile camera: what is presented (the X server's copy of the window) is
+// what Bevy's screenshot shows, with the overlay hidden, shown, and shown after a resize.
+
+const RESIZED: (u32, u32) = (640, 400);
 
 #[test]
 fn inspector_over_a_tile_camera_in_a_window() {
     run_window_test_in_child_process("inspector::child_inspector_over_a_tile_camera_in_a_window");
 }
 
+#[test]
+fn inspector_over_an_msaa_tile_camera_in_a_window() {
+    run_window_test_in_child_process(
+        "inspector::child_inspector_over_an_msaa_tile_camera_in_a_window",
+    );
+}
+
 #[derive(Resource, Clone, Default)]
 struct SharedRun(std::sync::Arc<std::sync::Mutex<WindowRun>>);
 
+/// The states the window run captures, in order.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Step {
+    Hidden,
+    Shown,
+    ShownResized,
+}
+
+const STEPS: [Step; 3] = [Step::Hidden, Step::Shown, Step::ShownResized];
+
+/// One captured state: the presented window, Bevy's screenshot, where the overlay was.
+struct Checkpoint {
+    step: Step,
+    presented: Frame,
+    screenshot: Frame,
+    overlay_rect: Option<Rect>,
+}
+
 #[derive(Default)]
 struct WindowRun {
-    hidden: Option<Image>,
-    shown: Option<Image>,
-    requested_hidden: bool,
-    requested_shown: bool,
-    shown_at: Option<u32>,
+    /// The window's title.
+    title: &'static str,
+    step: usize,
+    /// The frame from which the current step's state is settled.
+    settled_at: Option<u32>,
+    capture: PresentedAndScreenshot,
+    checkpoints: Vec<Checkpoint>,
     panel: Option<CameraPanel>,
     report: Option<TileViewReport>,
     profile: Option<DeviceProfile>,
-    overlay_rect: Option<Rect>,
     camera: Option<Entity>,
-}
-
-fn to_frame(image: Image) -> Frame {
-    let rgba = image.try_into_dynamic().unwrap().to_rgba8();
-    Frame {
-        width: rgba.width(),
-        height: rgba.height(),
-        rgba: rgba.into_raw(),
-    }
 }
 
 /// Pixels of `rect` (clamped to the frame) that differ between `a` and `b` by more than a
@@ -194,18 +212,41 @@ fn differing(a: &Frame, b: &Frame, x0: u32, y0: u32, x1: u32, y1: u32) -> (usize
 #[test]
 #[ignore = "run in a child process by inspector_over_a_tile_camera_in_a_window (one winit event loop per process)"]
 fn child_inspector_over_a_tile_camera_in_a_window() {
-    let test = GpuTest::start("child_inspector_over_a_tile_camera_in_a_window");
+    inspector_window_run(
+        "child_inspector_over_a_tile_camera_in_a_window",
+        "inspector",
+        Msaa::Off,
+    );
+}
+
+#[test]
+#[ignore = "run in a child process by inspector_over_an_msaa_tile_camera_in_a_window (one winit \
+            event loop per process)"]
+fn child_inspector_over_an_msaa_tile_camera_in_a_window() {
+    inspector_window_run(
+        "child_inspector_over_an_msaa_tile_camera_in_a_window",
+        "inspector-msaa",
+        Msaa::Sample4,
+    );
+}
+
+/// Runs the still showcase in a window under a tile camera with `msaa`, captures the presented
+/// window and a screenshot with the overlay hidden, shown, and shown after a resize, and checks
+/// them (images written as `<images>-<step>-presented.png` and `-screenshot.png`).
+fn inspector_window_run(name: &'static str, images: &str, msaa: Msaa) {
+    let test = GpuTest::start(name);
     let shared = SharedRun::default();
     let mut app = App::new();
     app.add_plugins(test_plugins(Some(Window {
         resolution: WindowResolution::new(WIDTH, HEIGHT),
-        title: "bevy_tile_deferred inspector test".into(),
+        // Window tests find their window by its title.
+        title: name.into(),
         ..default()
     })))
     .add_plugins((TileDeferredPlugin, TileInspectorPlugin::default()))
     .insert_resource(shared.clone())
-    .add_systems(Startup, |world: &mut World| {
-        // A still scene: the two screenshots differ only where the overlay is.
+    .add_systems(Startup, move |world: &mut World| {
+        // A still scene: the images differ only where the overlay is.
         scenes::spawn_showcase(world, 12);
         let camera = world
             .spawn((
@@ -213,42 +254,80 @@ fn child_inspector_over_a_tile_camera_in_a_window() {
                 Camera3d::default(),
                 scenes::reference_camera(),
                 scenes::reference_camera_transform(),
-                Msaa::Off,
+                msaa,
                 TileDeferred::default(),
             ))
             .id();
         world.resource::<SharedRun>().0.lock().unwrap().camera = Some(camera);
     })
     .add_systems(Update, drive_window_run);
+    shared.0.lock().unwrap().title = name;
     app.run();
 
     let run = std::mem::take(&mut *shared.0.lock().unwrap());
     let errors = test.take_errors_except_swapchain_noise();
     assert!(errors.is_empty(), "errors in the window run: {errors:#?}");
-
-    let hidden = to_frame(
-        run.hidden
-            .expect("the window was captured without the overlay"),
+    assert_eq!(
+        run.checkpoints.iter().map(|c| c.step).collect::<Vec<_>>(),
+        STEPS,
+        "every state was captured"
     );
-    let shown = to_frame(run.shown.expect("the window was captured with the overlay"));
-    // Written under <target>/tmp/gpu-tests/; assets/inspector.png is a copy of one such run.
-    shown.save_png("inspector");
-    hidden.save_png("inspector-hidden");
-    assert_eq!((shown.width, shown.height), (WIDTH, HEIGHT));
+
+    for checkpoint in &run.checkpoints {
+        let step = format!("{images}-{:?}", checkpoint.step).to_lowercase();
+        checkpoint.presented.save_png(&format!("{step}-presented"));
+        checkpoint
+            .screenshot
+            .save_png(&format!("{step}-screenshot"));
+        let size = if checkpoint.step == Step::ShownResized {
+            RESIZED
+        } else {
+            (WIDTH, HEIGHT)
+        };
+        assert_eq!(
+            (checkpoint.presented.width, checkpoint.presented.height),
+            size,
+            "{step}: the window's size"
+        );
+        // The overlay's numbers and plots change from frame to frame: inside its window the
+        // two may differ a little.
+        let live = checkpoint.overlay_rect;
+        assert_eq!(live.is_some(), checkpoint.step != Step::Hidden, "{step}");
+        presented::assert_presented_matches_screenshot(
+            &step,
+            &checkpoint.presented,
+            &checkpoint.screenshot,
+            live,
+        );
+        // Under the overlay's window the tile frame, not wgpu's zero fill.
+        let (black, total) = presented::black_outside(&checkpoint.presented, live);
+        assert!(
+            black * 100 < total,
+            "{step}: {black} of {total} presented pixels outside the overlay are black"
+        );
+    }
+
+    let hidden = &run.checkpoints[0].presented;
+    let shown = &run.checkpoints[1].presented;
+    // Written under <target>/tmp/gpu-tests/; assets/inspector.png is a copy of the presented
+    // image of one such run (1x).
+    shown.save_png(images);
 
     // The overlay is drawn over the scene where egui says its window is, and nowhere else.
-    let rect = run.overlay_rect.expect("the overlay reports its window");
+    let rect = run.checkpoints[1]
+        .overlay_rect
+        .expect("the overlay reports its window");
     assert!(rect.width() > 200.0 && rect.height() > 100.0, "{rect:?}");
     let (x0, y0) = (rect.min.x.max(0.0) as u32, rect.min.y.max(0.0) as u32);
     let (x1, y1) = (rect.max.x as u32, rect.max.y as u32);
-    let (differ, total) = differing(&hidden, &shown, x0, y0, x1, y1);
+    let (differ, total) = differing(hidden, shown, x0, y0, x1, y1);
     assert!(
         differ * 2 > total,
         "the overlay covers its window: {differ} of {total} pixels differ"
     );
     // Right of the window and its shadow.
     if x1 + 64 < WIDTH {
-        let (outside, total) = differing(&hidden, &shown, x1 + 48, 0, WIDTH, HEIGHT);
+        let (outside, total) = differing(hidden, shown, x1 + 48, 0, WIDTH, HEIGHT);
         assert!(
             outside * 100 < total,
             "the scene outside the overlay is unchanged: {outside} of {total} pixels differ"
@@ -267,8 +346,9 @@ fn child_inspector_over_a_tile_camera_in_a_window() {
         .expect("the overlay's own cost is shown");
     assert_eq!(
         overlay.bytes_per_frame,
-        6 * u64::from(WIDTH) * u64::from(HEIGHT) * 4,
-        "clear, egui and composite over a tile camera: six full-screen RGBA8 transfers"
+        7 * u64::from(WIDTH) * u64::from(HEIGHT) * 4,
+        "clear, egui and composite over a tile camera: six full-screen RGBA8 transfers, and on \
+         a window the store of the output that makes wgpu keep it for the composite"
     );
 }
 
@@ -277,42 +357,122 @@ fn drive_window_run(
     frames: Res<FrameCount>,
     shared: Res<SharedRun>,
     mut inspector: ResMut<TileInspector>,
+    mut windows: Query<&mut Window>,
     panels: Res<TileInspectorPanels>,
     reports: Res<TileRenderReports>,
     profile: Option<Res<DeviceProfile>>,
     mut exit: MessageWriter<AppExit>,
 ) {
     let mut run = shared.0.lock().unwrap();
-    if frames.0 >= 20 && !run.requested_hidden {
-        run.requested_hidden = true;
-        commands.spawn(Screenshot::primary_window()).observe(
-            |captured: On<ScreenshotCaptured>, shared: Res<SharedRun>| {
-                shared.0.lock().unwrap().hidden = Some(captured.image.clone());
-            },
-        );
+    let run = &mut *run;
+    if frames.0 > 1200 {
+        exit.write(AppExit::Success);
+        return;
     }
-    if run.hidden.is_some() && !inspector.visible && run.shown_at.is_none() {
-        inspector.visible = true;
-        run.shown_at = Some(frames.0);
+    let Some(&step) = STEPS.get(run.step) else {
+        exit.write(AppExit::Success);
+        return;
+    };
+    // Set the step's state, then give it frames to settle (pipelines, egui's layout, the
+    // swapchain after a resize).
+    let Some(settled_at) = run.settled_at else {
+        let wait = match step {
+            Step::Hidden => 20,
+            Step::Shown => {
+                inspector.visible = true;
+                30
+            }
+            Step::ShownResized => {
+                if let Ok(mut window) = windows.single_mut() {
+                    window.resolution.set(RESIZED.0 as f32, RESIZED.1 as f32);
+                }
+                20
+            }
+        };
+        run.settled_at = Some(frames.0 + wait);
+        return;
+    };
+    if frames.0 < settled_at {
+        return;
     }
-    if let Some(at) = run.shown_at
-        && frames.0 >= at + 30
-        && !run.requested_shown
-    {
-        run.requested_shown = true;
+    let overlay_rect = panels.overlay_rect.filter(|_| inspector.visible);
+    if step == Step::Shown && run.panel.is_none() {
         let camera = run.camera.unwrap();
         run.panel = panels.get(camera).cloned();
         run.report = reports.get(camera);
         run.profile = profile.as_deref().cloned();
-        run.overlay_rect = panels.overlay_rect;
-        commands.spawn(Screenshot::primary_window()).observe(
-            |captured: On<ScreenshotCaptured>, shared: Res<SharedRun>| {
-                shared.0.lock().unwrap().shown = Some(captured.image.clone());
-            },
-        );
     }
-    if run.shown.is_some() || frames.0 > 600 {
-        exit.write(AppExit::Success);
+    if let Some((presented, screenshot)) = run.capture.step(&mut commands, run.title) {
+        run.checkpoints.push(Checkpoint {
+            step,
+            presented,
+            screenshot,
+            overlay_rect,
+        });
+        run.step += 1;
+        run.settled_at = None;
+    }
+}
+
+/// Over a tile camera on an image, at 1x and 4x MSAA, frame after frame: the overlay is drawn
+/// over the tile frame (outside the overlay's window the image is the frame without it).
+#[test]
+fn inspector_over_a_tile_camera_on_an_image() {
+    let _test = GpuTest::start("inspector_over_a_tile_camera_on_an_image");
+    for msaa in [Msaa::Off, Msaa::Sample4] {
+        let name = format!("inspector-image-{}x", msaa.samples());
+        let mut headless = HeadlessApp::new(WIDTH, HEIGHT);
+        headless.app.add_plugins(TileInspectorPlugin::default());
+        scenes::spawn_showcase(headless.app.world_mut(), 12);
+        let camera = headless.spawn_camera((
+            Camera3d::default(),
+            scenes::reference_camera(),
+            scenes::reference_camera_transform(),
+            msaa,
+            TileDeferred::default(),
+        ));
+        let hidden = headless.render(4);
+        headless
+            .app
+            .world_mut()
+            .resource_mut::<TileInspector>()
+            .visible = true;
+        let shown = [headless.render(6), headless.read_target()];
+        let report = headless
+            .app
+            .world()
+            .resource::<TileRenderReports>()
+            .get(camera)
+            .expect("the camera's report");
+        assert_eq!(report.samples, msaa.samples(), "{name}");
+        let rect = headless
+            .app
+            .world()
+            .resource::<TileInspectorPanels>()
+            .overlay_rect
+            .expect("the overlay reports its window");
+        // The window and its shadow.
+        let covered = Rect::from_corners(rect.min, rect.max + Vec2::splat(48.0));
+        for (index, shown) in shown.iter().enumerate() {
+            let ((inside, inside_total), _) =
+                presented::differing_inside_and_out(&hidden, shown, Some(rect));
+            let (_, (outside, outside_total)) =
+                presented::differing_inside_and_out(&hidden, shown, Some(covered));
+            if inside * 2 <= inside_total || outside * 100 >= outside_total {
+                hidden.save_png(&format!("{name}-hidden"));
+                shown.save_png(&format!("{name}-shown-{index}"));
+            }
+            assert!(
+                inside * 2 > inside_total,
+                "{name}, frame {index}: the overlay covers its window ({inside} of \
+                 {inside_total} pixels differ)"
+            );
+            assert!(
+                outside * 100 < outside_total,
+                "{name}, frame {index}: outside the overlay the image is the tile frame \
+                 ({outside} of {outside_total} pixels differ)"
+            );
+        }
     }
 }
 

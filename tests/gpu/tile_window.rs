@@ -1,20 +1,24 @@
 //! A tile camera drawing into a real window (Xvfb on CI): presented frames, resizes that
-//! rebuild the framebuffers without leaking, and a screenshot of the window.
+//! rebuild the framebuffers without leaking, and the presented window (the X server's copy)
+//! compared with Bevy's screenshot of it.
 //!
 //! winit allows one event loop per process, so each window scenario runs in a child process of
 //! this test binary (an ignored test run by its parent).
 
 use crate::{
-    harness::{Frame, GpuTest, run_window_test_in_child_process, test_plugins},
+    harness::{
+        Frame, GpuTest,
+        presented::{self, PresentedAndScreenshot},
+        run_window_test_in_child_process, test_plugins,
+    },
     scenes,
 };
 use bevy::{
+    camera::Viewport,
+    core_pipeline::tonemapping::{DebandDither, Tonemapping},
     diagnostic::FrameCount,
     prelude::*,
-    render::view::{
-        Msaa,
-        screenshot::{Screenshot, ScreenshotCaptured},
-    },
+    render::view::Msaa,
     window::WindowResolution,
 };
 use bevy_tile_deferred::{TileDeferred, TileDeferredPlugin, TileRenderReports};
@@ -31,6 +35,21 @@ fn unmerged_msaa_tile_camera_in_a_window() {
     run_window_test_in_child_process("tile_window::child_unmerged_msaa_tile_camera_in_a_window");
 }
 
+/// A Bevy (`Core3d`) camera drawing after the tile camera into the same window, over a
+/// viewport: its upscaling pass loads the window's image the tile pass wrote.
+#[test]
+fn bevy_camera_over_a_tile_camera_in_a_window() {
+    run_window_test_in_child_process(
+        "tile_window::child_bevy_camera_over_a_tile_camera_in_a_window",
+    );
+}
+
+/// Where the later Bevy camera draws (physical pixels of the 320x180 window).
+const INSET: (UVec2, UVec2) = (UVec2::new(200, 16), UVec2::new(100, 60));
+
+/// The later camera's clear colour (sRGB), clearly not the tile camera's.
+const INSET_CLEAR: [u8; 3] = [64, 160, 64];
+
 /// What the window run saw; shared because winit's runner takes the app.
 #[derive(Resource, Clone, Default)]
 struct SharedWindowRun(std::sync::Arc<std::sync::Mutex<WindowRun>>);
@@ -39,8 +58,11 @@ struct SharedWindowRun(std::sync::Arc<std::sync::Mutex<WindowRun>>);
 struct WindowRun {
     live_before_resize: i64,
     live_after_resizes: i64,
-    screenshot: Option<Image>,
-    requested: bool,
+    /// The window's title.
+    title: &'static str,
+    capture: PresentedAndScreenshot,
+    /// The presented window and the screenshot.
+    captured: Option<(Frame, Frame)>,
     render_passes_recorded: usize,
 }
 
@@ -52,6 +74,20 @@ fn child_tile_camera_in_a_window() {
         TileDeferred::default(),
         Msaa::Off,
         1,
+        false,
+    );
+}
+
+#[test]
+#[ignore = "run in a child process by bevy_camera_over_a_tile_camera_in_a_window (one winit \
+            event loop per process)"]
+fn child_bevy_camera_over_a_tile_camera_in_a_window() {
+    window_run(
+        "child_bevy_camera_over_a_tile_camera_in_a_window",
+        TileDeferred::default(),
+        Msaa::Off,
+        1,
+        true,
     );
 }
 
@@ -67,18 +103,27 @@ fn child_unmerged_msaa_tile_camera_in_a_window() {
         },
         Msaa::Sample4,
         3,
+        false,
     );
 }
 
-/// Runs the scene in a window with `tile` and `msaa` on the camera: resizes it, restores it,
-/// takes a screenshot, and checks what was drawn and that `render_passes` were recorded.
-fn window_run(name: &'static str, tile: TileDeferred, msaa: Msaa, render_passes: usize) {
+/// Runs the scene in a window with `tile` and `msaa` on the camera (and, with `inset`, a Bevy
+/// camera drawing after it over [`INSET`]): resizes it, restores it, captures the presented
+/// window and a screenshot, and checks what was drawn and that `render_passes` were recorded.
+fn window_run(
+    name: &'static str,
+    tile: TileDeferred,
+    msaa: Msaa,
+    render_passes: usize,
+    inset: bool,
+) {
     let test = GpuTest::start(name);
     let shared = SharedWindowRun::default();
     let mut app = App::new();
     app.add_plugins(test_plugins(Some(Window {
         resolution: WindowResolution::new(320, 180),
-        title: "bevy_tile_deferred window test".into(),
+        // Window tests find their window by its title.
+        title: name.into(),
         ..default()
     })))
     .add_plugins(TileDeferredPlugin)
@@ -92,8 +137,33 @@ fn window_run(name: &'static str, tile: TileDeferred, msaa: Msaa, render_passes:
             msaa,
             tile.clone(),
         ));
+        if inset {
+            world.spawn((
+                Camera3d::default(),
+                Camera {
+                    order: 1,
+                    viewport: Some(Viewport {
+                        physical_position: INSET.0,
+                        physical_size: INSET.1,
+                        ..default()
+                    }),
+                    clear_color: ClearColorConfig::Custom(Color::srgb_u8(
+                        INSET_CLEAR[0],
+                        INSET_CLEAR[1],
+                        INSET_CLEAR[2],
+                    )),
+                    ..default()
+                },
+                // Looking up at the empty sky: its clear colour, untouched by tonemapping.
+                Transform::from_xyz(0.0, 1.0, 0.0).looking_at(Vec3::new(0.0, 100.0, 0.0), Vec3::Z),
+                Tonemapping::None,
+                DebandDither::Disabled,
+                Msaa::Off,
+            ));
+        }
     })
     .add_systems(Update, drive_window_run);
+    shared.0.lock().unwrap().title = name;
     app.run();
 
     let run = std::mem::take(&mut *shared.0.lock().unwrap());
@@ -108,15 +178,18 @@ fn window_run(name: &'static str, tile: TileDeferred, msaa: Msaa, render_passes:
         run.live_after_resizes, run.live_before_resize,
         "resizing and restoring the window leaves as many Vulkan objects as before"
     );
-    let image = run.screenshot.expect("the window was captured");
-    let rgba = image.try_into_dynamic().unwrap().to_rgba8();
-    let frame = Frame {
-        width: rgba.width(),
-        height: rgba.height(),
-        rgba: rgba.into_raw(),
-    };
+    let (presented, frame) = run.captured.expect("the window was captured");
     frame.save_png(name);
+    presented.save_png(&format!("{name}-presented"));
     assert_eq!((frame.width, frame.height), (320, 180));
+    // What the window shows is the screenshot (with a Bevy camera drawing after the tile pass
+    // too: not its drawing over wgpu's zero fill).
+    presented::assert_presented_matches_screenshot(name, &presented, &frame, None);
+    let (black, total) = presented::black_outside(&presented, None);
+    assert!(
+        black * 100 < total,
+        "{black} of {total} presented pixels are black"
+    );
     let red = frame
         .rgba
         .chunks_exact(4)
@@ -126,6 +199,21 @@ fn window_run(name: &'static str, tile: TileDeferred, msaa: Msaa, render_passes:
         red > 300,
         "the red sphere is on the window's screenshot ({red} red pixels)"
     );
+    if inset {
+        // The later camera drew its viewport (its clear colour shows around what it sees).
+        let (position, size) = INSET;
+        let inset_clear = (position.y..position.y + size.y)
+            .flat_map(|y| (position.x..position.x + size.x).map(move |x| (x, y)))
+            .filter(|&(x, y)| {
+                let p = presented.pixel(x as i32, y as i32);
+                (0..3).all(|c| p[c].abs_diff(INSET_CLEAR[c]) <= 4)
+            })
+            .count();
+        assert!(
+            inset_clear * 4 > (size.x * size.y) as usize,
+            "the later camera's viewport shows its clear colour ({inset_clear} pixels)"
+        );
+    }
 }
 
 fn drive_window_run(
@@ -153,17 +241,13 @@ fn drive_window_run(
         }
         20 => window.resolution.set(320.0, 180.0),
         30 => run.live_after_resizes = reports.live_vulkan_objects(),
-        31.. if !run.requested => {
-            run.requested = true;
-            commands.spawn(Screenshot::primary_window()).observe(
-                |captured: On<ScreenshotCaptured>, shared: Res<SharedWindowRun>| {
-                    shared.0.lock().unwrap().screenshot = Some(captured.image.clone());
-                },
-            );
+        31.. if run.captured.is_none() => {
+            let title = run.title;
+            run.captured = run.capture.step(&mut commands, title);
         }
         _ => {}
     }
-    if run.screenshot.is_some() || frames.0 > 300 {
+    if run.captured.is_some() || frames.0 > 300 {
         exit.write(AppExit::Success);
     }
 }

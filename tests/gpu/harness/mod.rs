@@ -8,6 +8,7 @@
 
 pub mod capture;
 pub mod image_compare;
+pub mod presented;
 
 pub use image_compare::{Frame, assert_frames_match};
 
@@ -328,12 +329,15 @@ pub fn run_in_child_process(name: &str) {
 }
 
 /// Runs the ignored window test `name` in a child process (winit allows one event loop per
-/// process); fails with instructions when there is no X display.
+/// process); fails with instructions when there is no X display. One window test at a time:
+/// windows open at the same place, and a window covered by another one does not show what it
+/// presents (window tests read it back from the X server).
 pub fn run_window_test_in_child_process(name: &str) {
     assert!(
         std::env::var_os("DISPLAY").is_some(),
         "window tests need an X display: run `bash scripts/test.sh` (it starts Xvfb) or \
          `xvfb-run -a cargo test`"
     );
+    let _exclusive = GPU.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     run_in_child_process(name);
 }

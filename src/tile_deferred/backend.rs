@@ -1,6 +1,7 @@
 //! The render-world state of the tile path: the Vulkan objects it owns and their caches.
 
 use super::{
+    error::{TileError, TileResult},
     extract::{SamplerKey, TileMaterial},
     pipelines::{GbufferPipelineKey, PipelineTarget},
     shaders::{TileLayouts, TileShaders},
@@ -174,6 +175,33 @@ impl TileBackend {
             anisotropy: 1,
         })?;
         Ok(backend)
+    }
+
+    /// What building pipelines for the render passes of `key` borrows: the device, the
+    /// shaders' layouts and modules, and the passes' pipeline cache.
+    pub fn pipeline_parts(
+        &mut self,
+        key: &RenderPassKey,
+    ) -> TileResult<(
+        &VulkanContext,
+        &TileLayouts,
+        &TileShaders,
+        &mut PassResources,
+    )> {
+        let missing = |step| TileError::Missing { step };
+        let layouts = self
+            .layouts
+            .as_ref()
+            .ok_or(missing("finding the tile layouts"))?;
+        let shaders = self
+            .shaders
+            .as_ref()
+            .ok_or(missing("finding the tile shaders"))?;
+        let pass = self
+            .render_passes
+            .get_mut(key)
+            .ok_or(missing("finding the frame's render passes"))?;
+        Ok((&self.context, layouts, shaders, pass))
     }
 
     pub fn layouts(&self) -> &TileLayouts {

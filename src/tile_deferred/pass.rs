@@ -125,7 +125,16 @@ fn render_view(
     view_state.render_pass_key = key.clone();
     view_state.desc = Some(*desc);
     view_state.last_used = frame_number;
-    let passes = resources::framebuffers(backend, frame, &planned, &render_passes, output_view)?;
+    let passes = resources::framebuffers(
+        &backend.context,
+        &mut backend.graveyard,
+        view_state,
+        frame_number,
+        frame,
+        &planned,
+        &render_passes,
+        output_view,
+    )?;
 
     // 5. What to draw, and the materials it is drawn with.
     let drawn = DrawList::gather(scene, visible, conv::samples(desc.samples));
@@ -138,7 +147,8 @@ fn render_view(
     let bindings = resources::prepare_view_data(backend, frame, compiled, &drawn, lut)?;
 
     // 7. Pipelines for every (mesh layout, material state) drawn.
-    render_passes::ensure_gbuffer_pipelines(backend, &key, &drawn.draws)?;
+    let (context, layouts, shaders, pass) = backend.pipeline_parts(&key)?;
+    render_passes::ensure_gbuffer_pipelines(context, layouts, shaders, pass, &drawn.draws)?;
 
     // 8. The wgpu side, on Bevy's encoder: output init and transitions.
     interop::prepare_wgpu_resources(

@@ -42,29 +42,19 @@ pub(super) fn ensure_render_passes(
     Ok(key)
 }
 
-/// A G-buffer pipeline for every draw's (mesh layout, material state) in the render passes of
-/// `key`.
+/// A G-buffer pipeline in `pass` for every draw's (mesh layout, material state).
 pub(super) fn ensure_gbuffer_pipelines(
-    backend: &mut TileBackend,
-    key: &RenderPassKey,
+    context: &VulkanContext,
+    layouts: &TileLayouts,
+    shaders: &TileShaders,
+    pass: &mut PassResources,
     draws: &[Draw],
 ) -> TileResult<()> {
-    let (Some(layouts), Some(shaders)) = (&backend.layouts, &backend.shaders) else {
-        return Err(TileError::Missing {
-            step: "finding the tile shaders",
-        });
-    };
-    let pass = backend
-        .render_passes
-        .get_mut(key)
-        .ok_or(TileError::Missing {
-            step: "finding the frame's render passes",
-        })?;
     for draw in draws {
         if let Entry::Vacant(slot) = pass.gbuffer.entry(draw.pipeline_key.clone()) {
             slot.insert(step(
                 "creating a G-buffer pipeline",
-                backend.context.create_gbuffer_pipeline(
+                context.create_gbuffer_pipeline(
                     layouts,
                     shaders,
                     pass.gbuffer_target,

@@ -13,7 +13,7 @@ use super::{
 use crate::{
     frame_graph::{CompiledFrame, FrameGraphCache, ResourceId},
     vulkan::{
-        VulkanContext, conv,
+        Graveyard, VulkanContext, conv,
         memory::{AttachmentImageDesc, DeviceBuffer},
         render_pass::{self, OutputKind, RenderPassKey},
     },
@@ -477,7 +477,10 @@ fn attachment_read_writes(
 /// Stage 4: the framebuffers of the frame's render passes, over the view's attachments and
 /// this frame's output view, each with its clear values, ready to record.
 pub(super) fn framebuffers(
-    backend: &mut TileBackend,
+    context: &VulkanContext,
+    graveyard: &mut Graveyard,
+    view: &mut ViewResources,
+    frame_number: u64,
     frame: &ViewFrame,
     planned: &PlannedFrame,
     render_passes: &[vk::RenderPass],
@@ -498,9 +501,7 @@ pub(super) fn framebuffers(
     // a screenshot's capture texture) every frame and drops it after presenting, so the view is
     // held until the GPU has finished this frame.
     let keep_alive = output_view.clone();
-    backend
-        .graveyard
-        .retire(Box::new(move |_: &VulkanContext| drop(keep_alive)));
+    graveyard.retire(Box::new(move |_: &VulkanContext| drop(keep_alive)));
     let output = (planned.output, output_view.id(), output_raw);
     planned
         .compiled
@@ -510,7 +511,16 @@ pub(super) fn framebuffers(
         .map(|(native, &render_pass)| {
             Ok(RecordedPass {
                 render_pass,
-                framebuffer: framebuffer(backend, frame, native, render_pass, output)?,
+                framebuffer: framebuffer(
+                    context,
+                    graveyard,
+                    view,
+                    frame_number,
+                    frame,
+                    native,
+                    render_pass,
+                    output,
+                )?,
                 clear_values: native
                     .attachments
                     .iter()
@@ -530,16 +540,17 @@ pub(super) fn framebuffers(
 /// attachments) keep theirs; a pass writing a view Bevy makes anew each frame (swapchain images,
 /// screenshot captures) gets one that is retired with the frame.
 fn framebuffer(
-    backend: &mut TileBackend,
+    context: &VulkanContext,
+    graveyard: &mut Graveyard,
+    view_state: &mut ViewResources,
+    frame_number: u64,
     frame: &ViewFrame,
     native: &crate::frame_graph::NativePass,
     render_pass: vk::RenderPass,
     (output_id, output_view_id, output_raw): (ResourceId, TextureViewId, vk::ImageView),
 ) -> TileResult<vk::Framebuffer> {
-    let frame_number = backend.frame;
     let writes_output = native.attachment(output_id).is_some();
     let key = (writes_output.then_some(output_view_id), render_pass);
-    let view_state = view_mut(&mut backend.views, frame.entity)?;
     if let Some((framebuffer, used)) = view_state.framebuffers.get_mut(&key) {
         *used = frame_number;
         return Ok(*framebuffer);
@@ -562,12 +573,10 @@ fn framebuffer(
         .collect();
     let framebuffer = step(
         "creating a framebuffer",
-        backend
-            .context
-            .create_framebuffer(render_pass, &views, frame.target_extent),
+        context.create_framebuffer(render_pass, &views, frame.target_extent),
     )?;
     if writes_output && frame.output_kind == OutputKind::Swapchain {
-        backend.graveyard.retire(Box::new(move |c: &VulkanContext| {
+        graveyard.retire(Box::new(move |c: &VulkanContext| {
             c.destroy_framebuffer(framebuffer)
         }));
     } else {

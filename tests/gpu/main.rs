@@ -14,6 +14,7 @@ mod device_probe;
 mod forward_reference;
 #[cfg(feature = "inspector")]
 mod inspector;
+mod soak;
 mod tiers;
 mod tile_deferred;
 mod tile_fidelity;

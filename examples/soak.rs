@@ -54,13 +54,11 @@ fn main() {
     );
 
     let mut app = App::new();
-    app.add_plugins(
-        scenes::headless::benchmark_plugins().set(LogPlugin {
-            level: Level::WARN,
-            filter: "wgpu=error,naga=warn".into(),
-            ..default()
-        }),
-    )
+    app.add_plugins(scenes::headless::benchmark_plugins().set(LogPlugin {
+        level: Level::WARN,
+        filter: "wgpu=error,naga=warn".into(),
+        ..default()
+    }))
     .add_plugins(TileDeferredPlugin);
     let target = app
         .world_mut()
@@ -113,7 +111,8 @@ fn plan_from_args() -> Result<SoakPlan, String> {
     while let Some(flag) = args.next() {
         let mut value = || -> Result<u32, String> {
             let text = args.next().ok_or_else(|| format!("{flag} needs a value"))?;
-            text.parse().map_err(|_| format!("`{text}` is not a number"))
+            text.parse()
+                .map_err(|_| format!("`{text}` is not a number"))
         };
         match flag.as_str() {
             "--frames" => frames = value()?,

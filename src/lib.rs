@@ -45,9 +45,9 @@ pub use tile_deferred::{
     MsaaShading, TileDebugView, TileDeferred, TileDeferredGraph,
     report::{TileGpuTimes, TileRenderReports, TileViewReport},
 };
-pub use vulkan::TileResourceCounts;
 #[doc(hidden)]
 pub use tile_deferred::{TileFaultInjection, TileNoStencilSplit};
+pub use vulkan::TileResourceCounts;
 
 use bevy::{
     prelude::*,

@@ -91,7 +91,11 @@ impl SoakPlan {
     pub fn checkpoints(&self) -> [(&'static str, u32); 3] {
         let start = self.warmup + self.settle;
         let end = self.frames;
-        [("start", start), ("middle", (start + end) / 2), ("end", end)]
+        [
+            ("start", start),
+            ("middle", (start + end) / 2),
+            ("end", end),
+        ]
     }
 
     /// Whether the plan's checkpoints are far enough apart for their settling windows.
@@ -167,8 +171,10 @@ impl SoakSample {
              {} pipelines, {} descriptor pools, {} other), {} descriptor sets; tier {}",
             self.label,
             self.frame,
-            self.rss_kib
-                .map_or("n/a".into(), |kib| format!("{:.1} MiB", kib as f64 / 1024.0)),
+            self.rss_kib.map_or("n/a".into(), |kib| format!(
+                "{:.1} MiB",
+                kib as f64 / 1024.0
+            )),
             mib(c.gpu_allocated_bytes),
             mib(c.gpu_reserved_bytes),
             c.vulkan_objects(),
@@ -386,8 +392,10 @@ impl SoakScene {
             let (render_tier, msaa) = TIERS[tier];
             let mut camera = world.entity_mut(self.camera);
             camera.insert(msaa);
-            camera.get_mut::<TileDeferred>().expect("the soak camera").tier =
-                TierSetting::Force(render_tier);
+            camera
+                .get_mut::<TileDeferred>()
+                .expect("the soak camera")
+                .tier = TierSetting::Force(render_tier);
             self.tier = tier;
         }
 
@@ -422,7 +430,7 @@ impl SoakScene {
         let n = self.spawned;
         self.spawned += 1;
         let mesh: Mesh = match n % 4 {
-            0 => Sphere::new(0.3).mesh().ico(2).expect("a small icosphere").into(),
+            0 => Sphere::new(0.3).mesh().ico(2).expect("a small icosphere"),
             1 => Cuboid::new(0.5, 0.4, 0.3).into(),
             2 => Torus::new(0.15, 0.35).into(),
             _ => Capsule3d::new(0.2, 0.4).into(),
@@ -432,7 +440,7 @@ impl SoakScene {
             base_color: Color::hsl(hue, 0.7, 0.5),
             perceptual_roughness: 0.2 + 0.6 * (n % 3) as f32 / 2.0,
             metallic: (n % 2) as f32,
-            emissive: if n % 5 == 0 {
+            emissive: if n.is_multiple_of(5) {
                 LinearRgba::rgb(0.5, 0.2, 0.0)
             } else {
                 LinearRgba::BLACK
@@ -454,7 +462,7 @@ impl SoakScene {
             .id();
         let light_at = Transform::from_translation(at + Vec3::Y * 1.5);
         let color = Color::hsl(hue, 0.8, 0.6);
-        let light = if n % 2 == 0 {
+        let light = if n.is_multiple_of(2) {
             world
                 .spawn((
                     PointLight {

@@ -400,7 +400,8 @@ mod tests {
         LiveObjects::add(&live.descriptor_sets, 3);
         LiveObjects::add(&live.gpu_allocated_bytes, 4096);
         LiveObjects::add(&live.gpu_lazy_bytes, 1024);
-        live.gpu_pooled_block_bytes.store(1 << 20, Ordering::Relaxed);
+        live.gpu_pooled_block_bytes
+            .store(1 << 20, Ordering::Relaxed);
         let counts = live.snapshot();
         assert_eq!(counts.images, 1);
         assert_eq!(counts.image_views, 2);

@@ -94,7 +94,9 @@ impl VulkanContext {
         LiveObjects::add(&self.live.descriptor_sets, -count);
     }
 
-    fn descriptor_set_ledger(&self) -> std::sync::MutexGuard<'_, super::context::DescriptorSetLedger> {
+    fn descriptor_set_ledger(
+        &self,
+    ) -> std::sync::MutexGuard<'_, super::context::DescriptorSetLedger> {
         self.descriptor_sets
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())

@@ -277,9 +277,10 @@ impl VulkanContext {
     /// Publishes the bytes of the blocks gpu-allocator holds (it frees and creates blocks only
     /// inside `allocate` and `free`, under the lock the caller holds).
     fn record_pooled_blocks(&self, allocator: &gpu_allocator::vulkan::Allocator) {
-        self.live
-            .gpu_pooled_block_bytes
-            .store(allocator.capacity() as i64, std::sync::atomic::Ordering::Relaxed);
+        self.live.gpu_pooled_block_bytes.store(
+            allocator.capacity() as i64,
+            std::sync::atomic::Ordering::Relaxed,
+        );
     }
 
     fn allocate_pooled(

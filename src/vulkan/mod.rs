@@ -32,8 +32,8 @@
 pub(crate) mod context;
 pub(crate) mod memory;
 
-pub use context::{LiveObjects, TileResourceCounts};
 pub(crate) use context::{Graveyard, VulkanContext};
+pub use context::{LiveObjects, TileResourceCounts};
 pub(crate) mod conv;
 pub(crate) mod descriptors;
 pub(crate) mod pipeline;

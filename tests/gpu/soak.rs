@@ -51,7 +51,11 @@ fn soak_keeps_the_crates_objects_and_gpu_memory_flat() {
             "{}: the camera kept its tier (no fallback)",
             sample.label
         );
-        assert!(sample.tile_rendered, "{}: rendered by the tile path", sample.label);
+        assert!(
+            sample.tile_rendered,
+            "{}: rendered by the tile path",
+            sample.label
+        );
         assert_eq!(
             sample.counts, start.counts,
             "{}: the crate's objects, descriptor sets and GPU bytes differ from the start",

@@ -47,6 +47,7 @@ pub use tile_deferred::{
 };
 #[doc(hidden)]
 pub use tile_deferred::{TileFaultInjection, TileNoStencilSplit};
+pub use vulkan::ResourceCounts as TileResourceCounts;
 
 use bevy::{
     prelude::*,

@@ -6,6 +6,7 @@ pub mod aliasing;
 pub mod bench;
 pub mod dense;
 pub mod headless;
+pub mod soak;
 
 use bevy::{camera::ClearColorConfig, prelude::*};
 

@@ -264,11 +264,8 @@ impl TileBackend {
     ) -> Result<(vk::DescriptorPool, vk::DescriptorSet), vk::Result> {
         let layouts = [self.layouts().material];
         for &pool in self.material_pools.iter().rev() {
-            let info = vk::DescriptorSetAllocateInfo::default()
-                .descriptor_pool(pool)
-                .set_layouts(&layouts);
-            // SAFETY: the pool and layout belong to this device.
-            if let Ok(sets) = unsafe { self.context.device.allocate_descriptor_sets(&info) } {
+            // A full pool answers with an error: try the next one, then a new pool.
+            if let Ok(sets) = self.context.allocate_descriptor_sets(pool, &layouts) {
                 return Ok((pool, sets[0]));
             }
         }
@@ -289,11 +286,8 @@ impl TileBackend {
             vk::DescriptorPoolCreateFlags::FREE_DESCRIPTOR_SET,
         )?;
         self.material_pools.push(pool);
-        let info = vk::DescriptorSetAllocateInfo::default()
-            .descriptor_pool(pool)
-            .set_layouts(&layouts);
-        // SAFETY: a fresh pool with room for this set.
-        let sets = unsafe { self.context.device.allocate_descriptor_sets(&info) }?;
+        // A fresh pool with room for this set.
+        let sets = self.context.allocate_descriptor_sets(pool, &layouts)?;
         Ok((pool, sets[0]))
     }
 
@@ -301,13 +295,9 @@ impl TileBackend {
     pub fn retire_material(&mut self, material: MaterialResources) {
         self.graveyard
             .retire(Box::new(move |context: &VulkanContext| {
-                // SAFETY: the set came from this pool, created with FREE_DESCRIPTOR_SET, and no
+                // The set came from a material pool, created with FREE_DESCRIPTOR_SET, and no
                 // command buffer in flight uses it any more.
-                let _ = unsafe {
-                    context
-                        .device
-                        .free_descriptor_sets(material.pool, &[material.set])
-                };
+                context.free_descriptor_sets(material.pool, &[material.set]);
                 context.destroy_device_buffer(material.buffer);
             }));
     }

@@ -4,7 +4,8 @@
 use super::backend::ViewResources;
 use crate::frame_graph::{CompiledFrame, ResourceId};
 use crate::vulkan::{
-    LiveObjects, VulkanContext, memory::AttachmentImage, render_pass::RenderPassDescription,
+    LiveObjects, ResourceCounts, VulkanContext, memory::AttachmentImage,
+    render_pass::RenderPassDescription,
 };
 use ash::vk;
 use bevy::{platform::collections::HashMap, prelude::*};
@@ -100,13 +101,21 @@ impl TileRenderReports {
         self.views.lock().ok()?.get(&camera).cloned()
     }
 
-    /// Vulkan objects the crate currently owns (0 before the backend exists).
+    /// Vulkan objects the crate currently owns (0 before the backend exists); descriptor sets
+    /// are not counted (they are freed with their pools): see [`Self::resource_counts`].
     pub fn live_vulkan_objects(&self) -> i64 {
+        self.resource_counts().vulkan_objects()
+    }
+
+    /// The Vulkan objects (by kind, with descriptor sets) and GPU memory the crate holds now
+    /// (all zero before the backend exists). Objects are destroyed a frame or two after their
+    /// last use, once the GPU is done with them.
+    pub fn resource_counts(&self) -> ResourceCounts {
         self.live
             .lock()
             .ok()
-            .and_then(|live| live.as_ref().map(|l| l.total()))
-            .unwrap_or(0)
+            .and_then(|live| live.as_ref().map(|l| l.snapshot()))
+            .unwrap_or_default()
     }
 
     pub(crate) fn insert(&self, camera: Entity, report: TileViewReport) {

@@ -219,11 +219,8 @@ fn allocate_view_sets(
     } else {
         [layouts.view, layouts.gbuffer_inputs, layouts.tonemap_inputs]
     };
-    let info = vk::DescriptorSetAllocateInfo::default()
-        .descriptor_pool(pool)
-        .set_layouts(&set_layouts);
-    // SAFETY: a fresh pool sized for exactly these three sets.
-    match unsafe { backend.context.device.allocate_descriptor_sets(&info) } {
+    // A fresh pool sized for exactly these three sets.
+    match backend.context.allocate_descriptor_sets(pool, &set_layouts) {
         Ok(sets) => Ok((pool, [sets[0], sets[1], sets[2]])),
         Err(error) => {
             backend.context.destroy_descriptor_pool(pool);

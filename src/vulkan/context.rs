@@ -2,14 +2,19 @@
 
 use ash::vk;
 use bevy::render::renderer::{RenderDevice, RenderQueue};
-use std::sync::{
-    Arc, Mutex,
-    atomic::{AtomicBool, AtomicI64, Ordering},
+use std::{
+    collections::HashMap,
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicBool, AtomicI64, Ordering},
+    },
 };
 use wgpu::hal::api::Vulkan;
 
-/// How many Vulkan objects the crate has created and not yet destroyed, by kind. Tests read it
-/// to prove that resizes, camera despawns and tier switches leak nothing.
+/// How many Vulkan objects the crate has created and not yet destroyed, by kind, and the GPU
+/// memory they hold. Tests and the `soak` example read it (through
+/// [`TileRenderReports::resource_counts`](crate::TileRenderReports::resource_counts)) to prove
+/// that resizes, camera despawns, tier switches and scene churn leak nothing.
 #[derive(Debug, Default)]
 pub struct LiveObjects {
     /// Images (attachments).
@@ -26,26 +31,46 @@ pub struct LiveObjects {
     pub framebuffers: AtomicI64,
     /// Pipelines.
     pub pipelines: AtomicI64,
-    /// Pipeline layouts, descriptor set layouts, descriptor pools, samplers, shader modules.
+    /// Descriptor pools.
+    pub descriptor_pools: AtomicI64,
+    /// Descriptor sets allocated from the crate's pools and not yet freed (individually or
+    /// with their pool). Not in [`LiveObjects::total`]: a set is freed with its pool.
+    pub descriptor_sets: AtomicI64,
+    /// Pipeline layouts, descriptor set layouts, samplers, shader modules, query pools.
     pub other: AtomicI64,
+    /// Bytes of GPU memory bound to the crate's live images and buffers: the sizes the crate
+    /// asked gpu-allocator for, plus its dedicated lazily allocated blocks.
+    pub gpu_allocated_bytes: AtomicI64,
+    /// Bytes of the `VkDeviceMemory` blocks gpu-allocator holds for the crate
+    /// (`Allocator::capacity`, which keeps one empty block per memory type for reuse).
+    pub gpu_pooled_block_bytes: AtomicI64,
+    /// Bytes of the crate's dedicated lazily allocated blocks.
+    pub gpu_lazy_bytes: AtomicI64,
 }
 
 impl LiveObjects {
-    /// Total live objects of every kind.
+    /// Total live objects of every kind but descriptor sets (freed with their pools).
     pub fn total(&self) -> i64 {
-        [
-            &self.images,
-            &self.image_views,
-            &self.buffers,
-            &self.allocations,
-            &self.render_passes,
-            &self.framebuffers,
-            &self.pipelines,
-            &self.other,
-        ]
-        .iter()
-        .map(|count| count.load(Ordering::Relaxed))
-        .sum()
+        self.snapshot().vulkan_objects()
+    }
+
+    /// The counts now, as plain numbers.
+    pub fn snapshot(&self) -> ResourceCounts {
+        let load = |count: &AtomicI64| count.load(Ordering::Relaxed);
+        ResourceCounts {
+            images: load(&self.images),
+            image_views: load(&self.image_views),
+            buffers: load(&self.buffers),
+            allocations: load(&self.allocations),
+            render_passes: load(&self.render_passes),
+            framebuffers: load(&self.framebuffers),
+            pipelines: load(&self.pipelines),
+            descriptor_pools: load(&self.descriptor_pools),
+            descriptor_sets: load(&self.descriptor_sets),
+            other: load(&self.other),
+            gpu_allocated_bytes: load(&self.gpu_allocated_bytes),
+            gpu_reserved_bytes: load(&self.gpu_pooled_block_bytes) + load(&self.gpu_lazy_bytes),
+        }
     }
 
     pub(crate) fn created(counter: &AtomicI64) {
@@ -54,6 +79,114 @@ impl LiveObjects {
 
     pub(crate) fn destroyed(counter: &AtomicI64) {
         counter.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn add(counter: &AtomicI64, amount: i64) {
+        counter.fetch_add(amount, Ordering::Relaxed);
+    }
+}
+
+/// A snapshot of the Vulkan objects and GPU memory the crate holds
+/// ([`TileRenderReports::resource_counts`](crate::TileRenderReports::resource_counts)).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ResourceCounts {
+    /// Images (attachments).
+    pub images: i64,
+    /// Image views.
+    pub image_views: i64,
+    /// Buffers.
+    pub buffers: i64,
+    /// Device memory allocations (gpu-allocator sub-allocations and dedicated blocks).
+    pub allocations: i64,
+    /// Render passes.
+    pub render_passes: i64,
+    /// Framebuffers.
+    pub framebuffers: i64,
+    /// Pipelines.
+    pub pipelines: i64,
+    /// Descriptor pools.
+    pub descriptor_pools: i64,
+    /// Descriptor sets allocated and not freed.
+    pub descriptor_sets: i64,
+    /// Pipeline layouts, descriptor set layouts, samplers, shader modules, query pools.
+    pub other: i64,
+    /// Bytes of GPU memory bound to the crate's live images and buffers.
+    pub gpu_allocated_bytes: i64,
+    /// Bytes of `VkDeviceMemory` the crate holds: gpu-allocator's blocks (sub-allocated, one
+    /// empty block per memory type kept for reuse) and the dedicated lazily allocated blocks.
+    pub gpu_reserved_bytes: i64,
+}
+
+impl ResourceCounts {
+    /// Live Vulkan objects of every kind but descriptor sets (freed with their pools): what
+    /// [`TileRenderReports::live_vulkan_objects`](crate::TileRenderReports::live_vulkan_objects)
+    /// returns.
+    pub fn vulkan_objects(&self) -> i64 {
+        self.images
+            + self.image_views
+            + self.buffers
+            + self.allocations
+            + self.render_passes
+            + self.framebuffers
+            + self.pipelines
+            + self.descriptor_pools
+            + self.other
+    }
+
+    /// Every count with its name, objects first, then bytes.
+    pub fn by_kind(&self) -> [(&'static str, i64); 12] {
+        [
+            ("images", self.images),
+            ("image views", self.image_views),
+            ("buffers", self.buffers),
+            ("allocations", self.allocations),
+            ("render passes", self.render_passes),
+            ("framebuffers", self.framebuffers),
+            ("pipelines", self.pipelines),
+            ("descriptor pools", self.descriptor_pools),
+            ("other", self.other),
+            ("descriptor sets", self.descriptor_sets),
+            ("GPU bytes", self.gpu_allocated_bytes),
+            ("GPU reserved bytes", self.gpu_reserved_bytes),
+        ]
+    }
+
+    /// The counts that are higher than in `baseline`, with both values: empty when nothing
+    /// grew.
+    pub fn growth_since(&self, baseline: &ResourceCounts) -> Vec<(&'static str, i64, i64)> {
+        baseline
+            .by_kind()
+            .iter()
+            .zip(self.by_kind())
+            .filter(|((_, before), (_, now))| now > before)
+            .map(|((kind, before), (_, now))| (*kind, *before, now))
+            .collect()
+    }
+}
+
+/// How many descriptor sets of each pool are live, so that destroying a pool can retire its
+/// sets from [`LiveObjects::descriptor_sets`].
+#[derive(Debug, Default)]
+pub(crate) struct DescriptorSetLedger {
+    by_pool: HashMap<vk::DescriptorPool, i64>,
+}
+
+impl DescriptorSetLedger {
+    /// Records `count` sets allocated from `pool`.
+    pub fn allocated(&mut self, pool: vk::DescriptorPool, count: i64) {
+        *self.by_pool.entry(pool).or_default() += count;
+    }
+
+    /// Records `count` sets of `pool` freed individually.
+    pub fn freed(&mut self, pool: vk::DescriptorPool, count: i64) {
+        if let Some(live) = self.by_pool.get_mut(&pool) {
+            *live -= count;
+        }
+    }
+
+    /// Forgets `pool` (destroyed or reset) and returns how many of its sets were still live.
+    pub fn pool_released(&mut self, pool: vk::DescriptorPool) -> i64 {
+        self.by_pool.remove(&pool).unwrap_or(0)
     }
 }
 
@@ -73,6 +206,8 @@ pub(crate) struct VulkanContext {
     /// input attachment, in order of preference, with the sample counts it supports for each.
     pub depth_stencil_formats: Vec<(vk::Format, vk::SampleCountFlags)>,
     pub live: Arc<LiveObjects>,
+    /// Live descriptor sets by pool (see [`LiveObjects::descriptor_sets`]).
+    pub(crate) descriptor_sets: Mutex<DescriptorSetLedger>,
 }
 
 impl VulkanContext {
@@ -150,6 +285,7 @@ impl VulkanContext {
             timestamp_valid_bits,
             depth_stencil_formats,
             live: Arc::default(),
+            descriptor_sets: Mutex::default(),
         })
     }
 
@@ -246,5 +382,84 @@ impl Graveyard {
             objects.into_iter().for_each(|destroy| destroy(context));
         }
         self.unsealed.drain(..).for_each(|destroy| destroy(context));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ash::vk::Handle;
+
+    #[test]
+    fn snapshot_counts_every_kind_and_totals_objects_without_sets() {
+        let live = LiveObjects::default();
+        LiveObjects::created(&live.images);
+        LiveObjects::created(&live.image_views);
+        LiveObjects::created(&live.image_views);
+        LiveObjects::created(&live.descriptor_pools);
+        LiveObjects::add(&live.descriptor_sets, 3);
+        LiveObjects::add(&live.gpu_allocated_bytes, 4096);
+        LiveObjects::add(&live.gpu_lazy_bytes, 1024);
+        live.gpu_pooled_block_bytes
+            .store(1 << 20, Ordering::Relaxed);
+        let counts = live.snapshot();
+        assert_eq!(counts.images, 1);
+        assert_eq!(counts.image_views, 2);
+        assert_eq!(counts.descriptor_pools, 1);
+        assert_eq!(counts.descriptor_sets, 3);
+        assert_eq!(counts.gpu_allocated_bytes, 4096);
+        assert_eq!(counts.gpu_reserved_bytes, (1 << 20) + 1024);
+        // Sets are freed with their pool: not objects of their own in the total.
+        assert_eq!(counts.vulkan_objects(), 4);
+        assert_eq!(live.total(), 4);
+        LiveObjects::destroyed(&live.image_views);
+        assert_eq!(live.total(), 3);
+    }
+
+    #[test]
+    fn growth_names_only_what_grew() {
+        let before = ResourceCounts {
+            images: 4,
+            descriptor_sets: 6,
+            gpu_allocated_bytes: 1000,
+            ..Default::default()
+        };
+        assert!(before.growth_since(&before).is_empty());
+        let shrunk = ResourceCounts {
+            images: 3,
+            ..before
+        };
+        assert!(shrunk.growth_since(&before).is_empty());
+        let grown = ResourceCounts {
+            descriptor_sets: 7,
+            gpu_allocated_bytes: 2000,
+            ..shrunk
+        };
+        assert_eq!(
+            grown.growth_since(&before),
+            vec![("descriptor sets", 6, 7), ("GPU bytes", 1000, 2000)]
+        );
+    }
+
+    #[test]
+    fn ledger_releases_a_pools_remaining_sets() {
+        let (a, b) = (
+            vk::DescriptorPool::from_raw(1),
+            vk::DescriptorPool::from_raw(2),
+        );
+        let mut ledger = DescriptorSetLedger::default();
+        ledger.allocated(a, 3);
+        ledger.allocated(b, 1);
+        ledger.allocated(a, 2);
+        ledger.freed(a, 1);
+        assert_eq!(ledger.pool_released(a), 4, "5 allocated, 1 freed");
+        assert_eq!(ledger.pool_released(a), 0, "already released");
+        ledger.freed(b, 1);
+        assert_eq!(ledger.pool_released(b), 0);
+        assert_eq!(
+            ledger.pool_released(vk::DescriptorPool::from_raw(3)),
+            0,
+            "a pool without sets"
+        );
     }
 }

@@ -49,7 +49,7 @@ impl VulkanContext {
             .pool_sizes(sizes);
         // SAFETY: valid create info; destroyed through `destroy_descriptor_pool`.
         let pool = unsafe { self.device.create_descriptor_pool(&info, None) }?;
-        LiveObjects::created(&self.live.other);
+        LiveObjects::created(&self.live.descriptor_pools);
         Ok(pool)
     }
 
@@ -57,6 +57,48 @@ impl VulkanContext {
     pub fn destroy_descriptor_pool(&self, pool: vk::DescriptorPool) {
         // SAFETY: created by this device; no command buffer in flight uses its sets.
         unsafe { self.device.destroy_descriptor_pool(pool, None) };
-        LiveObjects::destroyed(&self.live.other);
+        LiveObjects::destroyed(&self.live.descriptor_pools);
+        let sets = self.descriptor_set_ledger().pool_released(pool);
+        LiveObjects::add(&self.live.descriptor_sets, -sets);
+    }
+
+    /// Allocates one set per layout from `pool`.
+    pub fn allocate_descriptor_sets(
+        &self,
+        pool: vk::DescriptorPool,
+        layouts: &[vk::DescriptorSetLayout],
+    ) -> Result<Vec<vk::DescriptorSet>, vk::Result> {
+        let info = vk::DescriptorSetAllocateInfo::default()
+            .descriptor_pool(pool)
+            .set_layouts(layouts);
+        // SAFETY: the pool and layouts belong to this device; the sets are freed individually
+        // (`free_descriptor_sets`) or with their pool.
+        let sets = unsafe { self.device.allocate_descriptor_sets(&info) }?;
+        let count = sets.len() as i64;
+        self.descriptor_set_ledger().allocated(pool, count);
+        LiveObjects::add(&self.live.descriptor_sets, count);
+        Ok(sets)
+    }
+
+    /// Frees sets of a pool created with `FREE_DESCRIPTOR_SET`. No command buffer in flight may
+    /// use them.
+    pub fn free_descriptor_sets(&self, pool: vk::DescriptorPool, sets: &[vk::DescriptorSet]) {
+        // SAFETY: the sets came from this pool, created with FREE_DESCRIPTOR_SET (the caller's
+        // promise), and the GPU is done with them.
+        if let Err(error) = unsafe { self.device.free_descriptor_sets(pool, sets) } {
+            bevy::log::error!("bevy_tile_deferred: freeing descriptor sets failed: {error}");
+            return;
+        }
+        let count = sets.len() as i64;
+        self.descriptor_set_ledger().freed(pool, count);
+        LiveObjects::add(&self.live.descriptor_sets, -count);
+    }
+
+    fn descriptor_set_ledger(
+        &self,
+    ) -> std::sync::MutexGuard<'_, super::context::DescriptorSetLedger> {
+        self.descriptor_sets
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }

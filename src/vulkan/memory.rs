@@ -11,9 +11,12 @@ use gpu_allocator::{
 pub(crate) enum Memory {
     /// A gpu-allocator sub-allocation.
     Pooled(Allocation),
-    /// A dedicated `LAZILY_ALLOCATED` block: memoryless on tilers, backed only while a render
-    /// pass needs it.
-    Lazy(vk::DeviceMemory),
+    /// A dedicated `LAZILY_ALLOCATED` block of `size` bytes: memoryless on tilers, backed only
+    /// while a render pass needs it.
+    Lazy {
+        memory: vk::DeviceMemory,
+        size: vk::DeviceSize,
+    },
 }
 
 /// What an attachment image is for.
@@ -136,7 +139,15 @@ impl VulkanContext {
                 // SAFETY: the type index comes from this device's memory properties and the
                 // image's requirements; freed in `destroy_attachment_image`.
                 match unsafe { self.device.allocate_memory(&allocate, None) } {
-                    Ok(memory) => Memory::Lazy(memory),
+                    Ok(memory) => {
+                        let size = requirements.size as i64;
+                        LiveObjects::add(&self.live.gpu_allocated_bytes, size);
+                        LiveObjects::add(&self.live.gpu_lazy_bytes, size);
+                        Memory::Lazy {
+                            memory,
+                            size: requirements.size,
+                        }
+                    }
                     Err(error) => {
                         self.destroy_raw_image(image);
                         return Err(error);
@@ -157,9 +168,9 @@ impl VulkanContext {
         let (memory_handle, offset) = match &memory {
             // SAFETY: the allocation is alive; its block outlives the image binding.
             Memory::Pooled(allocation) => (unsafe { allocation.memory() }, allocation.offset()),
-            Memory::Lazy(memory) => (*memory, 0),
+            Memory::Lazy { memory, .. } => (*memory, 0),
         };
-        let lazily_allocated = matches!(memory, Memory::Lazy(_));
+        let lazily_allocated = matches!(memory, Memory::Lazy { .. });
         let mut attachment = AttachmentImage {
             image,
             view: vk::ImageView::null(),
@@ -242,19 +253,34 @@ impl VulkanContext {
     fn free_memory(&self, memory: Memory) {
         match memory {
             Memory::Pooled(allocation) => {
-                let freed = self
-                    .allocator
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .free(allocation);
-                if let Err(error) = freed {
-                    bevy::log::error!("bevy_tile_deferred: freeing memory failed: {error}");
+                let size = allocation.size() as i64;
+                let mut allocator = self.allocator.lock().unwrap_or_else(|e| e.into_inner());
+                match allocator.free(allocation) {
+                    Ok(()) => LiveObjects::add(&self.live.gpu_allocated_bytes, -size),
+                    Err(error) => {
+                        bevy::log::error!("bevy_tile_deferred: freeing memory failed: {error}")
+                    }
                 }
+                self.record_pooled_blocks(&allocator);
             }
-            // SAFETY: the block was allocated by this device and nothing bound to it is used.
-            Memory::Lazy(memory) => unsafe { self.device.free_memory(memory, None) },
+            Memory::Lazy { memory, size } => {
+                // SAFETY: the block was allocated by this device and nothing bound to it is
+                // used.
+                unsafe { self.device.free_memory(memory, None) };
+                LiveObjects::add(&self.live.gpu_allocated_bytes, -(size as i64));
+                LiveObjects::add(&self.live.gpu_lazy_bytes, -(size as i64));
+            }
         }
         LiveObjects::destroyed(&self.live.allocations);
+    }
+
+    /// Publishes the bytes of the blocks gpu-allocator holds (it frees and creates blocks only
+    /// inside `allocate` and `free`, under the lock the caller holds).
+    fn record_pooled_blocks(&self, allocator: &gpu_allocator::vulkan::Allocator) {
+        self.live.gpu_pooled_block_bytes.store(
+            allocator.capacity() as i64,
+            std::sync::atomic::Ordering::Relaxed,
+        );
     }
 
     fn allocate_pooled(
@@ -264,9 +290,8 @@ impl VulkanContext {
         location: MemoryLocation,
         linear: bool,
     ) -> Result<Allocation, vk::Result> {
-        self.allocator
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
+        let mut allocator = self.allocator.lock().unwrap_or_else(|e| e.into_inner());
+        let allocation = allocator
             .allocate(&AllocationCreateDesc {
                 name,
                 requirements,
@@ -277,7 +302,10 @@ impl VulkanContext {
             .map_err(|error| {
                 bevy::log::error!("bevy_tile_deferred: cannot allocate {name}: {error}");
                 vk::Result::ERROR_OUT_OF_DEVICE_MEMORY
-            })
+            })?;
+        LiveObjects::add(&self.live.gpu_allocated_bytes, allocation.size() as i64);
+        self.record_pooled_blocks(&allocator);
+        Ok(allocation)
     }
 
     /// Creates a device-local buffer that command buffers update with `vkCmdUpdateBuffer`.

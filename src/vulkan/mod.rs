@@ -20,8 +20,8 @@
 //!
 //! The objects the crate creates (attachment images, `TRANSIENT_ATTACHMENT` in lazily allocated
 //! memory where the device has it; buffers, render passes, framebuffers, pipelines, descriptor
-//! sets and samplers) are counted ([`LiveObjects`]) so leaks are testable, and destroyed only once
-//! the GPU is done with them ([`Graveyard`]).
+//! sets and samplers) are counted with the GPU memory they hold ([`LiveObjects`]) so leaks are
+//! testable, and destroyed only once the GPU is done with them ([`Graveyard`]).
 //!
 //! Layout follows wgpu-hal's Vulkan backend: [`context`] (the device), `memory` (images and
 //! buffers), `conv` (frame-graph enums to Vulkan), `render_pass` (native passes from the
@@ -32,8 +32,8 @@
 pub(crate) mod context;
 pub(crate) mod memory;
 
-pub use context::LiveObjects;
 pub(crate) use context::{Graveyard, VulkanContext};
+pub use context::{LiveObjects, ResourceCounts};
 pub(crate) mod conv;
 pub(crate) mod descriptors;
 pub(crate) mod pipeline;

@@ -15,6 +15,7 @@ mod forward_reference;
 #[cfg(feature = "inspector")]
 mod inspector;
 mod robustness;
+mod soak;
 mod tiers;
 mod tile_deferred;
 mod tile_fidelity;

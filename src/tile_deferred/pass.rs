@@ -109,7 +109,7 @@ fn render_view(
         .profile
         .as_deref()
         .map_or_else(DeviceCaps::desktop, DeviceProfile::frame_graph_caps);
-    let view_state = resources::ensure_view(backend, frame.entity)?;
+    let (_, view_state) = resources::view_parts(backend, frame.entity)?;
     let planned = plan::plan_frame(&frame.desc, &caps, &mut view_state.graph_cache)?;
     warn_once_if_msaa_lowered(backend, frame, &planned);
     let PlannedFrame { compiled, desc, .. } = &planned;
@@ -120,14 +120,14 @@ fn render_view(
     let render_passes = backend.render_passes[&key].render_passes.clone();
 
     // 4. The view's attachments (everything but the output) and the framebuffers over them.
-    resources::ensure_attachments(backend, frame, compiled)?;
-    let view_state = resources::view_mut(&mut backend.views, frame.entity)?;
+    let (mut device, view_state) = resources::view_parts(backend, frame.entity)?;
+    resources::ensure_attachments(&mut device, view_state, frame, compiled)?;
     view_state.render_pass_key = key.clone();
     view_state.desc = Some(*desc);
     view_state.last_used = frame_number;
     let passes = resources::framebuffers(
-        &backend.context,
-        &mut backend.graveyard,
+        device.context,
+        device.graveyard,
         view_state,
         frame_number,
         frame,
@@ -144,7 +144,9 @@ fn render_view(
 
     // 6. Per-view buffers and descriptor sets; this frame's data queued for upload.
     let lut = materials::lut_image(scene, frame.tonemapping);
-    let bindings = resources::prepare_view_data(backend, frame, compiled, &drawn, lut)?;
+    let (mut device, view_state) = resources::view_parts(backend, frame.entity)?;
+    let bindings =
+        resources::prepare_view_data(&mut device, view_state, frame, compiled, &drawn, lut)?;
 
     // 7. Pipelines for every (mesh layout, material state) drawn.
     let (context, layouts, shaders, pass) = backend.pipeline_parts(&key)?;

@@ -8,6 +8,7 @@ use super::{
     gpu_types::{GpuClusterableLight, GpuInstance, GpuView},
     plan::{self, PlannedFrame, names},
     record::RecordedPass,
+    shaders::TileLayouts,
     view::ViewFrame,
 };
 use crate::{
@@ -30,12 +31,54 @@ use bevy::{
 };
 use wgpu::hal::api::Vulkan;
 
-pub(super) fn ensure_view(
+/// What the view helpers borrow from the backend: the device, the descriptor set layouts and
+/// samplers the view's sets are made with, the graveyard that retires what a frame in flight may
+/// still use, and the uploads queued for the next command buffer.
+pub(super) struct ViewDevice<'a> {
+    pub(super) context: &'a VulkanContext,
+    pub(super) layouts: &'a TileLayouts,
+    pub(super) graveyard: &'a mut Graveyard,
+    pub(super) lut_sampler: vk::Sampler,
+    pub(super) attachment_sampler: vk::Sampler,
+    pub(super) pending_updates: &'a mut Vec<(vk::Buffer, Vec<u8>)>,
+}
+
+/// Splits the backend into what the view helpers borrow and the view's own resources (created
+/// the first time the view is seen).
+pub(super) fn view_parts(
     backend: &mut TileBackend,
     entity: Entity,
-) -> TileResult<&mut ViewResources> {
-    if !backend.views.contains_key(&entity) {
-        let context = &backend.context;
+) -> TileResult<(ViewDevice<'_>, &mut ViewResources)> {
+    let layouts = backend.layouts.as_ref().ok_or(TileError::Missing {
+        step: "finding the tile layouts",
+    })?;
+    let view = ensure_view(
+        &backend.context,
+        layouts,
+        &mut backend.views,
+        entity,
+        backend.frame,
+    )?;
+    let device = ViewDevice {
+        context: &backend.context,
+        layouts,
+        graveyard: &mut backend.graveyard,
+        lut_sampler: backend.lut_sampler,
+        attachment_sampler: backend.attachment_sampler,
+        pending_updates: &mut backend.pending_updates,
+    };
+    Ok((device, view))
+}
+
+/// The view's resources, created (buffers, descriptor sets, queries) the first time it is seen.
+fn ensure_view<'a>(
+    context: &VulkanContext,
+    layouts: &TileLayouts,
+    views: &'a mut EntityHashMap<ViewResources>,
+    entity: Entity,
+    frame_number: u64,
+) -> TileResult<&'a mut ViewResources> {
+    if !views.contains_key(&entity) {
         // On an error, what was created so far is destroyed (nothing has used it yet).
         let mut created: Vec<DeviceBuffer> = Vec::with_capacity(3);
         let release = |created: Vec<DeviceBuffer>| {
@@ -68,7 +111,7 @@ pub(super) fn ensure_view(
                 }
             }
         }
-        let (pool, sets) = match allocate_view_sets(backend, false) {
+        let (pool, sets) = match allocate_view_sets(context, layouts, false) {
             Ok(sets) => sets,
             Err(error) => {
                 release(created);
@@ -96,14 +139,14 @@ pub(super) fn ensure_view(
             sampled_sets: false,
             input_views: Vec::new(),
             lut_keep_alive: None,
-            timestamps: backend.context.create_timestamp_queries(4),
-            edge_queries: backend.context.create_occlusion_queries(),
-            last_used: backend.frame,
+            timestamps: context.create_timestamp_queries(4),
+            edge_queries: context.create_occlusion_queries(),
+            last_used: frame_number,
         };
-        write_buffer_descriptors(&backend.context, &view);
-        backend.views.insert(entity, view);
+        write_buffer_descriptors(context, &view);
+        views.insert(entity, view);
     }
-    Ok(backend.views.get_mut(&entity).unwrap())
+    view_mut(views, entity)
 }
 
 fn write_buffer_descriptors(context: &VulkanContext, view: &ViewResources) {
@@ -143,17 +186,14 @@ pub(super) enum BufferSlot {
 /// Grows a per-view buffer; the old buffer and the view's descriptor pool are retired (the
 /// sets may be in use by a frame in flight), and new sets are allocated and written.
 pub(super) fn ensure_buffer_capacity(
-    backend: &mut TileBackend,
-    entity: Entity,
+    device: &mut ViewDevice,
+    view: &mut ViewResources,
     slot: BufferSlot,
     needed: u64,
 ) -> TileResult<()> {
-    let current = {
-        let view = &backend.views[&entity];
-        match slot {
-            BufferSlot::Lights => view.light_buffer.size,
-            BufferSlot::Instances => view.instance_buffer.size,
-        }
+    let current = match slot {
+        BufferSlot::Lights => view.light_buffer.size,
+        BufferSlot::Instances => view.instance_buffer.size,
     };
     if needed <= current {
         return Ok(());
@@ -165,20 +205,19 @@ pub(super) fn ensure_buffer_capacity(
     };
     let buffer = step(
         "growing a view buffer",
-        backend.context.create_device_buffer(name, size, usage),
+        device.context.create_device_buffer(name, size, usage),
     )?;
-    let view = backend.views.get_mut(&entity).unwrap();
     let old = match slot {
         BufferSlot::Lights => std::mem::replace(&mut view.light_buffer, buffer),
         BufferSlot::Instances => std::mem::replace(&mut view.instance_buffer, buffer),
     };
-    backend.graveyard.retire(Box::new(move |c: &VulkanContext| {
+    device.graveyard.retire(Box::new(move |c: &VulkanContext| {
         c.destroy_device_buffer(old)
     }));
     if matches!(slot, BufferSlot::Lights) {
         // The view set references the light buffer: write a fresh set from a fresh pool.
-        let sampled = backend.views[&entity].sampled_sets;
-        reallocate_view_sets(backend, entity, sampled)?;
+        let sampled = view.sampled_sets;
+        reallocate_view_sets(device, view, sampled)?;
     }
     Ok(())
 }
@@ -186,7 +225,8 @@ pub(super) fn ensure_buffer_capacity(
 /// A descriptor pool with the view's three sets: view (set 0), G-buffer inputs (set 2) and
 /// tonemap inputs (set 3); `sampled`: sets 2 and 3 hold textures (the unmerged tier).
 fn allocate_view_sets(
-    backend: &TileBackend,
+    context: &VulkanContext,
+    layouts: &TileLayouts,
     sampled: bool,
 ) -> TileResult<(vk::DescriptorPool, [vk::DescriptorSet; 3])> {
     let (inputs, samplers) = if sampled { (0, 7) } else { (6, 1) };
@@ -205,11 +245,8 @@ fn allocate_view_sets(
     .collect::<Vec<_>>();
     let pool = step(
         "creating the view descriptor pool",
-        backend
-            .context
-            .create_descriptor_pool(3, &sizes, vk::DescriptorPoolCreateFlags::empty()),
+        context.create_descriptor_pool(3, &sizes, vk::DescriptorPoolCreateFlags::empty()),
     )?;
-    let layouts = backend.layouts();
     let set_layouts = if sampled {
         [
             layouts.view,
@@ -220,30 +257,30 @@ fn allocate_view_sets(
         [layouts.view, layouts.gbuffer_inputs, layouts.tonemap_inputs]
     };
     // A fresh pool sized for exactly these three sets.
-    match backend.context.allocate_descriptor_sets(pool, &set_layouts) {
+    match context.allocate_descriptor_sets(pool, &set_layouts) {
         Ok(sets) => Ok((pool, [sets[0], sets[1], sets[2]])),
         Err(error) => {
-            backend.context.destroy_descriptor_pool(pool);
+            context.destroy_descriptor_pool(pool);
             Err(TileError::vulkan("allocating view descriptor sets", error))
         }
     }
 }
 
+/// Fresh descriptor sets for the view (the old pool is retired: a frame in flight may use it).
 fn reallocate_view_sets(
-    backend: &mut TileBackend,
-    entity: Entity,
+    device: &mut ViewDevice,
+    view: &mut ViewResources,
     sampled: bool,
 ) -> TileResult<()> {
-    let (pool, sets) = allocate_view_sets(backend, sampled)?;
-    let view = backend.views.get_mut(&entity).unwrap();
+    let (pool, sets) = allocate_view_sets(device.context, device.layouts, sampled)?;
     view.sampled_sets = sampled;
     let old_pool = std::mem::replace(&mut view.pool, pool);
     view.view_set = sets[0];
     view.gbuffer_set = sets[1];
     view.tonemap_set = sets[2];
     view.input_views.clear();
-    write_buffer_descriptors(&backend.context, &backend.views[&entity]);
-    backend.graveyard.retire(Box::new(move |c: &VulkanContext| {
+    write_buffer_descriptors(device.context, view);
+    device.graveyard.retire(Box::new(move |c: &VulkanContext| {
         c.destroy_descriptor_pool(old_pool)
     }));
     Ok(())
@@ -252,7 +289,8 @@ fn reallocate_view_sets(
 /// (Re)creates the view's own attachments (every attachment of the plan but the output) when
 /// the plan or the target size changed.
 pub(super) fn ensure_attachments(
-    backend: &mut TileBackend,
+    device: &mut ViewDevice,
+    view: &mut ViewResources,
     frame: &ViewFrame,
     compiled: &CompiledFrame,
 ) -> TileResult<()> {
@@ -287,7 +325,6 @@ pub(super) fn ensure_attachments(
             )
         })
         .collect();
-    let view = &backend.views[&frame.entity];
     let unchanged = view.attachments.len() == wanted.len()
         && view
             .attachments
@@ -299,24 +336,23 @@ pub(super) fn ensure_attachments(
     }
     let mut created = Vec::new();
     for (id, desc, name) in wanted {
-        match backend.context.create_attachment_image(&name, desc) {
+        match device.context.create_attachment_image(&name, desc) {
             Ok(image) => created.push((id, image)),
             Err(error) => {
                 for (_, image) in created {
-                    backend.context.destroy_attachment_image(image);
+                    device.context.destroy_attachment_image(image);
                 }
                 return Err(TileError::vulkan("creating attachment images", error));
             }
         }
     }
-    let view = backend.views.get_mut(&frame.entity).unwrap();
     let old_images = std::mem::replace(&mut view.attachments, created);
     view.attachments_extent = frame.target_extent;
     view.input_views.clear();
     let old_framebuffers: Vec<vk::Framebuffer> =
         view.framebuffers.drain().map(|(_, (fb, _))| fb).collect();
     let sampled = view.sampled_sets;
-    backend.graveyard.retire(Box::new(move |c: &VulkanContext| {
+    device.graveyard.retire(Box::new(move |c: &VulkanContext| {
         old_framebuffers
             .into_iter()
             .for_each(|fb| c.destroy_framebuffer(fb));
@@ -325,20 +361,19 @@ pub(super) fn ensure_attachments(
             .for_each(|(_, image)| c.destroy_attachment_image(image));
     }));
     // The input-attachment sets point at the old views; a frame in flight may still use them.
-    reallocate_view_sets(backend, frame.entity, sampled)
+    reallocate_view_sets(device, view, sampled)
 }
 
 /// Writes the G-buffer and tonemap sets (input attachments, or textures for the unmerged
 /// tier) when their views or their kind changed.
-pub(super) fn write_view_sets(
-    backend: &mut TileBackend,
-    entity: Entity,
+fn write_view_sets(
+    device: &mut ViewDevice,
+    view: &mut ViewResources,
     compiled: &CompiledFrame,
     lut: &GpuImage,
     lut_view: vk::ImageView,
 ) {
     let sampled = plan::samples_attachments(compiled);
-    let view = &backend.views[&entity];
     let view_of = |name: &str| {
         compiled
             .attachment_named(name)
@@ -379,20 +414,19 @@ pub(super) fn write_view_sets(
     }
     if !view.input_views.is_empty() || view.sampled_sets != sampled {
         // In use by a frame in flight, or of the other kind: write fresh sets instead.
-        if reallocate_view_sets(backend, entity, sampled).is_err() {
+        if reallocate_view_sets(device, view, sampled).is_err() {
             return;
         }
     }
-    let view = &backend.views[&entity];
     let sampler = if sampled {
-        backend.attachment_sampler
+        device.attachment_sampler
     } else {
         vk::Sampler::null()
     };
     let gbuffer_infos = attachment_read_infos(&gbuffer_views, 3, lighting_depth_layout, sampler);
     let tonemap_infos = attachment_read_infos(&tonemap_views, 1, tonemap_depth_layout, sampler);
     let lut_info = [vk::DescriptorImageInfo {
-        sampler: backend.lut_sampler,
+        sampler: device.lut_sampler,
         image_view: lut_view,
         image_layout: vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL,
     }];
@@ -411,11 +445,10 @@ pub(super) fn write_view_sets(
     );
     // SAFETY: the sets are fresh (never used by a submitted command buffer) and every view is
     // alive.
-    unsafe { backend.context.device.update_descriptor_sets(&writes, &[]) };
-    let view = backend.views.get_mut(&entity).unwrap();
+    unsafe { device.context.device.update_descriptor_sets(&writes, &[]) };
     view.input_views = all;
     if let Some(old) = view.lut_keep_alive.replace(lut.texture_view.clone()) {
-        backend
+        device
             .graveyard
             .retire(Box::new(move |_: &VulkanContext| drop(old)));
     }
@@ -596,7 +629,8 @@ pub(super) struct ViewBindings {
 /// descriptor sets written (input attachments and LUT rewritten when they changed), and this
 /// frame's view, light and instance data queued for upload.
 pub(super) fn prepare_view_data(
-    backend: &mut TileBackend,
+    device: &mut ViewDevice,
+    view: &mut ViewResources,
     frame: &ViewFrame,
     compiled: &CompiledFrame,
     draws: &DrawList,
@@ -610,23 +644,22 @@ pub(super) fn prepare_view_data(
         },
     )?;
     ensure_buffer_capacity(
-        backend,
-        frame.entity,
+        device,
+        view,
         BufferSlot::Lights,
         (draws.lights.len().max(1) * size_of::<GpuClusterableLight>()) as u64,
     )?;
     ensure_buffer_capacity(
-        backend,
-        frame.entity,
+        device,
+        view,
         BufferSlot::Instances,
         (draws.instances.len().max(1) * size_of::<GpuInstance>()) as u64,
     )?;
     // After the buffers grew: growing the light buffer replaces the view's sets.
-    write_view_sets(backend, frame.entity, compiled, lut, lut_view);
-    let view = view_mut(&mut backend.views, frame.entity)?;
+    write_view_sets(device, view, compiled, lut, lut_view);
     let mut gpu_view = frame.gpu_view;
     gpu_view.counts[1] = draws.lights.len() as u32;
-    let updates = &mut backend.pending_updates;
+    let updates = &mut *device.pending_updates;
     updates.push((
         view.view_buffer.buffer,
         bytemuck::bytes_of(&gpu_view).to_vec(),

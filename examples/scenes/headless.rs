@@ -1,5 +1,6 @@
-//! What the headless examples (benchmarks, the showcase without a display) share: the image
-//! they render into, and the plugin set of a benchmark app.
+//! What the headless examples (benchmarks, the showcase without a display, the soak) and the GPU
+//! tests share: the image they render into, the plugin set of a benchmark app, and a frame that
+//! waits for the GPU.
 
 use bevy::{
     app::PluginGroupBuilder,
@@ -8,7 +9,8 @@ use bevy::{
     render::{
         RenderPlugin,
         pipelined_rendering::PipelinedRenderingPlugin,
-        render_resource::{Extent3d, TextureDimension, TextureFormat, TextureUsages},
+        render_resource::{Extent3d, PollType, TextureDimension, TextureFormat, TextureUsages},
+        renderer::RenderDevice,
         settings::{Backends, WgpuSettings},
     },
     window::ExitCondition,
@@ -54,4 +56,18 @@ pub fn benchmark_plugins() -> PluginGroupBuilder {
         })
         .disable::<WinitPlugin>()
         .disable::<PipelinedRenderingPlugin>()
+}
+
+/// Runs one frame and waits until the GPU has finished it, so that timings and memory reflect
+/// that frame and a headless app never queues GPU work behind the caller's back.
+pub fn update_and_wait(app: &mut App) {
+    app.update();
+    app.world()
+        .resource::<RenderDevice>()
+        .wgpu_device()
+        .poll(PollType::Wait {
+            submission_index: None,
+            timeout: None,
+        })
+        .expect("the GPU finishes the frame");
 }

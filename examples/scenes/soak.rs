@@ -12,11 +12,7 @@ use bevy::{
     app::PluginsState,
     camera::RenderTarget,
     prelude::*,
-    render::{
-        render_resource::{Extent3d, PollType},
-        renderer::RenderDevice,
-        view::Msaa,
-    },
+    render::{render_resource::Extent3d, view::Msaa},
 };
 use bevy_tile_deferred::{
     TileDeferred, TileRenderReports, TileResourceCounts,
@@ -246,19 +242,6 @@ pub fn resident_kib() -> Option<u64> {
         .ok()
 }
 
-/// Runs one frame and waits until the GPU has finished it, so memory reflects reality.
-pub fn update_and_wait(app: &mut App) {
-    app.update();
-    app.world()
-        .resource::<RenderDevice>()
-        .wgpu_device()
-        .poll(PollType::Wait {
-            submission_index: None,
-            timeout: None,
-        })
-        .expect("the GPU finishes the frame");
-}
-
 /// Spawns the soak's scene and camera into `app` (rendering into `target`), runs the plan frame
 /// by frame (each waited for), and returns the three checkpoints; `on_sample` sees each as it
 /// is taken.
@@ -281,7 +264,7 @@ pub fn run(
     let mut samples = Vec::new();
     for frame in 0..plan.frames {
         scene.drive(app.world_mut(), plan, frame);
-        update_and_wait(app);
+        super::headless::update_and_wait(app);
         if let Some(&(label, at)) = checkpoints.iter().find(|(_, at)| *at == frame + 1) {
             let world = app.world();
             let reports = world.resource::<TileRenderReports>();

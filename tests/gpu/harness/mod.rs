@@ -20,8 +20,7 @@ use bevy::{
     render::{
         RenderPlugin,
         gpu_readback::{Readback, ReadbackComplete},
-        render_resource::{Extent3d, PollType, TextureDimension, TextureFormat, TextureUsages},
-        renderer::RenderDevice,
+        render_resource::{Extent3d, TextureDimension, TextureFormat, TextureUsages},
         settings::{Backends, WgpuSettings},
     },
     window::ExitCondition,
@@ -181,16 +180,7 @@ impl HeadlessApp {
     /// Runs one frame and waits until the GPU has finished it.
     pub fn update(&mut self) {
         self.finish_setup();
-        self.app.update();
-        self.app
-            .world()
-            .resource::<RenderDevice>()
-            .wgpu_device()
-            .poll(PollType::Wait {
-                submission_index: None,
-                timeout: None,
-            })
-            .expect("the GPU finishes the frame");
+        crate::scenes::headless::update_and_wait(&mut self.app);
     }
 
     /// Runs `warmup` frames, then reads the target back.

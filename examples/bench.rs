@@ -665,7 +665,7 @@ impl TileAccumulator {
         self.crate_cpu.push(report.cpu_ms);
         self.draws = report.draws;
         self.instances = report.instances;
-        self.light_volumes = report.light_volumes;
+        self.light_volumes = report.clustered_lights;
         self.plan = Some(report.compiled);
     }
 

@@ -207,6 +207,6 @@ fn print_plan(reports: &TileRenderReports, camera: Entity) {
     }
     println!(
         "{} draws, {} instances, {} light volumes",
-        report.draws, report.instances, report.light_volumes
+        report.draws, report.instances, report.clustered_lights
     );
 }

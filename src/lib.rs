@@ -43,7 +43,7 @@ pub use device::{DeviceProfile, GpuModel, GpuVendor, GraphicsBackend};
 pub use inspector::TileInspectorPlugin;
 pub use tile_deferred::{
     MsaaShading, TileDebugView, TileDeferred, TileDeferredGraph, TileOutputLoadedAfter,
-    report::{TileGpuTimes, TileRenderReports, TileViewReport},
+    report::{TileClusterStats, TileGpuTimes, TileRenderReports, TileViewReport},
 };
 #[doc(hidden)]
 pub use tile_deferred::{TileFaultInjection, TileNoStencilSplit};

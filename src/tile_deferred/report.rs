@@ -54,6 +54,23 @@ impl TileGpuTimes {
     }
 }
 
+/// A view's light clusters in one frame.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct TileClusterStats {
+    /// Clusters across, down and in depth (screen tiles x, y and depth slices).
+    pub dimensions: [u32; 3],
+    /// Screen pixels per cluster tile, along x and y.
+    pub tile_size: u32,
+    /// The most point and spot lights one cluster holds.
+    pub max_lights_per_cluster: u32,
+    /// Lights per cluster, averaged over the clusters holding at least one.
+    pub mean_lights_per_occupied_cluster: f32,
+    /// CPU time spent assigning the lights to clusters this frame, ms.
+    pub assignment_ms: f64,
+    /// Bytes of cluster light masks uploaded this frame.
+    pub mask_bytes: u64,
+}
+
 /// A camera's last tile-deferred frame.
 #[derive(Clone, Debug)]
 pub struct TileViewReport {
@@ -70,8 +87,10 @@ pub struct TileViewReport {
     pub draws: usize,
     /// Mesh instances drawn.
     pub instances: usize,
-    /// Point and spot lights drawn as light volumes.
-    pub light_volumes: usize,
+    /// Point and spot lights in the view's light clusters.
+    pub clustered_lights: usize,
+    /// The view's light clusters: their grid, how full they are and what assigning cost.
+    pub clusters: TileClusterStats,
     /// Render-world frame number.
     pub frame: u64,
     /// GPU time per subpass, when the device has timestamps.

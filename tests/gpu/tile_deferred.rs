@@ -125,7 +125,7 @@ fn tile_plan_is_one_render_pass_storing_only_the_output() {
     assert_eq!(plan.cost.total.loaded, 0);
     assert_eq!(plan.cost.total.stored, output_bytes);
     assert_eq!(report.instances, 5, "ground, three spheres and a cube");
-    assert_eq!(report.light_volumes, 1, "one point light");
+    assert_eq!(report.clustered_lights, 1, "one point light");
     // The crate's own timestamps time each subpass.
     headless.update();
     let report = reports.get(camera).unwrap();

@@ -1319,5 +1319,197 @@ pub fn spawn_area_lights(world: &mut World) {
     }
 }
 
+/// 256 point lights of varied ranges (0.4 to 5 m), scattered in front of, around and behind the
+/// camera: some cross the near plane, some the frustum's sides, one contains the camera.
+pub const CLUSTERED_256: FidelityScene = FidelityScene {
+    name: "clustered_256",
+    spawn: spawn_clustered_256,
+    cases: clustered_cases,
+};
+
+/// [`CLUSTERED_256`] with 1024 lights.
+pub const CLUSTERED_1024: FidelityScene = FidelityScene {
+    name: "clustered_1024",
+    spawn: spawn_clustered_1024,
+    cases: clustered_cases,
+};
+
+/// Spot lights with narrow and wide cones, pointing into the view, out of it, and from outside
+/// the frustum into it, over the same ground and objects.
+pub const SPOT_CONES: FidelityScene = FidelityScene {
+    name: "spot_cones",
+    spawn: spawn_spot_cones,
+    cases: spot_cone_cases,
+};
+
+/// Where the clustered scenes' light that contains the camera sits, and the camera in it.
+const CAMERA_IN_LIGHT: Vec3 = Vec3::new(1.5, 2.2, 7.0);
+
+fn clustered_cases() -> Vec<FidelityCase> {
+    vec![
+        FidelityCase::single(
+            "clustered_overview",
+            FidelityCamera::looking(Vec3::new(0.0, 5.5, 10.0), Vec3::new(0.0, 0.0, 0.0)),
+        ),
+        FidelityCase::single(
+            "clustered_camera_inside_a_light",
+            FidelityCamera::looking(CAMERA_IN_LIGHT, Vec3::new(-1.0, 0.3, 0.0)),
+        ),
+    ]
+}
+
+/// A deterministic value in [0, 1) for light `i`, channel `k` (no random crate in examples).
+fn hash01(i: usize, k: usize) -> f32 {
+    let x = (i as u32).wrapping_mul(0x9E37_79B9) ^ (k as u32).wrapping_mul(0x85EB_CA6B);
+    let x = (x ^ (x >> 15)).wrapping_mul(0x2C1B_3C6D);
+    let x = (x ^ (x >> 12)).wrapping_mul(0x297A_2D39);
+    (x ^ (x >> 15)) as f32 / 4_294_967_296.0
+}
+
+/// The ground and objects the clustered and spot scenes light.
+fn spawn_cluster_stage(world: &mut World, ambient: f32) {
+    world.insert_resource(GlobalAmbientLight {
+        brightness: ambient,
+        ..default()
+    });
+    let ground = add_mesh(world, Plane3d::default().mesh().size(30.0, 30.0));
+    let grey = add_material(
+        world,
+        StandardMaterial {
+            base_color: Color::srgb(0.55, 0.55, 0.55),
+            perceptual_roughness: 0.75,
+            ..default()
+        },
+    );
+    spawn_object(world, "ground".into(), &ground, &grey, Transform::IDENTITY);
+    let sphere = add_mesh(world, Sphere::new(0.4).mesh().uv(24, 12));
+    let cube = add_mesh(world, Cuboid::new(0.7, 0.7, 0.7));
+    let materials = [
+        (Color::srgb(0.85, 0.85, 0.85), 0.35, 0.0),
+        (Color::srgb(0.9, 0.65, 0.35), 0.3, 1.0),
+        (Color::srgb(0.3, 0.55, 0.9), 0.6, 0.0),
+    ]
+    .map(|(base_color, perceptual_roughness, metallic)| {
+        add_material(
+            world,
+            StandardMaterial {
+                base_color,
+                perceptual_roughness,
+                metallic,
+                ..default()
+            },
+        )
+    });
+    for i in 0..64 {
+        let (x, z) = ((i % 8) as f32 - 3.5, (i / 8) as f32 - 3.5);
+        let (mesh, y) = if i % 2 == 0 {
+            (&sphere, 0.4)
+        } else {
+            (&cube, 0.35)
+        };
+        spawn_object(
+            world,
+            format!("object {i}"),
+            mesh,
+            &materials[i % 3],
+            Transform::from_xyz(x * 1.6, y, z * 1.6)
+                .with_rotation(Quat::from_rotation_y(i as f32 * 0.7)),
+        );
+    }
+}
+
+fn spawn_clustered_256(world: &mut World) {
+    spawn_clustered(world, 256);
+}
+
+fn spawn_clustered_1024(world: &mut World) {
+    spawn_clustered(world, 1024);
+}
+
+/// `count` point lights over a 24 x 24 m area from the ground up to above the camera, ranges
+/// 0.4-5 m, intensity scaled so the sum stays about the same at any count; plus one light
+/// around [`CAMERA_IN_LIGHT`].
+fn spawn_clustered(world: &mut World, count: usize) {
+    spawn_cluster_stage(world, 30.0);
+    let scale = 256.0 / count as f32;
+    for i in 0..count {
+        let position = Vec3::new(
+            -12.0 + 24.0 * hash01(i, 0),
+            0.2 + 6.5 * hash01(i, 1) * hash01(i, 1),
+            -12.0 + 24.0 * hash01(i, 2),
+        );
+        let range = 0.4 + 4.6 * hash01(i, 3) * hash01(i, 3);
+        world.spawn((
+            Name::new(format!("clustered light {i}")),
+            point_light(
+                scale * 1_500.0 * range * range,
+                range,
+                0.05 * hash01(i, 4),
+                Color::hsl(360.0 * hash01(i, 5), 0.8, 0.6),
+            ),
+            Transform::from_translation(position),
+        ));
+    }
+    world.spawn((
+        Name::new("light around the camera"),
+        point_light(30_000.0, 4.0, 0.0, Color::srgb(1.0, 0.9, 0.8)),
+        Transform::from_translation(CAMERA_IN_LIGHT + Vec3::new(0.3, -0.4, -0.5)),
+    ));
+}
+
+fn spot_cone_cases() -> Vec<FidelityCase> {
+    vec![FidelityCase::single(
+        "spot_cones",
+        FidelityCamera::looking(Vec3::new(0.0, 6.0, 11.0), Vec3::new(0.0, 0.0, 0.0)),
+    )]
+}
+
+/// 96 spot lights: outer angles from 3 degrees to almost 90, pointing down into the view, away
+/// from the camera, towards it, and in from beside and behind the frustum.
+fn spawn_spot_cones(world: &mut World) {
+    spawn_cluster_stage(world, 20.0);
+    for i in 0..96 {
+        let position = Vec3::new(
+            -14.0 + 28.0 * hash01(i, 0),
+            0.5 + 5.0 * hash01(i, 1),
+            -10.0 + 26.0 * hash01(i, 2),
+        );
+        // Half point at a spot on the ground in view, half anywhere (many out of view).
+        let target = if i % 2 == 0 {
+            Vec3::new(-6.0 + 12.0 * hash01(i, 3), 0.0, -6.0 + 12.0 * hash01(i, 4))
+        } else {
+            position + Vec3::new(hash01(i, 3) - 0.5, hash01(i, 5) - 0.8, hash01(i, 4) - 0.5)
+        };
+        let outer = 0.05 + 1.5 * hash01(i, 6) * hash01(i, 6);
+        let transform = if (target - position).cross(Vec3::Y).length_squared() > 1e-6 {
+            Transform::from_translation(position).looking_at(target, Vec3::Y)
+        } else {
+            Transform::from_translation(position).looking_at(target, Vec3::X)
+        };
+        world.spawn((
+            Name::new(format!("spot {i}")),
+            SpotLight {
+                intensity: 40_000.0 + 80_000.0 * hash01(i, 7),
+                range: 3.0 + 9.0 * hash01(i, 8),
+                color: Color::hsl(360.0 * hash01(i, 9), 0.7, 0.6),
+                outer_angle: outer,
+                inner_angle: outer * hash01(i, 10),
+                shadow_maps_enabled: false,
+                ..default()
+            },
+            transform,
+        ));
+    }
+}
+
 /// Every fidelity scene.
-pub const ALL: [FidelityScene; 5] = [MATERIALS, LIGHTS, CAMERA_SETTINGS, MANY_LIGHTS, AREA_LIGHTS];
+pub const ALL: [FidelityScene; 8] = [
+    MATERIALS,
+    LIGHTS,
+    CAMERA_SETTINGS,
+    MANY_LIGHTS,
+    AREA_LIGHTS,
+    CLUSTERED_256,
+    CLUSTERED_1024,
+    SPOT_CONES,
+];

@@ -3,7 +3,8 @@
 
 use super::{InspectorHistory, TileInspector, TileInspectorPanels};
 use crate::{
-    DeviceProfile, TileDeferred, TileDeferredGraph, TileGpuTimes, TileRenderReports,
+    DeviceProfile, TileClusterStats, TileDeferred, TileDeferredGraph, TileGpuTimes,
+    TileRenderReports,
     frame_graph::{
         Access, AttachmentDesc, CompiledFrame, DEFAULT_MW_PER_GBPS, DeviceCaps, Extent, Format,
         FrameGraph, ImportParams, LoadOp, NativePass, StockBevyPath, StoreOp, TileVerdict,
@@ -98,6 +99,8 @@ pub struct CameraPanel {
     pub cpu_ms: Option<f64>,
     /// Fraction of pixels lit per sample (MSAA edges).
     pub per_sample_fraction: Option<f32>,
+    /// The light clusters of the last frame, with the lights in them.
+    pub clusters: Option<(TileClusterStats, usize)>,
     /// The camera's tile settings (None: not a tile camera).
     pub settings: Option<TileDeferred>,
     /// The camera's `Msaa`.
@@ -354,6 +357,7 @@ pub(crate) fn update_panels(
             gpu_times: None,
             cpu_ms: None,
             per_sample_fraction: None,
+            clusters: None,
             settings: tile.cloned(),
             msaa: *msaa,
             render_passes_recorded: None,
@@ -398,6 +402,7 @@ pub(crate) fn update_panels(
                 panel.gpu_times = report.gpu_times;
                 panel.cpu_ms = Some(report.cpu_ms);
                 panel.per_sample_fraction = report.per_sample_fraction;
+                panel.clusters = Some((report.clusters, report.clustered_lights));
                 panel.render_passes_recorded = Some(report.render_passes_recorded);
                 panel.export = surface_lines(&report.compiled, report.gpu_times.as_ref(), &caps);
                 if let Some(desc) = desc {

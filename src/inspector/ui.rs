@@ -103,6 +103,7 @@ pub(super) fn inspector_ui(
             }
             gpu_times(ui, panel);
             msaa(ui, panel);
+            clusters(ui, panel);
             export(ui, panel);
         });
     let scale = ctx.pixels_per_point();
@@ -549,6 +550,29 @@ fn gpu_times(ui: &mut egui::Ui, panel: &CameraPanel) {
         None => {
             ui.label("not available (no timestamp queries on this device or camera)");
         }
+    });
+}
+
+fn clusters(ui: &mut egui::Ui, panel: &CameraPanel) {
+    let Some((c, lights)) = panel.clusters else {
+        return;
+    };
+    ui.collapsing("Light clusters", |ui| {
+        let [x, y, z] = c.dimensions;
+        ui.label(format!(
+            "{lights} point and spot lights in {x} x {y} tiles of {} px x {z} depth slices",
+            c.tile_size
+        ));
+        ui.label(format!(
+            "at most {} lights in a cluster, {:.1} on average where any",
+            c.max_lights_per_cluster, c.mean_lights_per_occupied_cluster
+        ));
+        ui.label(format!(
+            "assigned on the CPU in {:.3} ms; {:.1} KiB of light masks uploaded",
+            c.assignment_ms,
+            c.mask_bytes as f64 / 1024.0
+        ));
+        ui.label("No cluster has a capacity: every light that reaches a cluster is in it.");
     });
 }
 

@@ -75,11 +75,11 @@ pub(crate) struct PassResources {
     /// Where the G-buffer pipelines go (built on demand, per mesh layout and material state).
     pub gbuffer_target: PipelineTarget,
     pub gbuffer: HashMap<GbufferPipelineKey, vk::Pipeline>,
-    pub global_lighting: vk::Pipeline,
-    pub light_volumes: vk::Pipeline,
+    /// The one lighting draw (with the stencil split: of the interior pixels, once each).
+    pub lighting: vk::Pipeline,
     pub tonemap: vk::Pipeline,
     /// The MSAA stencil split (`None` otherwise): edge marking, then the edge pixels' lighting
-    /// per sample (`global_lighting` and `light_volumes` light the other pixels once).
+    /// per sample (`lighting` lights the other pixels once).
     pub stencil_split: Option<StencilSplitPipelines>,
     /// MSAA without the stencil split (null otherwise): the classification draw, without
     /// stencil or colour writes, that the occlusion query counts the edge pixels with.
@@ -91,8 +91,7 @@ pub(crate) struct PassResources {
 #[derive(Clone, Copy, Default)]
 pub(crate) struct StencilSplitPipelines {
     pub classify: vk::Pipeline,
-    pub global_lighting_per_sample: vk::Pipeline,
-    pub light_volumes_per_sample: vk::Pipeline,
+    pub lighting_per_sample: vk::Pipeline,
 }
 
 /// Per-camera state.
@@ -111,6 +110,8 @@ pub(crate) struct ViewResources {
     pub framebuffers: HashMap<(Option<TextureViewId>, vk::RenderPass), (vk::Framebuffer, u64)>,
     pub view_buffer: DeviceBuffer,
     pub light_buffer: DeviceBuffer,
+    /// The light clusters' masks (`clusters::ClusterAssignment::masks`).
+    pub cluster_buffer: DeviceBuffer,
     pub instance_buffer: DeviceBuffer,
     pub pool: vk::DescriptorPool,
     pub view_set: vk::DescriptorSet,
@@ -325,7 +326,12 @@ impl TileBackend {
         }
         let (pool, buffers) = (
             view.pool,
-            [view.view_buffer, view.light_buffer, view.instance_buffer],
+            [
+                view.view_buffer,
+                view.light_buffer,
+                view.cluster_buffer,
+                view.instance_buffer,
+            ],
         );
         objects.push(Box::new(move |c: &VulkanContext| {
             c.destroy_descriptor_pool(pool);
@@ -343,13 +349,11 @@ impl TileBackend {
         self.graveyard.retire(Box::new(move |c: &VulkanContext| {
             let split = pass.stencil_split.unwrap_or_default();
             for pipeline in pass.gbuffer.into_values().chain([
-                pass.global_lighting,
-                pass.light_volumes,
+                pass.lighting,
                 pass.tonemap,
                 pass.edge_counter,
                 split.classify,
-                split.global_lighting_per_sample,
-                split.light_volumes_per_sample,
+                split.lighting_per_sample,
             ]) {
                 if pipeline != vk::Pipeline::null() {
                     c.destroy_pipeline(pipeline);

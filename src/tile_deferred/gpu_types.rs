@@ -40,6 +40,11 @@ pub struct GpuView {
     pub exposure: [f32; 4],
     /// x: directional light count, y: point and spot light count.
     pub counts: [u32; 4],
+    /// Clusters across, down and in depth; 32-bit mask words per cluster.
+    pub cluster_grid: [u32; 4],
+    /// Cluster tile size in pixels, near depth, first slice depth, slices per log unit (see
+    /// `clusters::ClusterGrid`).
+    pub cluster_params: [f32; 4],
     /// Directional lights, `counts[0]` of them valid.
     pub directional_lights: [GpuDirectionalLight; MAX_DIRECTIONAL_LIGHTS],
 }
@@ -147,7 +152,7 @@ mod tests {
         assert_eq!(size_of::<GpuDirectionalLight>(), 32);
         assert_eq!(
             size_of::<GpuView>(),
-            4 * 64 + 5 * 16 + MAX_DIRECTIONAL_LIGHTS * 32
+            4 * 64 + 7 * 16 + MAX_DIRECTIONAL_LIGHTS * 32
         );
         assert_eq!(size_of::<GpuClusterableLight>(), 64);
         assert_eq!(size_of::<GpuMaterial>(), 96);

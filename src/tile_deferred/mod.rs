@@ -24,6 +24,7 @@
 //! ```
 
 mod backend;
+mod clusters;
 mod draws;
 mod error;
 mod extract;
@@ -122,8 +123,9 @@ pub enum TileDebugView {
     Depth,
     /// The light accumulation (emissive, ambient and every light) without tone mapping.
     LightAccumulation,
-    /// How many point and spot lights reach each pixel: dark blue for none, then blue, cyan,
-    /// green, yellow, red at 16 or more.
+    /// How many point and spot lights the pixel's light cluster holds (the lights the lighting
+    /// pass loops over there): dark blue for none, then blue, cyan, green, yellow, red at 16 or
+    /// more.
     LightCount,
     /// The lit frame with the pixels lit per sample (MSAA edges) tinted red.
     MsaaEdges,

@@ -6,7 +6,8 @@
 //! 2. `plan`: declare, compile, fit the tile budget, check the shape
 //! 3. `render_passes`: render passes and their screen pipelines (cached by their key)
 //! 4. `resources`: attachments sized to the target, framebuffers
-//! 5. `draws` and `materials`: instanced draws, lights, material sets
+//! 5. `draws`, `clusters` and `materials`: instanced draws, lights and their clusters, material
+//!    sets
 //! 6. `resources`: per-view buffers, descriptor sets, uploads
 //! 7. `render_passes`: G-buffer pipelines for what is drawn
 //! 8. `interop`: the wgpu side on Bevy's encoder (output init, transitions)
@@ -15,6 +16,7 @@
 
 use super::{
     backend::TileBackend,
+    clusters::ClusterAssignment,
     draws::{self, DrawList},
     error::{TileError, TileResult},
     interop, materials,
@@ -136,8 +138,17 @@ fn render_view(
         output_view,
     )?;
 
-    // 5. What to draw, and the materials it is drawn with.
+    // 5. What to draw, the clusters its lights reach, and the materials it is drawn with.
     let drawn = DrawList::gather(scene, visible, conv::samples(desc.samples));
+    let assigning = std::time::Instant::now();
+    // The G-buffer debug views show no lights: nothing to assign.
+    let lights = if frame.debug_view.replaces_lighting() {
+        &[][..]
+    } else {
+        &drawn.lights[..]
+    };
+    let clusters = ClusterAssignment::for_view(&frame.gpu_view, frame.viewport, lights);
+    let assignment_ms = assigning.elapsed().as_secs_f64() * 1000.0;
     for draw in &drawn.draws {
         materials::ensure_material(backend, scene, draw.material)?;
     }
@@ -145,8 +156,15 @@ fn render_view(
     // 6. Per-view buffers and descriptor sets; this frame's data queued for upload.
     let lut = materials::lut_image(scene, frame.tonemapping);
     let (mut device, view_state) = resources::view_parts(backend, frame.entity)?;
-    let bindings =
-        resources::prepare_view_data(&mut device, view_state, frame, compiled, &drawn, lut)?;
+    let bindings = resources::prepare_view_data(
+        &mut device,
+        view_state,
+        frame,
+        compiled,
+        &drawn,
+        &clusters,
+        lut,
+    )?;
 
     // 7. Pipelines for every (mesh layout, material state) drawn.
     let (context, layouts, shaders, pass) = backend.pipeline_parts(&key)?;
@@ -199,7 +217,7 @@ fn render_view(
         draws: draw_count,
         instances: drawn.instances.len(),
         clustered_lights: drawn.lights.len(),
-        clusters: report::TileClusterStats::default(),
+        clusters: clusters.stats(assignment_ms),
         frame: frame_number,
         compiled: compiled.clone(),
         gpu_times: queries.gpu_times,
@@ -249,15 +267,8 @@ fn recording_of(
         view_set: vk::DescriptorSet::null(),
         gbuffer_set: vk::DescriptorSet::null(),
         tonemap_set: vk::DescriptorSet::null(),
-        global_lighting: pass.global_lighting,
-        light_volumes: pass.light_volumes,
+        lighting: pass.lighting,
         tonemap: pass.tonemap,
-        // The G-buffer debug views replace the lighting: no light volumes.
-        light_count: if frame.debug_view.replaces_lighting() {
-            0
-        } else {
-            drawn.lights.len() as u32
-        },
         tonemap_params: frame.tonemap,
         zero_buffer: zero_buffer.buffer,
         fill_zero_buffer: !backend.zero_buffer_filled,

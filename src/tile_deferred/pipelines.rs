@@ -1,6 +1,6 @@
 //! The tile path's pipelines: the G-buffer pipelines (one per mesh layout and material state,
-//! [`GbufferPipelineKey`]) and the full-screen and light-volume pipelines of the lighting and
-//! tonemap subpasses ([`ScreenState`]), built from the tile shaders and layouts.
+//! [`GbufferPipelineKey`]) and the full-screen pipelines of the lighting and tonemap subpasses
+//! ([`ScreenState`]), built from the tile shaders and layouts.
 
 use super::{
     gpu_types::GpuInstance,
@@ -63,9 +63,6 @@ pub(crate) enum ScreenDepth {
     NoAttachment,
     /// The attachment is there (read-only, or stencil only) but depth is not tested.
     Untested,
-    /// Keep fragments at or in front of the stored depth (reverse-Z `GREATER_OR_EQUAL`): a
-    /// light volume drawn at its sphere's nearest depth skips surfaces in front of the sphere.
-    RejectSurfacesInFront,
 }
 
 /// The fixed-function state of a screen pipeline.
@@ -103,7 +100,7 @@ pub(super) const SPLIT_EDGES: Variant = Variant {
     split: Split::Sample,
 };
 
-/// The shader variants of a plan's lighting pipelines (global and light volumes) and of its
+/// The shader variants of a plan's lighting pipeline and of its
 /// tonemap (and MSAA edge counter) pipelines. MSAA reads the attachments per sample, the unmerged
 /// tier (`sampled`) as textures. With the MSAA stencil split, the lighting shaders light the
 /// interior pixels only ([`SPLIT_EDGES`] lights the edges) and all of them read input
@@ -258,7 +255,7 @@ impl VulkanContext {
         })
     }
 
-    /// A full-screen or light-volume pipeline of the lighting or tonemap subpass.
+    /// A full-screen pipeline of the lighting or tonemap subpass.
     pub fn create_screen_pipeline(
         &self,
         layouts: &TileLayouts,
@@ -319,9 +316,8 @@ impl VulkanContext {
         };
         let depth_stencil = (state.depth != ScreenDepth::NoAttachment).then(|| {
             vk::PipelineDepthStencilStateCreateInfo::default()
-                .depth_test_enable(state.depth == ScreenDepth::RejectSurfacesInFront)
+                .depth_test_enable(false)
                 .depth_write_enable(false)
-                .depth_compare_op(vk::CompareOp::GREATER_OR_EQUAL)
                 .stencil_test_enable(state.stencil != ScreenStencil::Off)
                 .front(stencil)
                 .back(stencil)
@@ -365,44 +361,23 @@ mod tests {
     /// Which modules each plan shape draws its lighting and tonemap with; all are compiled.
     #[test]
     fn screen_variants_pick_compiled_modules() {
-        let ms = |names: [&'static str; 3], edge_counter| (names, Some(edge_counter));
-        // (MSAA, stencil split, sampled attachments) -> global lighting, light volumes, tonemap;
-        // the edge counter (MSAA without the split).
-        let split = (
-            [
-                "lighting_global_pixel_ms",
-                "light_volume_pixel_ms",
-                "tonemap_ms",
-            ],
-            None,
-        );
-        let single = (["lighting_global", "light_volume", "tonemap"], None);
-        let sampled = (
-            [
-                "lighting_global_sampled",
-                "light_volume_sampled",
-                "tonemap_sampled",
-            ],
-            None,
-        );
+        let ms = |names: [&'static str; 2], edge_counter| (names, Some(edge_counter));
+        // (MSAA, stencil split, sampled attachments) -> lighting, tonemap; the edge counter
+        // (MSAA without the split).
+        let split = (["lighting_pixel_ms", "tonemap_ms"], None);
+        let single = (["lighting", "tonemap"], None);
+        let sampled = (["lighting_sampled", "tonemap_sampled"], None);
         let cases = [
             ((true, true, false), split),
             ((true, true, true), split),
             (
                 (true, false, false),
-                ms(
-                    ["lighting_global_ms", "light_volume_ms", "tonemap_ms"],
-                    "msaa_classify",
-                ),
+                ms(["lighting_ms", "tonemap_ms"], "msaa_classify"),
             ),
             (
                 (true, false, true),
                 ms(
-                    [
-                        "lighting_global_ms_sampled",
-                        "light_volume_ms_sampled",
-                        "tonemap_ms_sampled",
-                    ],
+                    ["lighting_ms_sampled", "tonemap_ms_sampled"],
                     "msaa_classify_sampled",
                 ),
             ),
@@ -414,8 +389,7 @@ mod tests {
         for ((multisampled, stencil_split, attachments), (names, edge_counter)) in cases {
             let (lighting, variant) = screen_variants(multisampled, stencil_split, attachments);
             let picked = [
-                module(ShaderId::LightingGlobal, lighting),
-                module(ShaderId::LightVolume, lighting),
+                module(ShaderId::Lighting, lighting),
                 module(ShaderId::Tonemap, variant),
             ];
             let expected = names.map(|name| format!("{name}.frag"));
@@ -433,14 +407,9 @@ mod tests {
         assert_eq!(
             [
                 module(ShaderId::MsaaClassify, SPLIT_CLASSIFY),
-                module(ShaderId::LightingGlobal, SPLIT_EDGES),
-                module(ShaderId::LightVolume, SPLIT_EDGES),
+                module(ShaderId::Lighting, SPLIT_EDGES),
             ],
-            [
-                "msaa_classify.frag",
-                "lighting_global_sample_ms.frag",
-                "light_volume_sample_ms.frag"
-            ]
+            ["msaa_classify.frag", "lighting_sample_ms.frag"]
         );
     }
 }

@@ -47,10 +47,9 @@ pub(super) struct Recording {
     pub(super) view_set: vk::DescriptorSet,
     pub(super) gbuffer_set: vk::DescriptorSet,
     pub(super) tonemap_set: vk::DescriptorSet,
-    pub(super) global_lighting: vk::Pipeline,
-    pub(super) light_volumes: vk::Pipeline,
+    /// The one lighting draw (with the stencil split: of the interior pixels).
+    pub(super) lighting: vk::Pipeline,
     pub(super) tonemap: vk::Pipeline,
-    pub(super) light_count: u32,
     pub(super) tonemap_params: GpuTonemapParams,
     pub(super) zero_buffer: vk::Buffer,
     pub(super) fill_zero_buffer: bool,
@@ -358,7 +357,7 @@ impl Recorder<'_> {
             self.bind_set(2, r.gbuffer_set);
             // The MSAA stencil split (Lauritzen): one draw classifies each pixel and marks edge
             // pixels with stencil 1 on all samples (the occlusion query around it counts N
-            // samples per edge pixel); the lighting draws then run once with stencil == 0, per
+            // samples per edge pixel); the lighting draw then runs once with stencil == 0, per
             // pixel, and once with stencil == 1, per sample.
             let per_sample_index_draws = if let Some(split) = &r.stencil_split {
                 self.push_constants(push);
@@ -370,21 +369,13 @@ impl Recorder<'_> {
                 if let Some((pool, query)) = r.edge_query {
                     device.cmd_end_query(cb, pool, query);
                 }
-                for (global, volumes) in [
-                    (r.global_lighting, r.light_volumes),
-                    (
-                        split.global_lighting_per_sample,
-                        split.light_volumes_per_sample,
-                    ),
-                ] {
-                    self.light(global, volumes);
-                }
+                self.draw_fullscreen(r.lighting);
+                self.draw_fullscreen(split.lighting_per_sample);
                 0
             } else {
                 r.samples
             };
-            // Otherwise (and without MSAA, once) every lighting draw runs once per sample
-            // index: interior pixels are lit by the sample-0 draw for all their samples, edge
+            // Otherwise (and without MSAA, once) the lighting draw runs once per sample index: interior pixels are lit by the sample-0 draw for all their samples, edge
             // pixels by each draw for its sample. The classification draw (no stencil, no
             // colour writes) counts the edge pixels, N samples each, as the stencil split's
             // does.
@@ -401,23 +392,9 @@ impl Recorder<'_> {
             for sample in 0..per_sample_index_draws {
                 push.msaa[0] = sample;
                 self.push_constants(push);
-                self.light(r.global_lighting, r.light_volumes);
+                self.draw_fullscreen(r.lighting);
             }
             self.mark(2, vk::PipelineStageFlags::BOTTOM_OF_PIPE);
-        }
-    }
-
-    /// One lighting pass over the pixels a pipeline pair selects: the global lights, then one
-    /// volume per point and spot light.
-    unsafe fn light(&self, global: vk::Pipeline, volumes: vk::Pipeline) {
-        // SAFETY: see `record_into`.
-        unsafe {
-            self.draw_fullscreen(global);
-            if self.r.light_count > 0 {
-                self.device
-                    .cmd_bind_pipeline(self.cb, vk::PipelineBindPoint::GRAPHICS, volumes);
-                self.device.cmd_draw(self.cb, 6, self.r.light_count, 0, 0);
-            }
         }
     }
 

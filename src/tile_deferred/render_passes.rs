@@ -79,8 +79,7 @@ fn create_pass_resources(
         render_passes: render_passes.clone(),
         gbuffer_target: shape.target(compiled, names::GBUFFER),
         gbuffer: HashMap::default(),
-        global_lighting: vk::Pipeline::null(),
-        light_volumes: vk::Pipeline::null(),
+        lighting: vk::Pipeline::null(),
         tonemap: vk::Pipeline::null(),
         stencil_split: shape.stencil_split.then(StencilSplitPipelines::default),
         edge_counter: vk::Pipeline::null(),
@@ -139,7 +138,7 @@ struct ScreenShape<'a> {
     /// The MSAA stencil split: the lighting subpass writes the depth-stencil attachment's
     /// stencil.
     stencil_split: bool,
-    /// The lighting subpass binds the G-buffer depth (light volumes are tested against it).
+    /// The lighting subpass binds the G-buffer depth-stencil attachment (for the stencil split).
     lighting_depth: bool,
 }
 
@@ -184,18 +183,18 @@ fn create_screen_pipelines(
     let (lighting_variant, variant) =
         screen_variants(multisampled, stencil_split, shape.sampled_attachments);
     let fullscreen = shaders.stage(ShaderId::FullscreenVert, Variant::BASE);
-    let light_volume_vert = shaders.stage(ShaderId::LightVolumeVert, Variant::BASE);
     // Stencil 0: interior (and background) pixels, lit once; stencil 1: edges, lit per sample.
     let (interior, edges) = if stencil_split {
         (ScreenStencil::Equal(0), ScreenStencil::Equal(1))
     } else {
         (ScreenStencil::Off, ScreenStencil::Off)
     };
-    // The lighting subpass tests light volumes against the G-buffer depth when it binds it.
-    let (untested, culled) = if shape.lighting_depth {
-        (ScreenDepth::Untested, ScreenDepth::RejectSurfacesInFront)
+    // The full-screen draws never test depth; they declare the attachment where the subpass
+    // has one (the stencil split's stencil).
+    let untested = if shape.lighting_depth {
+        ScreenDepth::Untested
     } else {
-        (ScreenDepth::NoAttachment, ScreenDepth::NoAttachment)
+        ScreenDepth::NoAttachment
     };
     let additive = |depth, stencil, per_sample| ScreenState {
         blend: ScreenBlend::Additive,
@@ -203,23 +202,14 @@ fn create_screen_pipelines(
         stencil,
         per_sample,
     };
-    pass.global_lighting = context.create_screen_pipeline(
+    pass.lighting = context.create_screen_pipeline(
         layouts,
         lighting,
         [
             fullscreen,
-            shaders.stage(ShaderId::LightingGlobal, lighting_variant),
+            shaders.stage(ShaderId::Lighting, lighting_variant),
         ],
         additive(untested, interior, false),
-    )?;
-    pass.light_volumes = context.create_screen_pipeline(
-        layouts,
-        lighting,
-        [
-            light_volume_vert,
-            shaders.stage(ShaderId::LightVolume, lighting_variant),
-        ],
-        additive(culled, interior, false),
     )?;
     pass.tonemap = context.create_screen_pipeline(
         layouts,
@@ -253,23 +243,11 @@ fn create_screen_pipelines(
                 per_sample: false,
             },
         )?;
-        split.global_lighting_per_sample = context.create_screen_pipeline(
+        split.lighting_per_sample = context.create_screen_pipeline(
             layouts,
             lighting,
-            [
-                fullscreen,
-                shaders.stage(ShaderId::LightingGlobal, SPLIT_EDGES),
-            ],
+            [fullscreen, shaders.stage(ShaderId::Lighting, SPLIT_EDGES)],
             additive(untested, edges, true),
-        )?;
-        split.light_volumes_per_sample = context.create_screen_pipeline(
-            layouts,
-            lighting,
-            [
-                light_volume_vert,
-                shaders.stage(ShaderId::LightVolume, SPLIT_EDGES),
-            ],
-            additive(culled, edges, true),
         )?;
     }
     Ok(())

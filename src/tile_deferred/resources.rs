@@ -3,6 +3,7 @@
 
 use super::{
     backend::{TileBackend, ViewResources},
+    clusters::ClusterAssignment,
     draws::DrawList,
     error::{TileError, TileResult, step},
     gpu_types::{GpuClusterableLight, GpuInstance, GpuView},
@@ -80,7 +81,7 @@ fn ensure_view<'a>(
 ) -> TileResult<&'a mut ViewResources> {
     if !views.contains_key(&entity) {
         // On an error, what was created so far is destroyed (nothing has used it yet).
-        let mut created: Vec<DeviceBuffer> = Vec::with_capacity(3);
+        let mut created: Vec<DeviceBuffer> = Vec::with_capacity(4);
         let release = |created: Vec<DeviceBuffer>| {
             created
                 .into_iter()
@@ -95,6 +96,11 @@ fn ensure_view<'a>(
             (
                 "tile lights",
                 64 * size_of::<GpuClusterableLight>() as u64,
+                vk::BufferUsageFlags::STORAGE_BUFFER,
+            ),
+            (
+                "tile light clusters",
+                16 * 1024,
                 vk::BufferUsageFlags::STORAGE_BUFFER,
             ),
             (
@@ -118,9 +124,10 @@ fn ensure_view<'a>(
                 return Err(error);
             }
         };
-        let [view_buffer, light_buffer, instance_buffer]: [DeviceBuffer; 3] = created
-            .try_into()
-            .unwrap_or_else(|_| unreachable!("three buffers were created"));
+        let [view_buffer, light_buffer, cluster_buffer, instance_buffer]: [DeviceBuffer; 4] =
+            created
+                .try_into()
+                .unwrap_or_else(|_| unreachable!("four buffers were created"));
         let view = ViewResources {
             graph_cache: FrameGraphCache::default(),
             desc: None,
@@ -131,6 +138,7 @@ fn ensure_view<'a>(
             framebuffers: HashMap::default(),
             view_buffer,
             light_buffer,
+            cluster_buffer,
             instance_buffer,
             pool,
             view_set: sets[0],
@@ -155,11 +163,14 @@ fn write_buffer_descriptors(context: &VulkanContext, view: &ViewResources) {
         offset: 0,
         range: vk::WHOLE_SIZE,
     }];
-    let storage = [vk::DescriptorBufferInfo {
-        buffer: view.light_buffer.buffer,
-        offset: 0,
-        range: vk::WHOLE_SIZE,
-    }];
+    let storage = |buffer: &DeviceBuffer| {
+        [vk::DescriptorBufferInfo {
+            buffer: buffer.buffer,
+            offset: 0,
+            range: vk::WHOLE_SIZE,
+        }]
+    };
+    let (lights, clusters) = (storage(&view.light_buffer), storage(&view.cluster_buffer));
     let writes = [
         vk::WriteDescriptorSet::default()
             .dst_set(view.view_set)
@@ -170,7 +181,12 @@ fn write_buffer_descriptors(context: &VulkanContext, view: &ViewResources) {
             .dst_set(view.view_set)
             .dst_binding(1)
             .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
-            .buffer_info(&storage),
+            .buffer_info(&lights),
+        vk::WriteDescriptorSet::default()
+            .dst_set(view.view_set)
+            .dst_binding(2)
+            .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
+            .buffer_info(&clusters),
     ];
     // SAFETY: the set is not in use by any pending command buffer: it is written only when
     // created or right after its buffers were replaced (the old set's users retired with them).
@@ -180,6 +196,7 @@ fn write_buffer_descriptors(context: &VulkanContext, view: &ViewResources) {
 #[derive(Clone, Copy)]
 pub(super) enum BufferSlot {
     Lights,
+    Clusters,
     Instances,
 }
 
@@ -193,6 +210,7 @@ pub(super) fn ensure_buffer_capacity(
 ) -> TileResult<()> {
     let current = match slot {
         BufferSlot::Lights => view.light_buffer.size,
+        BufferSlot::Clusters => view.cluster_buffer.size,
         BufferSlot::Instances => view.instance_buffer.size,
     };
     if needed <= current {
@@ -201,6 +219,7 @@ pub(super) fn ensure_buffer_capacity(
     let size = needed.next_power_of_two();
     let (name, usage) = match slot {
         BufferSlot::Lights => ("tile lights", vk::BufferUsageFlags::STORAGE_BUFFER),
+        BufferSlot::Clusters => ("tile light clusters", vk::BufferUsageFlags::STORAGE_BUFFER),
         BufferSlot::Instances => ("tile instances", vk::BufferUsageFlags::VERTEX_BUFFER),
     };
     let buffer = step(
@@ -209,13 +228,14 @@ pub(super) fn ensure_buffer_capacity(
     )?;
     let old = match slot {
         BufferSlot::Lights => std::mem::replace(&mut view.light_buffer, buffer),
+        BufferSlot::Clusters => std::mem::replace(&mut view.cluster_buffer, buffer),
         BufferSlot::Instances => std::mem::replace(&mut view.instance_buffer, buffer),
     };
     device.graveyard.retire(Box::new(move |c: &VulkanContext| {
         c.destroy_device_buffer(old)
     }));
-    if matches!(slot, BufferSlot::Lights) {
-        // The view set references the light buffer: write a fresh set from a fresh pool.
+    if matches!(slot, BufferSlot::Lights | BufferSlot::Clusters) {
+        // The view set references the light buffers: write a fresh set from a fresh pool.
         let sampled = view.sampled_sets;
         reallocate_view_sets(device, view, sampled)?;
     }
@@ -232,7 +252,7 @@ fn allocate_view_sets(
     let (inputs, samplers) = if sampled { (0, 7) } else { (6, 1) };
     let sizes = [
         (vk::DescriptorType::UNIFORM_BUFFER, 1),
-        (vk::DescriptorType::STORAGE_BUFFER, 1),
+        (vk::DescriptorType::STORAGE_BUFFER, 2),
         (vk::DescriptorType::INPUT_ATTACHMENT, inputs),
         (vk::DescriptorType::COMBINED_IMAGE_SAMPLER, samplers),
     ]
@@ -625,15 +645,16 @@ pub(super) struct ViewBindings {
     pub(super) instance_buffer: vk::Buffer,
 }
 
-/// Stage 6: the per-view buffers grown to this frame's lights and instances, the view's
-/// descriptor sets written (input attachments and LUT rewritten when they changed), and this
-/// frame's view, light and instance data queued for upload.
+/// Stage 6: the per-view buffers grown to this frame's lights, clusters and instances, the
+/// view's descriptor sets written (input attachments and LUT rewritten when they changed), and
+/// this frame's view, light, cluster and instance data queued for upload.
 pub(super) fn prepare_view_data(
     device: &mut ViewDevice,
     view: &mut ViewResources,
     frame: &ViewFrame,
     compiled: &CompiledFrame,
     draws: &DrawList,
+    clusters: &ClusterAssignment,
     lut: &GpuImage,
 ) -> TileResult<ViewBindings> {
     // SAFETY: as for the output view in `framebuffers`; Bevy keeps the LUT's view alive while
@@ -652,6 +673,12 @@ pub(super) fn prepare_view_data(
     ensure_buffer_capacity(
         device,
         view,
+        BufferSlot::Clusters,
+        (clusters.masks.len().max(1) * size_of::<u32>()) as u64,
+    )?;
+    ensure_buffer_capacity(
+        device,
+        view,
         BufferSlot::Instances,
         (draws.instances.len().max(1) * size_of::<GpuInstance>()) as u64,
     )?;
@@ -659,6 +686,9 @@ pub(super) fn prepare_view_data(
     write_view_sets(device, view, compiled, lut, lut_view);
     let mut gpu_view = frame.gpu_view;
     gpu_view.counts[1] = draws.lights.len() as u32;
+    let grid = &clusters.grid;
+    gpu_view.cluster_grid = [grid.dims.x, grid.dims.y, grid.dims.z, clusters.words];
+    gpu_view.cluster_params = grid.gpu_params();
     let updates = &mut *device.pending_updates;
     updates.push((
         view.view_buffer.buffer,
@@ -668,6 +698,12 @@ pub(super) fn prepare_view_data(
         updates.push((
             view.light_buffer.buffer,
             bytemuck::cast_slice(&draws.lights).to_vec(),
+        ));
+    }
+    if !clusters.masks.is_empty() {
+        updates.push((
+            view.cluster_buffer.buffer,
+            bytemuck::cast_slice(&clusters.masks).to_vec(),
         ));
     }
     if !draws.instances.is_empty() {

@@ -265,6 +265,9 @@ fn gpu_view(view: &TileViewQueryItem, scene: &TileSceneParams, viewport: UVec4) 
         ambient: [ambient.red, ambient.green, ambient.blue, 0.0],
         exposure: [view.camera.exposure, 0.0, 0.0, 0.0],
         counts: [directional_count, 0, 0, 0],
+        // Filled in once the lights are assigned to clusters.
+        cluster_grid: [1, 1, 1, 0],
+        cluster_params: [1.0, 1.0, 1.0, 1.0],
         directional_lights,
     }
 }

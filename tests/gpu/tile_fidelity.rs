@@ -237,3 +237,25 @@ fn tile_fidelity_area_lights() {
     let _test = GpuTest::start("tile_fidelity_area_lights");
     assert_scene_matches(&fidelity::AREA_LIGHTS);
 }
+
+/// 256 point lights of varied ranges, some crossing the near plane and the frustum's sides, one
+/// containing the camera: the clustered lighting against Bevy forward.
+#[test]
+fn tile_fidelity_clustered_256_lights() {
+    let _test = GpuTest::start("tile_fidelity_clustered_256_lights");
+    assert_scene_matches(&fidelity::CLUSTERED_256);
+}
+
+/// The same with 1024 lights (more than 32 per cluster: several mask words per cluster).
+#[test]
+fn tile_fidelity_clustered_1024_lights() {
+    let _test = GpuTest::start("tile_fidelity_clustered_1024_lights");
+    assert_scene_matches(&fidelity::CLUSTERED_1024);
+}
+
+/// Spot lights with narrow and wide cones pointing into and out of the view.
+#[test]
+fn tile_fidelity_spot_cones() {
+    let _test = GpuTest::start("tile_fidelity_spot_cones");
+    assert_scene_matches(&fidelity::SPOT_CONES);
+}

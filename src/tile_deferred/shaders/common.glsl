@@ -12,7 +12,8 @@
 //
 // Descriptor sets:
 //   set 0 (per view, every pipeline): binding 0 = View (uniform), binding 1 = ClusterableLights
-//          (storage, read-only; point and spot lights).
+//          (storage, read-only; point and spot lights), binding 2 = ClusterLightMasks (storage,
+//          read-only; one bit per light per cluster, word-major, see clusters.glsl).
 //   set 1 (per material, G-buffer pipeline): binding 0 = Material (uniform),
 //          bindings 1..5 = sampler2D base_color, emissive, metallic_roughness, occlusion,
 //          normal_map (a 1x1 white texture is bound where the material has none; flags say which
@@ -40,6 +41,8 @@ struct View {
     vec4 ambient;            // rgb: ambient colour * brightness (Bevy's GlobalAmbientLight units); a: unused
     vec4 exposure;           // x: exposure factor (Bevy's Exposure::exposure()); y, z, w: unused
     uvec4 counts;            // x: directional lights, y: clusterable (point+spot) lights; z, w: unused
+    uvec4 cluster_grid;      // clusters across, down, in depth; w: 32-bit light-mask words per cluster
+    vec4 cluster_params;     // x: tile size (px), y: near depth, z: first slice depth, w: slices per log unit (clusters.rs)
     DirectionalLight directional_lights[MAX_DIRECTIONAL_LIGHTS];
 };
 
@@ -105,9 +108,9 @@ vec3 world_position_from_depth(View view, vec2 frag_coord, float depth) {
 }
 
 // Debug views (the fragment push constants' msaa.w, TileDebugView on the Rust side). The G-buffer
-// views replace the lighting with the value shown (light volumes are not drawn, emissive is not
-// written); LIGHT shows the light accumulation without tone mapping; LIGHT_COUNT counts, per
-// pixel, the point and spot lights whose range reaches it (a heat map in the tonemap pass).
+// views replace the lighting with the value shown (emissive is not written); LIGHT shows the light
+// accumulation without tone mapping; LIGHT_COUNT shows, per pixel, how many point and spot lights
+// its cluster holds (a heat map in the tonemap pass).
 #define DEBUG_VIEW_NONE 0u
 #define DEBUG_VIEW_ALBEDO 1u
 #define DEBUG_VIEW_NORMAL 2u

@@ -1,13 +1,11 @@
 #version 450
 
-// Full-screen triangle for the lighting (global) and tonemap subpasses: draw 3 vertices, no
-// vertex buffers, no inputs, no outputs besides gl_Position. The triangle covers NDC [-1, 1]^2
+// Full-screen triangle for the lighting, edge classification and tonemap draws: draw 3 vertices,
+// no vertex buffers, no inputs, no outputs besides gl_Position. The triangle covers NDC [-1, 1]^2
 // (and beyond, clipped).
 //
-// Depth: the triangle lies at NDC z = 1.0 (the reverse-Z near plane), like the full-screen case
-// of light_volume.vert. The fragment shaders read depth through the input attachment, so the
-// pipelines are meant to run without a depth test; a depth test GREATER_OR_EQUAL without writes
-// (the state that suits light_volume.vert) also passes every pixel.
+// Depth: the triangle lies at NDC z = 1.0 (the reverse-Z near plane). The fragment shaders read
+// depth through the input attachment, so the pipelines run without a depth test.
 
 void main() {
     // (0: -1,-1), (1: 3,-1), (2: -1,3)

@@ -38,15 +38,11 @@ pub(crate) enum ShaderId {
     GbufferVert,
     /// `gbuffer.frag`: the material, written to the G-buffer.
     GbufferFrag,
-    /// `fullscreen.vert`: the full-screen triangle of the global lighting, edge classification
-    /// and tonemap draws.
+    /// `fullscreen.vert`: the full-screen triangle of the lighting, edge classification and
+    /// tonemap draws.
     FullscreenVert,
-    /// `light_volume.vert`: one screen rectangle per point or spot light.
-    LightVolumeVert,
-    /// `lighting_global.glsl`: ambient and directional light.
-    LightingGlobal,
-    /// `light_volume.glsl`: one point or spot light.
-    LightVolume,
+    /// `lighting.glsl`: ambient, directional and the cluster's point and spot lights.
+    Lighting,
     /// `msaa_classify.glsl`: the MSAA edge classification.
     MsaaClassify,
     /// `tonemap_pass.glsl`: tone mapping into the output.
@@ -61,9 +57,7 @@ impl ShaderId {
             Self::GbufferVert => "gbuffer.vert",
             Self::GbufferFrag => "gbuffer.frag",
             Self::FullscreenVert => "fullscreen.vert",
-            Self::LightVolumeVert => "light_volume.vert",
-            Self::LightingGlobal => "lighting_global.glsl",
-            Self::LightVolume => "light_volume.glsl",
+            Self::Lighting => "lighting.glsl",
             Self::MsaaClassify => "msaa_classify.glsl",
             Self::Tonemap => "tonemap_pass.glsl",
         }
@@ -72,14 +66,10 @@ impl ShaderId {
     /// The pipeline stage the body is written for.
     pub const fn stage(self) -> vk::ShaderStageFlags {
         match self {
-            Self::GbufferVert | Self::FullscreenVert | Self::LightVolumeVert => {
-                vk::ShaderStageFlags::VERTEX
+            Self::GbufferVert | Self::FullscreenVert => vk::ShaderStageFlags::VERTEX,
+            Self::GbufferFrag | Self::Lighting | Self::MsaaClassify | Self::Tonemap => {
+                vk::ShaderStageFlags::FRAGMENT
             }
-            Self::GbufferFrag
-            | Self::LightingGlobal
-            | Self::LightVolume
-            | Self::MsaaClassify
-            | Self::Tonemap => vk::ShaderStageFlags::FRAGMENT,
         }
     }
 }
@@ -170,19 +160,12 @@ pub(crate) const VARIANTS: &[ShaderVariant] = &[
     variant!(GbufferVert,     false, false,  Off,    "gbuffer.vert"),
     variant!(GbufferFrag,     false, false,  Off,    "gbuffer.frag"),
     variant!(FullscreenVert,  false, false,  Off,    "fullscreen.vert"),
-    variant!(LightVolumeVert, false, false,  Off,    "light_volume.vert"),
-    variant!(LightingGlobal,  false, false,  Off,    "lighting_global.frag"),
-    variant!(LightingGlobal,  false, true,   Off,    "lighting_global_sampled.frag"),
-    variant!(LightingGlobal,  true,  false,  Off,    "lighting_global_ms.frag"),
-    variant!(LightingGlobal,  true,  true,   Off,    "lighting_global_ms_sampled.frag"),
-    variant!(LightingGlobal,  true,  false,  Pixel,  "lighting_global_pixel_ms.frag"),
-    variant!(LightingGlobal,  true,  false,  Sample, "lighting_global_sample_ms.frag"),
-    variant!(LightVolume,     false, false,  Off,    "light_volume.frag"),
-    variant!(LightVolume,     false, true,   Off,    "light_volume_sampled.frag"),
-    variant!(LightVolume,     true,  false,  Off,    "light_volume_ms.frag"),
-    variant!(LightVolume,     true,  true,   Off,    "light_volume_ms_sampled.frag"),
-    variant!(LightVolume,     true,  false,  Pixel,  "light_volume_pixel_ms.frag"),
-    variant!(LightVolume,     true,  false,  Sample, "light_volume_sample_ms.frag"),
+    variant!(Lighting,        false, false,  Off,    "lighting.frag"),
+    variant!(Lighting,        false, true,   Off,    "lighting_sampled.frag"),
+    variant!(Lighting,        true,  false,  Off,    "lighting_ms.frag"),
+    variant!(Lighting,        true,  true,   Off,    "lighting_ms_sampled.frag"),
+    variant!(Lighting,        true,  false,  Pixel,  "lighting_pixel_ms.frag"),
+    variant!(Lighting,        true,  false,  Sample, "lighting_sample_ms.frag"),
     variant!(MsaaClassify,    true,  false,  Off,    "msaa_classify.frag"),
     variant!(MsaaClassify,    true,  true,   Off,    "msaa_classify_sampled.frag"),
     variant!(Tonemap,         false, false,  Off,    "tonemap.frag"),

@@ -1,13 +1,14 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 
-// Subpass 1, drawn with fullscreen.vert, blend ONE + ONE into the light attachment: Bevy's
-// ambient term (pbr_ambient.wgsl, with the occlusion texture's diffuse occlusion) and every
-// directional light (pbr_lighting.wgsl directional_light), times the view exposure as
-// apply_pbr_lighting does: exposure * (direct + indirect). Emissive was written in subpass 0,
-// point and spot lights are added by light_volume.glsl.
+// Subpass 1, drawn with fullscreen.vert, blend ONE + ONE into the light attachment: the whole
+// lighting of a pixel (or, on MSAA edges, of a sample) in one draw. Bevy's ambient term
+// (pbr_ambient.wgsl, with the occlusion texture's diffuse occlusion), every directional light and
+// the point and spot lights of the pixel's cluster (clusters.glsl; pbr_lighting.wgsl
+// point_light / spot_light), times the view exposure as apply_pbr_lighting does:
+// exposure * (direct + indirect). Emissive was written in subpass 0.
 //
-// Compiled once per variant of the table in mod.rs (`ShaderId::LightingGlobal`), with -D defines:
+// Compiled once per variant of the table in mod.rs (`ShaderId::Lighting`), with -D defines:
 // none (single-sample); MSAA (gbuffer_input.glsl then reads the multisampled G-buffer and
 // gbuffer_msaa.glsl defines load_gbuffer()): with MSAA_STENCIL_PIXEL (stencil split, interior
 // pixels: sample 0 for every sample), with MSAA_STENCIL_SAMPLE (stencil split, edge pixels:
@@ -18,6 +19,7 @@
 #include "common.glsl"
 #include "pbr_lighting.glsl"
 #include "gbuffer_input.glsl"
+#include "clusters.glsl"
 
 layout(location = 0) out vec4 out_light;
 
@@ -44,8 +46,16 @@ void main() {
         discard; // background or unlit: keep what subpass 0 wrote
     }
     uint debug_view = msaa_params.msaa.w;
+    uint cluster = cluster_index(gl_FragCoord.xy, s.world_position);
+    uint clusters = cluster_count();
+    uint words = view.cluster_grid.w;
     if (debug_view == DEBUG_VIEW_LIGHT_COUNT) {
-        discard; // only the light volumes count
+        uint count = 0u;
+        for (uint word = 0u; word < words; word++) {
+            count += uint(bitCount(cluster_light_masks[word * clusters + cluster]));
+        }
+        out_light = vec4(float(count), 0.0, 0.0, 0.0);
+        return;
     }
     if (debug_view_replaces_lighting(debug_view)) {
         out_light = vec4(gbuffer_debug_value(s, debug_view), 0.0);
@@ -58,6 +68,26 @@ void main() {
     uint n_directional_lights = min(view.counts.x, uint(MAX_DIRECTIONAL_LIGHTS));
     for (uint i = 0u; i < n_directional_lights; i = i + 1u) {
         direct_light += directional_light(view.directional_lights[i], lighting_input);
+    }
+
+    // Point and spot lights (direct): the set bits of the cluster's masks, in index order.
+    for (uint word = 0u; word < words; word++) {
+        uint bits = cluster_light_masks[word * clusters + cluster];
+        while (bits != 0u) {
+            uint bit = uint(findLSB(bits));
+            bits &= bits - 1u;
+            ClusterableLight light = clusterable_lights[word * 32u + bit];
+            // getRangeFalloff is exactly 0 for distance^2 * inverse_range^2 >= 1.
+            vec3 light_to_frag = light.position_radius.xyz - s.world_position;
+            if (dot(light_to_frag, light_to_frag) * light.color_inverse_square_range.w >= 1.0) {
+                continue;
+            }
+            if (light.spot_scale_offset_kind.z > 0.5) {
+                direct_light += spot_light(light, lighting_input);
+            } else {
+                direct_light += point_light(light, lighting_input);
+            }
+        }
     }
 
     // Ambient light (indirect). specular_color is F0 = calculate_F0(base_color, metallic, reflectance).

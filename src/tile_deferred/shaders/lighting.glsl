@@ -21,6 +21,12 @@
 #include "gbuffer_input.glsl"
 #include "clusters.glsl"
 
+// The stencil split's test must run before the shader: the lighting draws write no depth or
+// stencil, and a driver that tests late (the shader may discard) would shade every sample of every
+// pixel in the edge draw (measured on lavapipe: edge-selective lighting then cost 1.4x lighting
+// every sample).
+layout(early_fragment_tests) in;
+
 layout(location = 0) out vec4 out_light;
 
 // What a G-buffer debug view shows of this sample, as light the tonemap pass displays unchanged:

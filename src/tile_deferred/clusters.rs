@@ -27,7 +27,10 @@ use super::{
     gpu_types::{GpuClusterableLight, GpuView},
     report::TileClusterStats,
 };
-use bevy::math::{Mat4, UVec2, UVec3, UVec4, Vec3};
+use bevy::{
+    math::{Mat4, UVec2, UVec3, UVec4, Vec3},
+    tasks::{ComputeTaskPool, TaskPool},
+};
 
 /// Depth slices of every view (Bevy's default).
 pub(crate) const Z_SLICES: u32 = 24;
@@ -389,20 +392,48 @@ impl ClusterAssignment {
         };
         let grid = ClusterGrid::new(size, clip_from_view, depth_range);
         let clusters = grid.count();
-        let words = lights.len().div_ceil(32) as u32;
-        let mut assignment = Self {
-            masks: vec![0; clusters * words as usize],
-            counts: vec![0; clusters],
-            words,
-            grid,
+        let words = lights.len().div_ceil(32);
+        let mut masks = vec![0u32; clusters * words];
+        let boxes = grid.boxes();
+        // Each 32-light word is a plane of its own (`masks[word * clusters..]`): planes are
+        // filled in parallel without sharing anything.
+        let fill_plane = |word: usize, plane: &mut [u32]| {
+            let first = word * 32;
+            let group = &reaches[first..(first + 32).min(reaches.len())];
+            for (bit, reach) in group.iter().enumerate() {
+                if let Some(reach) = reach {
+                    add_light(&grid, &boxes, plane, 1 << bit, reach);
+                }
+            }
         };
-        let boxes = assignment.grid.boxes();
-        for (index, reach) in reaches.iter().enumerate() {
-            if let Some(reach) = reach {
-                assignment.add_light(&boxes, index, reach);
+        if words > 1 && clusters > 0 {
+            let pool = ComputeTaskPool::get_or_init(TaskPool::default);
+            let per_task = words.div_ceil(pool.thread_num().max(1));
+            pool.scope(|scope| {
+                for (task, planes) in masks.chunks_mut(clusters * per_task).enumerate() {
+                    let fill_plane = &fill_plane;
+                    scope.spawn(async move {
+                        for (i, plane) in planes.chunks_mut(clusters).enumerate() {
+                            fill_plane(task * per_task + i, plane);
+                        }
+                    });
+                }
+            });
+        } else if words == 1 {
+            fill_plane(0, &mut masks);
+        }
+        let mut counts = vec![0u32; clusters];
+        for plane in masks.chunks_exact(clusters.max(1)) {
+            for (count, word) in counts.iter_mut().zip(plane) {
+                *count += word.count_ones();
             }
         }
-        assignment
+        Self {
+            masks,
+            counts,
+            words: words as u32,
+            grid,
+        }
     }
 
     /// Assigns a view's lights: `view` is its uniform (matrices), `viewport` its rectangle.
@@ -432,47 +463,6 @@ impl ClusterAssignment {
         }
     }
 
-    /// Sets light `index`'s bit in every cluster its reach touches.
-    fn add_light(&mut self, boxes: &ClusterBoxes, index: usize, reach: &LightReach) {
-        let dims = self.grid.dims;
-        let (cx, cy, cz) = (reach.center.x, reach.center.y, reach.center.z);
-        let r2 = reach.radius * reach.radius;
-        let clusters = self.counts.len();
-        let word_base = (index / 32) * clusters;
-        let bit = 1u32 << (index % 32);
-        // Slices the sphere's depth range can touch (one more each side: the padded boxes).
-        let first = self.grid.slice_of(cz - reach.radius).saturating_sub(1);
-        let last = (self.grid.slice_of(cz + reach.radius) + 1).min(dims.z - 1);
-        for k in first..=last {
-            let slice = boxes.slices[k as usize];
-            let dz2 = gap_squared(cz, slice);
-            if dz2 > r2 {
-                continue;
-            }
-            let columns = &boxes.columns[(k * dims.x) as usize..((k + 1) * dims.x) as usize];
-            let rows = &boxes.rows[(k * dims.y) as usize..((k + 1) * dims.y) as usize];
-            for (y, &row) in rows.iter().enumerate() {
-                let dy2 = gap_squared(cy, row);
-                if dz2 + dy2 > r2 {
-                    continue;
-                }
-                // Columns are ordered left to right: the ones within reach are a run, found
-                // by bisection with a slightly larger reach, then tested exactly.
-                let reach_x = (r2 - dz2 - dy2).sqrt() * 1.0001 + 1e-6;
-                let start = columns.partition_point(|c| c.1 < cx - reach_x);
-                let end = columns.partition_point(|c| c.0 <= cx + reach_x);
-                let row_base = ((k * dims.y + y as u32) * dims.x) as usize;
-                for (x, &column) in columns.iter().enumerate().take(end).skip(start) {
-                    if reach.reaches(column, row, slice) {
-                        let cluster = row_base + x;
-                        self.masks[word_base + cluster] |= bit;
-                        self.counts[cluster] += 1;
-                    }
-                }
-            }
-        }
-    }
-
     /// Whether light `light` is in cluster `cluster` (flat index).
     #[cfg(test)]
     fn contains(&self, cluster: usize, light: usize) -> bool {
@@ -497,6 +487,65 @@ impl ClusterAssignment {
                 sum as f32 / occupied as f32
             },
         )
+    }
+}
+
+/// Sets `bit` in every cluster of `plane` (one 32-light word per cluster) that `reach` touches.
+fn add_light(
+    grid: &ClusterGrid,
+    boxes: &ClusterBoxes,
+    plane: &mut [u32],
+    bit: u32,
+    reach: &LightReach,
+) {
+    let dims = grid.dims;
+    let (cx, cy, cz) = (reach.center.x, reach.center.y, reach.center.z);
+    let r2 = reach.radius * reach.radius;
+    // Slices the sphere's depth range can touch (one more each side: the padded boxes).
+    let first = grid.slice_of(cz - reach.radius).saturating_sub(1);
+    let last = (grid.slice_of(cz + reach.radius) + 1).min(dims.z - 1);
+    for k in first..=last {
+        let slice = boxes.slices[k as usize];
+        let dz2 = gap_squared(cz, slice);
+        if dz2 > r2 {
+            continue;
+        }
+        let columns = &boxes.columns[(k * dims.x) as usize..((k + 1) * dims.x) as usize];
+        let rows = &boxes.rows[(k * dims.y) as usize..((k + 1) * dims.y) as usize];
+        // Columns are ordered left to right, so the columns a sphere reaches in a row are a run,
+        // and a non-empty run holds the column nearest the centre: grow the run from there with
+        // the exact test (the same sum as `LightReach::reaches`), so that only spot lights (their
+        // cone) are tested cluster by cluster.
+        let nearest = columns.partition_point(|c| c.1 < cx).min(columns.len() - 1);
+        for (y, &row) in rows.iter().enumerate() {
+            let dy2 = gap_squared(cy, row);
+            if dz2 + dy2 > r2 {
+                continue;
+            }
+            let sphere_reaches = |x: usize| gap_squared(cx, columns[x]) + dy2 + dz2 <= r2;
+            if !sphere_reaches(nearest) {
+                continue;
+            }
+            let mut start = nearest;
+            while start > 0 && sphere_reaches(start - 1) {
+                start -= 1;
+            }
+            let mut end = nearest + 1;
+            while end < columns.len() && sphere_reaches(end) {
+                end += 1;
+            }
+            let row_base = ((k * dims.y + y as u32) * dims.x) as usize;
+            let run = &mut plane[row_base + start..row_base + end];
+            if reach.cone.is_none() {
+                run.iter_mut().for_each(|word| *word |= bit);
+            } else {
+                for (x, word) in (start..end).zip(run) {
+                    if reach.reaches(columns[x], row, slice) {
+                        *word |= bit;
+                    }
+                }
+            }
+        }
     }
 }
 
@@ -776,5 +825,57 @@ mod tests {
         let y = grid.view_coordinate(1, ndc.y, depth);
         let cluster = grid.cluster_of(Vec3::new(x, y, depth)).unwrap();
         assert_eq!(cluster.truncate(), grid.dims.truncate() - UVec2::ONE);
+    }
+}
+
+#[cfg(test)]
+mod timing {
+    use super::*;
+    use bevy::math::Quat;
+
+    /// Not a test: times the assignment of the bench scene's lights at 4K. Run with
+    /// `cargo test --release --lib clusters::timing -- --ignored --nocapture`.
+    #[test]
+    #[ignore = "a measurement, not a test"]
+    fn assignment_time_bench_scene_4k() {
+        let view_from_world =
+            Mat4::from_rotation_translation(Quat::from_rotation_x(-0.6), Vec3::new(0.0, 6.0, 8.4))
+                .inverse();
+        let clip_from_view = Mat4::perspective_infinite_reverse_rh(0.785, 16.0 / 9.0, 0.1);
+        for count in [16usize, 256, 1024] {
+            let per_side = (count as f64).sqrt().ceil() as usize;
+            let cell = 8.0 / per_side as f32;
+            let lights: Vec<_> = (0..count)
+                .map(|i| {
+                    let (row, col) = (i / per_side, i % per_side);
+                    let range = 2.0 * cell + 1.5;
+                    GpuClusterableLight {
+                        position_radius: [
+                            (col as f32 + 0.5) * cell - 4.0,
+                            0.6 * cell + 0.8,
+                            (row as f32 + 0.5) * cell - 4.0,
+                            0.05,
+                        ],
+                        color_inverse_square_range: [1.0, 1.0, 1.0, 1.0 / (range * range)],
+                        spot_direction_range: [0.0, 0.0, -1.0, range],
+                        spot_scale_offset_kind: [0.0; 4],
+                    }
+                })
+                .collect();
+            let started = std::time::Instant::now();
+            let runs = 50;
+            let mut entries = 0;
+            for _ in 0..runs {
+                let a = ClusterAssignment::assign(
+                    UVec2::new(3840, 2160),
+                    &view_from_world,
+                    clip_from_view,
+                    &lights,
+                );
+                entries = a.counts.iter().map(|&c| c as usize).sum::<usize>();
+            }
+            let ms = started.elapsed().as_secs_f64() * 1000.0 / runs as f64;
+            println!("{count} lights: {ms:.3} ms, {entries} (light, cluster) pairs");
+        }
     }
 }

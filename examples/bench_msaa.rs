@@ -135,7 +135,11 @@ fn main() {
     for (index, (label, msaa, tile)) in runs.into_iter().enumerate() {
         let mut app = new_app(index == 0);
         let (camera, target) = spawn(&mut app, &options, msaa, tile);
-        scenes::dense::spawn_dense_lights(app.world_mut(), lights as usize, 2.5);
+        scenes::dense::spawn_dense_lights(
+            app.world_mut(),
+            lights as usize,
+            scenes::dense::DENSE_LIGHT_RANGE,
+        );
         app.finish();
         app.cleanup();
         for _ in 0..5 {

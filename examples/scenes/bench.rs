@@ -51,21 +51,31 @@ impl BenchScene {
 
     /// One line saying what is drawn.
     pub fn describe(&self) -> String {
-        let range = self
-            .range
-            .map_or_else(|| "default range".to_owned(), |r| format!("{r} m range"));
         match self.layout {
             BenchLayout::Grid => format!(
-                "grid scene: {} PBR objects + ground, {}point lights of {range}",
+                "grid scene: {} PBR objects + ground, {}",
                 self.meshes,
-                if self.sun { "a sun and " } else { "" }
+                self.lighting()
             ),
-            BenchLayout::Dense => {
-                format!(
-                    "dense scene (examples/scenes/dense.rs, with its sun), point lights of {range}"
-                )
-            }
+            BenchLayout::Dense => format!(
+                "dense scene (examples/scenes/dense.rs, with its sun), {}",
+                self.lighting()
+            ),
         }
+    }
+
+    /// The lights, in words: `a sun and point lights of 6 m range`.
+    pub fn lighting(&self) -> String {
+        let range = match (self.range, self.layout) {
+            (Some(r), _) => format!("{r} m range"),
+            (None, BenchLayout::Grid) => "default range (about two light-grid cells)".to_owned(),
+            (None, BenchLayout::Dense) => format!("{} m range", super::dense::DENSE_LIGHT_RANGE),
+        };
+        let sun = self.sun && self.layout == BenchLayout::Grid;
+        format!(
+            "{}point lights of {range}",
+            if sun { "a sun and " } else { "" }
+        )
     }
 
     /// Cells along one side of the object grid.
@@ -91,7 +101,11 @@ impl BenchScene {
     pub fn spawn(&self, world: &mut World) {
         if self.layout == BenchLayout::Dense {
             super::dense::spawn_dense_scene(world);
-            super::dense::spawn_dense_lights(world, self.lights, self.range.unwrap_or(2.5));
+            super::dense::spawn_dense_lights(
+                world,
+                self.lights,
+                self.range.unwrap_or(super::dense::DENSE_LIGHT_RANGE),
+            );
             return;
         }
         if self.sun {

@@ -151,9 +151,13 @@ pub fn spawn_dense_scene(world: &mut World) {
     ));
 }
 
+/// The range of the MSAA benchmark's point lights, metres.
+pub const DENSE_LIGHT_RANGE: f32 = 2.5;
+
 /// `count` coloured point lights of `range` metres in a grid in front of the fence, so that
 /// lighting dominates the lighting subpass (each pixel pays for the lights whose range covers
-/// it). The MSAA benchmark uses a range of 2.5 m, in the aliasing scene too (same viewpoint).
+/// it). The MSAA benchmark uses [`DENSE_LIGHT_RANGE`], in the aliasing scene too (same
+/// viewpoint).
 pub fn spawn_dense_lights(world: &mut World, count: usize, range: f32) {
     let side = (count as f32).sqrt().ceil().max(1.0) as usize;
     for i in 0..count {

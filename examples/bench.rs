@@ -30,17 +30,23 @@
 //! dense scene (geometry over the whole frame, its own sun, the lights in front of its fence;
 //! default range 2.5 m) instead of the grid.
 //!
-//! Issue 12's table (release builds; the first is the `bench` scene, the second its "64 PBR
-//! objects, a sun and point lights of 6 m range", the third the dense scene of its
-//! edge-selective target; `bench_msaa --scene dense --lights 16` prints the same scene's
-//! per-sample-pixel fraction with the aliasing scene's alternative):
+//! Issue 12's table, before and after clustered lighting (release builds; one run per line):
+//! the `bench` scene; the issue's "64 PBR objects, a sun and point lights of 6 m range" (the
+//! grid scene with `--range 6 --sun`: the dense scene is not that scene, it has about 140
+//! objects and lights of 2.5 m); the dense scene of the edge-selective target (4x every sample
+//! / 4x edge-selective lighting subpass >= 1.5 at 16 lights; `bench_msaa --scene dense --lights
+//! 16` measures the same scene and also offers 2x and 8x); and lavapipe. Before clustering a
+//! 4x frame at 1024 lights takes seconds, hence the short runs:
 //!
 //! ```sh
-//! cargo run --release --example bench -- --width 3840 --height 2160 --lights 1,16,256,1024
-//! cargo run --release --example bench -- --width 3840 --height 2160 --lights 16,256 --range 6 --sun
-//! cargo run --release --example bench -- --width 3840 --height 2160 --lights 16 --scene dense
-//! cargo run --release --example bench -- --width 1280 --height 720 --lights 16,64 --range 6 --sun \
-//!     --frames 10 --warmup 3 --paths tile,tile4x,tile4xall,fwd,fwd4x   # lavapipe
+//! cargo run --release --example bench -- --width 3840 --height 2160 --lights 1,16,256,1024 \
+//!     --frames 20 --warmup 5
+//! cargo run --release --example bench -- --width 3840 --height 2160 --lights 16,256 \
+//!     --range 6 --sun --frames 20 --warmup 5
+//! cargo run --release --example bench -- --width 3840 --height 2160 --lights 16 \
+//!     --scene dense --frames 20 --warmup 5
+//! cargo run --release --example bench -- --width 1280 --height 720 --lights 16,64 \
+//!     --range 6 --sun --frames 10 --warmup 3 --paths tile,tile4x,tile4xall,fwd,fwd4x  # lavapipe
 //! ```
 //!
 //! Other uses:

@@ -5,14 +5,17 @@
 //! `Msaa::Sample4`) and deferred paths, in one headless run, each path in a fresh app.
 //!
 //! For each path and light count (default 1, 16, 256, 1024) it prints:
-//! - a time table: GPU time as the `device.poll(Wait)` after `app.update()` (the frame's GPU
-//!   work not overlapped by the CPU; the same measure for every path), the wall time of a frame
-//!   rendered and waited for, the time per frame of a loop that never waits (CPU and GPU
-//!   overlap: the slower of the two), the CPU time of `app.update()` (pipelined rendering is
-//!   off, so the render world runs inside it); for the tile paths the crate's own timestamps
-//!   per subpass (the lighting subpass alone: `ts light`), its per-view CPU time, its CPU time
-//!   assigning lights to clusters (`report.clusters.assignment_ms`), the cluster grid with the
-//!   most lights in one cluster, and with MSAA the fraction of pixels lit per sample;
+//! - a time table: GPU time as the `device.poll(Wait)` after `app.update()` (Bevy submits the
+//!   frame's command buffers at the end of `app.update()`, so on a GPU this is the frame's GPU
+//!   time; the same measure for every path, and the one the ratios use; on a CPU device such
+//!   as lavapipe the frame renders inside `app.update()` and the ratios use the wall time
+//!   instead), the wall time of a frame rendered and waited for, the time per frame of a loop
+//!   that never waits (CPU and GPU overlap: the slower of the two), the CPU time of
+//!   `app.update()` (pipelined rendering is off, so the render world runs inside it); for the
+//!   tile paths the crate's own timestamps per subpass (the lighting subpass alone: `ts
+//!   light`), its per-view CPU time, its CPU time assigning lights to clusters
+//!   (`report.clusters.assignment_ms`), the cluster grid with the most lights in one cluster,
+//!   and with MSAA the fraction of pixels lit per sample;
 //! - a traffic table: attachment traffic per frame, the tile path's compiled plan, and for
 //!   Bevy's paths the frame-graph model of the passes Bevy 0.19.1 records
 //!   (`frame_graph::stock_bevy`), with GB/s and mW at 60 fps, and ratios against each Bevy path;
@@ -939,9 +942,9 @@ fn print_time_table(runs: &[Run]) {
     }
     table.print();
     for line in [
-        "GPU: the poll(Wait) after app.update(): the frame's GPU time not overlapped by the CPU, \
-         the same measure for every path (on lavapipe the work runs inside app.update(): read \
-         wall)",
+        "GPU: the poll(Wait) after app.update(), which submits the frame's command buffers at \
+         its end: on a GPU, the frame's GPU time, the same measure for every path (on lavapipe \
+         the work runs inside app.update(): read wall)",
         "wall: app.update() + poll(Wait) | loop: per frame of frames rendered back to back \
          without waiting | CPU: app.update()",
         "ts gbuf/light/tone/total: the tile path's GPU timestamps per subpass (ts light: the \

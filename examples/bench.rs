@@ -1,30 +1,69 @@
-//! Benchmark: one scene rendered by the tile-deferred path (merged, and as the unmerged debug
-//! tier: the same passes as separate render passes, what merging saves) and by stock Bevy's
-//! forward (`Msaa::Off` and `Msaa::Sample4`) and deferred paths, in one headless run.
+//! Benchmark: one scene rendered by the tile-deferred path (without MSAA; at 4x MSAA lighting
+//! edges per sample and interiors once, `MsaaShading::EdgeSelective`; at 4x lighting every
+//! sample, `MsaaShading::EverySample`; and as the unmerged debug tier: the same passes as
+//! separate render passes, what merging saves) and by stock Bevy's forward (`Msaa::Off` and
+//! `Msaa::Sample4`) and deferred paths, in one headless run, each path in a fresh app.
 //!
-//! For each path and light count it prints, as one table:
-//! - GPU time: the tile path's own timestamps per subpass and in total; for every path the wall
-//!   time of a frame rendered and waited for (`app.update()` then `device.poll(Wait)`), the
-//!   part of it spent waiting for the GPU, and the time per frame of a loop that never waits
-//!   (CPU and GPU overlap: the slower of the two);
-//! - CPU time: `app.update()` without the GPU wait (pipelined rendering is off, so the render
-//!   world runs inside it), and for the tile path the crate's own per-view CPU time;
-//! - attachment traffic per frame: the tile path's compiled plan, and for Bevy's paths the
-//!   frame-graph model of the passes Bevy 0.19.1 records (`frame_graph::stock_bevy`), with
-//!   GB/s and mW at 60 fps, and ratios against each Bevy path.
+//! For each path and light count (default 1, 16, 256, 1024) it prints:
+//! - a time table: GPU time as the `device.poll(Wait)` after `app.update()` (Bevy submits the
+//!   frame's command buffers at the end of `app.update()`, so on a GPU this is the frame's GPU
+//!   time; the same measure for every path, and the one the ratios use; on a CPU device such
+//!   as lavapipe the frame renders inside `app.update()` and the ratios use the wall time
+//!   instead), the wall time of a frame rendered and waited for, the time per frame of a loop
+//!   that never waits (CPU and GPU overlap: the slower of the two), the CPU time of
+//!   `app.update()` (pipelined rendering is off, so the render world runs inside it); for the
+//!   tile paths the crate's own timestamps per subpass (the lighting subpass alone: `ts
+//!   light`), its per-view CPU time, its CPU time assigning lights to clusters
+//!   (`report.clusters.assignment_ms`), the cluster grid with the most lights in one cluster,
+//!   and with MSAA the fraction of pixels lit per sample;
+//! - a traffic table: attachment traffic per frame, the tile path's compiled plan, and for
+//!   Bevy's paths the frame-graph model of the passes Bevy 0.19.1 records
+//!   (`frame_graph::stock_bevy`), with GB/s and mW at 60 fps, and ratios against each Bevy path;
+//! - the ratios of issue 12 per light count: tile 1x / Bevy forward 1x, tile 4x edge-selective
+//!   and tile 4x every sample / Bevy forward 4x, tile 1x / Bevy deferred, and the lighting
+//!   subpass at 4x edge-selective / at 1x (and 4x every sample / 4x edge-selective), with the
+//!   issue's targets.
 //!
 //! With several `--meshes` counts it measures instead how CPU time per frame grows with the
 //! number of (unchanged) meshes, for the tile path and Bevy forward.
 //!
+//! The scene (examples/scenes/bench.rs) is a grid of `--meshes` PBR objects under a grid of
+//! point lights whose range shrinks as lights are added; `--range R` gives every light R
+//! metres instead, `--sun` adds a directional light, and `--scene dense` draws `bench_msaa`'s
+//! dense scene (geometry over the whole frame, its own sun, the lights in front of its fence;
+//! default range 2.5 m) instead of the grid.
+//!
+//! Issue 12's table, before and after clustered lighting (release builds; one run per line):
+//! the `bench` scene; the issue's "64 PBR objects, a sun and point lights of 6 m range" (the
+//! grid scene with `--range 6 --sun`: the dense scene is not that scene, it has about 140
+//! objects and lights of 2.5 m); the dense scene of the edge-selective target (4x every sample
+//! / 4x edge-selective lighting subpass >= 1.5 at 16 lights; `bench_msaa --scene dense --lights
+//! 16` measures the same scene and also offers 2x and 8x); and lavapipe. Before clustering a
+//! 4x frame at 1024 lights takes seconds, hence the short runs:
+//!
 //! ```sh
-//! cargo run --release --example bench -- --width 3840 --height 2160 --lights 1,16,256
+//! cargo run --release --example bench -- --width 3840 --height 2160 --lights 1,16,256,1024 \
+//!     --frames 20 --warmup 5
+//! cargo run --release --example bench -- --width 3840 --height 2160 --lights 16,256 \
+//!     --range 6 --sun --frames 20 --warmup 5
+//! cargo run --release --example bench -- --width 3840 --height 2160 --lights 16 \
+//!     --scene dense --frames 20 --warmup 5
+//! cargo run --release --example bench -- --width 1280 --height 720 --lights 16,64 \
+//!     --range 6 --sun --frames 10 --warmup 3 --paths tile,tile4x,tile4xall,fwd,fwd4x  # lavapipe
+//! ```
+//!
+//! Other uses:
+//!
+//! ```sh
 //! cargo run --release --example bench -- --meshes 1000,10000
 //! cargo run --release --example bench -- --width 640 --height 360 --frames 10   # lavapipe
 //! ```
 //!
-//! Flags: `--width W --height H` (1920x1080), `--lights 1,16,256`, `--meshes M` (64; a list
-//! switches to the mesh-scaling mode), `--frames N` (100) measured after `--warmup N` (20),
-//! `--paths tile,unmerged,forward,forward4x,deferred`, `--plans` (print each compiled plan).
+//! Flags: `--width W --height H` (1920x1080), `--lights 1,16,256,1024`, `--meshes M` (64; a
+//! list switches to the mesh-scaling mode), `--frames N` (100) measured after `--warmup N`
+//! (20), `--paths tile,tile4x,tile4xall,unmerged,forward,forward4x,deferred` (`tile4x`: 4x
+//! edge-selective, `tile4xall`: 4x every sample), `--range R` (metres), `--sun`,
+//! `--scene grid|dense`, `--plans` (print each compiled plan).
 
 #[path = "scenes/mod.rs"]
 mod scenes;
@@ -39,12 +78,14 @@ use bevy::{
     render::{render_resource::PollType, renderer::RenderDevice},
 };
 use bevy_tile_deferred::{
-    DeviceProfile, TileDeferred, TileDeferredPlugin, TileRenderReports,
+    DeviceProfile, MsaaShading, TileClusterStats, TileDeferred, TileDeferredPlugin,
+    TileRenderReports,
+    device::DeviceKind,
     frame_graph::{
         CompiledFrame, DEFAULT_MW_PER_GBPS, DeviceCaps, Extent, Format, FrameCost, StockBevyPath,
     },
 };
-use scenes::bench::BenchScene;
+use scenes::bench::{BenchLayout, BenchScene};
 use std::{
     panic::{AssertUnwindSafe, catch_unwind},
     time::{Duration, Instant},
@@ -69,21 +110,27 @@ fn main() {
     }
 }
 
-const USAGE: &str = "usage: bench [--width W] [--height H] [--lights 1,16,256] [--meshes M | \
-                     --meshes 1000,10000] [--frames N] [--warmup N] \
-                     [--paths tile,forward,forward4x,deferred] [--plans]";
+const USAGE: &str = "usage: bench [--width W] [--height H] [--lights 1,16,256,1024] \
+                     [--meshes M | --meshes 1000,10000] [--frames N] [--warmup N] \
+                     [--paths tile,tile4x,tile4xall,unmerged,forward,forward4x,deferred] \
+                     [--range METRES] [--sun] [--scene grid|dense] [--plans]";
 
 /// The main mode: every path at every light count.
 fn paths_by_lights(options: &Options, log: &mut bool) {
     let meshes = options.meshes[0];
     println!(
-        "{}x{}, {meshes} PBR objects + ground, lights {:?}, {} frames after {} warm-up frames",
-        options.width, options.height, options.lights, options.frames, options.warmup
+        "{}x{}, {}, lights {:?}, {} frames after {} warm-up frames",
+        options.width,
+        options.height,
+        options.scene(meshes, 0).describe(),
+        options.lights,
+        options.frames,
+        options.warmup
     );
     let mut runs = Vec::new();
     for &lights in &options.lights {
         for &path in &options.paths {
-            let scene = BenchScene { meshes, lights };
+            let scene = options.scene(meshes, lights);
             let run = measure(options, path, scene, log);
             print_progress(&run);
             runs.push(run);
@@ -101,8 +148,13 @@ fn mesh_scaling(options: &Options, log: &mut bool) {
         16
     };
     println!(
-        "{}x{}, meshes {:?}, {lights} lights, {} frames after {} warm-up frames",
-        options.width, options.height, options.meshes, options.frames, options.warmup
+        "{}x{}, meshes {:?}, {lights} lights ({}), {} frames after {} warm-up frames",
+        options.width,
+        options.height,
+        options.meshes,
+        options.scene(0, lights).lighting(),
+        options.frames,
+        options.warmup
     );
     let paths: Vec<PathKind> = [PathKind::Tile, PathKind::Forward]
         .into_iter()
@@ -111,7 +163,7 @@ fn mesh_scaling(options: &Options, log: &mut bool) {
     let mut runs = Vec::new();
     for &meshes in &options.meshes {
         for &path in &paths {
-            let run = measure(options, path, BenchScene { meshes, lights }, log);
+            let run = measure(options, path, options.scene(meshes, lights), log);
             print_progress(&run);
             runs.push(run);
         }
@@ -197,7 +249,13 @@ fn mesh_scaling(options: &Options, log: &mut bool) {
 /// The paths under comparison.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum PathKind {
+    /// The tile path without MSAA.
     Tile,
+    /// The tile path at 4x MSAA, edges lit per sample and interiors once
+    /// (`MsaaShading::EdgeSelective`).
+    Tile4xEdge,
+    /// The tile path at 4x MSAA, every sample lit (`MsaaShading::EverySample`).
+    Tile4xEvery,
     /// The tile path's unmerged debug tier: the same passes as separate render passes.
     TileUnmerged,
     Forward,
@@ -206,8 +264,10 @@ enum PathKind {
 }
 
 impl PathKind {
-    const ALL: [PathKind; 5] = [
+    const ALL: [PathKind; 7] = [
         PathKind::Tile,
+        PathKind::Tile4xEdge,
+        PathKind::Tile4xEvery,
         PathKind::TileUnmerged,
         PathKind::Forward,
         PathKind::Forward4x,
@@ -216,10 +276,12 @@ impl PathKind {
 
     fn label(self) -> &'static str {
         match self {
-            PathKind::Tile => "tile deferred",
-            PathKind::TileUnmerged => "tile unmerged (debug)",
-            PathKind::Forward => "Bevy forward",
-            PathKind::Forward4x => "Bevy forward 4xMSAA",
+            PathKind::Tile => "tile 1x",
+            PathKind::Tile4xEdge => "tile 4x edge-selective",
+            PathKind::Tile4xEvery => "tile 4x every sample",
+            PathKind::TileUnmerged => "tile 1x unmerged (debug)",
+            PathKind::Forward => "Bevy forward 1x",
+            PathKind::Forward4x => "Bevy forward 4x",
             PathKind::Deferred => "Bevy deferred",
         }
     }
@@ -227,6 +289,8 @@ impl PathKind {
     fn short(self) -> &'static str {
         match self {
             PathKind::Tile => "tile",
+            PathKind::Tile4xEdge => "tile4x",
+            PathKind::Tile4xEvery => "tile4xall",
             PathKind::TileUnmerged => "tileU",
             PathKind::Forward => "fwd",
             PathKind::Forward4x => "fwd4x",
@@ -237,6 +301,8 @@ impl PathKind {
     fn parse(name: &str) -> Option<Self> {
         match name {
             "tile" => Some(PathKind::Tile),
+            "tile4x" | "tile4x-edge" => Some(PathKind::Tile4xEdge),
+            "tile4xall" | "tile4x-every" => Some(PathKind::Tile4xEvery),
             "unmerged" | "tileU" => Some(PathKind::TileUnmerged),
             "forward" | "fwd" => Some(PathKind::Forward),
             "forward4x" | "fwd4x" => Some(PathKind::Forward4x),
@@ -248,7 +314,10 @@ impl PathKind {
     /// Bevy's path, for the stock-Bevy traffic model.
     fn stock(self) -> Option<StockBevyPath> {
         match self {
-            PathKind::Tile | PathKind::TileUnmerged => None,
+            PathKind::Tile
+            | PathKind::Tile4xEdge
+            | PathKind::Tile4xEvery
+            | PathKind::TileUnmerged => None,
             PathKind::Forward => Some(StockBevyPath::Forward { msaa_samples: 1 }),
             PathKind::Forward4x => Some(StockBevyPath::Forward { msaa_samples: 4 }),
             PathKind::Deferred => Some(StockBevyPath::Deferred),
@@ -257,13 +326,33 @@ impl PathKind {
 
     /// Rendered by the crate's tile schedule.
     fn is_tile(self) -> bool {
-        matches!(self, PathKind::Tile | PathKind::TileUnmerged)
+        self.stock().is_none()
     }
 
     fn msaa(self) -> Msaa {
         match self {
-            PathKind::Forward4x => Msaa::Sample4,
+            PathKind::Tile4xEdge | PathKind::Tile4xEvery | PathKind::Forward4x => Msaa::Sample4,
             _ => Msaa::Off,
+        }
+    }
+
+    /// The tile camera's settings (None for Bevy's paths).
+    fn tile_settings(self) -> Option<TileDeferred> {
+        match self {
+            PathKind::Tile => Some(TileDeferred::default()),
+            PathKind::Tile4xEdge => Some(TileDeferred {
+                msaa_shading: MsaaShading::EdgeSelective,
+                ..default()
+            }),
+            PathKind::Tile4xEvery => Some(TileDeferred {
+                msaa_shading: MsaaShading::EverySample,
+                ..default()
+            }),
+            PathKind::TileUnmerged => Some(TileDeferred {
+                merge_subpasses: false,
+                ..default()
+            }),
+            PathKind::Forward | PathKind::Forward4x | PathKind::Deferred => None,
         }
     }
 }
@@ -278,6 +367,12 @@ struct Options {
     warmup: u32,
     paths: Vec<PathKind>,
     plans: bool,
+    /// `--range R`: every point light's range, metres.
+    range: Option<f32>,
+    /// `--sun`: a directional light too.
+    sun: bool,
+    /// `--scene grid|dense`.
+    layout: BenchLayout,
 }
 
 impl Options {
@@ -285,13 +380,16 @@ impl Options {
         let mut options = Options {
             width: 1920,
             height: 1080,
-            lights: vec![1, 16, 256],
+            lights: vec![1, 16, 256, 1024],
             lights_given: false,
             meshes: vec![64],
             frames: 100,
             warmup: 20,
             paths: PathKind::ALL.to_vec(),
             plans: false,
+            range: None,
+            sun: false,
+            layout: BenchLayout::Grid,
         };
         let mut args = std::env::args().skip(1);
         while let Some(flag) = args.next() {
@@ -313,6 +411,23 @@ impl Options {
                         .collect::<Result<_, _>>()?;
                 }
                 "--plans" => options.plans = true,
+                "--range" => {
+                    let range: f32 = number(&value()?)?;
+                    if !(range > 0.0 && range.is_finite()) {
+                        return Err(format!(
+                            "--range {range}: must be a positive number of metres"
+                        ));
+                    }
+                    options.range = Some(range);
+                }
+                "--sun" => options.sun = true,
+                "--scene" => {
+                    options.layout = match value()?.as_str() {
+                        "grid" => BenchLayout::Grid,
+                        "dense" => BenchLayout::Dense,
+                        other => return Err(format!("unknown scene `{other}`: grid or dense")),
+                    };
+                }
                 "--help" | "-h" => {
                     println!("{USAGE}");
                     std::process::exit(0);
@@ -326,11 +441,24 @@ impl Options {
         if options.lights.is_empty() || options.meshes.is_empty() || options.paths.is_empty() {
             return Err("--lights, --meshes and --paths need at least one value".into());
         }
+        if options.layout == BenchLayout::Dense && options.meshes.len() > 1 {
+            return Err("--scene dense has a fixed set of objects: no --meshes list".into());
+        }
         Ok(options)
     }
 
     fn extent(&self) -> Extent {
         Extent::new(self.width, self.height)
+    }
+
+    /// The scene drawn with `meshes` objects and `lights` lights.
+    fn scene(&self, meshes: usize, lights: usize) -> BenchScene {
+        BenchScene {
+            range: self.range,
+            sun: self.sun,
+            layout: self.layout,
+            ..BenchScene::grid(meshes, lights)
+        }
     }
 }
 
@@ -349,6 +477,8 @@ struct Run {
     path: PathKind,
     scene: BenchScene,
     device: Option<String>,
+    /// The device is a CPU (lavapipe): its "GPU" work runs inside `app.update()`.
+    software: bool,
     timing: Option<Timing>,
     tile: Option<TileStats>,
     /// Attachment traffic per frame and its plan: the tile path's compiled frame, or the
@@ -376,25 +506,32 @@ struct TileStats {
     crate_cpu_ms: f64,
     draws: usize,
     instances: usize,
-    light_volumes: usize,
+    clustered_lights: usize,
+    /// The last frame's light clusters (grid and occupancy).
+    clusters: TileClusterStats,
+    /// The crate's CPU time assigning lights to clusters (median), ms.
+    assignment_ms: f64,
+    /// The largest `max_lights_per_cluster` seen over the measured frames.
+    max_lights_per_cluster: u32,
+    /// With MSAA: the fraction of pixels lit per sample (edges), the last one reported.
+    per_sample_fraction: Option<f32>,
+    /// Samples per pixel actually rendered (after any fallback).
+    samples: u32,
 }
 
 fn print_progress(run: &Run) {
-    match (&run.timing, &run.error) {
-        (_, Some(error)) => eprintln!(
-            "  {} / {} lights / {} meshes: FAILED: {error}",
+    let what = match run.scene.layout {
+        BenchLayout::Grid => format!(
+            "{} / {} lights / {} meshes",
             run.path.label(),
             run.scene.lights,
             run.scene.meshes
         ),
-        (Some(t), None) => eprintln!(
-            "  {} / {} lights / {} meshes: wall {:.3} ms, CPU {:.3} ms",
-            run.path.label(),
-            run.scene.lights,
-            run.scene.meshes,
-            t.wall_ms,
-            t.cpu_ms
-        ),
+        BenchLayout::Dense => format!("{} / {} lights / dense", run.path.label(), run.scene.lights),
+    };
+    match (&run.timing, &run.error) {
+        (_, Some(error)) => eprintln!("  {what}: FAILED: {error}"),
+        (Some(t), None) => eprintln!("  {what}: wall {:.3} ms, CPU {:.3} ms", t.wall_ms, t.cpu_ms),
         (None, None) => {}
     }
 }
@@ -426,6 +563,7 @@ fn measure(options: &Options, path: PathKind, scene: BenchScene, log: &mut bool)
         path,
         scene,
         device: None,
+        software: false,
         timing: None,
         tile: None,
         plan: None,
@@ -515,6 +653,9 @@ fn measure_in_app(
     });
     let profile = app.world().get_resource::<DeviceProfile>().cloned();
     run.device = profile.as_ref().map(DeviceProfile::summary);
+    run.software = profile
+        .as_ref()
+        .is_some_and(|p| p.device_kind == DeviceKind::Cpu);
     let caps = profile
         .as_ref()
         .map_or_else(DeviceCaps::desktop, DeviceProfile::frame_graph_caps);
@@ -601,20 +742,11 @@ fn spawn_scene_and_camera(
         RenderTarget::Image(target.into()),
         path.msaa(),
     ));
-    match path {
-        PathKind::Tile => {
-            camera.insert(TileDeferred::default());
-        }
-        PathKind::TileUnmerged => {
-            camera.insert(TileDeferred {
-                merge_subpasses: false,
-                ..default()
-            });
-        }
-        PathKind::Deferred => {
-            camera.insert((DepthPrepass, DeferredPrepass));
-        }
-        PathKind::Forward | PathKind::Forward4x => {}
+    if let Some(settings) = path.tile_settings() {
+        camera.insert(settings);
+    }
+    if path == PathKind::Deferred {
+        camera.insert((DepthPrepass, DeferredPrepass));
     }
     camera.id()
 }
@@ -642,7 +774,12 @@ struct TileAccumulator {
     crate_cpu: Vec<f64>,
     draws: usize,
     instances: usize,
-    light_volumes: usize,
+    clustered_lights: usize,
+    clusters: TileClusterStats,
+    assignment: Vec<f64>,
+    max_lights_per_cluster: u32,
+    per_sample_fraction: Option<f32>,
+    samples: u32,
     plan: Option<CompiledFrame>,
 }
 
@@ -665,7 +802,14 @@ impl TileAccumulator {
         self.crate_cpu.push(report.cpu_ms);
         self.draws = report.draws;
         self.instances = report.instances;
-        self.light_volumes = report.clustered_lights;
+        self.clustered_lights = report.clustered_lights;
+        self.clusters = report.clusters;
+        self.assignment.push(report.clusters.assignment_ms);
+        self.max_lights_per_cluster = self
+            .max_lights_per_cluster
+            .max(report.clusters.max_lights_per_cluster);
+        self.per_sample_fraction = report.per_sample_fraction.or(self.per_sample_fraction);
+        self.samples = report.samples;
         self.plan = Some(report.compiled);
     }
 
@@ -688,7 +832,12 @@ impl TileAccumulator {
             crate_cpu_ms: median(&mut self.crate_cpu),
             draws: self.draws,
             instances: self.instances,
-            light_volumes: self.light_volumes,
+            clustered_lights: self.clustered_lights,
+            clusters: self.clusters,
+            assignment_ms: median(&mut self.assignment),
+            max_lights_per_cluster: self.max_lights_per_cluster,
+            per_sample_fraction: self.per_sample_fraction,
+            samples: self.samples,
         })
     }
 }
@@ -714,114 +863,314 @@ fn opt_ms(value: Option<f64>) -> String {
     value.map_or_else(|| "-".into(), |v| format!("{v:.3}"))
 }
 
-/// The main table: one row per light count and path.
+/// The main mode's output: a time table and a traffic table (one row per light count and path),
+/// then the ratios per light count.
 fn print_table(runs: &[Run], options: &Options) {
-    let bevy_paths: Vec<PathKind> = options
-        .paths
-        .iter()
-        .copied()
-        .filter(|p| p.stock().is_some())
-        .collect();
-    let mut headers: Vec<String> = [
-        "lights",
-        "path",
-        "ts gbuf",
-        "ts light",
-        "ts tone",
-        "ts total",
-        "wall",
-        "wait",
-        "loop",
-        "CPU",
-        "crate CPU",
-        "MB/frame",
-        "GB/s@60",
-        "mW@60",
-    ]
-    .iter()
-    .map(|h| (*h).to_owned())
-    .collect();
-    for p in &bevy_paths {
-        headers.push(format!("MB {}/", p.short()));
-    }
-    for p in &bevy_paths {
-        headers.push(format!("wall {}/", p.short()));
-    }
-    let mut table = Table::new(&headers.iter().map(String::as_str).collect::<Vec<_>>());
-    for run in runs {
-        let ts = run.tile.as_ref().and_then(|t| t.gpu_ms);
-        let cost: Option<&FrameCost> = run.plan.as_ref().map(|p| &p.cost);
-        let mut row = vec![
-            run.scene.lights.to_string(),
-            run.path.label().to_owned(),
-            opt_ms(ts.map(|t| t[0])),
-            opt_ms(ts.map(|t| t[1])),
-            opt_ms(ts.map(|t| t[2])),
-            opt_ms(ts.map(|t| t.iter().sum())),
-            opt_ms(run.timing.as_ref().map(|t| t.wall_ms)),
-            opt_ms(run.timing.as_ref().map(|t| t.wait_ms)),
-            opt_ms(run.timing.as_ref().map(|t| t.loop_ms)),
-            opt_ms(run.timing.as_ref().map(|t| t.cpu_ms)),
-            opt_ms(run.tile.as_ref().map(|t| t.crate_cpu_ms)),
-            cost.map_or("-".into(), |c| format!("{:.2}", c.mb())),
-            cost.map_or("-".into(), |c| format!("{:.2}", c.gb_per_s(FPS))),
-            cost.map_or("-".into(), |c| {
-                format!("{:.0}", c.milliwatts(FPS, DEFAULT_MW_PER_GBPS))
-            }),
-        ];
-        let same_lights = |p: PathKind| {
-            runs.iter()
-                .find(|r| r.path == p && r.scene.lights == run.scene.lights)
-        };
-        for &p in &bevy_paths {
-            let theirs = same_lights(p)
-                .and_then(|r| r.plan.as_ref())
-                .map(|p| p.cost.mb());
-            row.push(ratio(theirs, cost.map(FrameCost::mb)));
-        }
-        for &p in &bevy_paths {
-            let theirs = same_lights(p)
-                .and_then(|r| r.timing.as_ref())
-                .map(|t| t.wall_ms);
-            row.push(ratio(theirs, run.timing.as_ref().map(|t| t.wall_ms)));
-        }
-        table.row(row);
-    }
     println!(
-        "resolution {}x{}, {} objects; times in ms per frame (medians; tile timestamps are means)",
-        options.width, options.height, options.meshes[0]
+        "resolution {}x{}, {}; times in ms per frame (medians; tile timestamps are means)",
+        options.width,
+        options.height,
+        options.scene(options.meshes[0], 0).describe()
     );
-    table.print();
-    println!(
-        "ts *: the tile path's GPU timestamps per subpass | wall: app.update() + poll(Wait) | \
-         wait: the poll(Wait) part | loop: frames rendered back to back without waiting | \
-         CPU: app.update() | crate CPU: the crate's own per-view CPU time (report.cpu_ms) | \
-         MB: attachment traffic per frame (tile: compiled plan; Bevy: stock_bevy model) | \
-         GB/s and mW at {FPS:.0} fps, {DEFAULT_MW_PER_GBPS:.0} mW per GB/s | \
-         X/ = that Bevy path's value divided by this row's (above 1: this row is cheaper)"
-    );
+    print_time_table(runs);
+    println!();
+    print_traffic_table(runs, options);
+    println!();
+    print_ratios(runs, options);
     for run in runs.iter().filter(|r| r.path.is_tile()) {
-        if let Some(t) = &run.tile {
+        if let Some(t) = &run.tile
+            && t.gpu_ms.is_none()
+        {
             println!(
-                "tile at {} lights: {} instanced draws, {} instances, {} light volumes{}",
-                run.scene.lights,
-                t.draws,
-                t.instances,
-                t.light_volumes,
-                if t.gpu_ms.is_none() {
-                    " (no GPU timestamps on this device)"
-                } else {
-                    ""
-                }
+                "{} at {} lights: no GPU timestamps on this device",
+                run.path.label(),
+                run.scene.lights
             );
         }
     }
     print_failures(runs);
 }
 
-fn ratio(theirs: Option<f64>, ours: Option<f64>) -> String {
-    match (theirs, ours) {
-        (Some(t), Some(o)) if o > 0.0 => format!("{:.2}x", t / o),
+/// GPU and CPU time per path and light count.
+fn print_time_table(runs: &[Run]) {
+    let mut table = Table::new(&[
+        "lights",
+        "path",
+        "GPU",
+        "wall",
+        "loop",
+        "CPU",
+        "ts gbuf",
+        "ts light",
+        "ts tone",
+        "ts total",
+        "crate CPU",
+        "assign",
+        "clusters: grid, lights, max/cluster",
+        "per-sample px",
+    ]);
+    for run in runs {
+        let ts = run.tile.as_ref().and_then(|t| t.gpu_ms);
+        let timing = run.timing.as_ref();
+        let tile = run.tile.as_ref();
+        table.row(vec![
+            run.scene.lights.to_string(),
+            run.path.label().to_owned(),
+            opt_ms(timing.map(|t| t.wait_ms)),
+            opt_ms(timing.map(|t| t.wall_ms)),
+            opt_ms(timing.map(|t| t.loop_ms)),
+            opt_ms(timing.map(|t| t.cpu_ms)),
+            opt_ms(ts.map(|t| t[0])),
+            opt_ms(ts.map(|t| t[1])),
+            opt_ms(ts.map(|t| t[2])),
+            opt_ms(ts.map(|t| t.iter().sum())),
+            opt_ms(tile.map(|t| t.crate_cpu_ms)),
+            opt_ms(
+                tile.filter(|t| clusters_reported(t))
+                    .map(|t| t.assignment_ms),
+            ),
+            tile.map_or_else(|| "-".into(), clusters_cell),
+            tile.map_or_else(
+                || "-".into(),
+                |t| match (t.samples, t.per_sample_fraction) {
+                    (1, _) => "-".into(),
+                    (_, Some(f)) => format!("{:.1}%", f * 100.0),
+                    (samples, None) => format!("? ({samples}x)"),
+                },
+            ),
+        ]);
+    }
+    table.print();
+    for line in [
+        "GPU: the poll(Wait) after app.update(), which submits the frame's command buffers at \
+         its end: on a GPU, the frame's GPU time, the same measure for every path (on lavapipe \
+         the work runs inside app.update(): read wall)",
+        "wall: app.update() + poll(Wait) | loop: per frame of frames rendered back to back \
+         without waiting | CPU: app.update()",
+        "ts gbuf/light/tone/total: the tile path's GPU timestamps per subpass (ts light: the \
+         lighting subpass alone) | crate CPU: the crate's own per-view CPU time (report.cpu_ms)",
+        "assign: the crate's CPU time assigning lights to clusters \
+         (report.clusters.assignment_ms) | clusters: grid x*y*z (report.clusters.dimensions), \
+         point/spot lights in the view, the most in one cluster; '-' while the crate does not \
+         report clusters",
+        "per-sample px: the fraction of pixels lit per sample (MSAA edges; \
+         report.per_sample_fraction)",
+    ] {
+        println!("  {line}");
+    }
+}
+
+/// Whether the crate filled in its cluster statistics (all zero before clustered lighting).
+fn clusters_reported(t: &TileStats) -> bool {
+    t.clusters.dimensions != [0; 3]
+}
+
+/// The light clusters of a tile run, compactly: `16x9x24, 256 lights, max 31`.
+fn clusters_cell(t: &TileStats) -> String {
+    let [x, y, z] = t.clusters.dimensions;
+    if clusters_reported(t) {
+        format!(
+            "{x}x{y}x{z}, {} lights, max {}",
+            t.clustered_lights, t.max_lights_per_cluster
+        )
+    } else {
+        format!("-, {} lights, max -", t.clustered_lights)
+    }
+}
+
+/// Attachment traffic per path and light count.
+fn print_traffic_table(runs: &[Run], options: &Options) {
+    let bevy_paths: Vec<PathKind> = options
+        .paths
+        .iter()
+        .copied()
+        .filter(|p| p.stock().is_some())
+        .collect();
+    let mut headers: Vec<String> = ["lights", "path", "MB/frame", "GB/s@60", "mW@60", "draws"]
+        .iter()
+        .map(|h| (*h).to_owned())
+        .collect();
+    for p in &bevy_paths {
+        headers.push(format!("MB {}/", p.short()));
+    }
+    let mut table = Table::new(&headers.iter().map(String::as_str).collect::<Vec<_>>());
+    for run in runs {
+        let cost: Option<&FrameCost> = run.plan.as_ref().map(|p| &p.cost);
+        let mut row = vec![
+            run.scene.lights.to_string(),
+            run.path.label().to_owned(),
+            cost.map_or("-".into(), |c| format!("{:.2}", c.mb())),
+            cost.map_or("-".into(), |c| format!("{:.2}", c.gb_per_s(FPS))),
+            cost.map_or("-".into(), |c| {
+                format!("{:.0}", c.milliwatts(FPS, DEFAULT_MW_PER_GBPS))
+            }),
+            run.tile
+                .as_ref()
+                .map_or("-".into(), |t| format!("{}/{}", t.draws, t.instances)),
+        ];
+        for &p in &bevy_paths {
+            let theirs = find_run(runs, p, run.scene.lights)
+                .and_then(|r| r.plan.as_ref())
+                .map(|p| p.cost.mb());
+            row.push(quotient(theirs, cost.map(FrameCost::mb)));
+        }
+        table.row(row);
+    }
+    table.print();
+    println!(
+        "  MB: attachment traffic per frame (tile: compiled plan; Bevy: stock_bevy model) | GB/s \
+         and mW at {FPS:.0} fps, {DEFAULT_MW_PER_GBPS:.0} mW per GB/s"
+    );
+    println!(
+        "  draws: the tile path's instanced draws/instances | MB X/: that Bevy path's traffic \
+         divided by this row's (above 1: this row moves less)"
+    );
+}
+
+/// One comparison of issue 12: `over`'s time divided by `under`'s, by one measure.
+struct Ratio {
+    what: &'static str,
+    over: PathKind,
+    under: PathKind,
+    measure: &'static str,
+    value: fn(&Run) -> Option<f64>,
+    /// Issue 12's target ("" for none).
+    target: &'static str,
+}
+
+/// Issue 12's target for the tile path against Bevy forward at the same sample count.
+const TARGET_VS_FORWARD: &str = "<= 0.8 at 256, < 1 at 1024";
+
+/// The comparisons of issue 12, per light count: each a quotient of two measured times.
+fn print_ratios(runs: &[Run], options: &Options) {
+    use PathKind::*;
+    fn gpu(r: &Run) -> Option<f64> {
+        r.timing.as_ref().map(|t| t.wait_ms)
+    }
+    fn wall(r: &Run) -> Option<f64> {
+        r.timing.as_ref().map(|t| t.wall_ms)
+    }
+    fn lighting(r: &Run) -> Option<f64> {
+        r.tile.as_ref().and_then(|t| t.gpu_ms).map(|t| t[1])
+    }
+    let ratio = |what, over, under, by_gpu: bool, target| Ratio {
+        what,
+        over,
+        under,
+        measure: if by_gpu { "GPU" } else { "wall" },
+        value: if by_gpu { gpu } else { wall },
+        target,
+    };
+    let ratios = [
+        ratio(
+            "tile 1x / Bevy forward 1x",
+            Tile,
+            Forward,
+            true,
+            TARGET_VS_FORWARD,
+        ),
+        ratio("tile 1x / Bevy forward 1x", Tile, Forward, false, ""),
+        ratio(
+            "tile 4x edge / Bevy forward 4x",
+            Tile4xEdge,
+            Forward4x,
+            true,
+            TARGET_VS_FORWARD,
+        ),
+        ratio(
+            "tile 4x edge / Bevy forward 4x",
+            Tile4xEdge,
+            Forward4x,
+            false,
+            "",
+        ),
+        ratio(
+            "tile 4x every / Bevy forward 4x",
+            Tile4xEvery,
+            Forward4x,
+            true,
+            "",
+        ),
+        ratio(
+            "tile 4x every / Bevy forward 4x",
+            Tile4xEvery,
+            Forward4x,
+            false,
+            "",
+        ),
+        ratio("tile 1x / Bevy deferred", Tile, Deferred, true, ""),
+        Ratio {
+            what: "lighting subpass 4x edge / 1x",
+            over: Tile4xEdge,
+            under: Tile,
+            measure: "ts light",
+            value: lighting,
+            target: "<= 1.5 (bench scene)",
+        },
+        Ratio {
+            what: "lighting subpass 4x every / 4x edge",
+            over: Tile4xEvery,
+            under: Tile4xEdge,
+            measure: "ts light",
+            value: lighting,
+            target: ">= 1.5 (dense scene, 16 lights)",
+        },
+    ];
+    let mut headers = vec!["ratio".to_owned(), "measure".to_owned()];
+    headers.extend(options.lights.iter().map(|&l| {
+        if l == 1 {
+            "1 light".to_owned()
+        } else {
+            format!("{l} lights")
+        }
+    }));
+    headers.push("issue 12 target".to_owned());
+    let mut table = Table::new(&headers.iter().map(String::as_str).collect::<Vec<_>>());
+    // On a CPU device the frame is rendered inside app.update(): the wait measures nothing.
+    let software = runs.iter().any(|r| r.software);
+    for r in ratios {
+        if !options.paths.contains(&r.over) || !options.paths.contains(&r.under) {
+            continue;
+        }
+        if software && r.measure == "GPU" {
+            continue;
+        }
+        let mut row = vec![r.what.to_owned(), r.measure.to_owned()];
+        for &lights in &options.lights {
+            let value = |p: PathKind| find_run(runs, p, lights).and_then(r.value);
+            row.push(quotient(value(r.over), value(r.under)));
+        }
+        row.push(r.target.to_owned());
+        table.row(row);
+    }
+    println!("ratios: the first path's time / the second's (below 1: the first is cheaper)");
+    table.print();
+    println!(
+        "  GPU and wall as in the time table; ts light: the lighting subpass's own timestamps"
+    );
+    if software {
+        println!(
+            "  no GPU rows: on this CPU device the frame renders inside app.update(), so the \
+             GPU column measures almost nothing; compare wall"
+        );
+    }
+    println!(
+        "  targets: release builds, NVIDIA H200, 3840x2160; issue 12 also asks: light \
+         assignment (assign) <= 0.3 ms per frame at 1024 lights; with --range 6 --sun, tile / \
+         Bevy forward <= 0.8 at 16 and 256 lights, 1x and 4x; on lavapipe, 16-64 lights, tile \
+         4x / Bevy forward 4x <= 1.2 (wall)"
+    );
+}
+
+fn find_run(runs: &[Run], path: PathKind, lights: usize) -> Option<&Run> {
+    runs.iter()
+        .find(|r| r.path == path && r.scene.lights == lights)
+}
+
+/// `a / b` as `0.83x`.
+fn quotient(a: Option<f64>, b: Option<f64>) -> String {
+    match (a, b) {
+        (Some(a), Some(b)) if b > 0.0 => format!("{:.2}x", a / b),
         _ => "-".into(),
     }
 }

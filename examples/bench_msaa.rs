@@ -135,7 +135,11 @@ fn main() {
     for (index, (label, msaa, tile)) in runs.into_iter().enumerate() {
         let mut app = new_app(index == 0);
         let (camera, target) = spawn(&mut app, &options, msaa, tile);
-        spawn_point_lights(app.world_mut(), lights);
+        scenes::dense::spawn_dense_lights(
+            app.world_mut(),
+            lights as usize,
+            scenes::dense::DENSE_LIGHT_RANGE,
+        );
         app.finish();
         app.cleanup();
         for _ in 0..5 {
@@ -213,30 +217,6 @@ fn main() {
         rows[3].5,
         rows[3].5 / rows[0].5
     );
-}
-
-/// `count` coloured point lights in a grid in front of the fence, so that lighting dominates
-/// the lighting subpass (each pixel pays for the lights whose range covers it).
-fn spawn_point_lights(world: &mut World, count: u32) {
-    let side = (count as f32).sqrt().ceil().max(1.0) as u32;
-    for i in 0..count {
-        let (x, y) = ((i % side) as f32, (i / side) as f32);
-        let t = i as f32 / count.max(1) as f32;
-        world.spawn((
-            PointLight {
-                intensity: 20_000.0,
-                range: 2.5,
-                color: Color::hsl(t * 360.0, 0.8, 0.6),
-                shadow_maps_enabled: false,
-                ..default()
-            },
-            Transform::from_xyz(
-                -2.5 + 5.0 * x / side as f32,
-                0.2 + 2.6 * y / side as f32,
-                0.8,
-            ),
-        ));
-    }
 }
 
 fn new_app(log: bool) -> App {

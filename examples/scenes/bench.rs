@@ -4,19 +4,80 @@
 //! Objects share two meshes and eight materials (instancing applies to every renderer alike);
 //! each light's range covers a few grid cells, so a pixel pays for the lights near it, not for
 //! all of them. Nothing moves: a benchmark frame is the same frame every time.
+//!
+//! Two options change the lighting: `range` gives every point light the same range (issue 12's
+//! scene: 64 PBR objects, a sun and point lights of 6 m range), and `sun` adds a directional
+//! light. `layout: Dense` draws the MSAA benchmark's dense scene instead of the grid (its own
+//! objects and sun, the point lights in front of its fence: see [`super::dense`]).
 
 use bevy::prelude::*;
 
-/// The scene's size.
+/// Which objects the benchmark scene holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BenchLayout {
+    /// `meshes` PBR objects in a square grid on a ground plane, lights in a grid above them.
+    Grid,
+    /// The dense scene of examples/scenes/dense.rs (`meshes` is ignored).
+    Dense,
+}
+
+/// The scene's size.
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct BenchScene {
     /// PBR objects (spheres and cubes) in a square grid, plus one ground plane.
     pub meshes: usize,
     /// Point lights in a square grid above the objects.
     pub lights: usize,
+    /// Every point light's range, metres; None: the layout's own (for the grid, about two grid
+    /// cells of the light grid around each light, so it shrinks as lights are added).
+    pub range: Option<f32>,
+    /// A directional light (no shadows) besides the point lights (the dense layout has its own).
+    pub sun: bool,
+    /// The objects.
+    pub layout: BenchLayout,
 }
 
 impl BenchScene {
+    /// The grid scene with `meshes` objects and `lights` lights of the default range, no sun.
+    pub fn grid(meshes: usize, lights: usize) -> Self {
+        BenchScene {
+            meshes,
+            lights,
+            range: None,
+            sun: false,
+            layout: BenchLayout::Grid,
+        }
+    }
+
+    /// One line saying what is drawn.
+    pub fn describe(&self) -> String {
+        match self.layout {
+            BenchLayout::Grid => format!(
+                "grid scene: {} PBR objects + ground, {}",
+                self.meshes,
+                self.lighting()
+            ),
+            BenchLayout::Dense => format!(
+                "dense scene (examples/scenes/dense.rs, with its sun), {}",
+                self.lighting()
+            ),
+        }
+    }
+
+    /// The lights, in words: `a sun and point lights of 6 m range`.
+    pub fn lighting(&self) -> String {
+        let range = match (self.range, self.layout) {
+            (Some(r), _) => format!("{r} m range"),
+            (None, BenchLayout::Grid) => "default range (about two light-grid cells)".to_owned(),
+            (None, BenchLayout::Dense) => format!("{} m range", super::dense::DENSE_LIGHT_RANGE),
+        };
+        let sun = self.sun && self.layout == BenchLayout::Grid;
+        format!(
+            "{}point lights of {range}",
+            if sun { "a sun and " } else { "" }
+        )
+    }
+
     /// Cells along one side of the object grid.
     pub fn side(&self) -> usize {
         (self.meshes as f64).sqrt().ceil().max(1.0) as usize
@@ -29,12 +90,35 @@ impl BenchScene {
 
     /// A camera transform that sees the whole grid from above and in front.
     pub fn camera_transform(&self) -> Transform {
+        if self.layout == BenchLayout::Dense {
+            return super::dense::dense_camera_transform();
+        }
         let e = self.half_extent().max(2.0);
         Transform::from_xyz(0.0, 1.5 * e, 2.1 * e).looking_at(Vec3::new(0.0, 0.0, 0.1 * e), Vec3::Y)
     }
 
     /// Spawns the objects, the ground and the lights (no camera) into `world`.
     pub fn spawn(&self, world: &mut World) {
+        if self.layout == BenchLayout::Dense {
+            super::dense::spawn_dense_scene(world);
+            super::dense::spawn_dense_lights(
+                world,
+                self.lights,
+                self.range.unwrap_or(super::dense::DENSE_LIGHT_RANGE),
+            );
+            return;
+        }
+        if self.sun {
+            world.spawn((
+                Name::new("bench sun"),
+                DirectionalLight {
+                    illuminance: 6_000.0,
+                    shadow_maps_enabled: false,
+                    ..default()
+                },
+                Transform::from_xyz(3.0, 6.0, 5.0).looking_at(Vec3::ZERO, Vec3::Y),
+            ));
+        }
         let side = self.side();
         let e = self.half_extent();
         let (sphere, cube, ground) = {
@@ -92,7 +176,7 @@ impl BenchScene {
         let per_side = (self.lights as f64).sqrt().ceil().max(1.0) as usize;
         let cell = 2.0 * e.max(1.0) / per_side as f32;
         let height = 0.6 * cell + 0.8;
-        let range = 2.0 * cell + 1.5;
+        let range = self.range.unwrap_or(2.0 * cell + 1.5);
         let lights: Vec<_> = (0..self.lights)
             .map(|i| {
                 let (row, col) = (i / per_side, i % per_side);

@@ -150,3 +150,32 @@ pub fn spawn_dense_scene(world: &mut World) {
         Transform::from_xyz(3.0, 6.0, 5.0).looking_at(Vec3::ZERO, Vec3::Y),
     ));
 }
+
+/// The range of the MSAA benchmark's point lights, metres.
+pub const DENSE_LIGHT_RANGE: f32 = 2.5;
+
+/// `count` coloured point lights of `range` metres in a grid in front of the fence, so that
+/// lighting dominates the lighting subpass (each pixel pays for the lights whose range covers
+/// it). The MSAA benchmark uses [`DENSE_LIGHT_RANGE`], in the aliasing scene too (same
+/// viewpoint).
+pub fn spawn_dense_lights(world: &mut World, count: usize, range: f32) {
+    let side = (count as f32).sqrt().ceil().max(1.0) as usize;
+    for i in 0..count {
+        let (x, y) = ((i % side) as f32, (i / side) as f32);
+        let t = i as f32 / count.max(1) as f32;
+        world.spawn((
+            PointLight {
+                intensity: 20_000.0,
+                range,
+                color: Color::hsl(t * 360.0, 0.8, 0.6),
+                shadow_maps_enabled: false,
+                ..default()
+            },
+            Transform::from_xyz(
+                -2.5 + 5.0 * x / side as f32,
+                0.2 + 2.6 * y / side as f32,
+                0.8,
+            ),
+        ));
+    }
+}

@@ -199,6 +199,8 @@ impl ClusterGrid {
             }
         }
         ClusterBoxes {
+            column_min: columns.iter().map(|c| c.0).collect(),
+            column_max: columns.iter().map(|c| c.1).collect(),
             columns,
             rows,
             slices,
@@ -250,6 +252,9 @@ impl ClusterGrid {
 struct ClusterBoxes {
     /// `[slice * tiles_x + x]`: (min, max) view x.
     columns: Vec<(f32, f32)>,
+    /// The same, split, for the assignment's vectorised loop.
+    column_min: Vec<f32>,
+    column_max: Vec<f32>,
     /// `[slice * tiles_y + y]`: (min, max) view y.
     rows: Vec<(f32, f32)>,
     /// `[slice]`: (min, max) depth.
@@ -510,37 +515,37 @@ fn add_light(
         if dz2 > r2 {
             continue;
         }
-        let columns = &boxes.columns[(k * dims.x) as usize..((k + 1) * dims.x) as usize];
+        let columns = (k * dims.x) as usize..((k + 1) * dims.x) as usize;
+        let (column_min, column_max) = (
+            &boxes.column_min[columns.clone()],
+            &boxes.column_max[columns.clone()],
+        );
         let rows = &boxes.rows[(k * dims.y) as usize..((k + 1) * dims.y) as usize];
-        // Columns are ordered left to right, so the columns a sphere reaches in a row are a run,
-        // and a non-empty run holds the column nearest the centre: grow the run from there with
-        // the exact test (the same sum as `LightReach::reaches`), so that only spot lights (their
-        // cone) are tested cluster by cluster.
-        let nearest = columns.partition_point(|c| c.1 < cx).min(columns.len() - 1);
+        // The columns the sphere can reach in this slice (columns are ordered left to right);
+        // each of them is then tested exactly in every row, in a branch-free loop the compiler
+        // vectorises (the same sum, in the same order, as `LightReach::reaches`).
+        let reach_x = (r2 - dz2).sqrt() * 1.0001 + 1e-6;
+        let start = column_max.partition_point(|&max| max < cx - reach_x);
+        let end = column_min.partition_point(|&min| min <= cx + reach_x);
+        if start >= end {
+            continue;
+        }
+        let (column_min, column_max) = (&column_min[start..end], &column_max[start..end]);
         for (y, &row) in rows.iter().enumerate() {
             let dy2 = gap_squared(cy, row);
             if dz2 + dy2 > r2 {
                 continue;
             }
-            let sphere_reaches = |x: usize| gap_squared(cx, columns[x]) + dy2 + dz2 <= r2;
-            if !sphere_reaches(nearest) {
-                continue;
-            }
-            let mut start = nearest;
-            while start > 0 && sphere_reaches(start - 1) {
-                start -= 1;
-            }
-            let mut end = nearest + 1;
-            while end < columns.len() && sphere_reaches(end) {
-                end += 1;
-            }
             let row_base = ((k * dims.y + y as u32) * dims.x) as usize;
-            let run = &mut plane[row_base + start..row_base + end];
+            let words = &mut plane[row_base + start..row_base + end];
             if reach.cone.is_none() {
-                run.iter_mut().for_each(|word| *word |= bit);
+                for ((word, &min), &max) in words.iter_mut().zip(column_min).zip(column_max) {
+                    let reached = gap_squared(cx, (min, max)) + dy2 + dz2 <= r2;
+                    *word |= bit * u32::from(reached);
+                }
             } else {
-                for (x, word) in (start..end).zip(run) {
-                    if reach.reaches(columns[x], row, slice) {
+                for ((word, &min), &max) in words.iter_mut().zip(column_min).zip(column_max) {
+                    if reach.reaches((min, max), row, slice) {
                         *word |= bit;
                     }
                 }

@@ -201,7 +201,6 @@ impl ClusterGrid {
         ClusterBoxes {
             column_min: columns.iter().map(|c| c.0).collect(),
             column_max: columns.iter().map(|c| c.1).collect(),
-            columns,
             rows,
             slices,
         }
@@ -250,9 +249,8 @@ impl ClusterGrid {
 /// Extents of the cluster boxes, axis by axis (a cluster's box is the product of its column's,
 /// row's and slice's).
 struct ClusterBoxes {
-    /// `[slice * tiles_x + x]`: (min, max) view x.
-    columns: Vec<(f32, f32)>,
-    /// The same, split, for the assignment's vectorised loop.
+    /// `[slice * tiles_x + x]`: min and max view x (two arrays, for the assignment's
+    /// vectorised loop).
     column_min: Vec<f32>,
     column_max: Vec<f32>,
     /// `[slice * tiles_y + y]`: (min, max) view y.
@@ -604,7 +602,10 @@ mod tests {
                             let cluster = grid.index(UVec3::new(x, y, k));
                             inside[cluster] = reach.is_some_and(|reach| {
                                 reach.reaches(
-                                    boxes.columns[(k * d.x + x) as usize],
+                                    (
+                                        boxes.column_min[(k * d.x + x) as usize],
+                                        boxes.column_max[(k * d.x + x) as usize],
+                                    ),
                                     boxes.rows[(k * d.y + y) as usize],
                                     boxes.slices[k as usize],
                                 )

@@ -208,6 +208,8 @@ pub(crate) struct VulkanContext {
     pub live: Arc<LiveObjects>,
     /// Live descriptor sets by pool (see [`LiveObjects::descriptor_sets`]).
     pub(crate) descriptor_sets: Mutex<DescriptorSetLedger>,
+    /// Test hook: the fault armed for the view being rendered (`TileFaultInjection`).
+    pub(crate) faults: super::faults::FaultHook,
 }
 
 impl VulkanContext {
@@ -286,6 +288,7 @@ impl VulkanContext {
             depth_stencil_formats,
             live: Arc::default(),
             descriptor_sets: Mutex::default(),
+            faults: Default::default(),
         })
     }
 

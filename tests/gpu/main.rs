@@ -11,6 +11,7 @@ mod scenes;
 mod best_practices;
 mod debug_views;
 mod device_probe;
+mod faults;
 mod forward_reference;
 #[cfg(feature = "inspector")]
 mod inspector;

@@ -238,6 +238,8 @@ pub(crate) fn build(app: &mut App) {
             Render,
             (
                 route::take_over_msaa.in_set(RenderSystems::PrepareAssets),
+                extract::skip_unusable_lights.in_set(RenderSystems::PrepareAssets),
+                extract::skip_empty_meshes.in_set(RenderSystems::PrepareResources),
                 pass::end_frame.in_set(RenderSystems::Cleanup),
             ),
         );

@@ -5,7 +5,7 @@ use super::{
     TileOutputLoadedAfter,
     backend::TileBackend,
     error::TileError,
-    extract::{TileMaterials, TileMeshInstances},
+    extract::{TileMaterials, TileMeshInstances, TileSkippedLight},
     report::TileRenderReports,
 };
 use crate::{
@@ -133,8 +133,10 @@ pub(crate) struct TileSceneParams<'w, 's> {
     pub(super) reports: Res<'w, TileRenderReports>,
     pub(super) fault: Option<Res<'w, TileFaultInjection>>,
     pub(super) no_stencil_split: Option<Res<'w, TileNoStencilSplit>>,
-    pub(super) point_lights: Query<'w, 's, &'static ExtractedPointLight>,
-    pub(super) directional_lights: Query<'w, 's, &'static ExtractedDirectionalLight>,
+    /// The lights the tile path can draw (`extract::skip_unusable_lights` marks the others).
+    pub(super) point_lights: Query<'w, 's, &'static ExtractedPointLight, Without<TileSkippedLight>>,
+    pub(super) directional_lights:
+        Query<'w, 's, &'static ExtractedDirectionalLight, Without<TileSkippedLight>>,
     pub(super) sorted_cameras: Res<'w, SortedCameras>,
     pub(super) loaded_after: Query<'w, 's, (), With<TileOutputLoadedAfter>>,
 }

@@ -19,6 +19,7 @@ mod forward_reference;
 mod inspector;
 mod robustness;
 mod soak;
+mod surface_loss;
 mod tiers;
 mod tile_deferred;
 mod tile_fidelity;

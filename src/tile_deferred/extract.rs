@@ -11,11 +11,14 @@ use bevy::{
     ecs::entity::EntityHashSet,
     image::{ImageAddressMode, ImageFilterMode, ImageSampler, ImageSamplerDescriptor},
     math::Affine3A,
+    pbr::{ExtractedDirectionalLight, ExtractedPointLight},
     platform::collections::HashMap,
     prelude::*,
     render::{
         Extract,
         camera::ExtractedCamera,
+        mesh::{RenderMesh, RenderMeshBufferInfo},
+        render_asset::RenderAssets,
         render_resource::Face,
         render_resource::TextureFormat,
         sync_world::{MainEntity, MainEntityHashMap, RenderEntity},
@@ -157,6 +160,107 @@ pub(crate) fn skip_empty_viewports(
     }
 }
 
+/// Render-world marker on a point, spot or directional light the tile path does not draw: a
+/// NaN or infinite value (range, intensity, radius, colour, position, direction, spot angles)
+/// would make its light volume cover nothing or everything and write NaN into every pixel it
+/// reaches. Reported once per light when it is first skipped.
+#[derive(Component)]
+pub(crate) struct TileSkippedLight;
+
+/// Why a point or spot light cannot be drawn, if it cannot.
+fn unusable_point_light(light: &ExtractedPointLight) -> Option<String> {
+    let (scale, _, translation) = light.transform.to_scale_rotation_translation();
+    let mut bad: Vec<&str> = Vec::new();
+    let mut check = |finite: bool, what| {
+        if !finite {
+            bad.push(what);
+        }
+    };
+    check(light.range.is_finite(), "range");
+    check(light.intensity.is_finite(), "intensity");
+    check(light.radius.is_finite(), "radius");
+    check(light.color.to_vec4().is_finite(), "colour");
+    check(translation.is_finite(), "position");
+    check(scale.is_finite(), "scale");
+    if let Some((inner, outer)) = light.spot_light_angles {
+        check(inner.is_finite() && outer.is_finite(), "spot angles");
+    }
+    (!bad.is_empty()).then(|| format!("not finite: {}", bad.join(", ")))
+}
+
+/// Why a directional light cannot be drawn, if it cannot.
+fn unusable_directional_light(light: &ExtractedDirectionalLight) -> Option<String> {
+    let direction = light.transform.affine().matrix3.z_axis;
+    let mut bad: Vec<&str> = Vec::new();
+    if !light.illuminance.is_finite() {
+        bad.push("illuminance");
+    }
+    if !light.color.to_vec4().is_finite() {
+        bad.push("colour");
+    }
+    if !direction.is_finite() {
+        bad.push("direction");
+    }
+    (!bad.is_empty()).then(|| format!("not finite: {}", bad.join(", ")))
+}
+
+/// Marks the lights the tile path cannot draw ([`TileSkippedLight`]; the tile pass reads only
+/// unmarked lights) and says once per light which value is wrong; unmarks a light once its
+/// values are usable again. Bevy's own cameras still see every light.
+pub(crate) fn skip_unusable_lights(
+    mut commands: Commands,
+    points: Query<(
+        Entity,
+        &MainEntity,
+        &ExtractedPointLight,
+        Has<TileSkippedLight>,
+    )>,
+    directionals: Query<(
+        Entity,
+        &MainEntity,
+        &ExtractedDirectionalLight,
+        Has<TileSkippedLight>,
+    )>,
+    mut reported: Local<EntityHashSet>,
+) {
+    let lights = points
+        .iter()
+        .map(|(entity, main, light, skipped)| {
+            let kind = if light.spot_light_angles.is_some() {
+                "spot"
+            } else {
+                "point"
+            };
+            (
+                entity,
+                main.id(),
+                kind,
+                unusable_point_light(light),
+                skipped,
+            )
+        })
+        .chain(directionals.iter().map(|(entity, main, light, skipped)| {
+            let why = unusable_directional_light(light);
+            (entity, main.id(), "directional", why, skipped)
+        }));
+    for (entity, main, kind, why, skipped) in lights {
+        match (why, skipped) {
+            (Some(why), false) => {
+                if reported.insert(main) {
+                    warn!(
+                        "bevy_tile_deferred: {kind} light {main} is not drawn by the tile path:                          {why}"
+                    );
+                }
+                commands.entity(entity).insert(TileSkippedLight);
+            }
+            (None, true) => {
+                commands.entity(entity).remove::<TileSkippedLight>();
+            }
+            _ => {}
+        }
+    }
+}
+
 /// Extracts the visible `StandardMaterial` meshes while a tile camera exists.
 pub(crate) fn extract_tile_meshes(
     tile_cameras: Extract<Query<(), With<TileDeferred>>>,
@@ -181,6 +285,24 @@ pub(crate) fn extract_tile_meshes(
                 )
             },
         ));
+}
+
+/// Drops the instances of meshes with nothing to draw: no vertices, or an empty index list.
+/// Bevy draws nothing for them either, and the mesh allocator gives them no buffer slice, which
+/// the tile pass would take for a missing mesh and fail the whole view over.
+pub(crate) fn skip_empty_meshes(
+    mut instances: ResMut<TileMeshInstances>,
+    meshes: Res<RenderAssets<RenderMesh>>,
+) {
+    instances.by_entity.retain(|_, instance| {
+        meshes.get(instance.mesh).is_none_or(|mesh| {
+            let indices = match mesh.buffer_info {
+                RenderMeshBufferInfo::Indexed { count, .. } => count,
+                RenderMeshBufferInfo::NonIndexed => u32::MAX,
+            };
+            mesh.vertex_count > 0 && indices > 0
+        })
+    });
 }
 
 /// Reports, once per entity, visible meshes the tile path cannot draw: meshes without a

@@ -239,7 +239,13 @@ pub(crate) fn build(app: &mut App) {
         .add_systems(
             Render,
             (
-                route::take_over_msaa.in_set(RenderSystems::PrepareAssets),
+                // Before Bevy keys its views' specialisation on their `Msaa` (it was ambiguous
+                // with it, and ran first only by chance).
+                route::take_over_msaa
+                    .in_set(RenderSystems::PrepareAssets)
+                    .before(bevy::pbr::check_views_need_specialization),
+                extract::skip_unusable_lights.in_set(RenderSystems::PrepareAssets),
+                extract::skip_empty_meshes.in_set(RenderSystems::PrepareResources),
                 pass::end_frame.in_set(RenderSystems::Cleanup),
             ),
         );

@@ -25,7 +25,7 @@ use super::{
     render_passes,
     report::{self, FrameQueries, TileViewReport},
     resources,
-    scene::TileSceneParams,
+    scene::{self, TileSceneParams},
     view::{TileViewQuery, ViewFrame},
 };
 use crate::{
@@ -33,6 +33,7 @@ use crate::{
     frame_graph::DeviceCaps,
     vulkan::{
         VulkanContext, conv,
+        faults::FaultPoint,
         render_pass::{self, RenderPassKey},
     },
 };
@@ -74,18 +75,26 @@ pub(crate) fn tile_deferred_pass(
     // A wgpu pass loading a window image after the tile pass needs wgpu to see it as written.
     interop::mark_window_output_written(&frame, &scene, output_view, &mut ctx);
     let camera = view.main_entity.id();
-    match render_view(
+    // Test hook: a fault armed by `TileFaultInjection` may strike this view's Vulkan calls.
+    let faults = scene.fault.as_deref().map(|fault| fault.for_view());
+    backend.context.faults.arm_for_view(faults);
+    let rendered = render_view(
         &mut backend,
         &scene,
         &frame,
         view.visible,
         output_view,
         &mut ctx,
-    ) {
+    );
+    backend.context.faults.view_done();
+    match rendered {
         Ok(report) => scene.reports.insert(camera, report),
         // The main world lowers the camera's tier and logs it (`route_cameras`); the camera
         // is drawn by the next tier from the next frame on.
-        Err(error) => scene.reports.report_failure(camera, error.to_string()),
+        Err(error) => {
+            scene::forget_failed_view_updates(&mut backend, frame.entity);
+            scene.reports.report_failure(camera, error.to_string());
+        }
     }
 }
 
@@ -99,9 +108,7 @@ fn render_view(
 ) -> TileResult<TileViewReport> {
     let started = std::time::Instant::now();
     let frame_number = backend.frame;
-    if let Some(fault) = scene.fault.as_deref()
-        && fault.0.swap(false, std::sync::atomic::Ordering::Relaxed)
-    {
+    if backend.context.faults.strike(FaultPoint::FrameStart) {
         return Err(TileError::Injected {
             step: "creating the render pass",
         });
@@ -205,7 +212,24 @@ fn render_view(
     };
     backend.zero_buffer_filled = true;
     let draw_count = recording.draws.len();
+    // Test hook: a submission that fails, i.e. a recorded command buffer that never runs.
+    let lost = backend
+        .context
+        .faults
+        .strike(FaultPoint::Submit)
+        .then(|| (recording.updates.clone(), recording.fill_zero_buffer));
     let command_buffer = record(&backend.context, ctx, recording);
+    if let Some((updates, filled)) = lost {
+        drop(command_buffer);
+        let view = frame.entity;
+        return Err(scene::command_buffer_lost(
+            backend,
+            view,
+            frame_number,
+            updates,
+            filled,
+        ));
+    }
     ctx.add_command_buffer(command_buffer);
 
     // 10. The report: what was planned, created, drawn and measured.

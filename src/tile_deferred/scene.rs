@@ -3,10 +3,16 @@
 
 use super::{
     TileOutputLoadedAfter,
-    extract::{TileMaterials, TileMeshInstances},
+    backend::TileBackend,
+    error::TileError,
+    extract::{TileMaterials, TileMeshInstances, TileSkippedLight},
     report::TileRenderReports,
 };
-use crate::DeviceProfile;
+use crate::{
+    DeviceProfile,
+    vulkan::{FaultOutcome, TileFault, faults::FaultState},
+};
+use ash::vk;
 use bevy::{
     camera::CameraOutputMode,
     core_pipeline::tonemapping::TonemappingLuts,
@@ -21,12 +27,87 @@ use bevy::{
         view::ExtractedWindows,
     },
 };
+use std::sync::{
+    Arc,
+    atomic::{AtomicBool, Ordering},
+};
 
-/// Test hook: when armed, the next tile frame fails as if a Vulkan object could not be
-/// created. Insert it in the render world before the app runs; arm it through a clone.
+/// Test hook: injects one fault into the next tile view. Insert it in the render world before
+/// the app runs; arm it through a clone. Setting the flag (`.0`) fails the next view at its
+/// start, as if its render pass could not be created; [`TileFaultInjection::arm`] fails one
+/// Vulkan call of the next view ([`TileFault`]) with the result a driver would return, so the
+/// crate's own error path runs.
 #[doc(hidden)]
 #[derive(Resource, Clone, Default)]
-pub struct TileFaultInjection(pub std::sync::Arc<std::sync::atomic::AtomicBool>);
+pub struct TileFaultInjection(pub Arc<AtomicBool>, Arc<FaultState>);
+
+impl TileFaultInjection {
+    /// Arms `fault` for the next tile view (replacing any fault armed before).
+    pub fn arm(&self, fault: TileFault) {
+        self.1.arm(fault);
+    }
+
+    /// What became of the last armed fault: struck, missed (the view never reached its
+    /// point), or still armed.
+    pub fn outcome(&self) -> FaultOutcome {
+        self.1.outcome()
+    }
+
+    /// The armed fault, for the view about to be rendered.
+    pub(super) fn for_view(&self) -> Arc<FaultState> {
+        if self.0.swap(false, Ordering::Relaxed) {
+            self.1.arm(TileFault::FrameStart);
+        }
+        self.1.clone()
+    }
+}
+
+/// After a view failed: drops the uploads it queued into its own buffers (view data, lights,
+/// instances). They are rewritten by its next frame, and left queued they would be recorded by
+/// another view's command buffer, twice into one buffer without a barrier when this view comes
+/// back (a write-after-write hazard), or into buffers destroyed meanwhile when it does not.
+/// Material uploads stay queued: the material is ready and its data is written only once.
+pub(super) fn forget_failed_view_updates(backend: &mut TileBackend, view: Entity) {
+    let Some(view) = backend.views.get(&view) else {
+        return;
+    };
+    let own = [
+        view.view_buffer.buffer,
+        view.light_buffer.buffer,
+        view.instance_buffer.buffer,
+    ];
+    backend
+        .pending_updates
+        .retain(|(buffer, _)| !own.contains(buffer));
+}
+
+/// Test hook (`TileFault::Submit`): the view's command buffer was recorded but is dropped
+/// unsubmitted, so it never runs. What it carried for later frames goes back: the queued
+/// buffer uploads (material data written once), the zero buffer's first fill, and the query
+/// slots it claimed (never written, so never to be read).
+pub(super) fn command_buffer_lost(
+    backend: &mut TileBackend,
+    view: Entity,
+    frame: u64,
+    updates: Vec<(vk::Buffer, Vec<u8>)>,
+    filled_zero_buffer: bool,
+) -> TileError {
+    backend.pending_updates.splice(0..0, updates);
+    if filled_zero_buffer {
+        backend.zero_buffer_filled = false;
+    }
+    if let Some(view) = backend.views.get_mut(&view) {
+        for queries in [&mut view.timestamps, &mut view.edge_queries]
+            .into_iter()
+            .flatten()
+        {
+            queries.unrecorded(frame);
+        }
+    }
+    TileError::Injected {
+        step: "submitting the view's command buffer",
+    }
+}
 
 /// Test hook: while present in the render world, MSAA views light with per-sample-index draws
 /// (the path of devices without `sampleRateShading` or a multisampled depth-stencil format)
@@ -52,8 +133,10 @@ pub(crate) struct TileSceneParams<'w, 's> {
     pub(super) reports: Res<'w, TileRenderReports>,
     pub(super) fault: Option<Res<'w, TileFaultInjection>>,
     pub(super) no_stencil_split: Option<Res<'w, TileNoStencilSplit>>,
-    pub(super) point_lights: Query<'w, 's, &'static ExtractedPointLight>,
-    pub(super) directional_lights: Query<'w, 's, &'static ExtractedDirectionalLight>,
+    /// The lights the tile path can draw (`extract::skip_unusable_lights` marks the others).
+    pub(super) point_lights: Query<'w, 's, &'static ExtractedPointLight, Without<TileSkippedLight>>,
+    pub(super) directional_lights:
+        Query<'w, 's, &'static ExtractedDirectionalLight, Without<TileSkippedLight>>,
     pub(super) sorted_cameras: Res<'w, SortedCameras>,
     pub(super) loaded_after: Query<'w, 's, (), With<TileOutputLoadedAfter>>,
 }

@@ -208,6 +208,8 @@ pub(crate) struct VulkanContext {
     pub live: Arc<LiveObjects>,
     /// Live descriptor sets by pool (see [`LiveObjects::descriptor_sets`]).
     pub(crate) descriptor_sets: Mutex<DescriptorSetLedger>,
+    /// Test hook: the fault armed for the view being rendered (`TileFaultInjection`).
+    pub(crate) faults: super::faults::FaultHook,
 }
 
 impl VulkanContext {
@@ -286,6 +288,7 @@ impl VulkanContext {
             depth_stencil_formats,
             live: Arc::default(),
             descriptor_sets: Mutex::default(),
+            faults: Default::default(),
         })
     }
 
@@ -302,10 +305,17 @@ impl VulkanContext {
     /// Waits until the GPU has finished everything submitted so far (through wgpu, so no queue
     /// is touched behind wgpu's back). Used only when objects must go at once (device teardown).
     pub fn wait_idle(&self) {
+        let started = std::time::Instant::now();
         let _ = self
             .render_device
             .wgpu_device()
             .poll(wgpu::PollType::wait_indefinitely());
+        // Shutdown time is measured (tests/gpu/clean_exit.rs): how much of it is the GPU
+        // finishing work queued before the exit, which wgpu would wait for too.
+        bevy::log::debug!(
+            "bevy_tile_deferred: waited for the GPU: teardown_wait_ms={}",
+            started.elapsed().as_millis()
+        );
     }
 
     /// The index of a memory type allowed by `type_bits` that has all of `required`, preferring

@@ -68,6 +68,12 @@ impl VulkanContext {
         pool: vk::DescriptorPool,
         layouts: &[vk::DescriptorSetLayout],
     ) -> Result<Vec<vk::DescriptorSet>, vk::Result> {
+        if self
+            .faults
+            .strike(super::faults::FaultPoint::DescriptorSetAllocation)
+        {
+            return Err(vk::Result::ERROR_OUT_OF_POOL_MEMORY);
+        }
         let info = vk::DescriptorSetAllocateInfo::default()
             .descriptor_pool(pool)
             .set_layouts(layouts);

@@ -120,6 +120,13 @@ impl VulkanContext {
         LiveObjects::created(&self.live.images);
         // SAFETY: the image was just created on this device.
         let requirements = unsafe { self.device.get_image_memory_requirements(image) };
+        if self
+            .faults
+            .strike(super::faults::FaultPoint::AttachmentAllocation(name))
+        {
+            self.destroy_raw_image(image);
+            return Err(vk::Result::ERROR_OUT_OF_DEVICE_MEMORY);
+        }
 
         let lazy_type = desc
             .transient

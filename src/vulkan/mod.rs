@@ -36,6 +36,8 @@ pub(crate) use context::{Graveyard, VulkanContext};
 pub use context::{LiveObjects, ResourceCounts};
 pub(crate) mod conv;
 pub(crate) mod descriptors;
+pub(crate) mod faults;
+pub use faults::{FaultOutcome, TileFault};
 pub(crate) mod pipeline;
 pub(crate) mod render_pass;
 pub(crate) mod timing;

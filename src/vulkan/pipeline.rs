@@ -96,6 +96,12 @@ impl VulkanContext {
         if let Some(depth_stencil) = desc.depth_stencil {
             info = info.depth_stencil_state(depth_stencil);
         }
+        if self
+            .faults
+            .strike(super::faults::FaultPoint::PipelineCreation)
+        {
+            return Err(vk::Result::ERROR_OUT_OF_DEVICE_MEMORY);
+        }
         // SAFETY: the create info references live shader modules, layouts and render pass, and
         // all its state structs outlive this call.
         let pipelines = unsafe {

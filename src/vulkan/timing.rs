@@ -30,6 +30,11 @@ impl TimestampQueries {
         self.written[(frame % u64::from(RING)) as usize] = true;
     }
 
+    /// Forgets that `frame`'s slot was recorded (its command buffer never ran).
+    pub fn unrecorded(&mut self, frame: u64) {
+        self.written[(frame % u64::from(RING)) as usize] = false;
+    }
+
     /// The raw results of the frame that last used `frame`'s slot, if available (never waits).
     pub fn read_raw(&self, context: &VulkanContext, frame: u64) -> Option<Vec<u64>> {
         let slot = (frame % u64::from(RING)) as usize;

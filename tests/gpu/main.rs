@@ -8,14 +8,18 @@ mod harness;
 #[path = "../../examples/scenes/mod.rs"]
 mod scenes;
 
+mod bad_values;
 mod best_practices;
+mod clean_exit;
 mod debug_views;
 mod device_probe;
+mod faults;
 mod forward_reference;
 #[cfg(feature = "inspector")]
 mod inspector;
 mod robustness;
 mod soak;
+mod surface_loss;
 mod tiers;
 mod tile_deferred;
 mod tile_fidelity;

@@ -179,7 +179,8 @@ fn clusterable_light(light: &ExtractedPointLight) -> GpuClusterableLight {
             color[0] * light.intensity,
             color[1] * light.intensity,
             color[2] * light.intensity,
-            1.0 / (light.range * light.range),
+            // A zero range reaches nothing (the light is in no cluster); keep the value finite.
+            1.0 / (light.range * light.range).max(f32::MIN_POSITIVE),
         ],
         spot_direction_range: spot_direction(light).extend(light.range).to_array(),
         spot_scale_offset_kind: [spot_scale, spot_offset, kind, 0.0],

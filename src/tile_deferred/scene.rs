@@ -74,6 +74,7 @@ pub(super) fn forget_failed_view_updates(backend: &mut TileBackend, view: Entity
     let own = [
         view.view_buffer.buffer,
         view.light_buffer.buffer,
+        view.cluster_buffer.buffer,
         view.instance_buffer.buffer,
     ];
     backend

@@ -409,28 +409,39 @@ impl ClusterAssignment {
                 }
             }
         };
-        if words > 1 && clusters > 0 {
+        // A task fills its planes, then counts their bits per cluster; the partial counts are
+        // summed here.
+        let fill_and_count = |first_word: usize, planes: &mut [u32]| {
+            let mut counts = vec![0u32; clusters];
+            for (i, plane) in planes.chunks_mut(clusters).enumerate() {
+                fill_plane(first_word + i, plane);
+                for (count, word) in counts.iter_mut().zip(plane.iter()) {
+                    *count += word.count_ones();
+                }
+            }
+            counts
+        };
+        let counts = if words > 1 && clusters > 0 {
             let pool = ComputeTaskPool::get_or_init(TaskPool::default);
             let per_task = words.div_ceil(pool.thread_num().max(1));
-            pool.scope(|scope| {
+            let partial = pool.scope(|scope| {
                 for (task, planes) in masks.chunks_mut(clusters * per_task).enumerate() {
-                    let fill_plane = &fill_plane;
-                    scope.spawn(async move {
-                        for (i, plane) in planes.chunks_mut(clusters).enumerate() {
-                            fill_plane(task * per_task + i, plane);
-                        }
-                    });
+                    let fill_and_count = &fill_and_count;
+                    scope.spawn(async move { fill_and_count(task * per_task, planes) });
                 }
             });
-        } else if words == 1 {
-            fill_plane(0, &mut masks);
-        }
-        let mut counts = vec![0u32; clusters];
-        for plane in masks.chunks_exact(clusters.max(1)) {
-            for (count, word) in counts.iter_mut().zip(plane) {
-                *count += word.count_ones();
+            let mut counts = vec![0u32; clusters];
+            for part in partial {
+                for (count, add) in counts.iter_mut().zip(part) {
+                    *count += add;
+                }
             }
-        }
+            counts
+        } else if words == 1 {
+            fill_and_count(0, &mut masks)
+        } else {
+            vec![0; clusters]
+        };
         Self {
             masks,
             counts,

@@ -206,7 +206,7 @@ fn print_plan(reports: &TileRenderReports, camera: Entity) {
         );
     }
     println!(
-        "{} draws, {} instances, {} light volumes",
+        "{} draws, {} instances, {} clustered lights",
         report.draws, report.instances, report.clustered_lights
     );
 }

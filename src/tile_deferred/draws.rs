@@ -42,7 +42,7 @@ pub(super) struct DrawList {
     pub(super) draws: Vec<Draw>,
     /// Every draw's instances, `Draw::first_instance` indexes into it.
     pub(super) instances: Vec<GpuInstance>,
-    /// Point and spot lights, drawn as light volumes.
+    /// Point and spot lights, as the lighting subpass reads them (`clusters` assigns them).
     pub(super) lights: Vec<GpuClusterableLight>,
 }
 

@@ -162,8 +162,7 @@ pub(crate) fn skip_empty_viewports(
 
 /// Render-world marker on a point, spot or directional light the tile path does not draw: a
 /// NaN or infinite value (range, intensity, radius, colour, position, direction, spot angles)
-/// would make its light volume cover nothing or everything and write NaN into every pixel it
-/// reaches. Reported once per light when it is first skipped.
+/// would put it in no cluster or in every one and write NaN into every pixel it reaches. Reported once per light when it is first skipped.
 #[derive(Component)]
 pub(crate) struct TileSkippedLight;
 

@@ -157,7 +157,8 @@ impl TileDebugView {
         }
     }
 
-    /// The view replaces the lighting with a G-buffer value (no light volumes are drawn).
+    /// The view replaces the lighting with a G-buffer value (no light is evaluated or
+    /// assigned to clusters).
     pub(crate) fn replaces_lighting(self) -> bool {
         (1..=4).contains(&self.shader_value())
     }

@@ -178,14 +178,15 @@ pub(crate) fn declare(desc: &ViewFrameDesc) -> Result<FrameGraph, GraphError> {
     }
     let lighting = lighting.color(&mut light, Access::ReadWrite, None);
     if desc.stencil_split() {
-        // The first draw marks edge pixels in stencil; the lighting draws test it (and light
-        // volumes test depth, as below).
+        // The first draw marks edge pixels in stencil; the lighting draws test it.
         lighting
             .depth_read_only_stencil_write(&mut depth)
             .finish()?;
     } else {
-        // Light volumes are depth-tested against the G-buffer depth (read-only): pixels whose
-        // surface lies in front of a light's sphere are rejected before shading.
+        // The G-buffer depth stays bound read-only, as the light volumes needed it for their
+        // depth test. The clustered lighting draw does not test depth; dropping the binding
+        // changes the plan (the unmerged tier's lighting pass loads depth for it) and is left
+        // for a change of its own.
         lighting.depth_read_only(&depth).finish()?;
     }
     if n > 1 {
@@ -596,8 +597,9 @@ mod tests {
             let light = lighting.attachment_named(names::LIGHT).unwrap();
             assert_eq!((light.load, light.store), (LoadOp::Load, StoreOp::Store));
             assert_eq!(lighting.subpasses[0].sampled.len(), 4);
-            // ... and tests light volumes against the depth, loaded read-only, kept for the
-            // tonemap's texture read (never stored again: it was not written).
+            // ... and binds the depth read-only (the light volumes' depth test, unused since
+            // clustering), kept for the tonemap's texture read (never stored again: it was not
+            // written).
             let depth = lighting.attachment_named(names::DEPTH).unwrap();
             assert_eq!(depth.load, LoadOp::Load);
             assert_ne!(depth.store, StoreOp::DontCare);

@@ -59,7 +59,7 @@ fn assert_on_tile_path(headless: &HeadlessApp, camera: Entity) {
 const NAN: f32 = f32::NAN;
 const INF: f32 = f32::INFINITY;
 
-/// A light in front of the spheres, where a poisoned light volume would cover most pixels.
+/// A light in front of the spheres, where a poisoned light would reach most pixels.
 fn near() -> Transform {
     Transform::from_xyz(0.0, 1.5, 2.0).looking_at(Vec3::ZERO, Vec3::Y)
 }

@@ -285,8 +285,8 @@ fn a_read_only_depth_attachment_may_also_be_sampled() {
         .finish()
         .unwrap_err();
     assert!(e.to_string().contains("feedback loop"), "{e}");
-    // Testing against it read-only while sampling it is two reads (light volumes culled by the
-    // depth test that also fetch the depth they shade).
+    // Testing against it read-only while sampling it is two reads (a draw culled by the depth
+    // test that also fetches the depth it shades).
     g.add_raster_pass("lights")
         .depth_read_only(&depth)
         .sample(&depth)

@@ -14,7 +14,7 @@
 //   3. the MSAA_STENCIL_SAMPLE variants, stencil == 1, sampleShadingEnable with
 //      minSampleShading 1.0: each invocation shades its own sample gl_SampleID (a background
 //      sample discards). Writes go to that sample only.
-// Each global or light-volume draw is issued once per pass (2 and 3), and only 1 classifies.
+// The lighting draw is issued once per pass (2 and 3), and only 1 classifies.
 //
 // Per-sample-index draws (the fallback: no stencil format or no sampleRateShading), the
 // MSAA variants without either define: the Rust side issues every lighting draw N times,
@@ -27,9 +27,8 @@
 //           sample s, write sample s only (gl_SampleMask = 1 << s).
 //
 // In both schemes the write mask is ANDed with the draw's coverage (and, for per-sample-index
-// draws, nothing else), so a sample a light volume does not cover keeps what it had: such a
-// sample lies outside the light's bounding sphere, where the light contributes exactly 0.
-// Blending stays ONE + ONE: every sample receives each light's term exactly once per light.
+// draws, nothing else): a full-screen draw covers every sample. Blending stays ONE + ONE onto
+// the emissive written in subpass 0: every sample receives its lighting exactly once.
 //
 // Requires common.glsl, pbr_lighting.glsl and the declarations of gbuffer_input.glsl.
 

@@ -312,6 +312,24 @@ fn add_material(world: &mut World, material: StandardMaterial) -> Handle<Standar
         .add(material)
 }
 
+/// A plain PBR material: base colour, perceptual roughness and metallic.
+fn add_pbr_material(
+    world: &mut World,
+    base_color: Color,
+    perceptual_roughness: f32,
+    metallic: f32,
+) -> Handle<StandardMaterial> {
+    add_material(
+        world,
+        StandardMaterial {
+            base_color,
+            perceptual_roughness,
+            metallic,
+            ..default()
+        },
+    )
+}
+
 fn add_image(world: &mut World, image: Image) -> Handle<Image> {
     world.resource_mut::<Assets<Image>>().add(image)
 }
@@ -961,16 +979,8 @@ pub fn spawn_lights(world: &mut World) {
         (Color::srgb(0.9, 0.6, 0.3), 0.3, 1.0),
         (Color::srgb(0.2, 0.5, 0.9), 0.6, 0.0),
     ]
-    .map(|(base_color, perceptual_roughness, metallic)| {
-        add_material(
-            world,
-            StandardMaterial {
-                base_color,
-                perceptual_roughness,
-                metallic,
-                ..default()
-            },
-        )
+    .map(|(base_color, roughness, metallic)| {
+        add_pbr_material(world, base_color, roughness, metallic)
     });
     for stage in [POINT, SPOT, DIRECTIONAL] {
         let origin = stage_origin(stage);
@@ -1389,16 +1399,8 @@ fn spawn_cluster_stage(world: &mut World, ambient: f32) {
         (Color::srgb(0.9, 0.65, 0.35), 0.3, 1.0),
         (Color::srgb(0.3, 0.55, 0.9), 0.6, 0.0),
     ]
-    .map(|(base_color, perceptual_roughness, metallic)| {
-        add_material(
-            world,
-            StandardMaterial {
-                base_color,
-                perceptual_roughness,
-                metallic,
-                ..default()
-            },
-        )
+    .map(|(base_color, roughness, metallic)| {
+        add_pbr_material(world, base_color, roughness, metallic)
     });
     for i in 0..64 {
         let (x, z) = ((i % 8) as f32 - 3.5, (i / 8) as f32 - 3.5);

@@ -78,6 +78,7 @@ impl Plugin for TileDeferredPlugin {
     }
 
     fn finish(&self, app: &mut App) {
+        tile_deferred::finish(app);
         // The renderer's device is in the main world once Bevy's RenderPlugin has finished: probe
         // it now so tiers are decided before the first frame (RenderStartup probes again in the
         // render world, also after device loss).

@@ -15,7 +15,10 @@ use bevy::{
     camera::{ClearColorConfig, Exposure, Viewport},
     core_pipeline::tonemapping::{DebandDither, Tonemapping},
     image::{ImageAddressMode, ImageFilterMode, ImageSampler, ImageSamplerDescriptor},
-    light::{AmbientLight, GlobalAmbientLight},
+    light::{
+        AmbientLight, CascadeShadowConfigBuilder, GlobalAmbientLight, NotShadowCaster,
+        NotShadowReceiver, ShadowFilteringMethod,
+    },
     math::Affine2,
     mesh::{Indices, PrimitiveTopology},
     prelude::*,
@@ -49,6 +52,8 @@ pub struct FidelityCamera {
     pub exposure: Exposure,
     /// A per-camera ambient light overriding [`GlobalAmbientLight`].
     pub ambient: Option<AmbientLight>,
+    /// How shadow maps are filtered (Bevy's default: Gaussian).
+    pub shadow_filter: ShadowFilteringMethod,
 }
 
 impl FidelityCamera {
@@ -67,6 +72,7 @@ impl FidelityCamera {
             dither: DebandDither::Enabled,
             exposure: Exposure::default(),
             ambient: None,
+            shadow_filter: ShadowFilteringMethod::default(),
         }
     }
 
@@ -89,6 +95,7 @@ impl FidelityCamera {
             self.tonemapping,
             self.dither,
             self.exposure,
+            self.shadow_filter,
             Msaa::Off,
         )
     }
@@ -1504,8 +1511,256 @@ fn spawn_spot_cones(world: &mut World) {
     }
 }
 
+// ------------------------------------------------------------------------------------------
+// Shadows: Bevy's own shadow maps, sampled by the tile path.
+
+/// A sun with 4 cascades over a 300 m ground with casters from 2 m to 120 m away: cameras near
+/// the ground looking down the row (every cascade and the blends between them in one image),
+/// moved along it, from above, and with each filter; a caster without shadow (`NotShadowCaster`),
+/// a receiver that takes none (`NotShadowReceiver`), an alpha-masked caster (holes in its
+/// shadow), and biases other than the default.
+pub const SHADOWS_DIRECTIONAL: FidelityScene = FidelityScene {
+    name: "shadows_directional",
+    spawn: spawn_shadows_directional,
+    cases: shadows_directional_cases,
+};
+
+/// A room lit by a shadowed point light (cube maps) and a shadowed spot light, with casters
+/// between them and the walls, seen with each filter.
+pub const SHADOWS_POINT_SPOT: FidelityScene = FidelityScene {
+    name: "shadows_point_spot",
+    spawn: spawn_shadows_point_spot,
+    cases: shadows_point_spot_cases,
+};
+
+fn with_filter(mut camera: FidelityCamera, filter: ShadowFilteringMethod) -> FidelityCamera {
+    camera.shadow_filter = filter;
+    camera
+}
+
+fn shadows_directional_cases() -> Vec<FidelityCase> {
+    let down_the_row =
+        || FidelityCamera::looking(Vec3::new(3.0, 2.2, 6.0), Vec3::new(0.0, 0.5, -30.0));
+    vec![
+        FidelityCase::single("sun_cascades_gaussian", down_the_row()),
+        FidelityCase::single(
+            "sun_cascades_hardware_2x2",
+            with_filter(down_the_row(), ShadowFilteringMethod::Hardware2x2),
+        ),
+        FidelityCase::single(
+            "sun_cascades_temporal",
+            with_filter(down_the_row(), ShadowFilteringMethod::Temporal),
+        ),
+        // Further down the row: the near casters now fall in later cascades.
+        FidelityCase::single(
+            "sun_camera_moved",
+            FidelityCamera::looking(Vec3::new(-2.5, 3.0, -26.0), Vec3::new(0.0, 0.5, -70.0)),
+        ),
+        FidelityCase::single(
+            "sun_from_above",
+            FidelityCamera::looking(Vec3::new(0.0, 9.0, 4.0), Vec3::new(0.0, 0.0, -3.0)),
+        ),
+    ]
+}
+
+fn spawn_shadows_directional(world: &mut World) {
+    world.insert_resource(GlobalAmbientLight {
+        brightness: 80.0,
+        ..default()
+    });
+    world.spawn((
+        Name::new("shadow sun"),
+        DirectionalLight {
+            illuminance: 6_000.0,
+            shadow_maps_enabled: true,
+            ..default()
+        },
+        CascadeShadowConfigBuilder {
+            num_cascades: 4,
+            first_cascade_far_bound: 6.0,
+            maximum_distance: 120.0,
+            ..default()
+        }
+        .build(),
+        Transform::from_xyz(8.0, 12.0, 6.0).looking_at(Vec3::ZERO, Vec3::Y),
+    ));
+    let ground = add_mesh(world, Plane3d::default().mesh().size(300.0, 300.0));
+    let grey = add_pbr_material(world, Color::srgb(0.6, 0.6, 0.6), 0.8, 0.0);
+    spawn_object(
+        world,
+        "long ground".into(),
+        &ground,
+        &grey,
+        Transform::IDENTITY,
+    );
+    let cube = add_mesh(world, Cuboid::new(1.0, 2.0, 1.0));
+    let sphere = add_mesh(world, Sphere::new(0.6).mesh().uv(24, 12));
+    let materials = [
+        add_pbr_material(world, Color::srgb(0.85, 0.4, 0.3), 0.5, 0.0),
+        add_pbr_material(world, Color::srgb(0.3, 0.6, 0.85), 0.4, 0.0),
+    ];
+    // Casters along -z from 2 m to 120 m, alternating sides: every cascade holds some.
+    for i in 0..24 {
+        let z = -2.0 - 5.0 * i as f32;
+        let x = if i % 2 == 0 { -1.6 } else { 1.6 };
+        let (mesh, y) = if i % 3 == 0 {
+            (&sphere, 0.6)
+        } else {
+            (&cube, 1.0)
+        };
+        spawn_object(
+            world,
+            format!("caster {i}"),
+            mesh,
+            &materials[i % 2],
+            Transform::from_xyz(x, y, z).with_rotation(Quat::from_rotation_y(i as f32 * 0.5)),
+        );
+    }
+    // A cube that casts no shadow, beside one that does.
+    world.spawn((
+        Name::new("not a shadow caster"),
+        Mesh3d(cube.clone()),
+        MeshMaterial3d(materials[0].clone()),
+        Transform::from_xyz(4.0, 1.0, -4.0),
+        NotShadowCaster,
+    ));
+    // A slab that receives no shadow, in the shadow of the caster beside it.
+    let slab = add_mesh(world, Cuboid::new(3.0, 0.1, 3.0));
+    world.spawn((
+        Name::new("not a shadow receiver"),
+        Mesh3d(slab),
+        MeshMaterial3d(grey.clone()),
+        Transform::from_xyz(-4.5, 0.05, -3.0),
+        NotShadowReceiver,
+    ));
+    spawn_object(
+        world,
+        "caster over the slab".into(),
+        &cube,
+        &materials[1],
+        Transform::from_xyz(-3.5, 1.0, -2.0),
+    );
+    // An alpha-masked quad: its holes let light through.
+    let holes = add_image(world, alpha_holes_image());
+    let masked = add_material(
+        world,
+        StandardMaterial {
+            base_color_texture: Some(holes),
+            alpha_mode: AlphaMode::Mask(0.5),
+            double_sided: true,
+            cull_mode: None,
+            ..default()
+        },
+    );
+    let panel = add_mesh(world, quad(2.5, 1.0));
+    spawn_object(
+        world,
+        "alpha-masked caster".into(),
+        &panel,
+        &masked,
+        Transform::from_xyz(1.5, 1.6, 0.5).with_rotation(Quat::from_rotation_y(0.4)),
+    );
+}
+
+fn shadows_point_spot_cases() -> Vec<FidelityCase> {
+    let room = || FidelityCamera::looking(Vec3::new(0.0, 3.5, 7.5), Vec3::new(0.0, 1.0, 0.0));
+    vec![
+        FidelityCase::single("room_gaussian", room()),
+        FidelityCase::single(
+            "room_hardware_2x2",
+            with_filter(room(), ShadowFilteringMethod::Hardware2x2),
+        ),
+        FidelityCase::single(
+            "room_temporal",
+            with_filter(room(), ShadowFilteringMethod::Temporal),
+        ),
+        FidelityCase::single(
+            "room_from_the_side",
+            FidelityCamera::looking(Vec3::new(-5.5, 2.5, 2.0), Vec3::new(1.0, 0.8, -1.0)),
+        ),
+    ]
+}
+
+fn spawn_shadows_point_spot(world: &mut World) {
+    world.insert_resource(GlobalAmbientLight {
+        brightness: 40.0,
+        ..default()
+    });
+    let white = add_pbr_material(world, Color::srgb(0.8, 0.8, 0.78), 0.7, 0.0);
+    let floor = add_mesh(world, Plane3d::default().mesh().size(12.0, 12.0));
+    spawn_object(world, "floor".into(), &floor, &white, Transform::IDENTITY);
+    let wall = add_mesh(world, Cuboid::new(12.0, 5.0, 0.2));
+    for (name, transform) in [
+        ("back wall", Transform::from_xyz(0.0, 2.5, -6.0)),
+        (
+            "left wall",
+            Transform::from_xyz(-6.0, 2.5, 0.0).with_rotation(Quat::from_rotation_y(FRAC_PI_2)),
+        ),
+        (
+            "right wall",
+            Transform::from_xyz(6.0, 2.5, 0.0).with_rotation(Quat::from_rotation_y(FRAC_PI_2)),
+        ),
+    ] {
+        spawn_object(world, name.into(), &wall, &white, transform);
+    }
+    let cube = add_mesh(world, Cuboid::new(0.8, 0.8, 0.8));
+    let sphere = add_mesh(world, Sphere::new(0.5).mesh().uv(24, 12));
+    let pillar = add_mesh(world, Cuboid::new(0.4, 2.6, 0.4));
+    let colors = [
+        add_pbr_material(world, Color::srgb(0.9, 0.5, 0.3), 0.5, 0.0),
+        add_pbr_material(world, Color::srgb(0.35, 0.7, 0.4), 0.45, 0.0),
+        add_pbr_material(world, Color::srgb(0.4, 0.5, 0.9), 0.3, 0.0),
+    ];
+    for (i, (mesh, position)) in [
+        (&cube, Vec3::new(-1.8, 0.4, -1.0)),
+        (&sphere, Vec3::new(1.5, 0.5, -0.5)),
+        (&pillar, Vec3::new(0.2, 1.3, -3.0)),
+        (&cube, Vec3::new(2.8, 0.4, -3.5)),
+        (&sphere, Vec3::new(-3.2, 1.4, -3.8)),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        spawn_object(
+            world,
+            format!("room object {i}"),
+            mesh,
+            &colors[i % 3],
+            Transform::from_translation(position)
+                .with_rotation(Quat::from_rotation_y(i as f32 * 0.6)),
+        );
+    }
+    world.spawn((
+        Name::new("shadowed point light"),
+        PointLight {
+            intensity: 400_000.0,
+            range: 20.0,
+            color: Color::srgb(1.0, 0.92, 0.8),
+            shadow_maps_enabled: true,
+            ..default()
+        },
+        Transform::from_xyz(0.3, 3.2, 0.8),
+    ));
+    world.spawn((
+        Name::new("shadowed spot light"),
+        SpotLight {
+            intensity: 900_000.0,
+            range: 20.0,
+            color: Color::srgb(0.7, 0.8, 1.0),
+            outer_angle: 0.7,
+            inner_angle: 0.4,
+            shadow_maps_enabled: true,
+            // Not Bevy's defaults (0.02 / 1.8): the biases must reach the shader.
+            shadow_depth_bias: 0.05,
+            shadow_normal_bias: 1.0,
+            ..default()
+        },
+        Transform::from_xyz(-4.5, 4.0, 3.5).looking_at(Vec3::new(-0.5, 0.0, -2.5), Vec3::Y),
+    ));
+}
+
 /// Every fidelity scene.
-pub const ALL: [FidelityScene; 8] = [
+pub const ALL: [FidelityScene; 10] = [
     MATERIALS,
     LIGHTS,
     CAMERA_SETTINGS,
@@ -1514,4 +1769,6 @@ pub const ALL: [FidelityScene; 8] = [
     CLUSTERED_256,
     CLUSTERED_1024,
     SPOT_CONES,
+    SHADOWS_DIRECTIONAL,
+    SHADOWS_POINT_SPOT,
 ];

@@ -170,9 +170,17 @@ pub struct OrbitingLight {
     pub phase: f32,
 }
 
-/// The showcase scene: the lit spheres plus `light_count` coloured point lights that orbit it.
+/// The showcase scene: the lit spheres, with the sun and the warm light casting shadows (Bevy
+/// renders the maps, the tile path samples them), plus `light_count` coloured point lights
+/// that orbit it.
 pub fn spawn_showcase(world: &mut World, light_count: usize) {
     spawn_lit_spheres(world);
+    for mut sun in world.query::<&mut DirectionalLight>().iter_mut(world) {
+        sun.shadow_maps_enabled = true;
+    }
+    for mut light in world.query::<&mut PointLight>().iter_mut(world) {
+        light.shadow_maps_enabled = true;
+    }
     let small_sphere = world
         .resource_mut::<Assets<Mesh>>()
         .add(Sphere::new(0.08).mesh().ico(2).unwrap());

@@ -154,6 +154,7 @@ mod format;
 mod graph;
 mod merge;
 mod ops;
+mod shadows;
 pub mod stock_bevy;
 mod validate;
 
@@ -181,6 +182,7 @@ pub use graph::{
 };
 pub use merge::{BreakReason, MergeBreak, MergeCandidate, can_merge};
 pub use ops::{LoadOp, StoreOp};
+pub use shadows::{SHADOW_MAP_FORMAT, ShadowMaps, declare_shadow_maps};
 pub use stock_bevy::{
     StockBevyOptions, StockBevyPath, compile_stock_bevy, stock_bevy_caps, stock_bevy_deferred,
     stock_bevy_forward,

@@ -30,6 +30,7 @@ use super::compile::{CompiledFrame, compile};
 use super::error::GraphError;
 use super::format::{Access, AttachmentDesc, ClearValue, Extent, Format, Size};
 use super::graph::{FrameGraph, ImportParams};
+use super::shadows::declare_shadow_maps;
 
 /// Whether Bevy's GPU light clustering runs, as Bevy 0.19.1 decides it at
 /// compile time (`bevy_pbr-0.19.1/src/cluster/mod.rs`,
@@ -47,6 +48,9 @@ pub const BEVY_DEPTH_FORMAT: Format = Format::Depth32Float;
 pub struct StockBevyOptions {
     /// GPU light clustering runs (its two raster passes are declared).
     pub gpu_clustering: bool,
+    /// The shadow maps Bevy renders for the frame before the camera's main pass samples them
+    /// (`shadow_pass` per cascade, spot map and cube face: Clear / Store).
+    pub shadow_maps: super::ShadowMaps,
 }
 
 impl Default for StockBevyOptions {
@@ -54,6 +58,7 @@ impl Default for StockBevyOptions {
     fn default() -> Self {
         StockBevyOptions {
             gpu_clustering: BEVY_GPU_CLUSTERING,
+            shadow_maps: super::ShadowMaps::NONE,
         }
     }
 }
@@ -172,6 +177,17 @@ const CLEAR_UINT: ClearValue = ClearValue::ColorUint([0; 4]);
 /// that there are none.
 fn added<T>(_: Result<T, GraphError>) {}
 
+/// `pass` sampling every one of `maps` (the shadow maps Bevy's lighting reads).
+fn sampling<'g>(
+    mut pass: super::RasterPassBuilder<'g>,
+    maps: &[super::AttachmentHandle],
+) -> super::RasterPassBuilder<'g> {
+    for map in maps {
+        pass = pass.sample(map);
+    }
+    pass
+}
+
 /// Bevy's GPU clustering (`bevy_pbr-0.19.1/src/cluster/gpu.rs`,
 /// `cluster_on_gpu` → `run_clustering_rasterization_pass`, in
 /// `Core3dSystems::Prepass` before `early_prepass`): a count and a populate
@@ -262,6 +278,8 @@ pub fn stock_bevy_forward_with(
     if options.gpu_clustering {
         declare_gpu_clustering(&mut g);
     }
+    // An error is kept by the graph and reported when it is compiled, as for `added`.
+    let shadow_maps = declare_shadow_maps(&mut g, &options.shadow_maps).unwrap_or_default();
     let mut main_a =
         g.import_attachment("main_texture_a", AttachmentDesc::new(main_format), STORED);
     let mut depth = g.import_attachment(
@@ -277,7 +295,7 @@ pub fn stock_bevy_forward_with(
             STORED,
         );
         added(
-            g.add_raster_pass("main_opaque_pass_3d")
+            sampling(g.add_raster_pass("main_opaque_pass_3d"), &shadow_maps)
                 .color(&mut sampled, Access::Write, Some(CLEAR_COLOR))
                 .resolve(&sampled, &mut main_a)
                 .depth(
@@ -289,7 +307,7 @@ pub fn stock_bevy_forward_with(
         );
     } else {
         added(
-            g.add_raster_pass("main_opaque_pass_3d")
+            sampling(g.add_raster_pass("main_opaque_pass_3d"), &shadow_maps)
                 .color(&mut main_a, Access::Write, Some(CLEAR_COLOR))
                 .depth(
                     &mut depth,
@@ -384,6 +402,8 @@ pub fn stock_bevy_deferred_with(
     if options.gpu_clustering {
         declare_gpu_clustering(&mut g);
     }
+    // An error is kept by the graph and reported when it is compiled, as for `added`.
+    let shadow_maps = declare_shadow_maps(&mut g, &options.shadow_maps).unwrap_or_default();
     let mut depth = g.import_attachment(
         "view_depth_texture",
         AttachmentDesc::new(BEVY_DEPTH_FORMAT),
@@ -445,7 +465,7 @@ pub fn stock_bevy_deferred_with(
             .finish(),
     );
     added(
-        g.add_raster_pass("deferred_lighting")
+        sampling(g.add_raster_pass("deferred_lighting"), &shadow_maps)
             .sample(&gbuffer)
             .sample(&prepass_depth)
             .color(&mut main_a, Access::Write, Some(CLEAR_COLOR))
@@ -472,6 +492,7 @@ mod tests {
     const P: u64 = 1920 * 1080;
     const DESKTOP: StockBevyOptions = StockBevyOptions {
         gpu_clustering: true,
+        shadow_maps: crate::frame_graph::ShadowMaps::NONE,
     };
 
     fn mb(bytes: u64) -> f64 {
@@ -627,6 +648,7 @@ mod tests {
     fn without_gpu_clustering_the_clustering_passes_go_and_the_bytes_stay() {
         let android = StockBevyOptions {
             gpu_clustering: false,
+            ..DESKTOP
         };
         for path in [
             StockBevyPath::Forward { msaa_samples: 1 },

@@ -5,6 +5,7 @@ use super::{
     extract::{SamplerKey, TileMaterial},
     pipelines::{GbufferPipelineKey, PipelineTarget},
     shaders::{TileLayouts, TileShaders},
+    shadows::ShadowMapViews,
 };
 use crate::{
     frame_graph::{CompiledFrame, FrameGraphCache, ResourceId},
@@ -37,6 +38,10 @@ pub(crate) struct TileBackend {
     pub(crate) lut_sampler: vk::Sampler,
     /// Nearest, clamped: the unmerged tier's attachment textures (fetched with `texelFetch`).
     pub(crate) attachment_sampler: vk::Sampler,
+    /// Depth comparison (GREATER_OR_EQUAL, reverse-Z), linear, clamped: Bevy's shadow samplers.
+    pub(crate) shadow_sampler: vk::Sampler,
+    /// The crate's views of Bevy's shadow textures.
+    pub(crate) shadow_map_views: ShadowMapViews,
     pub(crate) material_pools: Vec<vk::DescriptorPool>,
     pub(crate) materials: HashMap<AssetId<StandardMaterial>, MaterialResources>,
     pub(crate) render_passes: HashMap<RenderPassKey, PassResources>,
@@ -97,6 +102,8 @@ pub(crate) struct StencilSplitPipelines {
 /// Per-camera state.
 pub(crate) struct ViewResources {
     pub graph_cache: FrameGraphCache,
+    /// The plan with Bevy's shadow passes, compiled for its price (`plan::price_with_shadows`).
+    pub priced_cache: FrameGraphCache,
     pub desc: Option<ViewFrameDesc>,
     /// The compiled plan of the last frame (also mirrored for tests and the inspector).
     pub compiled: Option<CompiledFrame>,
@@ -142,6 +149,8 @@ impl TileBackend {
             samplers: HashMap::default(),
             lut_sampler: vk::Sampler::null(),
             attachment_sampler: vk::Sampler::null(),
+            shadow_sampler: vk::Sampler::null(),
+            shadow_map_views: ShadowMapViews::default(),
             material_pools: Vec::new(),
             materials: HashMap::default(),
             render_passes: HashMap::default(),
@@ -175,6 +184,7 @@ impl TileBackend {
             mip_linear: false,
             anisotropy: 1,
         })?;
+        backend.shadow_sampler = backend.create_shadow_sampler()?;
         Ok(backend)
     }
 
@@ -243,6 +253,26 @@ impl TileBackend {
             .min_lod(0.0)
             .max_lod(vk::LOD_CLAMP_NONE)
             .border_color(vk::BorderColor::FLOAT_TRANSPARENT_BLACK);
+        // SAFETY: valid create info; destroyed in `Drop`.
+        let sampler = unsafe { self.context.device.create_sampler(&info, None) }?;
+        crate::vulkan::LiveObjects::created(&self.context.live.other);
+        Ok(sampler)
+    }
+
+    /// Bevy's shadow map sampler (`ShadowSamplers`, render/light.rs:234-269): compare
+    /// GREATER_OR_EQUAL, linear, nearest mip, clamp to edge.
+    fn create_shadow_sampler(&self) -> Result<vk::Sampler, vk::Result> {
+        let info = vk::SamplerCreateInfo::default()
+            .mag_filter(vk::Filter::LINEAR)
+            .min_filter(vk::Filter::LINEAR)
+            .mipmap_mode(vk::SamplerMipmapMode::NEAREST)
+            .address_mode_u(vk::SamplerAddressMode::CLAMP_TO_EDGE)
+            .address_mode_v(vk::SamplerAddressMode::CLAMP_TO_EDGE)
+            .address_mode_w(vk::SamplerAddressMode::CLAMP_TO_EDGE)
+            .compare_enable(true)
+            .compare_op(vk::CompareOp::GREATER_OR_EQUAL)
+            .min_lod(0.0)
+            .max_lod(vk::LOD_CLAMP_NONE);
         // SAFETY: valid create info; destroyed in `Drop`.
         let sampler = unsafe { self.context.device.create_sampler(&info, None) }?;
         crate::vulkan::LiveObjects::created(&self.context.live.other);
@@ -390,6 +420,7 @@ impl Drop for TileBackend {
             self.retire_material(material);
         }
         self.graveyard.destroy_all(&self.context);
+        self.shadow_map_views.destroy(&self.context);
         let context = &self.context;
         for pool in self.material_pools.drain(..) {
             context.destroy_descriptor_pool(pool);
@@ -398,7 +429,11 @@ impl Drop for TileBackend {
             .samplers
             .drain()
             .map(|(_, s)| s)
-            .chain([self.lut_sampler, self.attachment_sampler])
+            .chain([
+                self.lut_sampler,
+                self.attachment_sampler,
+                self.shadow_sampler,
+            ])
             .filter(|s| *s != vk::Sampler::null())
         {
             // SAFETY: created by this device; the GPU is idle.

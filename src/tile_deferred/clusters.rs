@@ -580,6 +580,7 @@ mod tests {
             color_inverse_square_range: [1.0, 1.0, 1.0, 1.0 / (range * range)],
             spot_direction_range: [0.0, 0.0, -1.0, range],
             spot_scale_offset_kind: [0.0, 0.0, 0.0, 0.0],
+            shadow: [0.0, 0.0, 0.0, -1.0],
         }
     }
 
@@ -876,6 +877,7 @@ mod timing {
                         color_inverse_square_range: [1.0, 1.0, 1.0, 1.0 / (range * range)],
                         spot_direction_range: [0.0, 0.0, -1.0, range],
                         spot_scale_offset_kind: [0.0; 4],
+                        shadow: [0.0, 0.0, 0.0, -1.0],
                     }
                 })
                 .collect();

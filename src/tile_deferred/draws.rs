@@ -5,11 +5,12 @@
 use super::{
     error::{TileError, TileResult},
     extract::TileMaterial,
-    gpu_types::{GpuClusterableLight, GpuInstance},
+    gpu_types::{GpuClusterableLight, GpuInstance, instance_flags},
     pipelines::GbufferPipelineKey,
     record::MeshBinding,
     scene::TileSceneParams,
-    view::transform_axis,
+    shadows::ShadowLayers,
+    transforms::transform_axis,
 };
 use crate::vulkan::conv;
 use ash::vk;
@@ -44,6 +45,8 @@ pub(super) struct DrawList {
     pub(super) instances: Vec<GpuInstance>,
     /// Point and spot lights, as the lighting subpass reads them (`clusters` assigns them).
     pub(super) lights: Vec<GpuClusterableLight>,
+    /// Where Bevy put this frame's point and spot shadow maps.
+    pub(super) shadow_layers: ShadowLayers,
 }
 
 impl DrawList {
@@ -63,6 +66,16 @@ impl DrawList {
                         .or_default()
                         .push(GpuInstance {
                             world_from_local_rows: affine_rows(&instance.world_from_local),
+                            flags: [
+                                if instance.shadow_receiver {
+                                    instance_flags::SHADOW_RECEIVER
+                                } else {
+                                    0
+                                },
+                                0,
+                                0,
+                                0,
+                            ],
                         });
                 }
             }
@@ -92,11 +105,24 @@ impl DrawList {
             instances.extend(batch);
         }
         draws.sort_by(|a, b| (&a.pipeline_key, a.material).cmp(&(&b.pipeline_key, b.material)));
-        let lights = scene.point_lights.iter().map(clusterable_light).collect();
+        let shadow_layers = scene.shadow_layers();
+        let light_index = |entity: Entity| {
+            let indices = scene.light_indices.as_deref()?;
+            indices.entity_to_index.get(&entity).copied()
+        };
+        let lights = scene
+            .point_lights
+            .iter()
+            .map(|(entity, light)| {
+                let layer = light_index(entity).and_then(|i| shadow_layers.layer_of(i, light));
+                clusterable_light(light, layer)
+            })
+            .collect();
         Self {
             draws,
             instances,
             lights,
+            shadow_layers,
         }
     }
 }
@@ -157,17 +183,21 @@ fn affine_rows(affine: &Affine3A) -> [[f32; 4]; 3] {
     ]
 }
 
-/// A point or spot light as the lighting shaders read it.
-fn clusterable_light(light: &ExtractedPointLight) -> GpuClusterableLight {
+/// A point or spot light as the lighting shaders read it; `shadow_layer` is where Bevy rendered
+/// its shadow map, if it did.
+fn clusterable_light(
+    light: &ExtractedPointLight,
+    shadow_layer: Option<u32>,
+) -> GpuClusterableLight {
     let color = light.color.to_f32_array();
-    let (spot_scale, spot_offset, kind) = match light.spot_light_angles {
+    let (spot_scale, spot_offset, kind, tan_outer) = match light.spot_light_angles {
         Some((inner, outer)) => {
             let outer = outer.min(std::f32::consts::FRAC_PI_2 - 1e-4);
             let inner = inner.min(outer);
             let scale = 1.0 / (inner.cos() - outer.cos()).max(1e-4);
-            (scale, -outer.cos() * scale, 1.0)
+            (scale, -outer.cos() * scale, 1.0, outer.tan())
         }
-        None => (0.0, 0.0, 0.0),
+        None => (0.0, 0.0, 0.0, 0.0),
     };
     GpuClusterableLight {
         position_radius: light
@@ -183,7 +213,13 @@ fn clusterable_light(light: &ExtractedPointLight) -> GpuClusterableLight {
             1.0 / (light.range * light.range).max(f32::MIN_POSITIVE),
         ],
         spot_direction_range: spot_direction(light).extend(light.range).to_array(),
-        spot_scale_offset_kind: [spot_scale, spot_offset, kind, 0.0],
+        spot_scale_offset_kind: [spot_scale, spot_offset, kind, tan_outer],
+        shadow: [
+            light.shadow_depth_bias,
+            light.shadow_normal_bias,
+            light.shadow_map_near_z,
+            shadow_layer.map_or(-1.0, |layer| layer as f32),
+        ],
     }
 }
 
@@ -280,7 +316,7 @@ mod tests {
         for spot in [None, Some((0.2, 0.5))] {
             let zero_scale =
                 GlobalTransform::from(Transform::from_xyz(1.0, 2.0, 3.0).with_scale(Vec3::ZERO));
-            let gpu = clusterable_light(&point_light(zero_scale, spot));
+            let gpu = clusterable_light(&point_light(zero_scale, spot), None);
             let values = [
                 gpu.position_radius,
                 gpu.color_inverse_square_range,
@@ -303,7 +339,7 @@ mod tests {
                 .looking_at(Vec3::ZERO, Vec3::X)
                 .with_scale(Vec3::splat(3.0)),
         );
-        let gpu = clusterable_light(&point_light(transform, Some((0.1, 0.4))));
+        let gpu = clusterable_light(&point_light(transform, Some((0.1, 0.4))), None);
         let direction = Vec3::from_slice(&gpu.spot_direction_range[..3]);
         assert!(direction.abs_diff_eq(Vec3::NEG_Y, 1e-5), "{direction}");
         assert_eq!(gpu.spot_scale_offset_kind[2], 1.0);

@@ -10,6 +10,7 @@ use bevy::{
     asset::AssetEvent,
     ecs::entity::EntityHashSet,
     image::{ImageAddressMode, ImageFilterMode, ImageSampler, ImageSamplerDescriptor},
+    light::NotShadowReceiver,
     math::Affine3A,
     pbr::{ExtractedDirectionalLight, ExtractedPointLight},
     platform::collections::HashMap,
@@ -32,6 +33,9 @@ pub(crate) struct TileMeshInstance {
     pub mesh: AssetId<Mesh>,
     pub material: AssetId<StandardMaterial>,
     pub world_from_local: Affine3A,
+    /// Receives shadows: the mesh has no `NotShadowReceiver` (casting is Bevy's shadow passes'
+    /// business: they skip `NotShadowCaster`).
+    pub shadow_receiver: bool,
 }
 
 /// Every visible `StandardMaterial` mesh, by main-world entity (rebuilt each frame).
@@ -120,6 +124,7 @@ type VisibleStandardMeshes<'w, 's> = Query<
         &'static MeshMaterial3d<StandardMaterial>,
         &'static GlobalTransform,
         &'static ViewVisibility,
+        Has<NotShadowReceiver>,
     ),
 >;
 
@@ -273,13 +278,14 @@ pub(crate) fn extract_tile_meshes(
     instances
         .by_entity
         .extend(meshes.iter().filter(|m| m.4.get()).map(
-            |(entity, mesh, material, transform, _)| {
+            |(entity, mesh, material, transform, _, not_shadow_receiver)| {
                 (
                     MainEntity::from(entity),
                     TileMeshInstance {
                         mesh: mesh.id(),
                         material: material.id(),
                         world_from_local: transform.affine(),
+                        shadow_receiver: !not_shadow_receiver,
                     },
                 )
             },

@@ -8,6 +8,20 @@ use bytemuck::{Pod, Zeroable};
 /// Directional lights the lighting subpass evaluates (Bevy's own limit).
 pub const MAX_DIRECTIONAL_LIGHTS: usize = 10;
 
+/// Shadow cascades a directional light has at most (Bevy's `MAX_CASCADES_PER_LIGHT`).
+pub const MAX_CASCADES_PER_LIGHT: usize = 4;
+
+/// `DirectionalCascade` in common.glsl: one cascade of a directional light's shadow map, as
+/// Bevy's `GpuDirectionalCascade`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
+pub struct GpuDirectionalCascade {
+    /// The cascade's `clip_from_world`.
+    pub clip_from_world: [[f32; 4]; 4],
+    /// x: texel size in world units, y: far bound (view depth); z, w unused.
+    pub texel_size_far_bound: [f32; 4],
+}
+
 /// `DirectionalLight` in common.glsl.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
@@ -16,6 +30,14 @@ pub struct GpuDirectionalLight {
     pub direction_to_light: [f32; 4],
     /// rgb: linear colour times illuminance (lux).
     pub color: [f32; 4],
+    /// x: shadow depth bias, y: shadow normal bias (Bevy's, already times sqrt 2), z: cascade
+    /// overlap proportion; w unused.
+    pub shadow_biases_overlap: [f32; 4],
+    /// x: cascades with a shadow map (0: the light casts no shadow), y: the first cascade's
+    /// layer in the directional shadow map array; z, w unused.
+    pub shadow_cascades: [u32; 4],
+    /// The cascades, `shadow_cascades[0]` of them valid.
+    pub cascades: [GpuDirectionalCascade; MAX_CASCADES_PER_LIGHT],
 }
 
 /// `View` in common.glsl: the per-view uniform.
@@ -38,7 +60,8 @@ pub struct GpuView {
     pub ambient: [f32; 4],
     /// x: exposure factor.
     pub exposure: [f32; 4],
-    /// x: directional light count, y: point and spot light count.
+    /// x: directional light count, y: point and spot light count, z: the camera's shadow filter
+    /// (`shadow_filter`), w: frame count (the temporal filter's noise).
     pub counts: [u32; 4],
     /// Clusters across, down and in depth; 32-bit mask words per cluster.
     pub cluster_grid: [u32; 4],
@@ -59,8 +82,22 @@ pub struct GpuClusterableLight {
     pub color_inverse_square_range: [f32; 4],
     /// xyz: spot direction; w: range.
     pub spot_direction_range: [f32; 4],
-    /// x: spot scale, y: spot offset, z: 1 for spot lights.
+    /// x: spot scale, y: spot offset, z: 1 for spot lights, w: tangent of the spot's outer angle.
     pub spot_scale_offset_kind: [f32; 4],
+    /// x: shadow depth bias, y: shadow normal bias (Bevy's, already scaled to the shadow map's
+    /// texel size), z: shadow map near plane, w: the shadow map's layer (point lights: cube
+    /// index; spot lights: layer of the directional/spot array), or -1 without a shadow.
+    pub shadow: [f32; 4],
+}
+
+/// `View.counts.z`: the camera's `ShadowFilteringMethod`, as `SHADOW_FILTER_*` in common.glsl.
+pub mod shadow_filter {
+    /// One hardware 2x2 comparison (`ShadowFilteringMethod::Hardware2x2`).
+    pub const HARDWARE_2X2: u32 = 0;
+    /// Castano's 13-tap filter, 9 bilinear comparisons (`Gaussian`, Bevy's default).
+    pub const GAUSSIAN: u32 = 1;
+    /// Jimenez's 8-tap spiral rotated by per-frame noise (`Temporal`).
+    pub const TEMPORAL: u32 = 2;
 }
 
 /// Material flag bits, as `MATERIAL_*` in common.glsl.
@@ -105,12 +142,21 @@ pub struct GpuMaterial {
     pub flags: [u32; 4],
 }
 
-/// Per-instance vertex data: the rows of `world_from_local` (locations 4..6).
+/// Per-instance vertex data: the rows of `world_from_local` (locations 4..6) and the instance's
+/// flags (location 15).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
 pub struct GpuInstance {
     /// Row i is (m\[0\]\[i\], m\[1\]\[i\], m\[2\]\[i\], translation\[i\]).
     pub world_from_local_rows: [[f32; 4]; 3],
+    /// x: `instance_flags` bits; y, z, w unused (keeps the stride a multiple of 16).
+    pub flags: [u32; 4],
+}
+
+/// `GpuInstance::flags` bits, as `INSTANCE_*` in common.glsl.
+pub mod instance_flags {
+    /// The mesh receives shadows (it has no `NotShadowReceiver`).
+    pub const SHADOW_RECEIVER: u32 = 1 << 0;
 }
 
 /// Push constants of the tonemap subpass.
@@ -149,14 +195,15 @@ mod tests {
     /// Sizes the GLSL std140/std430 layouts give these structs.
     #[test]
     fn layouts_match_glsl() {
-        assert_eq!(size_of::<GpuDirectionalLight>(), 32);
+        assert_eq!(size_of::<GpuDirectionalCascade>(), 80);
+        assert_eq!(size_of::<GpuDirectionalLight>(), 64 + 4 * 80);
         assert_eq!(
             size_of::<GpuView>(),
-            4 * 64 + 7 * 16 + MAX_DIRECTIONAL_LIGHTS * 32
+            4 * 64 + 7 * 16 + MAX_DIRECTIONAL_LIGHTS * 384
         );
-        assert_eq!(size_of::<GpuClusterableLight>(), 64);
+        assert_eq!(size_of::<GpuClusterableLight>(), 80);
         assert_eq!(size_of::<GpuMaterial>(), 96);
-        assert_eq!(size_of::<GpuInstance>(), 48);
+        assert_eq!(size_of::<GpuInstance>(), 64);
         assert_eq!(size_of::<GpuTonemapParams>(), 32);
         assert_eq!(size_of::<GpuPushConstants>(), 48);
     }

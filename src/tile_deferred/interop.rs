@@ -105,6 +105,7 @@ pub(super) fn prepare_wgpu_resources(
     output_view: &TextureView,
     draws: &[Draw],
     lut: &GpuImage,
+    shadow_maps: [&wgpu::Texture; 2],
     ctx: &mut RenderContext,
 ) {
     let encoder = ctx.command_encoder();
@@ -115,7 +116,7 @@ pub(super) fn prepare_wgpu_resources(
         output_view,
         encoder,
     );
-    transition_resources(scene, frame, output_view, draws, lut, encoder);
+    transition_resources(scene, frame, output_view, draws, lut, shadow_maps, encoder);
 }
 
 /// The first time an image output's view is seen, a wgpu pass that stores it, so that wgpu
@@ -162,13 +163,16 @@ fn init_output(
 }
 
 /// Tells wgpu's tracker what the raw pass does with the mesh buffers (vertex and index
-/// reads), the sampled textures and an image output (a colour target).
+/// reads), the sampled textures (Bevy's shadow maps among them: wgpu then waits for the shadow
+/// passes' depth writes and leaves them in DEPTH_STENCIL_READ_ONLY_OPTIMAL) and an image output
+/// (a colour target).
 fn transition_resources(
     scene: &TileSceneParams,
     frame: &ViewFrame,
     output_view: &TextureView,
     draws: &[Draw],
     lut: &GpuImage,
+    shadow_maps: [&wgpu::Texture; 2],
     encoder: &mut CommandEncoder,
 ) {
     let mut buffers: Vec<&wgpu::Buffer> = Vec::new();
@@ -183,6 +187,7 @@ fn transition_resources(
     buffers.sort_by_key(|b| *b as *const wgpu::Buffer);
     buffers.dedup_by_key(|b| *b as *const wgpu::Buffer);
     let mut textures: Vec<&wgpu::Texture> = vec![&lut.texture, &scene.fallback_image.d2.texture];
+    textures.extend(shadow_maps);
     for draw in draws {
         if let Some(material) = scene.materials.by_id.get(&draw.material) {
             for texture in material.textures.iter().flatten() {

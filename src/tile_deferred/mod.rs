@@ -42,6 +42,8 @@ pub mod report;
 mod resources;
 mod route;
 mod scene;
+mod shadows;
+mod transforms;
 #[doc(hidden)]
 pub use scene::{TileFaultInjection, TileNoStencilSplit};
 mod shaders;
@@ -218,7 +220,16 @@ pub(crate) fn build(app: &mut App) {
         auto_insert_apply_deferred: false,
         ..default()
     });
-    schedule.add_systems(pass::tile_deferred_pass);
+    // The camera's directional shadow cascades, which Bevy renders only inside a camera's
+    // schedule: Bevy's own pass, before the tile pass samples them (see `shadows`). Point and
+    // spot maps are rendered by Bevy before any camera.
+    schedule.add_systems(
+        (
+            bevy::pbr::per_view_shadow_pass::<{ bevy::pbr::EARLY_SHADOW_PASS }>,
+            pass::tile_deferred_pass,
+        )
+            .chain(),
+    );
     render_app
         .add_schedule(schedule)
         .init_resource::<extract::TileMeshInstances>()
@@ -250,6 +261,62 @@ pub(crate) fn build(app: &mut App) {
                 pass::end_frame.in_set(RenderSystems::Cleanup),
             ),
         );
+}
+
+/// Completes the tile schedule once Bevy's plugins are finished: where Bevy builds mesh
+/// instances on the GPU, the shadow passes draw indirectly from buffers that Bevy's mesh
+/// preprocessing fills inside each camera's schedule (`Core3d`: bevy_pbr 0.19.1
+/// render/gpu_preprocess.rs:436-448), so the tile schedule runs the same systems, in the same
+/// order, before the cascades are drawn. They also preprocess the tile camera's own (unused)
+/// opaque batches: compute work, no attachment traffic.
+pub(crate) fn finish(app: &mut App) {
+    use bevy::{
+        core_pipeline::prepass::{
+            DeferredPrepass, DepthPrepass, MotionVectorPrepass, NormalPrepass,
+        },
+        ecs::schedule::common_conditions::any_match_filter,
+        pbr::{
+            EARLY_SHADOW_PASS, MeshInputUniform, MeshUniform, PreprocessBindGroups,
+            PreprocessPipelines, ShadowView, SkipGpuPreprocess, clear_indirect_parameters_metadata,
+            early_gpu_preprocess, early_prepass_build_indirect_parameters, per_view_shadow_pass,
+            unpack_bins,
+        },
+        render::{batching::gpu_preprocessing::BatchedInstanceBuffers, view::NoIndirectDrawing},
+    };
+    let Some(render_app) = app.get_sub_app_mut(RenderApp) else {
+        return;
+    };
+    // Bevy adds these systems to `Core3d` only where GPU preprocessing runs, and creates
+    // their resources once the render device exists: the same condition, checked each frame.
+    render_app.add_systems(
+        TileDeferredGraph,
+        (
+            clear_indirect_parameters_metadata,
+            unpack_bins,
+            early_gpu_preprocess,
+            early_prepass_build_indirect_parameters.run_if(
+                any_match_filter::<(
+                    With<PreprocessBindGroups>,
+                    Without<SkipGpuPreprocess>,
+                    Without<NoIndirectDrawing>,
+                    Or<(
+                        With<DepthPrepass>,
+                        With<NormalPrepass>,
+                        With<MotionVectorPrepass>,
+                        With<DeferredPrepass>,
+                        With<ShadowView>,
+                    )>,
+                )>,
+            ),
+        )
+            .chain()
+            .run_if(
+                resource_exists::<PreprocessPipelines>.and_then(
+                    resource_exists::<BatchedInstanceBuffers<MeshUniform, MeshInputUniform>>,
+                ),
+            )
+            .before(per_view_shadow_pass::<EARLY_SHADOW_PASS>),
+    );
 }
 
 /// Creates the Vulkan backend on a Vulkan device (again after device loss).

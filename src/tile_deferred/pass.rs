@@ -30,7 +30,7 @@ use super::{
 };
 use crate::{
     DeviceProfile,
-    frame_graph::DeviceCaps,
+    frame_graph::{DeviceCaps, ShadowMaps},
     vulkan::{
         VulkanContext, conv,
         faults::FaultPoint,
@@ -39,6 +39,7 @@ use crate::{
 };
 use ash::vk;
 use bevy::{
+    pbr::ViewShadowBindings,
     prelude::*,
     render::{
         render_resource::TextureView,
@@ -83,6 +84,7 @@ pub(crate) fn tile_deferred_pass(
         &scene,
         &frame,
         view.visible,
+        view.shadow_maps,
         output_view,
         &mut ctx,
     );
@@ -103,6 +105,7 @@ fn render_view(
     scene: &TileSceneParams,
     frame: &ViewFrame,
     visible: &RenderVisibleEntities,
+    shadow_maps: Option<&ViewShadowBindings>,
     output_view: &TextureView,
     ctx: &mut RenderContext,
 ) -> TileResult<TileViewReport> {
@@ -160,8 +163,16 @@ fn render_view(
         materials::ensure_material(backend, scene, draw.material)?;
     }
 
-    // 6. Per-view buffers and descriptor sets; this frame's data queued for upload.
+    // 6. Per-view buffers and descriptor sets (with Bevy's shadow maps); this frame's data
+    // queued for upload.
     let lut = materials::lut_image(scene, frame.tonemapping);
+    let shadow_maps = shadow_maps.ok_or(TileError::Missing {
+        step: "finding Bevy's shadow maps for the view",
+    })?;
+    let shadow_map_views =
+        backend
+            .shadow_map_views
+            .update(&backend.context, &mut backend.graveyard, shadow_maps)?;
     let (mut device, view_state) = resources::view_parts(backend, frame.entity)?;
     let bindings = resources::prepare_view_data(
         &mut device,
@@ -171,6 +182,7 @@ fn render_view(
         &drawn,
         &clusters,
         lut,
+        shadow_map_views,
     )?;
 
     // 7. Pipelines for every (mesh layout, material state) drawn.
@@ -186,6 +198,10 @@ fn render_view(
         output_view,
         &drawn.draws,
         lut,
+        [
+            &shadow_maps.point_light_depth_texture,
+            &shadow_maps.directional_light_depth_texture,
+        ],
         ctx,
     );
 
@@ -232,8 +248,15 @@ fn render_view(
     }
     ctx.add_command_buffer(command_buffer);
 
-    // 10. The report: what was planned, created, drawn and measured.
+    // 10. The report: what was planned, created, drawn and measured, and the price of the
+    // frame with Bevy's shadow passes.
+    let shadow_plan = shadow_maps_rendered(frame, &drawn, shadow_maps);
     let view_state = resources::view_mut(&mut backend.views, frame.entity)?;
+    let priced = if shadow_plan == ShadowMaps::NONE {
+        compiled.clone()
+    } else {
+        plan::price_with_shadows(desc, &caps, &shadow_plan, &mut view_state.priced_cache)?
+    };
     let report = TileViewReport {
         attachments: report::attachment_reports(compiled, &descriptions, &view_state.attachments),
         subpass_count: descriptions.iter().map(|d| d.subpasses.len()).sum(),
@@ -244,6 +267,8 @@ fn render_view(
         clusters: clusters.stats(assignment_ms),
         frame: frame_number,
         compiled: compiled.clone(),
+        priced,
+        shadow_maps: shadow_plan,
         gpu_times: queries.gpu_times,
         cpu_ms: started.elapsed().as_secs_f64() * 1000.0,
         samples: desc.samples,
@@ -321,6 +346,34 @@ fn recording_of(
         edge_counter: pass.edge_counter,
     };
     Ok(recording)
+}
+
+/// The shadow maps Bevy rendered this frame that the view samples: its own directional
+/// cascades, and the spot and point maps of the frame (rendered once for every camera).
+fn shadow_maps_rendered(
+    frame: &ViewFrame,
+    drawn: &DrawList,
+    textures: &ViewShadowBindings,
+) -> ShadowMaps {
+    let view = &frame.gpu_view;
+    let directional = (view.counts[0] as usize).min(view.directional_lights.len());
+    let cascades = view.directional_lights[..directional]
+        .iter()
+        .map(|light| light.shadow_cascades[0])
+        .sum();
+    let layers = &drawn.shadow_layers;
+    let maps = ShadowMaps {
+        cascades,
+        spot_maps: layers.spot_shadow_maps as u32,
+        array_size: textures.directional_light_depth_texture.width(),
+        cubes: layers.point_shadow_maps as u32,
+        cube_size: textures.point_light_depth_texture.width(),
+    };
+    if maps.pass_count() == 0 {
+        ShadowMaps::NONE
+    } else {
+        maps
+    }
 }
 
 /// Says once per camera why it renders with fewer samples than its `Msaa` asks for.

@@ -217,6 +217,12 @@ impl VulkanContext {
             format: vk::Format::R32G32B32A32_SFLOAT,
             offset: row * 16,
         }));
+        attributes.push(vk::VertexInputAttributeDescription {
+            location: 15,
+            binding: 2,
+            format: vk::Format::R32_UINT,
+            offset: std::mem::offset_of!(GpuInstance, flags) as u32,
+        });
         let vertex_input = vk::PipelineVertexInputStateCreateInfo::default()
             .vertex_binding_descriptions(&bindings)
             .vertex_attribute_descriptions(&attributes);

@@ -1,16 +1,21 @@
 //! The frame a tile-deferred camera declares to the frame-graph compiler.
 //!
 //! Three raster passes: `gbuffer` writes albedo/occlusion, normal, material and the light
-//! accumulation (emissive) plus depth; `lighting` reads them as input attachments, tests light
-//! volumes against the depth (read-only), and adds every light into the light accumulation
+//! accumulation (emissive) plus depth; `lighting` reads them as input attachments (depth bound
+//! read-only), samples Bevy's shadow maps, and adds every light into the light accumulation
 //! (blending, so it reads it too); `tonemap` reads the light
 //! and depth as input attachments and writes the camera's output. The compiler merges them into
 //! one native render pass where the device allows it, and decides every load and store.
+//!
+//! The shadow maps are Bevy's passes, not the tile path's: the recorded plan leaves them out,
+//! and the priced one ([`price_with_shadows`]) declares them before the tile passes, one stored
+//! depth pass per map, so the frame's cost and its floor include them.
 
 use super::error::{TileError, TileResult};
 use crate::{
     frame_graph::{
         Access, AttachmentDesc, ClearValue, Extent, Format, FrameGraph, GraphError, ImportParams,
+        ShadowMaps, declare_shadow_maps,
     },
     tiers::PlanRequirements,
 };
@@ -119,8 +124,18 @@ pub(crate) const ALBEDO_FORMAT: Format = Format::Rgba8Srgb;
 pub(crate) const NORMAL_FORMAT: Format = Format::Rg16Float;
 pub(crate) const MATERIAL_FORMAT: Format = Format::Rgba8Unorm;
 
-/// Declares the view's frame.
+/// Declares the view's frame: the passes the tile path records.
 pub(crate) fn declare(desc: &ViewFrameDesc) -> Result<FrameGraph, GraphError> {
+    declare_with_shadows(desc, &ShadowMaps::NONE)
+}
+
+/// Declares the view's frame as it runs on the GPU: Bevy's shadow passes (`maps`), then the
+/// tile passes, the lighting subpass sampling every map. The tile path records only the tile
+/// passes; this frame is what the frame costs ([`price_with_shadows`]).
+pub(crate) fn declare_with_shadows(
+    desc: &ViewFrameDesc,
+    maps: &ShadowMaps,
+) -> Result<FrameGraph, GraphError> {
     use crate::frame_graph::{AttachmentHandle, RasterPassBuilder};
     use names::*;
     // How a pass reads what an earlier pass wrote at the same pixel: on tile as an input
@@ -138,6 +153,7 @@ pub(crate) fn declare(desc: &ViewFrameDesc) -> Result<FrameGraph, GraphError> {
     }
     let unmerged = desc.unmerged;
     let mut graph = FrameGraph::new(desc.extent);
+    let shadow_maps = declare_shadow_maps(&mut graph, maps)?;
     let n = desc.samples;
     let tile = |format| AttachmentDesc::new(format).with_samples(n);
     let mut albedo = graph.create_attachment(ALBEDO_OCCLUSION, tile(ALBEDO_FORMAT));
@@ -175,6 +191,9 @@ pub(crate) fn declare(desc: &ViewFrameDesc) -> Result<FrameGraph, GraphError> {
     let mut lighting = graph.add_raster_pass(LIGHTING);
     for h in [&albedo, &normal, &material, &depth] {
         lighting = read(lighting, h, unmerged);
+    }
+    for map in &shadow_maps {
+        lighting = lighting.sample(map);
     }
     let lighting = lighting.color(&mut light, Access::ReadWrite, None);
     if desc.stencil_split() {
@@ -304,6 +323,29 @@ pub(crate) fn plan_frame(
     })
 }
 
+/// The view's frame with Bevy's shadow passes (`maps`), compiled for its price: the tile passes
+/// plan as in [`plan_frame`] (sampling a shadow map does not stop a merge), plus one stored
+/// depth pass per map.
+pub(crate) fn price_with_shadows(
+    desc: &ViewFrameDesc,
+    caps: &crate::frame_graph::DeviceCaps,
+    maps: &ShadowMaps,
+    cache: &mut crate::frame_graph::FrameGraphCache,
+) -> TileResult<crate::frame_graph::CompiledFrame> {
+    let caps = caps.with_merging(!desc.unmerged);
+    let graph = declare_with_shadows(desc, maps).map_err(|error| TileError::Graph {
+        step: "declaring the frame with its shadow maps",
+        error,
+    })?;
+    cache
+        .compile(&graph, &caps)
+        .map_err(|error| TileError::Graph {
+            step: "compiling the frame with its shadow maps",
+            error,
+        })
+        .cloned()
+}
+
 /// The recording knows two shapes: one render pass of three subpasses (merged) or three
 /// render passes of one subpass (unmerged).
 fn check_shape(
@@ -421,7 +463,7 @@ mod tests {
     use super::*;
     use crate::{
         device::SampleCounts,
-        frame_graph::{DeviceCaps, StoreOp, TileVerdict, compile},
+        frame_graph::{DeviceCaps, LoadOp, StoreOp, TileVerdict, compile},
     };
 
     fn desc(samples: u32) -> ViewFrameDesc {
@@ -813,5 +855,72 @@ mod tests {
             assert_eq!(forward.cost.bytes(), 11 * f.cost.bytes());
             assert!(deferred.cost.bytes() > 22 * f.cost.bytes());
         }
+    }
+
+    /// Bevy's shadow passes in the priced frame: each map stored once, by its own pass, and
+    /// sampled by the lighting subpass; the tile passes still merge into one render pass that
+    /// stores only the output; and stock Bevy pays the same shadow stores on top of its own.
+    #[test]
+    fn shadow_maps_are_stored_once_and_nothing_else_is() {
+        use crate::frame_graph::{StockBevyOptions, StockBevyPath, compile_stock_bevy};
+        const HD: Extent = Extent::new(1920, 1080);
+        let maps = ShadowMaps::bevy_defaults(4, 1, 2);
+        for (caps, samples) in [
+            (DeviceCaps::desktop(), 1),
+            (DeviceCaps::desktop(), 4),
+            (DeviceCaps::mali_valhall(), 1),
+        ] {
+            let desc = ViewFrameDesc::new(HD, Format::Rgba8Srgb, samples);
+            let plain = compile(&declare(&desc).unwrap(), &caps).unwrap();
+            let priced = compile(&declare_with_shadows(&desc, &maps).unwrap(), &caps).unwrap();
+            let shadow_passes = maps.pass_count() as usize;
+            assert_eq!(
+                priced.render_pass_count(),
+                shadow_passes + 1,
+                "{}",
+                priced.describe()
+            );
+            for native in &priced.native_passes[..shadow_passes] {
+                assert!(native.name.starts_with("shadow pass"), "{}", native.name);
+                let [map] = &native.attachments[..] else {
+                    panic!("one depth map per shadow pass: {native:?}");
+                };
+                // Necessary: the lighting subpass samples it after the pass.
+                assert!(matches!(map.load, LoadOp::Clear(_)), "{map:?}");
+                assert_eq!(map.store, StoreOp::Store);
+            }
+            let tile = &priced.native_passes[shadow_passes];
+            assert_eq!(tile.subpasses.len(), 3);
+            let ops = |native: &crate::frame_graph::NativePass| {
+                let ops = native.attachments.iter();
+                ops.map(|a| (a.name.clone(), a.load, a.store, a.transient))
+                    .collect::<Vec<_>>()
+            };
+            assert_eq!(ops(tile), ops(&plain.native_passes[0]));
+            assert_eq!(
+                priced.cost.total.stored,
+                plain.cost.total.stored + maps.stored_bytes(),
+                "{}",
+                priced.describe()
+            );
+            assert_eq!(priced.cost.total.loaded, 0);
+            // Reading the maps is priced as one full read each, like any sampled texture.
+            assert_eq!(priced.cost.total.sampled, maps.stored_bytes());
+        }
+        // Stock Bevy renders the same maps: the difference between the paths is unchanged.
+        let stock = |maps| {
+            let path = StockBevyPath::Forward { msaa_samples: 1 };
+            let options = StockBevyOptions {
+                shadow_maps: maps,
+                ..StockBevyOptions::default()
+            };
+            let graph = path.graph_with(HD, Format::Rgba8Srgb, options);
+            compile_stock_bevy(&graph, &DeviceCaps::desktop()).unwrap()
+        };
+        let (without, with) = (stock(ShadowMaps::NONE), stock(maps));
+        assert_eq!(
+            with.cost.total.stored,
+            without.cost.total.stored + maps.stored_bytes()
+        );
     }
 }

@@ -2,7 +2,7 @@
 //! the compiled plan and the Vulkan render pass that was created from it.
 
 use super::backend::ViewResources;
-use crate::frame_graph::{CompiledFrame, ResourceId};
+use crate::frame_graph::{CompiledFrame, ResourceId, ShadowMaps};
 use crate::vulkan::{
     LiveObjects, ResourceCounts, VulkanContext, memory::AttachmentImage,
     render_pass::RenderPassDescription,
@@ -74,8 +74,14 @@ pub struct TileClusterStats {
 /// A camera's last tile-deferred frame.
 #[derive(Clone, Debug)]
 pub struct TileViewReport {
-    /// The frame-graph compiler's plan.
+    /// The frame-graph compiler's plan: the passes the tile path records.
     pub compiled: CompiledFrame,
+    /// The frame as it runs on the GPU, for its price: Bevy's shadow passes (one stored depth
+    /// pass per map the frame renders), then the plan above, its lighting sampling every map.
+    /// Without shadows it is the plan above.
+    pub priced: CompiledFrame,
+    /// The shadow maps Bevy rendered for the frame (shared by every camera of the frame).
+    pub shadow_maps: ShadowMaps,
     /// The attachments of the `VkRenderPass`es actually created, in order (render pass by render
     /// pass).
     pub attachments: Vec<VulkanAttachmentReport>,

@@ -41,6 +41,7 @@ pub(super) struct ViewDevice<'a> {
     pub(super) graveyard: &'a mut Graveyard,
     pub(super) lut_sampler: vk::Sampler,
     pub(super) attachment_sampler: vk::Sampler,
+    pub(super) shadow_sampler: vk::Sampler,
     pub(super) pending_updates: &'a mut Vec<(vk::Buffer, Vec<u8>)>,
 }
 
@@ -66,6 +67,7 @@ pub(super) fn view_parts(
         graveyard: &mut backend.graveyard,
         lut_sampler: backend.lut_sampler,
         attachment_sampler: backend.attachment_sampler,
+        shadow_sampler: backend.shadow_sampler,
         pending_updates: &mut backend.pending_updates,
     };
     Ok((device, view))
@@ -130,6 +132,7 @@ fn ensure_view<'a>(
                 .unwrap_or_else(|_| unreachable!("four buffers were created"));
         let view = ViewResources {
             graph_cache: FrameGraphCache::default(),
+            priced_cache: FrameGraphCache::default(),
             desc: None,
             compiled: None,
             render_pass_key: RenderPassKey::default(),
@@ -249,7 +252,8 @@ fn allocate_view_sets(
     layouts: &TileLayouts,
     sampled: bool,
 ) -> TileResult<(vk::DescriptorPool, [vk::DescriptorSet; 3])> {
-    let (inputs, samplers) = if sampled { (0, 7) } else { (6, 1) };
+    // Set 0 samples the two shadow textures; sets 2 and 3 read 6 attachments and the LUT.
+    let (inputs, samplers) = if sampled { (0, 2 + 7) } else { (6, 2 + 1) };
     let sizes = [
         (vk::DescriptorType::UNIFORM_BUFFER, 1),
         (vk::DescriptorType::STORAGE_BUFFER, 2),
@@ -385,13 +389,14 @@ pub(super) fn ensure_attachments(
 }
 
 /// Writes the G-buffer and tonemap sets (input attachments, or textures for the unmerged
-/// tier) when their views or their kind changed.
+/// tier) and the view set's shadow maps when their views or their kind changed.
 fn write_view_sets(
     device: &mut ViewDevice,
     view: &mut ViewResources,
     compiled: &CompiledFrame,
     lut: &GpuImage,
     lut_view: vk::ImageView,
+    shadow_maps: [vk::ImageView; 2],
 ) {
     let sampled = plan::samples_attachments(compiled);
     let view_of = |name: &str| {
@@ -429,6 +434,7 @@ fn write_view_sets(
     let mut all: Vec<vk::ImageView> = gbuffer_views.to_vec();
     all.extend(tonemap_views);
     all.push(lut_view);
+    all.extend(shadow_maps);
     if view.input_views == all && view.sampled_sets == sampled {
         return;
     }
@@ -463,6 +469,24 @@ fn write_view_sets(
             .descriptor_type(vk::DescriptorType::COMBINED_IMAGE_SAMPLER)
             .image_info(&lut_info),
     );
+    // Bevy's shadow textures, in the layout wgpu leaves a depth texture used as a resource
+    // (`interop` declares them so).
+    let shadow_infos = shadow_maps.map(|image_view| {
+        [vk::DescriptorImageInfo {
+            sampler: device.shadow_sampler,
+            image_view,
+            image_layout: vk::ImageLayout::DEPTH_STENCIL_READ_ONLY_OPTIMAL,
+        }]
+    });
+    for (binding, info) in (3..).zip(&shadow_infos) {
+        writes.push(
+            vk::WriteDescriptorSet::default()
+                .dst_set(view.view_set)
+                .dst_binding(binding)
+                .descriptor_type(vk::DescriptorType::COMBINED_IMAGE_SAMPLER)
+                .image_info(info),
+        );
+    }
     // SAFETY: the sets are fresh (never used by a submitted command buffer) and every view is
     // alive.
     unsafe { device.context.device.update_descriptor_sets(&writes, &[]) };
@@ -656,6 +680,7 @@ pub(super) fn prepare_view_data(
     draws: &DrawList,
     clusters: &ClusterAssignment,
     lut: &GpuImage,
+    shadow_maps: [vk::ImageView; 2],
 ) -> TileResult<ViewBindings> {
     // SAFETY: as for the output view in `framebuffers`; Bevy keeps the LUT's view alive while
     // the image exists, and the view sets hold a clone of it.
@@ -683,7 +708,7 @@ pub(super) fn prepare_view_data(
         (draws.instances.len().max(1) * size_of::<GpuInstance>()) as u64,
     )?;
     // After the buffers grew: growing the light buffer replaces the view's sets.
-    write_view_sets(device, view, compiled, lut, lut_view);
+    write_view_sets(device, view, compiled, lut, lut_view, shadow_maps);
     let mut gpu_view = frame.gpu_view;
     gpu_view.counts[1] = draws.lights.len() as u32;
     let grid = &clusters.grid;

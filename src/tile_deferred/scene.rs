@@ -7,6 +7,7 @@ use super::{
     error::TileError,
     extract::{TileMaterials, TileMeshInstances, TileSkippedLight},
     report::TileRenderReports,
+    shadows::{DirectionalLightRef, ShadowLayers},
 };
 use crate::{
     DeviceProfile,
@@ -15,14 +16,17 @@ use crate::{
 use ash::vk;
 use bevy::{
     camera::CameraOutputMode,
+    camera::visibility::RenderLayers,
     core_pipeline::tonemapping::TonemappingLuts,
+    diagnostic::FrameCount,
     light::GlobalAmbientLight,
-    pbr::{ExtractedDirectionalLight, ExtractedPointLight},
+    pbr::{ExtractedDirectionalLight, ExtractedPointLight, GlobalClusterableObjectMeta},
     prelude::*,
     render::{
         camera::SortedCameras,
         mesh::{RenderMesh, allocator::MeshAllocator},
         render_asset::RenderAssets,
+        renderer::RenderDevice,
         texture::{FallbackImage, GpuImage},
         view::ExtractedWindows,
     },
@@ -135,14 +139,62 @@ pub(crate) struct TileSceneParams<'w, 's> {
     pub(super) fault: Option<Res<'w, TileFaultInjection>>,
     pub(super) no_stencil_split: Option<Res<'w, TileNoStencilSplit>>,
     /// The lights the tile path can draw (`extract::skip_unusable_lights` marks the others).
-    pub(super) point_lights: Query<'w, 's, &'static ExtractedPointLight, Without<TileSkippedLight>>,
-    pub(super) directional_lights:
-        Query<'w, 's, &'static ExtractedDirectionalLight, Without<TileSkippedLight>>,
+    pub(super) point_lights:
+        Query<'w, 's, (Entity, &'static ExtractedPointLight), Without<TileSkippedLight>>,
+    /// Every point and spot light, usable or not: Bevy gives each a place in its shadow maps.
+    pub(super) all_point_lights: Query<'w, 's, &'static ExtractedPointLight>,
+    /// Every directional light, with its render layers and whether the tile path skips it.
+    pub(super) directional_lights: Query<
+        'w,
+        's,
+        (
+            Entity,
+            &'static ExtractedDirectionalLight,
+            Option<&'static RenderLayers>,
+            Has<TileSkippedLight>,
+        ),
+    >,
+    /// The render layers of every 3D camera (Bevy sizes its cascade layers over all of them).
+    pub(super) camera_layers: Query<'w, 's, Option<&'static RenderLayers>, With<Camera3d>>,
+    /// Bevy's index of each point and spot light (`entity_to_index`), which places its shadow.
+    pub(super) light_indices: Option<Res<'w, GlobalClusterableObjectMeta>>,
+    pub(super) frame_count: Option<Res<'w, FrameCount>>,
+    pub(super) render_device: Res<'w, RenderDevice>,
     pub(super) sorted_cameras: Res<'w, SortedCameras>,
     pub(super) loaded_after: Query<'w, 's, (), With<TileOutputLoadedAfter>>,
 }
 
 impl TileSceneParams<'_, '_> {
+    /// Bevy's limit on texture array layers, which caps its shadow maps.
+    pub(super) fn max_texture_array_layers(&self) -> usize {
+        self.render_device.limits().max_texture_array_layers as usize
+    }
+
+    /// Every directional light, as the shadow layout reads them.
+    pub(super) fn directional_light_refs(&self) -> Vec<DirectionalLightRef<'_>> {
+        self.directional_lights
+            .iter()
+            .map(|(entity, light, layers, skipped)| DirectionalLightRef {
+                entity,
+                light,
+                layers: layers.cloned().unwrap_or_default(),
+                usable: !skipped,
+            })
+            .collect()
+    }
+
+    /// Where Bevy put this frame's point and spot light shadows.
+    pub(super) fn shadow_layers(&self) -> ShadowLayers {
+        ShadowLayers::new(
+            self.all_point_lights.iter(),
+            &self.directional_light_refs(),
+            self.camera_layers
+                .iter()
+                .map(|l| l.cloned().unwrap_or_default()),
+            self.max_texture_array_layers(),
+        )
+    }
+
     /// Whether a wgpu pass loads the view's output after the tile pass this frame: one marked
     /// on the view, or a later camera drawing to the same target.
     pub(super) fn output_loaded_after(&self, view: Entity) -> bool {

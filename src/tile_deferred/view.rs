@@ -3,11 +3,10 @@
 
 use super::{
     MsaaShading, TileDebugView, TileDeferred,
-    gpu_types::{
-        GpuDirectionalLight, GpuTonemapParams, GpuView, MAX_DIRECTIONAL_LIGHTS, msaa_flags,
-    },
+    gpu_types::{GpuTonemapParams, GpuView, msaa_flags},
     plan::{self, ViewFrameDesc},
     scene::TileSceneParams,
+    shadows,
 };
 use crate::{
     device::SampleCounts,
@@ -17,10 +16,11 @@ use crate::{
 };
 use ash::vk;
 use bevy::{
-    camera::{CameraOutputMode, ClearColorConfig},
+    camera::{CameraOutputMode, ClearColorConfig, visibility::RenderLayers},
     core_pipeline::tonemapping::{DebandDither, Tonemapping},
     ecs::query::QueryData,
-    light::AmbientLight,
+    light::{AmbientLight, ShadowFilteringMethod},
+    pbr::ViewShadowBindings,
     prelude::*,
     render::{
         camera::ExtractedCamera,
@@ -43,6 +43,10 @@ pub(crate) struct TileViewQuery {
     pub(super) dither: Option<&'static DebandDither>,
     pub(super) tier: Option<&'static TierDecision>,
     pub(super) ambient: Option<&'static AmbientLight>,
+    pub(super) render_layers: Option<&'static RenderLayers>,
+    pub(super) shadow_filter: Option<&'static ShadowFilteringMethod>,
+    /// Bevy's shadow textures (`prepare_lights` gives every 3D camera view them).
+    pub(super) shadow_maps: Option<&'static ViewShadowBindings>,
 }
 
 /// Per-frame facts about the view, computed once.
@@ -250,7 +254,13 @@ fn gpu_view(view: &TileViewQueryItem, scene: &TileSceneParams, viewport: UVec4) 
         (None, Some(a)) => LinearRgba::from(a.color) * a.brightness,
         (None, None) => LinearRgba::BLACK,
     };
-    let (directional_lights, directional_count) = directional_lights(scene);
+    let (directional_lights, directional_count) = shadows::directional_lights(
+        &scene.directional_light_refs(),
+        view.entity,
+        &view.render_layers.cloned().unwrap_or_default(),
+        scene.max_texture_array_layers(),
+    );
+    let frame_count = scene.frame_count.as_deref().map_or(0, |f| f.0);
     GpuView {
         clip_from_world: clip_from_world.to_cols_array_2d(),
         world_from_clip: clip_from_world.inverse().to_cols_array_2d(),
@@ -264,48 +274,17 @@ fn gpu_view(view: &TileViewQueryItem, scene: &TileSceneParams, viewport: UVec4) 
         viewport: viewport.as_vec4().to_array(),
         ambient: [ambient.red, ambient.green, ambient.blue, 0.0],
         exposure: [view.camera.exposure, 0.0, 0.0, 0.0],
-        counts: [directional_count, 0, 0, 0],
+        counts: [
+            directional_count,
+            0,
+            shadows::filter_method(view.shadow_filter),
+            frame_count,
+        ],
         // Filled in once the lights are assigned to clusters.
         cluster_grid: [1, 1, 1, 0],
         cluster_params: [1.0, 1.0, 1.0, 1.0],
         directional_lights,
     }
-}
-
-/// The scene's directional lights, the first `MAX_DIRECTIONAL_LIGHTS` of them.
-fn directional_lights(
-    scene: &TileSceneParams,
-) -> ([GpuDirectionalLight; MAX_DIRECTIONAL_LIGHTS], u32) {
-    let mut lights = [GpuDirectionalLight::default(); MAX_DIRECTIONAL_LIGHTS];
-    let mut count = 0;
-    for (slot, light) in lights
-        .iter_mut()
-        .zip(scene.directional_lights.iter().take(MAX_DIRECTIONAL_LIGHTS))
-    {
-        let color = light.color.to_f32_array();
-        *slot = GpuDirectionalLight {
-            direction_to_light: transform_axis(&light.transform, Vec3::Z)
-                .extend(0.0)
-                .to_array(),
-            color: [
-                color[0] * light.illuminance,
-                color[1] * light.illuminance,
-                color[2] * light.illuminance,
-                0.0,
-            ],
-        };
-        count += 1;
-    }
-    (lights, count)
-}
-
-/// A transform's `local` axis in world space, normalized: `GlobalTransform::forward()` and
-/// its siblings, without their panic on a degenerate transform (a light parented to a mesh
-/// scaled to zero), which keeps the unrotated axis instead.
-pub(super) fn transform_axis(transform: &GlobalTransform, local: Vec3) -> Vec3 {
-    (transform.affine().matrix3 * Vec3A::from(local))
-        .try_normalize()
-        .map_or(local, Vec3::from)
 }
 
 /// What Bevy clears the camera's target to before the first camera draws into it.

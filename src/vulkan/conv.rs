@@ -54,6 +54,16 @@ pub(crate) fn frame_graph_format(format: wgpu::TextureFormat) -> Option<Format> 
 }
 
 /// Whether writing linear colour to this format needs the shader to encode sRGB.
+/// The Vulkan format of a wgpu depth texture the tile path samples (Bevy's shadow maps), or
+/// `None` for a format it does not expect there.
+pub(crate) fn depth_format_of(format: wgpu::TextureFormat) -> Option<vk::Format> {
+    match format {
+        wgpu::TextureFormat::Depth32Float => Some(vk::Format::D32_SFLOAT),
+        wgpu::TextureFormat::Depth16Unorm => Some(vk::Format::D16_UNORM),
+        _ => None,
+    }
+}
+
 pub(crate) fn needs_shader_srgb_encode(format: Format) -> bool {
     matches!(
         format,

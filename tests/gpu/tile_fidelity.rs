@@ -19,6 +19,7 @@ use bevy::{
     render::{
         gpu_readback::{Readback, ReadbackComplete},
         render_resource::{Extent3d, TextureDimension, TextureFormat, TextureUsages},
+        view::Msaa,
     },
 };
 use bevy_tile_deferred::TileDeferred;
@@ -74,8 +75,9 @@ fn unpad(data: &[u8]) -> Frame {
     }
 }
 
-/// Renders every case of `scene` with both renderers in one app and reads all images back.
-fn render_scene(scene: &FidelityScene) -> Vec<Comparison> {
+/// Renders every case of `scene` with both renderers in one app (every camera with `msaa`)
+/// and reads all images back.
+fn render_scene(scene: &FidelityScene, msaa: Msaa) -> Vec<Comparison> {
     let mut headless = HeadlessApp::new(WIDTH, HEIGHT);
     // Bevy's CPU light clustering (what Bevy does on Android) for the reference: on lavapipe,
     // Bevy's GPU clustering once left a wide spot light out of the forward image while tests
@@ -103,6 +105,7 @@ fn render_scene(scene: &FidelityScene) -> Vec<Comparison> {
                 if let Some(ambient) = &camera.ambient {
                     entity.insert(ambient.clone());
                 }
+                entity.insert(msaa);
                 if tile {
                     entity.insert(TileDeferred::default());
                 }
@@ -178,10 +181,14 @@ fn contact_sheet(comparisons: &[Comparison]) -> Frame {
 /// one failure does not hide the others. With `FIDELITY_SAVE` set, also writes a contact sheet
 /// of the whole scene.
 fn assert_scene_matches(scene: &FidelityScene) {
-    const MIN_PSNR: f64 = 36.0;
+    assert_scene_matches_with(scene, Msaa::Off, 36.0);
+}
+
+/// [`assert_scene_matches`] with every camera (tile and Bevy) at `msaa`, to `min_psnr`.
+fn assert_scene_matches_with(scene: &FidelityScene, msaa: Msaa, min_psnr: f64) {
     const MAX_P995: u8 = 8;
     let started = std::time::Instant::now();
-    let comparisons = render_scene(scene);
+    let comparisons = render_scene(scene, msaa);
     let mut failures = Vec::new();
     for c in &comparisons {
         let psnr = image_compare::psnr(&c.tile, &c.forward);
@@ -190,7 +197,7 @@ fn assert_scene_matches(scene: &FidelityScene) {
             "fidelity {}/{}: PSNR {psnr:.2} dB, p99.5 {p995}",
             scene.name, c.name
         );
-        if psnr < MIN_PSNR || p995 > MAX_P995 {
+        if psnr < min_psnr || p995 > MAX_P995 {
             let name = format!("fidelity-{}", c.name);
             let paths = [
                 c.tile.save_png(&format!("{name}-actual")),
@@ -199,7 +206,7 @@ fn assert_scene_matches(scene: &FidelityScene) {
                     .save_png(&format!("{name}-diff")),
             ];
             failures.push(format!(
-                "{name}: PSNR {psnr:.2} dB (need >= {MIN_PSNR}), 99.5th percentile channel \
+                "{name}: PSNR {psnr:.2} dB (need >= {min_psnr}), 99.5th percentile channel \
                  difference {p995} (need <= {MAX_P995}); images: {}",
                 paths.map(|p| p.display().to_string()).join(", ")
             ));
@@ -270,4 +277,29 @@ fn tile_fidelity_clustered_1024_lights() {
 fn tile_fidelity_spot_cones() {
     let _test = GpuTest::start("tile_fidelity_spot_cones");
     assert_scene_matches(&fidelity::SPOT_CONES);
+}
+
+/// A sun with 4 cascades over casters near and far, each filter, NotShadowCaster,
+/// NotShadowReceiver, an alpha-masked caster, the camera moved between cascades; each case's
+/// tile camera draws its own cascades in the texture all cameras share.
+#[test]
+fn tile_fidelity_shadows_directional() {
+    let _test = GpuTest::start("tile_fidelity_shadows_directional");
+    assert_scene_matches(&fidelity::SHADOWS_DIRECTIONAL);
+}
+
+/// Point-light (cube) and spot-light shadows in a room, each filter, non-default biases.
+#[test]
+fn tile_fidelity_shadows_point_spot() {
+    let _test = GpuTest::start("tile_fidelity_shadows_point_spot");
+    assert_scene_matches(&fidelity::SHADOWS_POINT_SPOT);
+}
+
+/// Both shadow scenes with 4x MSAA on every camera: shadow lookups per sample on the edge
+/// pixels (edge-selective shading), against Bevy forward 4x.
+#[test]
+fn tile_fidelity_shadows_msaa4() {
+    let _test = GpuTest::start("tile_fidelity_shadows_msaa4");
+    assert_scene_matches_with(&fidelity::SHADOWS_DIRECTIONAL, Msaa::Sample4, 34.0);
+    assert_scene_matches_with(&fidelity::SHADOWS_POINT_SPOT, Msaa::Sample4, 34.0);
 }

@@ -13,7 +13,10 @@
 // Descriptor sets:
 //   set 0 (per view, every pipeline): binding 0 = View (uniform), binding 1 = ClusterableLights
 //          (storage, read-only; point and spot lights), binding 2 = ClusterLightMasks (storage,
-//          read-only; one bit per light per cluster, word-major, see clusters.glsl).
+//          read-only; one bit per light per cluster, word-major, see clusters.glsl),
+//          binding 3 = samplerCubeArrayShadow point-light shadow maps, binding 4 =
+//          sampler2DArrayShadow directional cascades and spot-light shadow maps (Bevy's own
+//          shadow textures, see shadows.glsl).
 //   set 1 (per material, G-buffer pipeline): binding 0 = Material (uniform),
 //          bindings 1..5 = sampler2D base_color, emissive, metallic_roughness, occlusion,
 //          normal_map (a 1x1 white texture is bound where the material has none; flags say which
@@ -25,11 +28,25 @@
 //          (Bevy's TonyMcMapface LUT, or AgX's, or a 1x1x1 dummy for analytic operators).
 
 #define MAX_DIRECTIONAL_LIGHTS 10
+#define MAX_CASCADES_PER_LIGHT 4
+
+struct DirectionalCascade {
+    mat4 clip_from_world;
+    vec4 texel_size_far_bound; // x: texel size (world units), y: far bound (view depth)
+};
 
 struct DirectionalLight {
     vec4 direction_to_light; // xyz: unit vector from the surface towards the light (world)
     vec4 color;              // rgb: linear colour * illuminance in lux; a: unused
+    vec4 shadow_biases_overlap; // x: depth bias, y: normal bias, z: cascade overlap proportion
+    uvec4 shadow_cascades;   // x: cascades with a shadow map (0: no shadow), y: first cascade's layer
+    DirectionalCascade cascades[MAX_CASCADES_PER_LIGHT];
 };
+
+// View.counts.z: the camera's ShadowFilteringMethod (gpu_types::shadow_filter).
+#define SHADOW_FILTER_HARDWARE_2X2 0u
+#define SHADOW_FILTER_GAUSSIAN 1u
+#define SHADOW_FILTER_TEMPORAL 2u
 
 struct View {
     mat4 clip_from_world;
@@ -40,7 +57,7 @@ struct View {
     vec4 viewport;           // x, y, width, height of the camera's viewport in target pixels
     vec4 ambient;            // rgb: ambient colour * brightness (Bevy's GlobalAmbientLight units); a: unused
     vec4 exposure;           // x: exposure factor (Bevy's Exposure::exposure()); y, z, w: unused
-    uvec4 counts;            // x: directional lights, y: clusterable (point+spot) lights; z, w: unused
+    uvec4 counts;            // x: directional lights, y: clusterable (point+spot) lights, z: SHADOW_FILTER_*, w: frame count
     uvec4 cluster_grid;      // clusters across, down, in depth; w: 32-bit light-mask words per cluster
     vec4 cluster_params;     // x: tile size (px), y: near depth, z: first slice depth, w: slices per log unit (clusters.rs)
     DirectionalLight directional_lights[MAX_DIRECTIONAL_LIGHTS];
@@ -50,8 +67,18 @@ struct ClusterableLight {
     vec4 position_radius;              // xyz: world position; w: light radius in metres
     vec4 color_inverse_square_range;   // rgb: linear colour * intensity / (4 pi); w: 1 / range^2
     vec4 spot_direction_range;         // xyz: spot direction (world, unit); w: range in metres
-    vec4 spot_scale_offset_kind;       // x: spot scale, y: spot offset (Bevy's), z: 1.0 spot, 0.0 point; w: unused
+    vec4 spot_scale_offset_kind;       // x: spot scale, y: spot offset (Bevy's), z: 1.0 spot, 0.0 point; w: tan(outer angle)
+    vec4 shadow;                       // x: depth bias, y: normal bias, z: shadow near plane, w: shadow map layer or -1
 };
+
+// Per-instance flags (GpuInstance::flags.x).
+#define INSTANCE_SHADOW_RECEIVER (1u << 0)
+
+// G-buffer material.a: what the lighting subpass does with the pixel. Unlit pixels keep what
+// subpass 0 wrote; lit ones receive shadows unless the mesh has NotShadowReceiver.
+#define GBUFFER_LIT_SHADOW_RECEIVER 0.0
+#define GBUFFER_LIT_NO_SHADOWS 0.4
+#define GBUFFER_UNLIT 1.0
 
 // Material flag bits (Material.flags.x).
 #define MATERIAL_BASE_COLOR_TEXTURE         (1u << 0)
@@ -77,7 +104,7 @@ struct Material {
 // The G-buffer (subpass 0 colour outputs; 128 bits per pixel of colour in total):
 //   location 0 albedo_occlusion  R8G8B8A8_SRGB      rgb: base colour (linear written, sRGB stored); a: diffuse occlusion
 //   location 1 normal            R16G16_SFLOAT      octahedral-encoded world normal in [-1, 1]^2
-//   location 2 material          R8G8B8A8_UNORM     r: perceptual roughness, g: metallic, b: reflectance, a: 1.0 if unlit else 0.0
+//   location 2 material          R8G8B8A8_UNORM     r: perceptual roughness, g: metallic, b: reflectance, a: GBUFFER_* (unlit, shadow receiver)
 //   location 3 light             B10G11R11_UFLOAT   pre-exposed light: emissive in subpass 0, lights added (blend ONE, ONE) in subpass 1;
 //                                                   unlit pixels hold their base colour (Bevy does not expose unlit colour)
 // plus depth (D32_SFLOAT), read as input attachment 3 in the lighting subpass.

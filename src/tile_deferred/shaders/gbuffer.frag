@@ -31,6 +31,8 @@ layout(location = 0) in vec4 in_world_position;
 layout(location = 1) in vec3 in_world_normal;
 layout(location = 2) in vec2 in_uv;
 layout(location = 3) in vec4 in_world_tangent;
+// GpuInstance::flags.x (INSTANCE_* in common.glsl).
+layout(location = 8) flat in uint in_instance_flags;
 
 // The fragment push constants (48 bytes, see gbuffer_input.glsl); msaa.w is the debug view.
 layout(push_constant) uniform GbufferParams {
@@ -165,7 +167,7 @@ void main() {
         // tone mapped and dithered like every other pixel.
         out_albedo_occlusion = vec4(base_color.rgb, 1.0);
         out_normal = octahedral_encode(N);
-        out_material = vec4(1.0, 0.0, 0.5, 1.0);
+        out_material = vec4(1.0, 0.0, 0.5, GBUFFER_UNLIT);
         out_light = vec4(min(base_color.rgb, vec3(LIGHT_ATTACHMENT_MAX)), 1.0);
         if (params.msaa.w != DEBUG_VIEW_NONE && params.msaa.w != DEBUG_VIEW_LIGHT) {
             out_light = vec4(0.0, 0.0, 0.0, 1.0); // debug views show only what they name
@@ -199,7 +201,10 @@ void main() {
 
     out_albedo_occlusion = vec4(base_color.rgb, diffuse_occlusion.r);
     out_normal = octahedral_encode(N);
-    out_material = vec4(perceptual_roughness, metallic, reflectance, 0.0);
+    out_material = vec4(perceptual_roughness, metallic, reflectance,
+                        (in_instance_flags & INSTANCE_SHADOW_RECEIVER) != 0u
+                            ? GBUFFER_LIT_SHADOW_RECEIVER
+                            : GBUFFER_LIT_NO_SHADOWS);
     out_light = vec4(clamp(emissive_light, vec3(0.0), vec3(LIGHT_ATTACHMENT_MAX)), 1.0);
     if (params.msaa.w != DEBUG_VIEW_NONE && params.msaa.w != DEBUG_VIEW_LIGHT) {
         out_light = vec4(0.0, 0.0, 0.0, 1.0); // debug views show only what they name

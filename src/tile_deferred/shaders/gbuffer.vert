@@ -24,11 +24,14 @@ layout(location = 3) in vec4 in_tangent;
 layout(location = 4) in vec4 in_world_from_local_row0;
 layout(location = 5) in vec4 in_world_from_local_row1;
 layout(location = 6) in vec4 in_world_from_local_row2;
+// Per instance: GpuInstance::flags.x. Location 15, apart from the mesh attributes.
+layout(location = 15) in uint in_instance_flags;
 
 layout(location = 0) out vec4 out_world_position;
 layout(location = 1) out vec3 out_world_normal;
 layout(location = 2) out vec2 out_uv;
 layout(location = 3) out vec4 out_world_tangent;
+layout(location = 8) flat out uint out_instance_flags;
 
 void main() {
     // bevy_render::maths::affine3_to_square
@@ -42,6 +45,7 @@ void main() {
     // mesh_functions::mesh_position_local_to_world / position_world_to_clip
     vec4 world_position = world_from_local * vec4(in_position, 1.0);
     out_world_position = world_position;
+    out_instance_flags = in_instance_flags;
     gl_Position = view.clip_from_world * vec4(world_position.xyz, 1.0);
 
     // Sign of the determinant of the 3x3 (Bevy's MESH_FLAGS_SIGN_DETERMINANT_MODEL_3X3_BIT is set

@@ -36,10 +36,11 @@ struct GbufferSample {
     float reflectance;
     vec3 world_position;
     vec3 V;
+    bool shadow_receiver;       // the mesh has no NotShadowReceiver
 };
 
 // Returns false for pixels the lighting subpass must leave alone: background (depth == 0.0, the
-// clear value of the reverse-Z depth buffer) and unlit materials (material.a == 1.0).
+// clear value of the reverse-Z depth buffer) and unlit materials (material.a == GBUFFER_UNLIT).
 // Single-sample: load_gbuffer(s) reads the pixel at gl_FragCoord. MSAA: the same body is
 // load_gbuffer_sample(sample_index, sample_frag_coord, s), which reads one sample, placed at
 // sample_frag_coord (framebuffer coordinates of the sample's location) for the position
@@ -61,15 +62,18 @@ bool load_gbuffer(out GbufferSample s) {
     s.reflectance = 0.5;
     s.world_position = vec3(0.0);
     s.V = vec3(0.0, 0.0, 1.0);
+    s.shadow_receiver = false;
 
     float depth = GBUFFER_LOAD(gbuffer_depth).r;
     if (depth == 0.0) {
         return false;
     }
     vec4 material = GBUFFER_LOAD(gbuffer_material);
-    if (material.a > 0.5) {
+    // Halfway between the codes (common.glsl): an 8-bit UNORM stores 0.4 as 102/255.
+    if (material.a > 0.5 * (GBUFFER_LIT_NO_SHADOWS + GBUFFER_UNLIT)) {
         return false;
     }
+    s.shadow_receiver = material.a < 0.5 * GBUFFER_LIT_NO_SHADOWS;
     vec4 albedo_occlusion = GBUFFER_LOAD(gbuffer_albedo_occlusion);
     vec2 encoded_normal = GBUFFER_LOAD(gbuffer_normal).xy;
 

@@ -1,8 +1,8 @@
 //! The descriptor set layouts and pipeline layouts of the tile shaders' interface
 //! (common.glsl lists the sets).
 //!
-//! One pipeline layout serves every pipeline of the pass: set 0 view (uniform, lights and the
-//! lights' cluster masks), set 1
+//! One pipeline layout serves every pipeline of the pass: set 0 view (uniform, lights, the
+//! lights' cluster masks and Bevy's two shadow textures), set 1
 //! material (uniform + 5 textures), set 2 the G-buffer input attachments, set 3 the tonemap
 //! inputs (light, depth, LUT), and 48 bytes of fragment push constants. The unmerged debug tier
 //! uses a second one whose sets 2 and 3 hold the same attachments as textures. Binding the view
@@ -39,6 +39,8 @@ impl TileLayouts {
             binding(0, D::UNIFORM_BUFFER, vertex_fragment),
             binding(1, D::STORAGE_BUFFER, vertex_fragment),
             binding(2, D::STORAGE_BUFFER, vertex_fragment),
+            binding(3, D::COMBINED_IMAGE_SAMPLER, S::FRAGMENT),
+            binding(4, D::COMBINED_IMAGE_SAMPLER, S::FRAGMENT),
         ])?;
         let material = context.create_descriptor_set_layout(&[
             binding(0, D::UNIFORM_BUFFER, vertex_fragment),

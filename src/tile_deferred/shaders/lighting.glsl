@@ -5,7 +5,8 @@
 // lighting of a pixel (or, on MSAA edges, of a sample) in one draw. Bevy's ambient term
 // (pbr_ambient.wgsl, with the occlusion texture's diffuse occlusion), every directional light and
 // the point and spot lights of the pixel's cluster (clusters.glsl; pbr_lighting.wgsl
-// point_light / spot_light), times the view exposure as apply_pbr_lighting does:
+// point_light / spot_light), each times its shadow (shadows.glsl) where the surface receives
+// shadows, times the view exposure as apply_pbr_lighting does:
 // exposure * (direct + indirect). Emissive was written in subpass 0.
 //
 // Compiled once per variant of the table in mod.rs (`ShaderId::Lighting`), with -D defines:
@@ -20,6 +21,7 @@
 #include "pbr_lighting.glsl"
 #include "gbuffer_input.glsl"
 #include "clusters.glsl"
+#include "shadows.glsl"
 
 // The stencil split's test must run before the shader: the lighting draws write no depth or
 // stencil, and a driver that tests late (the shader may discard) would shade every sample of every
@@ -69,11 +71,20 @@ void main() {
     }
     LightingInput lighting_input = lighting_input_from_gbuffer(s);
 
+    // Shadows are looked up with the shading normal (Bevy's forward path uses the interpolated
+    // geometric one, its deferred path the shading one, as here).
+    float view_z = (view.view_from_world * vec4(s.world_position, 1.0)).z;
+
     // Directional lights (direct)
     vec3 direct_light = vec3(0.0);
     uint n_directional_lights = min(view.counts.x, uint(MAX_DIRECTIONAL_LIGHTS));
     for (uint i = 0u; i < n_directional_lights; i = i + 1u) {
-        direct_light += directional_light(view.directional_lights[i], lighting_input);
+        float shadow = 1.0;
+        if (s.shadow_receiver && view.directional_lights[i].shadow_cascades.x > 0u) {
+            shadow = fetch_directional_shadow(view.directional_lights[i], s.world_position, s.N,
+                                              view_z, gl_FragCoord.xy);
+        }
+        direct_light += directional_light(view.directional_lights[i], lighting_input) * shadow;
     }
 
     // Point and spot lights (direct): the set bits of the cluster's masks, in index order.
@@ -88,10 +99,16 @@ void main() {
             if (dot(light_to_frag, light_to_frag) * light.color_inverse_square_range.w >= 1.0) {
                 continue;
             }
-            if (light.spot_scale_offset_kind.z > 0.5) {
-                direct_light += spot_light(light, lighting_input);
+            bool spot = light.spot_scale_offset_kind.z > 0.5;
+            float shadow = 1.0;
+            if (s.shadow_receiver && light.shadow.w >= 0.0) {
+                shadow = spot ? fetch_spot_shadow(light, s.world_position, s.N, gl_FragCoord.xy)
+                              : fetch_point_shadow(light, s.world_position, s.N, gl_FragCoord.xy);
+            }
+            if (spot) {
+                direct_light += spot_light(light, lighting_input) * shadow;
             } else {
-                direct_light += point_light(light, lighting_input);
+                direct_light += point_light(light, lighting_input) * shadow;
             }
         }
     }

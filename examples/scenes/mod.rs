@@ -8,7 +8,11 @@ pub mod dense;
 pub mod headless;
 pub mod soak;
 
-use bevy::{camera::ClearColorConfig, prelude::*};
+use bevy::{
+    camera::ClearColorConfig,
+    light::{CascadeShadowConfigBuilder, DirectionalLightShadowMap, PointLightShadowMap},
+    prelude::*,
+};
 
 pub mod fidelity;
 
@@ -173,10 +177,31 @@ pub struct OrbitingLight {
 /// The showcase scene: the lit spheres, with the sun and the warm light casting shadows (Bevy
 /// renders the maps, the tile path samples them), plus `light_count` coloured point lights
 /// that orbit it.
+///
+/// The shadow maps are sized for a phone, not Bevy's desktop defaults: two cascades of
+/// 1024x1024 over the 20 m the camera sees and 512x512 cube faces. Each map is stored once a
+/// frame whatever the renderer (Bevy's 4 x 2048x2048 cascades alone would store 67 MB).
 pub fn spawn_showcase(world: &mut World, light_count: usize) {
     spawn_lit_spheres(world);
-    for mut sun in world.query::<&mut DirectionalLight>().iter_mut(world) {
-        sun.shadow_maps_enabled = true;
+    world.insert_resource(DirectionalLightShadowMap { size: 1024 });
+    world.insert_resource(PointLightShadowMap { size: 512 });
+    let suns: Vec<Entity> = world
+        .query_filtered::<Entity, With<DirectionalLight>>()
+        .iter(world)
+        .collect();
+    for sun in suns {
+        let mut sun = world.entity_mut(sun);
+        if let Some(mut light) = sun.get_mut::<DirectionalLight>() {
+            light.shadow_maps_enabled = true;
+        }
+        sun.insert(
+            CascadeShadowConfigBuilder {
+                num_cascades: 2,
+                maximum_distance: 20.0,
+                ..default()
+            }
+            .build(),
+        );
     }
     for mut light in world.query::<&mut PointLight>().iter_mut(world) {
         light.shadow_maps_enabled = true;

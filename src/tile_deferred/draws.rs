@@ -92,6 +92,15 @@ impl DrawList {
             if material.blended {
                 continue;
             }
+            // A mesh whose buffers the allocator has not placed yet (uploaded this frame, or
+            // after a reallocation) is drawn from the next frame on, as Bevy does, instead of
+            // failing the whole view in `mesh_bindings`.
+            let indexed = matches!(mesh.buffer_info, RenderMeshBufferInfo::Indexed { .. });
+            if scene.mesh_allocator.mesh_vertex_slice(&mesh_id).is_none()
+                || (indexed && scene.mesh_allocator.mesh_index_slice(&mesh_id).is_none())
+            {
+                continue;
+            }
             let Some(pipeline_key) = pipeline_key_for(mesh, material, samples) else {
                 continue;
             };

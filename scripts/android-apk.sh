@@ -8,8 +8,8 @@
 # Any finding fails the script. Nothing here runs the APK: no phone or emulator is reachable.
 #
 # Usage: scripts/android-apk.sh [--profile PROFILE] [--out DIR] [EXAMPLE...]
-#   EXAMPLE    cdylib examples with #[bevy_main] (default: android, the showcase scene with the
-#              inspector overlay)
+#   EXAMPLE    cdylib examples with #[bevy_main] (default: android_showcase, the showcase scene
+#              with the inspector overlay)
 #   --profile  cargo profile (default release; CI uses android-ci, see Cargo.toml)
 #   --out      folder for the APKs (default: apk/ in the profile's target folder)
 # Environment: SHARED_ANDROID_DIR overrides where shared/android/ is looked for; CARGO_TARGET_DIR
@@ -31,7 +31,7 @@ while [ $# -gt 0 ]; do
         *) examples+=("$1"); shift ;;
     esac
 done
-[ ${#examples[@]} -gt 0 ] || examples=(android)
+[ ${#examples[@]} -gt 0 ] || examples=(android_showcase)
 
 # shared/android/ sits next to the main checkout (../shared/android from it); a clone elsewhere
 # (a worktree, a CI folder) finds it in the nearest ancestor that has it, else at /work/shared.
@@ -84,6 +84,12 @@ mkdir -p "$out"
 
 example_args=()
 for example in "${examples[@]}"; do
+    # NativeActivity loads lib$example.so by name: a system library's name would load that.
+    case "$example" in
+        android | c | m | dl | log | vulkan | EGL | GLESv2 | GLESv3 | z | nativewindow | aaudio | jnigraphics)
+            echo "error: example $example would be lib$example.so, a system library's name" >&2
+            exit 2 ;;
+    esac
     example_args+=(--example "$example")
 done
 echo "building ${examples[*]} for $target (profile $profile, API $api)"
@@ -104,6 +110,10 @@ for example in "${examples[@]}"; do
         "${asset_args[@]}"
     echo "== $example: $(du -m "$apk" | cut -f1) MB APK, aapt dump badging"
     aapt dump badging "$apk"
+    if ! aapt list "$apk" | grep -qx "lib/arm64-v8a/lib$example.so"; then
+        echo "error: $apk lacks lib/arm64-v8a/lib$example.so" >&2
+        exit 1
+    fi
     echo "== $example: zipalign -c, apksigner verify"
     zipalign -c -p 4 "$apk"
     apksigner verify --verbose "$apk"

@@ -156,12 +156,10 @@ fn probe_vulkan(
             period_ns: properties.limits.timestamp_period,
             valid_bits: family.timestamp_valid_bits,
         });
-    let lazily_allocated_memory = memory.memory_types[..memory.memory_type_count as usize]
-        .iter()
-        .any(|ty| {
-            ty.property_flags
-                .contains(vk::MemoryPropertyFlags::LAZILY_ALLOCATED)
-        });
+    // The same rule that allocates transient attachments, so that a plan says "memoryless" only
+    // where the allocation will be.
+    let lazily_allocated_memory =
+        crate::vulkan::memory::lazily_allocated_memory_type(&memory, u32::MAX).is_some();
     let renderpass2_ext = ash::khr::create_renderpass2::NAME.to_string_lossy();
     let caps = VulkanCaps {
         max_color_attachments: properties.limits.max_color_attachments,

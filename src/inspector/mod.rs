@@ -3,7 +3,9 @@
 //! camera would cost with merging off and with stock Bevy; with toggles to compare live.
 //!
 //! Behind the crate feature `inspector` (bevy_egui 0.42). Add [`TileInspectorPlugin`] after
-//! [`TileDeferredPlugin`](crate::TileDeferredPlugin); F3 (configurable) shows and hides it.
+//! [`TileDeferredPlugin`](crate::TileDeferredPlugin); F3 (configurable) shows and hides it, and
+//! on a touch screen (a phone has no F3) a three-finger tap does; its close button hides it.
+//! Once a touch was seen, its controls are sized for fingers.
 //!
 //! ```no_run
 //! use bevy::prelude::*;
@@ -44,16 +46,21 @@ use bevy::{
 use bevy_egui::{EguiContext, EguiGlobalSettings, EguiPlugin, EguiSchedule};
 use std::collections::VecDeque;
 
-/// Shows and hides the inspector overlay with a key; see the [module docs](self).
+/// Shows and hides the inspector overlay with a key or a multi-finger tap; see the
+/// [module docs](self).
 pub struct TileInspectorPlugin {
     /// The key that shows and hides the overlay.
     pub toggle_key: KeyCode,
+    /// How many fingers touching the screen together show and hide the overlay (0: no touch
+    /// toggle). Three by default: one finger drives the app, two pinch and pan.
+    pub toggle_fingers: usize,
 }
 
 impl Default for TileInspectorPlugin {
     fn default() -> Self {
         Self {
             toggle_key: KeyCode::F3,
+            toggle_fingers: 3,
         }
     }
 }
@@ -65,6 +72,10 @@ pub struct TileInspector {
     pub visible: bool,
     /// The key that toggles `visible`.
     pub toggle_key: KeyCode,
+    /// Fingers on the screen together that toggle `visible` (0: none).
+    pub toggle_fingers: usize,
+    /// A touch was seen: the overlay sizes its controls for fingers.
+    pub touch_layout: bool,
     /// The camera whose panels are shown (None: the host camera).
     pub selected: Option<Entity>,
     /// Seconds of history in the plots.
@@ -155,6 +166,8 @@ impl Plugin for TileInspectorPlugin {
         app.insert_resource(TileInspector {
             visible: false,
             toggle_key: self.toggle_key,
+            toggle_fingers: self.toggle_fingers,
+            touch_layout: false,
             selected: None,
             history_seconds: 10.0,
         })
@@ -168,6 +181,8 @@ impl Plugin for TileInspectorPlugin {
             PreUpdate,
             (toggle_visibility, attach_overlay_context)
                 .chain()
+                // This frame's keys and touches.
+                .after(bevy::input::InputSystems)
                 .before(bevy_egui::EguiPreUpdateSet::InitContexts),
         )
         .add_systems(
@@ -192,9 +207,42 @@ impl Plugin for TileInspectorPlugin {
     }
 }
 
-fn toggle_visibility(keys: Option<Res<ButtonInput<KeyCode>>>, mut state: ResMut<TileInspector>) {
-    if keys.is_some_and(|k| k.just_pressed(state.toggle_key)) {
+fn toggle_visibility(
+    keys: Option<Res<ButtonInput<KeyCode>>>,
+    touches: Option<Res<Touches>>,
+    mut tap: Local<MultiFingerTap>,
+    mut state: ResMut<TileInspector>,
+) {
+    let key = keys.is_some_and(|k| k.just_pressed(state.toggle_key));
+    let fingers = touches.map_or(0, |t| t.iter().count());
+    if fingers > 0 && !state.touch_layout {
+        state.touch_layout = true;
+    }
+    let tapped = tap.update(fingers, state.toggle_fingers);
+    if key || tapped {
         state.visible = !state.visible;
+    }
+}
+
+/// Recognises a tap of `n` fingers: it fires once when `n` fingers are down together, and again
+/// only after every finger was lifted (so that holding, or a fourth finger, does not toggle
+/// twice).
+#[derive(Default, Debug)]
+struct MultiFingerTap {
+    /// Fired since the screen was last free of fingers.
+    fired: bool,
+}
+
+impl MultiFingerTap {
+    /// Feeds this frame's number of fingers down; true when the tap fires.
+    fn update(&mut self, fingers_down: usize, fingers_needed: usize) -> bool {
+        if fingers_down == 0 {
+            self.fired = false;
+            return false;
+        }
+        let fire = fingers_needed > 0 && fingers_down >= fingers_needed && !self.fired;
+        self.fired |= fire;
+        fire
     }
 }
 
@@ -300,5 +348,49 @@ fn apply_toggles(
             }
             (_, None) => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::MultiFingerTap;
+
+    /// Feeds frames of fingers-down counts; returns the frames where the tap fired.
+    fn fired(frames: &[usize], needed: usize) -> Vec<usize> {
+        let mut tap = MultiFingerTap::default();
+        frames
+            .iter()
+            .enumerate()
+            .filter(|(_, fingers)| tap.update(**fingers, needed))
+            .map(|(frame, _)| frame)
+            .collect()
+    }
+
+    #[test]
+    fn three_fingers_down_together_toggle_once() {
+        // Fingers land over a few frames, stay, and lift.
+        assert_eq!(fired(&[0, 1, 2, 3, 3, 3, 2, 0], 3), vec![3]);
+        // All three in one frame.
+        assert_eq!(fired(&[0, 3, 3, 0], 3), vec![1]);
+    }
+
+    #[test]
+    fn one_or_two_fingers_never_toggle() {
+        assert!(fired(&[1, 2, 2, 1, 0, 2, 0, 1], 3).is_empty());
+    }
+
+    #[test]
+    fn a_fourth_finger_or_a_finger_lifted_and_put_back_does_not_toggle_again() {
+        assert_eq!(fired(&[3, 4, 3, 2, 3, 4, 1], 3), vec![0]);
+    }
+
+    #[test]
+    fn a_second_tap_after_lifting_every_finger_toggles_again() {
+        assert_eq!(fired(&[3, 3, 0, 0, 2, 3, 0], 3), vec![0, 5]);
+    }
+
+    #[test]
+    fn zero_fingers_needed_turns_the_gesture_off() {
+        assert!(fired(&[1, 3, 5, 0, 3], 0).is_empty());
     }
 }

@@ -19,6 +19,11 @@ const RED: Color32 = Color32::from_rgb(255, 110, 100);
 const AMBER: Color32 = Color32::from_rgb(255, 190, 70);
 const GREEN: Color32 = Color32::from_rgb(120, 210, 120);
 const GREY: Color32 = Color32::from_rgb(170, 170, 170);
+/// Height of a control a finger hits reliably, in egui points (dp on a phone).
+const FINGER_HEIGHT: f32 = 40.0;
+/// Screens narrower than this (in points) get a window as wide as the screen at most, scrolling
+/// sideways: phones in portrait; the overlay's tables need about 530 points.
+const NARROW_SCREEN: f32 = 640.0;
 
 /// Which plan the tree shows.
 #[derive(Default, Clone, Copy, PartialEq, Eq)]
@@ -41,15 +46,31 @@ pub(super) fn inspector_ui(
         return;
     };
     let ctx = context.get_mut().clone();
-    let key = format!("{:?}", state.toggle_key);
+    if state.touch_layout && ctx.global_style().spacing.interact_size.y < FINGER_HEIGHT {
+        ctx.all_styles_mut(size_for_fingers);
+    }
+    let hide_hint = match state.toggle_fingers {
+        0 => format!("{:?} hides this overlay", state.toggle_key),
+        n => format!(
+            "{:?} or a {n}-finger tap hides this overlay",
+            state.toggle_key
+        ),
+    };
+    // A phone in portrait is about 400 points wide: there the window fits the screen and its
+    // wide tables scroll sideways (the window would otherwise grow to their width).
+    let screen_width = ctx.content_rect().width();
+    let narrow = screen_width < NARROW_SCREEN;
+    let mut open = true;
     let panels_ref = &*panels;
     let shown = egui::Window::new("bevy_tile_deferred inspector")
+        .open(&mut open)
         .default_pos([8.0, 8.0])
-        .default_width(440.0)
+        .default_width(440.0_f32.min(screen_width - 16.0).max(200.0))
+        .max_width((screen_width - 16.0).max(200.0))
         .default_height(600.0)
-        .vscroll(true)
+        .scroll([narrow, true])
         .show(&ctx, |ui| {
-            ui.label(RichText::new(format!("{key} hides this overlay")).small());
+            ui.label(RichText::new(hide_hint).small());
             if panels_ref.cameras.is_empty() {
                 ui.label("No active 3D camera yet.");
                 return;
@@ -106,6 +127,9 @@ pub(super) fn inspector_ui(
             clusters(ui, panel);
             export(ui, panel);
         });
+    if !open {
+        state.visible = false;
+    }
     let scale = ctx.pixels_per_point();
     panels.overlay_rect = shown.map(|shown| {
         let r = shown.response.rect;
@@ -116,6 +140,18 @@ pub(super) fn inspector_ui(
             r.max.y * scale,
         )
     });
+}
+
+/// Controls a finger can hit: Android's guideline is 48 dp, and bevy_egui already makes one egui
+/// point one dp (it scales by the window's scale factor), so buttons, checkboxes and combo boxes
+/// get about 40 points of height and the scroll bar is wide enough to drag.
+fn size_for_fingers(style: &mut egui::Style) {
+    style.spacing.interact_size.y = style.spacing.interact_size.y.max(FINGER_HEIGHT);
+    style.spacing.button_padding = style.spacing.button_padding.max(egui::vec2(12.0, 8.0));
+    style.spacing.item_spacing = style.spacing.item_spacing.max(egui::vec2(8.0, 8.0));
+    style.spacing.icon_width = style.spacing.icon_width.max(24.0);
+    style.spacing.icon_width_inner = style.spacing.icon_width_inner.max(14.0);
+    style.spacing.scroll.bar_width = style.spacing.scroll.bar_width.max(16.0);
 }
 
 fn plan_row(ui: &mut egui::Ui, plan: &PlanSummary, reference: Option<&PlanSummary>) {

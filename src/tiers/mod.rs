@@ -464,6 +464,9 @@ pub fn decide(
 }
 
 #[cfg(test)]
+mod android_devices;
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use crate::device::{ApiVersion, DeviceKind, VulkanCaps};

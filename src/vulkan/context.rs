@@ -317,28 +317,6 @@ impl VulkanContext {
             started.elapsed().as_millis()
         );
     }
-
-    /// The index of a memory type allowed by `type_bits` that has all of `required`, preferring
-    /// one that also has all of `preferred`.
-    pub fn memory_type_index(
-        &self,
-        type_bits: u32,
-        required: vk::MemoryPropertyFlags,
-        preferred: vk::MemoryPropertyFlags,
-    ) -> Option<u32> {
-        let types = &self.memory_properties.memory_types
-            [..self.memory_properties.memory_type_count as usize];
-        let allowed = |(i, ty): &(usize, &vk::MemoryType)| {
-            type_bits & (1 << i) != 0 && ty.property_flags.contains(required)
-        };
-        types
-            .iter()
-            .enumerate()
-            .filter(allowed)
-            .find(|(_, ty)| ty.property_flags.contains(preferred))
-            .or_else(|| types.iter().enumerate().find(allowed))
-            .map(|(i, _)| i as u32)
-    }
 }
 
 /// Something the GPU may still be using, to destroy once it is done.

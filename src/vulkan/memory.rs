@@ -77,6 +77,43 @@ pub(crate) fn aspect_of(format: vk::Format) -> vk::ImageAspectFlags {
     }
 }
 
+/// The memory type a transient attachment image is allocated from: one the image accepts
+/// (`image_type_bits`, from its memory requirements) that is `LAZILY_ALLOCATED`, device-local
+/// preferred, never `PROTECTED` (an unprotected image cannot be bound to protected memory).
+/// `None` when the device has no such type (desktop GPUs, software rasterisers, some older
+/// Adreno drivers): the image then takes ordinary device-local memory.
+///
+/// On tile-based GPUs (Mali, Adreno, PowerVR, Xclipse) such memory is backed only while a render
+/// pass needs it, and a transient attachment's contents never leave tile memory: the image
+/// costs no DRAM at all.
+pub(crate) fn lazily_allocated_memory_type(
+    properties: &vk::PhysicalDeviceMemoryProperties,
+    image_type_bits: u32,
+) -> Option<u32> {
+    let count = (properties.memory_type_count as usize).min(vk::MAX_MEMORY_TYPES);
+    let candidates = || {
+        properties.memory_types[..count]
+            .iter()
+            .enumerate()
+            .filter(move |(i, ty)| {
+                image_type_bits & (1 << i) != 0
+                    && ty
+                        .property_flags
+                        .contains(vk::MemoryPropertyFlags::LAZILY_ALLOCATED)
+                    && !ty
+                        .property_flags
+                        .contains(vk::MemoryPropertyFlags::PROTECTED)
+            })
+    };
+    candidates()
+        .find(|(_, ty)| {
+            ty.property_flags
+                .contains(vk::MemoryPropertyFlags::DEVICE_LOCAL)
+        })
+        .or_else(|| candidates().next())
+        .map(|(i, _)| i as u32)
+}
+
 impl VulkanContext {
     /// Creates an attachment image; transient images go to lazily allocated memory when the
     /// device has it (device-local otherwise).
@@ -131,36 +168,38 @@ impl VulkanContext {
         let lazy_type = desc
             .transient
             .then(|| {
-                self.memory_type_index(
-                    requirements.memory_type_bits,
-                    vk::MemoryPropertyFlags::LAZILY_ALLOCATED,
-                    vk::MemoryPropertyFlags::DEVICE_LOCAL,
-                )
+                lazily_allocated_memory_type(&self.memory_properties, requirements.memory_type_bits)
             })
             .flatten();
-        let memory = match lazy_type {
-            Some(memory_type_index) => {
-                let allocate = vk::MemoryAllocateInfo::default()
-                    .allocation_size(requirements.size)
-                    .memory_type_index(memory_type_index);
-                // SAFETY: the type index comes from this device's memory properties and the
-                // image's requirements; freed in `destroy_attachment_image`.
-                match unsafe { self.device.allocate_memory(&allocate, None) } {
-                    Ok(memory) => {
-                        let size = requirements.size as i64;
-                        LiveObjects::add(&self.live.gpu_allocated_bytes, size);
-                        LiveObjects::add(&self.live.gpu_lazy_bytes, size);
-                        Memory::Lazy {
-                            memory,
-                            size: requirements.size,
-                        }
-                    }
-                    Err(error) => {
-                        self.destroy_raw_image(image);
-                        return Err(error);
-                    }
+        let lazy = lazy_type.and_then(|memory_type_index| {
+            let allocate = vk::MemoryAllocateInfo::default()
+                .allocation_size(requirements.size)
+                .memory_type_index(memory_type_index);
+            // SAFETY: the type index comes from this device's memory properties and the image's
+            // requirements; freed in `destroy_attachment_image`.
+            match unsafe { self.device.allocate_memory(&allocate, None) } {
+                Ok(memory) => {
+                    let size = requirements.size as i64;
+                    LiveObjects::add(&self.live.gpu_allocated_bytes, size);
+                    LiveObjects::add(&self.live.gpu_lazy_bytes, size);
+                    Some(Memory::Lazy {
+                        memory,
+                        size: requirements.size,
+                    })
+                }
+                Err(error) => {
+                    // A lazily allocated heap is small on some drivers; ordinary device memory
+                    // renders the same image, only without the memoryless saving.
+                    bevy::log::warn!(
+                        "bevy_tile_deferred: no lazily allocated memory for {name} ({error}); \
+                         using device-local memory"
+                    );
+                    None
                 }
             }
+        });
+        let memory = match lazy {
+            Some(memory) => memory,
             None => {
                 match self.allocate_pooled(name, requirements, MemoryLocation::GpuOnly, false) {
                     Ok(allocation) => Memory::Pooled(allocation),
@@ -367,5 +406,159 @@ impl VulkanContext {
         unsafe { self.device.destroy_buffer(buffer.buffer, None) };
         LiveObjects::destroyed(&self.live.buffers);
         self.free_memory(Memory::Pooled(buffer.memory));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The memory-type choice for transient attachments, on memory layouts modelled on what
+    //! vulkan.gpuinfo.org reports for phone GPUs (types in the drivers' order).
+
+    use super::lazily_allocated_memory_type;
+    use ash::vk;
+
+    type Flags = vk::MemoryPropertyFlags;
+    const LOCAL: Flags = Flags::DEVICE_LOCAL;
+    const LAZY: Flags = Flags::LAZILY_ALLOCATED;
+    const HOST: Flags =
+        Flags::from_raw(Flags::HOST_VISIBLE.as_raw() | Flags::HOST_COHERENT.as_raw());
+    const CACHED: Flags = Flags::HOST_CACHED;
+    const PROTECTED: Flags = Flags::PROTECTED;
+
+    fn properties(types: &[Flags]) -> vk::PhysicalDeviceMemoryProperties {
+        let mut properties = vk::PhysicalDeviceMemoryProperties {
+            memory_type_count: types.len() as u32,
+            memory_heap_count: 1,
+            ..Default::default()
+        };
+        for (slot, flags) in properties.memory_types.iter_mut().zip(types) {
+            *slot = vk::MemoryType {
+                property_flags: *flags,
+                heap_index: 0,
+            };
+        }
+        properties.memory_heaps[0] = vk::MemoryHeap {
+            size: 8 << 30,
+            flags: vk::MemoryHeapFlags::DEVICE_LOCAL,
+        };
+        properties
+    }
+
+    /// Mali (Valhall, e.g. G78): one unified heap; the lazily allocated type after the
+    /// host-visible ones, and protected variants after it.
+    fn mali() -> vk::PhysicalDeviceMemoryProperties {
+        properties(&[
+            LOCAL | HOST,
+            LOCAL | HOST | CACHED,
+            LOCAL | Flags::HOST_VISIBLE | CACHED,
+            LOCAL | LAZY,
+            LOCAL | PROTECTED,
+            LOCAL | LAZY | PROTECTED,
+        ])
+    }
+
+    /// Adreno 6xx/7xx on a recent driver: two plain device-local types, three host-visible ones,
+    /// the lazily allocated type last.
+    fn adreno() -> vk::PhysicalDeviceMemoryProperties {
+        properties(&[
+            LOCAL,
+            LOCAL,
+            LOCAL | HOST,
+            LOCAL | Flags::HOST_VISIBLE | CACHED,
+            LOCAL | HOST | CACHED,
+            LOCAL | LAZY,
+        ])
+    }
+
+    /// Adreno on an older driver that exposes no lazily allocated type.
+    fn adreno_without_lazy() -> vk::PhysicalDeviceMemoryProperties {
+        let mut properties = adreno();
+        properties.memory_type_count = 5;
+        properties
+    }
+
+    /// A discrete desktop GPU (and, with one type, lavapipe): no lazily allocated memory.
+    fn desktop() -> vk::PhysicalDeviceMemoryProperties {
+        properties(&[Flags::empty(), LOCAL, HOST, HOST | CACHED, LOCAL | HOST])
+    }
+
+    /// What a transient attachment's `memoryTypeBits` allows: every unprotected type.
+    fn unprotected_bits(properties: &vk::PhysicalDeviceMemoryProperties) -> u32 {
+        (0..properties.memory_type_count)
+            .filter(|i| {
+                !properties.memory_types[*i as usize]
+                    .property_flags
+                    .contains(PROTECTED)
+            })
+            .fold(0, |bits, i| bits | 1 << i)
+    }
+
+    #[test]
+    fn mali_transient_attachments_take_the_unprotected_lazily_allocated_type() {
+        let mali = mali();
+        assert_eq!(
+            lazily_allocated_memory_type(&mali, unprotected_bits(&mali)),
+            Some(3)
+        );
+        // Even if an image allowed every type, the protected lazy type is never chosen.
+        assert_eq!(lazily_allocated_memory_type(&mali, u32::MAX), Some(3));
+    }
+
+    #[test]
+    fn adreno_transient_attachments_take_the_lazily_allocated_type() {
+        let adreno = adreno();
+        assert_eq!(
+            lazily_allocated_memory_type(&adreno, unprotected_bits(&adreno)),
+            Some(5)
+        );
+    }
+
+    #[test]
+    fn without_lazily_allocated_memory_transient_attachments_fall_back() {
+        for (name, properties) in [
+            ("adreno, older driver", adreno_without_lazy()),
+            ("desktop", desktop()),
+            ("lavapipe", self::properties(&[LOCAL | HOST | CACHED])),
+        ] {
+            assert_eq!(
+                lazily_allocated_memory_type(&properties, u32::MAX),
+                None,
+                "{name}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_lazy_type_the_image_does_not_accept_is_not_used() {
+        // An image created without TRANSIENT_ATTACHMENT is not allowed the lazy type.
+        let mali = mali();
+        let without_lazy = unprotected_bits(&mali) & !(1 << 3);
+        assert_eq!(lazily_allocated_memory_type(&mali, without_lazy), None);
+        let adreno = adreno();
+        assert_eq!(lazily_allocated_memory_type(&adreno, 0b1_1111), None);
+    }
+
+    #[test]
+    fn only_protected_lazy_memory_counts_as_none() {
+        let properties = properties(&[LOCAL, LOCAL | HOST, LOCAL | LAZY | PROTECTED]);
+        assert_eq!(lazily_allocated_memory_type(&properties, u32::MAX), None);
+    }
+
+    #[test]
+    fn device_local_lazy_memory_is_preferred() {
+        let properties = properties(&[LOCAL | HOST, LAZY, LOCAL | LAZY]);
+        assert_eq!(lazily_allocated_memory_type(&properties, u32::MAX), Some(2));
+        // A lazily allocated type without DEVICE_LOCAL is still better than none.
+        assert_eq!(lazily_allocated_memory_type(&properties, 0b011), Some(1));
+    }
+
+    #[test]
+    fn types_past_the_reported_count_are_ignored() {
+        let mut properties = properties(&[LOCAL, LOCAL | HOST]);
+        properties.memory_types[2].property_flags = LOCAL | LAZY;
+        assert_eq!(lazily_allocated_memory_type(&properties, u32::MAX), None);
+        // A corrupt count larger than the array does not read past it.
+        properties.memory_type_count = 1000;
+        assert_eq!(lazily_allocated_memory_type(&properties, u32::MAX), Some(2));
     }
 }

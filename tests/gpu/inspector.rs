@@ -935,3 +935,88 @@ fn inspector_over_a_core3d_camera() {
         "hidden again ({differ} pixels differ)"
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// 5. On a phone: a three-finger tap shows and hides the overlay, which then fits the screen and
+//    sizes its controls for fingers.
+
+/// Writes this frame's touch messages: `phase` for each finger id in `fingers`.
+fn touch(headless: &mut HeadlessApp, phase: bevy::input::touch::TouchPhase, fingers: &[u64]) {
+    for &id in fingers {
+        headless
+            .app
+            .world_mut()
+            .write_message(bevy::input::touch::TouchInput {
+                phase,
+                position: Vec2::new(100.0 + 30.0 * id as f32, 100.0),
+                window: Entity::PLACEHOLDER,
+                force: None,
+                id,
+            });
+    }
+}
+
+#[test]
+fn a_three_finger_tap_shows_and_hides_the_inspector() {
+    use bevy::input::touch::TouchPhase;
+    let _test = GpuTest::start("a_three_finger_tap_shows_and_hides_the_inspector");
+    let (mut headless, _camera) = headless_with_inspector(false);
+    let hidden = headless.render(4);
+    let visible = |headless: &HeadlessApp| headless.app.world().resource::<TileInspector>().visible;
+
+    // Two fingers (a pinch) do nothing.
+    touch(&mut headless, TouchPhase::Started, &[0, 1]);
+    headless.update();
+    touch(&mut headless, TouchPhase::Ended, &[0, 1]);
+    headless.update();
+    assert!(!visible(&headless), "two fingers do not toggle");
+    assert_eq!(egui_contexts(&mut headless), 0);
+
+    // Three fingers land (over two frames), stay a frame and lift: shown once.
+    touch(&mut headless, TouchPhase::Started, &[0, 1]);
+    headless.update();
+    touch(&mut headless, TouchPhase::Started, &[2]);
+    headless.update();
+    assert!(visible(&headless), "three fingers show the overlay");
+    headless.update();
+    touch(&mut headless, TouchPhase::Ended, &[0, 1, 2]);
+    let shown = headless.render(4);
+    assert!(
+        visible(&headless),
+        "holding and lifting does not toggle again"
+    );
+    let (differ, _) = differing(&hidden, &shown, 0, 0, HEADLESS_WIDTH, HEADLESS_HEIGHT);
+    assert!(differ > 1000, "the overlay is drawn ({differ} pixels)");
+
+    // Sized for a phone: the window fits the (narrow) target and the controls are finger-sized.
+    let rect = headless
+        .app
+        .world()
+        .resource::<TileInspectorPanels>()
+        .overlay_rect
+        .expect("the overlay reports its window");
+    assert!(
+        rect.max.x <= HEADLESS_WIDTH as f32 + 1.0,
+        "the overlay fits the {HEADLESS_WIDTH}-pixel-wide target: {rect:?}"
+    );
+    let world = headless.app.world_mut();
+    let mut contexts = world.query::<&mut EguiContext>();
+    let mut context = contexts.single_mut(world).expect("the inspector's context");
+    let height = context.get_mut().global_style().spacing.interact_size.y;
+    assert!(
+        height >= 40.0,
+        "finger-sized controls after a touch: {height}"
+    );
+
+    // Another three-finger tap hides it: the frame is the tile frame alone again.
+    touch(&mut headless, TouchPhase::Started, &[3, 4, 5]);
+    headless.update();
+    touch(&mut headless, TouchPhase::Ended, &[3, 4, 5]);
+    let hidden_again = headless.render(4);
+    assert!(!visible(&headless), "a second tap hides the overlay");
+    assert_eq!(egui_contexts(&mut headless), 0);
+    assert_eq!(
+        hidden_again.rgba, hidden.rgba,
+        "hidden again: the same image"
+    );
+}

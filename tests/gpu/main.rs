@@ -20,6 +20,7 @@ mod inspector;
 mod robustness;
 mod soak;
 mod surface_loss;
+mod suspend;
 mod tiers;
 mod tile_deferred;
 mod tile_fidelity;

@@ -1,0 +1,229 @@
+//! The tier rules on the GPUs Android phones ship (issue 16): every vendor family with a rule or
+//! a known gap, named as the Vulkan driver names it, so that a change to a rule shows here.
+//! Complements `tests::tiers_of_real_devices`, which holds the rules' own cases.
+//!
+//! What the rules know, by vendor:
+//! - Adreno (Qualcomm): 6xx and older render MSAA without subpasses; every Adreno gets the
+//!   empty-resolve-list quirk. 7xx and 8xx render tile MSAA.
+//! - Mali (Arm): Midgard and G71/G72 render MSAA without subpasses; Samsung's Exynos drivers for
+//!   G76/G77 fall back to forward. Later Bifrost (G52), Valhall and fifth-generation GPUs
+//!   (Immortalis) render tile MSAA.
+//! - PowerVR / IMG: no rule; Rogue, B-, C- and D-Series render tile MSAA.
+//! - Xclipse (Samsung, AMD RDNA): no rule; it is not a tiler, so the tile path renders correctly
+//!   but saves no DRAM traffic there (no known driver bug is recorded, so it is not demoted).
+
+use super::{PlanRequirements, RenderTier, TierSetting, choose_tier};
+use crate::device::{
+    ApiVersion, DeviceKind, DeviceProfile, GpuModel, GpuVendor, GraphicsBackend, MaliArch,
+    SampleCounts, VulkanCaps,
+};
+
+/// A phone's Vulkan profile: integrated, 1/2/4/8x MSAA, lazily allocated memory.
+fn phone(vendor_id: u32, name: &str, driver_info: &str) -> DeviceProfile {
+    DeviceProfile {
+        backend: GraphicsBackend::Vulkan,
+        vendor: GpuVendor::classify(vendor_id, name),
+        model: GpuModel::parse(name),
+        vendor_id,
+        device_id: 0,
+        device_kind: DeviceKind::Integrated,
+        device_name: name.into(),
+        driver_name: String::new(),
+        driver_info: driver_info.into(),
+        driver_version: 0,
+        api_version: Some(ApiVersion {
+            major: 1,
+            minor: 1,
+            patch: 0,
+        }),
+        max_color_attachments: 8,
+        vulkan: Some(VulkanCaps {
+            max_color_attachments: 8,
+            max_per_stage_input_attachments: 8,
+            framebuffer_color_sample_counts: SampleCounts(0b1111),
+            framebuffer_depth_sample_counts: SampleCounts(0b1111),
+            sample_rate_shading: true,
+            lazily_allocated_memory: true,
+            depth_stencil_resolve: None,
+            timestamps: None,
+            create_renderpass2_supported: true,
+            create_renderpass2_enabled: true,
+            enabled_extensions: Vec::new(),
+        }),
+    }
+}
+
+fn plan() -> PlanRequirements {
+    PlanRequirements {
+        color_pass: "gbuffer".into(),
+        color_attachments: 4,
+        color_pass_depth: true,
+        input_pass: "lighting".into(),
+        input_attachments: ["albedo_occlusion", "normal", "material", "depth"]
+            .map(String::from)
+            .to_vec(),
+    }
+}
+
+#[test]
+fn android_gpus_get_the_tier_their_vendor_rules_give() {
+    let msaa4 = RenderTier::TileDeferredMsaa { samples: 4 };
+    // (vendor id, device name, driver info, vendor, tile-based, tier at 4x MSAA, reason word)
+    let table = [
+        (
+            0x5143,
+            "Adreno (TM) 610",
+            "",
+            GpuVendor::Qualcomm,
+            true,
+            RenderTier::TileDeferred,
+            "Adreno 6xx",
+        ),
+        (
+            0x5143,
+            "Adreno (TM) 750",
+            "",
+            GpuVendor::Qualcomm,
+            true,
+            msaa4,
+            "empty resolve",
+        ),
+        (
+            0x5143,
+            "Adreno (TM) 830",
+            "",
+            GpuVendor::Qualcomm,
+            true,
+            msaa4,
+            "empty resolve",
+        ),
+        (
+            0x13B5,
+            "Mali-T880",
+            "",
+            GpuVendor::Arm,
+            true,
+            RenderTier::TileDeferred,
+            "Midgard",
+        ),
+        (
+            0x13B5,
+            "Mali-G72",
+            "",
+            GpuVendor::Arm,
+            true,
+            RenderTier::TileDeferred,
+            "G71/G72",
+        ),
+        (
+            0x13B5,
+            "Mali-G52",
+            "",
+            GpuVendor::Arm,
+            true,
+            msaa4,
+            "Vulkan",
+        ),
+        (
+            0x13B5,
+            "Mali-G57",
+            "",
+            GpuVendor::Arm,
+            true,
+            msaa4,
+            "Vulkan",
+        ),
+        (
+            0x13B5,
+            "Immortalis-G720",
+            "",
+            GpuVendor::Arm,
+            true,
+            msaa4,
+            "Vulkan",
+        ),
+        (
+            0x13B5,
+            "Mali-G76",
+            "Samsung Exynos 9820",
+            GpuVendor::Arm,
+            true,
+            RenderTier::Forward,
+            "Samsung",
+        ),
+        (
+            0x1010,
+            "PowerVR Rogue GE8320",
+            "",
+            GpuVendor::Imagination,
+            true,
+            msaa4,
+            "Vulkan",
+        ),
+        (
+            0x1010,
+            "PowerVR B-Series BXM-8-256",
+            "",
+            GpuVendor::Imagination,
+            true,
+            msaa4,
+            "Vulkan",
+        ),
+        (
+            0x144D,
+            "Samsung Xclipse 920",
+            "",
+            GpuVendor::Samsung,
+            false,
+            msaa4,
+            "Vulkan",
+        ),
+        // Some Xclipse drivers report AMD's vendor id: the same decision.
+        (
+            0x1002,
+            "Samsung Xclipse 940",
+            "",
+            GpuVendor::Amd,
+            false,
+            msaa4,
+            "Vulkan",
+        ),
+    ];
+    for (vendor_id, name, driver_info, vendor, tile_based, tier, reason) in table {
+        let profile = phone(vendor_id, name, driver_info);
+        assert_eq!(profile.vendor, vendor, "{name}");
+        assert_eq!(profile.vendor.is_tile_based(), tile_based, "{name}");
+        let decision = choose_tier(&profile, &plan(), 4, TierSetting::Auto);
+        assert_eq!(decision.tier, tier, "{name}: {decision:?}");
+        assert!(
+            decision.summary().contains(reason),
+            "{name}: the reason {:?} names {reason:?}",
+            decision.reasons
+        );
+    }
+}
+
+#[test]
+fn android_gpu_names_parse_to_their_models() {
+    assert_eq!(GpuModel::parse("Adreno (TM) 830"), GpuModel::Adreno(830));
+    assert_eq!(GpuModel::Adreno(830).adreno_series(), Some(8));
+    assert_eq!(
+        GpuModel::parse("Immortalis-G720"),
+        GpuModel::Mali {
+            arch: MaliArch::FifthGen,
+            number: 720
+        }
+    );
+    assert_eq!(
+        GpuModel::parse("Mali-G52"),
+        GpuModel::Mali {
+            arch: MaliArch::Bifrost,
+            number: 52
+        }
+    );
+    assert_eq!(
+        GpuModel::parse("PowerVR Rogue GE8320"),
+        GpuModel::PowerVrRogue
+    );
+    assert_eq!(GpuModel::parse("Samsung Xclipse 920"), GpuModel::Unknown);
+}

@@ -4,6 +4,7 @@ use super::{
     error::{TileError, TileResult},
     extract::{SamplerKey, TileMaterial},
     pipelines::{GbufferPipelineKey, PipelineTarget},
+    render_passes::PassesKey,
     shaders::{TileLayouts, TileShaders},
     shadows::ShadowMapViews,
 };
@@ -14,7 +15,6 @@ use crate::{
         Graveyard, VulkanContext,
         context::DeadObject,
         memory::{AttachmentImage, DeviceBuffer},
-        render_pass::RenderPassKey,
         timing::TimestampQueries,
     },
 };
@@ -44,7 +44,7 @@ pub(crate) struct TileBackend {
     pub(crate) shadow_map_views: ShadowMapViews,
     pub(crate) material_pools: Vec<vk::DescriptorPool>,
     pub(crate) materials: HashMap<AssetId<StandardMaterial>, MaterialResources>,
-    pub(crate) render_passes: HashMap<RenderPassKey, PassResources>,
+    pub(crate) render_passes: HashMap<PassesKey, PassResources>,
     pub(crate) views: EntityHashMap<ViewResources>,
     /// Output image views wgpu has seen initialised (see `interop::prepare_wgpu_resources`).
     pub(crate) initialized_outputs: HashMap<TextureViewId, u64>,
@@ -107,7 +107,7 @@ pub(crate) struct ViewResources {
     pub desc: Option<ViewFrameDesc>,
     /// The compiled plan of the last frame (also mirrored for tests and the inspector).
     pub compiled: Option<CompiledFrame>,
-    pub render_pass_key: RenderPassKey,
+    pub render_pass_key: PassesKey,
     /// Attachments the view owns (everything but the output), sized to the target.
     pub attachments: Vec<(ResourceId, AttachmentImage)>,
     pub attachments_extent: vk::Extent2D,
@@ -192,7 +192,7 @@ impl TileBackend {
     /// shaders' layouts and modules, and the passes' pipeline cache.
     pub fn pipeline_parts(
         &mut self,
-        key: &RenderPassKey,
+        key: &PassesKey,
     ) -> TileResult<(
         &VulkanContext,
         &TileLayouts,

@@ -22,7 +22,7 @@ use super::{
     interop, materials,
     plan::{self, PlannedFrame},
     record::{MeshBinding, RecordedDraw, Recording, record},
-    render_passes,
+    render_passes::{self, LightingKey, PassesKey},
     report::{self, FrameQueries, TileViewReport},
     resources,
     scene::{self, TileSceneParams},
@@ -31,11 +31,7 @@ use super::{
 use crate::{
     DeviceProfile,
     frame_graph::{DeviceCaps, ShadowMaps},
-    vulkan::{
-        VulkanContext, conv,
-        faults::FaultPoint,
-        render_pass::{self, RenderPassKey},
-    },
+    vulkan::{VulkanContext, conv, faults::FaultPoint, render_pass},
 };
 use ash::vk;
 use bevy::{
@@ -126,9 +122,12 @@ fn render_view(
     warn_once_if_msaa_lowered(backend, frame, &planned);
     let PlannedFrame { compiled, desc, .. } = &planned;
 
-    // 3. The render passes and their lighting and tonemap pipelines.
+    // 3. The render passes and their lighting and tonemap pipelines, the lighting specialised
+    // for the shadows the frame samples (what is drawn, gathered first, says which).
+    let drawn = DrawList::gather(scene, visible, conv::samples(desc.samples));
+    let lighting = LightingKey::new(frame.gpu_view.counts[2], samples_shadows(frame, &drawn));
     let descriptions = render_pass::describe_frame(compiled, (planned.output, frame.output_kind));
-    let key = render_passes::ensure_render_passes(backend, &descriptions, compiled)?;
+    let key = render_passes::ensure_render_passes(backend, &descriptions, compiled, lighting)?;
     let render_passes = backend.render_passes[&key].render_passes.clone();
 
     // 4. The view's attachments (everything but the output) and the framebuffers over them.
@@ -148,8 +147,7 @@ fn render_view(
         output_view,
     )?;
 
-    // 5. What to draw, the clusters its lights reach, and the materials it is drawn with.
-    let drawn = DrawList::gather(scene, visible, conv::samples(desc.samples));
+    // 5. The clusters the lights reach, and the materials the draws use.
     let assigning = std::time::Instant::now();
     // The G-buffer debug views show no lights: nothing to assign.
     let lights = if frame.debug_view.replaces_lighting() {
@@ -283,7 +281,7 @@ fn render_view(
 fn recording_of(
     backend: &mut TileBackend,
     frame: &ViewFrame,
-    key: &RenderPassKey,
+    key: &PassesKey,
     drawn: &DrawList,
     mesh_bindings: Vec<MeshBinding>,
 ) -> TileResult<Recording> {
@@ -346,6 +344,21 @@ fn recording_of(
         edge_counter: pass.edge_counter,
     };
     Ok(recording)
+}
+
+/// Whether the view's lighting samples any shadow map this frame: a directional light with
+/// cascades, or a point or spot light with a shadow map. The G-buffer debug views light
+/// nothing.
+fn samples_shadows(frame: &ViewFrame, drawn: &DrawList) -> bool {
+    if frame.debug_view.replaces_lighting() {
+        return false;
+    }
+    let view = &frame.gpu_view;
+    let directional = (view.counts[0] as usize).min(view.directional_lights.len());
+    view.directional_lights[..directional]
+        .iter()
+        .any(|light| light.shadow_cascades[0] > 0)
+        || drawn.lights.iter().any(|light| light.shadow[3] >= 0.0)
 }
 
 /// The shadow maps Bevy rendered this frame that the view samples: its own directional
@@ -441,12 +454,12 @@ pub(crate) fn end_frame(
         let material = backend.materials.remove(&id).unwrap();
         backend.retire_material(material);
     }
-    let used_keys: Vec<RenderPassKey> = backend
+    let used_keys: Vec<PassesKey> = backend
         .views
         .values()
         .map(|v| v.render_pass_key.clone())
         .collect();
-    let stale_passes: Vec<RenderPassKey> = backend
+    let stale_passes: Vec<PassesKey> = backend
         .render_passes
         .iter()
         .filter(|(key, p)| {

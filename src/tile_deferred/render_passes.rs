@@ -1,6 +1,7 @@
 //! Stages 3 and 7, render passes: a plan's render passes with their lighting and tonemap
-//! pipelines (cached by [`RenderPassKey`]: created the first time this shape of frame is
-//! seen), then a G-buffer pipeline for every mesh layout and material state drawn.
+//! pipelines (cached by [`PassesKey`]: created the first time this shape of frame and this
+//! lighting specialisation are seen), then a G-buffer pipeline for every mesh layout and
+//! material state drawn.
 
 use super::{
     backend::{PassResources, StencilSplitPipelines, TileBackend},
@@ -23,16 +24,53 @@ use crate::{
 use ash::vk;
 use bevy::platform::collections::{HashMap, hash_map::Entry};
 
-/// The render passes and screen pipelines of `descriptions`, created the first time this
-/// shape of frame is seen; returns their key.
+/// What the lighting pipelines are specialised for (`shaders/shadows.glsl`'s constants): the
+/// camera's shadow filter, and whether the frame samples any shadow map at all. A frame without
+/// shadows gets lighting pipelines without shadow code: a GPU sizes its registers for the
+/// largest path of a shader, and llvmpipe runs every branch under a lane mask.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub(crate) struct LightingKey {
+    /// `gpu_types::shadow_filter`; 0 without shadows.
+    shadow_filter: u32,
+    shadows: bool,
+}
+
+impl LightingKey {
+    /// The specialisation for `shadow_filter` when the frame samples shadow maps (`shadows`).
+    pub(crate) fn new(shadow_filter: u32, shadows: bool) -> Self {
+        Self {
+            shadow_filter: if shadows { shadow_filter } else { 0 },
+            shadows,
+        }
+    }
+
+    /// Specialisation constants 0 (SHADOW_FILTER) and 1 (SHADOWS), as 32-bit words.
+    fn constants(self) -> [u32; 2] {
+        [self.shadow_filter, u32::from(self.shadows)]
+    }
+}
+
+/// The cache key of a frame's render passes and their screen pipelines.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub(crate) struct PassesKey {
+    pub(crate) render_passes: RenderPassKey,
+    pub(crate) lighting: LightingKey,
+}
+
+/// The render passes and screen pipelines of `descriptions` with `lighting`, created the first
+/// time this shape of frame and specialisation are seen; returns their key.
 pub(super) fn ensure_render_passes(
     backend: &mut TileBackend,
     descriptions: &[RenderPassDescription],
     compiled: &CompiledFrame,
-) -> TileResult<RenderPassKey> {
-    let key = RenderPassKey::new(descriptions);
+    lighting: LightingKey,
+) -> TileResult<PassesKey> {
+    let key = PassesKey {
+        render_passes: RenderPassKey::new(descriptions),
+        lighting,
+    };
     if !backend.render_passes.contains_key(&key) {
-        let pass = create_pass_resources(backend, descriptions, compiled)?;
+        let pass = create_pass_resources(backend, descriptions, compiled, lighting)?;
         backend.render_passes.insert(key.clone(), pass);
     }
     let frame = backend.frame;
@@ -72,6 +110,7 @@ fn create_pass_resources(
     backend: &mut TileBackend,
     descriptions: &[RenderPassDescription],
     compiled: &CompiledFrame,
+    lighting: LightingKey,
 ) -> TileResult<PassResources> {
     let render_passes = create_render_passes(&backend.context, descriptions)?;
     let shape = ScreenShape::of(compiled, &render_passes);
@@ -97,6 +136,7 @@ fn create_pass_resources(
         shaders,
         compiled,
         &shape,
+        lighting,
         &mut pass,
     ) {
         Ok(()) => Ok(pass),
@@ -175,8 +215,23 @@ fn create_screen_pipelines(
     shaders: &TileShaders,
     compiled: &CompiledFrame,
     shape: &ScreenShape,
+    lighting_key: LightingKey,
     pass: &mut PassResources,
 ) -> Result<(), vk::Result> {
+    let constants = lighting_key.constants();
+    let entries = [0, 1].map(|id| vk::SpecializationMapEntry {
+        constant_id: id,
+        offset: id * 4,
+        size: 4,
+    });
+    let specialization = vk::SpecializationInfo::default()
+        .map_entries(&entries)
+        .data(bytemuck::cast_slice(&constants));
+    let lighting_stage = |variant| {
+        shaders
+            .stage(ShaderId::Lighting, variant)
+            .specialization_info(&specialization)
+    };
     let lighting = shape.target(compiled, names::LIGHTING);
     let multisampled = lighting.samples != vk::SampleCountFlags::TYPE_1;
     let stencil_split = shape.stencil_split;
@@ -205,10 +260,7 @@ fn create_screen_pipelines(
     pass.lighting = context.create_screen_pipeline(
         layouts,
         lighting,
-        [
-            fullscreen,
-            shaders.stage(ShaderId::Lighting, lighting_variant),
-        ],
+        [fullscreen, lighting_stage(lighting_variant)],
         additive(untested, interior, false),
     )?;
     pass.tonemap = context.create_screen_pipeline(
@@ -246,7 +298,7 @@ fn create_screen_pipelines(
         split.lighting_per_sample = context.create_screen_pipeline(
             layouts,
             lighting,
-            [fullscreen, shaders.stage(ShaderId::Lighting, SPLIT_EDGES)],
+            [fullscreen, lighting_stage(SPLIT_EDGES)],
             additive(untested, edges, true),
         )?;
     }

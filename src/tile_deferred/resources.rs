@@ -9,6 +9,7 @@ use super::{
     gpu_types::{GpuClusterableLight, GpuInstance, GpuView},
     plan::{self, PlannedFrame, names},
     record::RecordedPass,
+    render_passes::PassesKey,
     shaders::TileLayouts,
     view::ViewFrame,
 };
@@ -17,7 +18,7 @@ use crate::{
     vulkan::{
         Graveyard, VulkanContext, conv,
         memory::{AttachmentImageDesc, DeviceBuffer},
-        render_pass::{self, OutputKind, RenderPassKey},
+        render_pass::{self, OutputKind},
     },
 };
 use ash::vk;
@@ -135,7 +136,7 @@ fn ensure_view<'a>(
             priced_cache: FrameGraphCache::default(),
             desc: None,
             compiled: None,
-            render_pass_key: RenderPassKey::default(),
+            render_pass_key: PassesKey::default(),
             attachments: Vec::new(),
             attachments_extent: vk::Extent2D::default(),
             framebuffers: HashMap::default(),

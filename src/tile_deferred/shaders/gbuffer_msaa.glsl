@@ -9,8 +9,9 @@
 //   1. msaa_classify.glsl, one full-screen draw per pixel: classifies the pixel once and
 //      discards unless it is an edge; surviving pixels get stencil = 1 on every sample. An
 //      occlusion query around it counts the edge samples (N per edge pixel).
-//   2. the MSAA_STENCIL_PIXEL variants, stencil == 0, per pixel: shade sample 0 and write it
-//      to every covered sample (interior and all-background pixels; background discards).
+//   2. the MSAA_STENCIL_PIXEL variants, stencil == 0, per pixel: shade sample 0's surface at the
+//      pixel centre and write it to every covered sample (interior and all-background pixels;
+//      background discards).
 //   3. the MSAA_STENCIL_SAMPLE variants, stencil == 1, sampleShadingEnable with
 //      minSampleShading 1.0: each invocation shades its own sample gl_SampleID (a background
 //      sample discards). Writes go to that sample only.
@@ -190,12 +191,34 @@ int msaa_classify_pixel(int sample_count, bool per_sample) {
     return MSAA_PIXEL_INTERIOR;
 }
 
+#if !defined(MSAA_CLASSIFY) && !defined(MSAA_STENCIL_SAMPLE)
+// An interior pixel is shaded once, at its centre, where forward MSAA shades it: not at sample
+// 0 (for 4x, 0.4 px off the centre), which would shift every sharp feature of the lighting
+// that is not a geometric edge (a shadow's border) by that much. All its samples lie on one
+// surface, whose reverse-Z depth is affine in screen space across a triangle, and the standard
+// sample locations are centred on the pixel: the samples' mean depth is the depth at the
+// centre.
+void msaa_shade_at_pixel_centre(int sample_count, inout GbufferSample s) {
+    float depth = 0.0;
+    for (int i = 0; i < sample_count; i++) {
+        depth += TILE_READ_SAMPLE(gbuffer_depth, i).r;
+    }
+    depth /= float(sample_count);
+    s.world_position = world_position_from_depth(view, floor(gl_FragCoord.xy) + 0.5, depth);
+    s.V = calculate_view(view, s.world_position, view_is_orthographic(view));
+}
+#endif
+
 #if defined(MSAA_STENCIL_PIXEL)
-// Stencil split, stencil == 0 (interior or all-background pixel), per pixel: sample 0, written to
-// every covered sample.
+// Stencil split, stencil == 0 (interior or all-background pixel), per pixel: sample 0's surface
+// at the pixel centre, written to every covered sample.
 bool load_gbuffer(out GbufferSample s) {
     int sample_count = msaa_sample_count();
-    return load_gbuffer_sample(0, msaa_sample_frag_coord(sample_count, 0), s);
+    if (!load_gbuffer_sample(0, msaa_sample_frag_coord(sample_count, 0), s)) {
+        return false;
+    }
+    msaa_shade_at_pixel_centre(sample_count, s);
+    return true;
 }
 #elif defined(MSAA_STENCIL_SAMPLE)
 // Stencil split, stencil == 1 (edge pixel), sample-rate shading: this invocation's sample.
@@ -233,7 +256,13 @@ bool load_gbuffer(out GbufferSample s) {
         }
         gl_SampleMask[0] = 1 << sample_index;
     }
-    return load_gbuffer_sample(sample_index, msaa_sample_frag_coord(sample_count, sample_index), s);
+    if (!load_gbuffer_sample(sample_index, msaa_sample_frag_coord(sample_count, sample_index), s)) {
+        return false;
+    }
+    if (pixel == MSAA_PIXEL_INTERIOR) {
+        msaa_shade_at_pixel_centre(sample_count, s);
+    }
+    return true;
 }
 #endif
 

@@ -80,7 +80,7 @@ void main() {
     uint n_directional_lights = min(view.counts.x, uint(MAX_DIRECTIONAL_LIGHTS));
     for (uint i = 0u; i < n_directional_lights; i = i + 1u) {
         float shadow = 1.0;
-        if (s.shadow_receiver && view.directional_lights[i].shadow_cascades.x > 0u) {
+        if (SHADOWS && s.shadow_receiver && view.directional_lights[i].shadow_cascades.x > 0u) {
             shadow = fetch_directional_shadow(view.directional_lights[i], s.world_position, s.N,
                                               view_z, gl_FragCoord.xy);
         }
@@ -101,7 +101,7 @@ void main() {
             }
             bool spot = light.spot_scale_offset_kind.z > 0.5;
             float shadow = 1.0;
-            if (s.shadow_receiver && light.shadow.w >= 0.0) {
+            if (SHADOWS && s.shadow_receiver && light.shadow.w >= 0.0) {
                 shadow = spot ? fetch_spot_shadow(light, s.world_position, s.N, gl_FragCoord.xy)
                               : fetch_point_shadow(light, s.world_position, s.N, gl_FragCoord.xy);
             }

@@ -80,7 +80,7 @@ pub(crate) enum Split {
     /// No split: every pixel (per-sample-index draws with MSAA).
     #[default]
     Off,
-    /// `MSAA_STENCIL_PIXEL`: the interior pixels (stencil 0), shaded once from sample 0.
+    /// `MSAA_STENCIL_PIXEL`: the interior pixels (stencil 0), shaded once at the pixel centre.
     Pixel,
     /// `MSAA_STENCIL_SAMPLE`: the edge pixels (stencil 1), shaded per sample.
     Sample,

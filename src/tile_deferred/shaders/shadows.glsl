@@ -5,11 +5,18 @@
 // through a comparison sampler (GREATER_OR_EQUAL: reverse-Z, lit where the surface is at least
 // as near the light as the stored depth; linear filter, so each lookup is a hardware 2x2 PCF).
 //
-// Bevy picks the filter with a shader def per camera; here it is View.counts.z, uniform over
-// the draw. Requires common.glsl and `view`.
+// Bevy picks the filter with a shader def per camera; here it is a specialization constant of
+// the lighting pipeline (SHADOW_FILTER), and SHADOWS is false for a frame without any shadow
+// map to sample: the driver then compiles only the filter in use, or no shadow code at all.
+// Code a draw never runs is not free: a GPU allocates registers for the largest path, and
+// llvmpipe (lavapipe) runs both sides of a branch under a lane mask. Requires common.glsl and
+// `view`.
 
 #ifndef TILE_DEFERRED_SHADOWS_GLSL
 #define TILE_DEFERRED_SHADOWS_GLSL
+
+layout(constant_id = 0) const uint SHADOW_FILTER = SHADOW_FILTER_GAUSSIAN;
+layout(constant_id = 1) const bool SHADOWS = true;
 
 layout(set = 0, binding = 3) uniform samplerCubeArrayShadow point_shadow_maps;
 layout(set = 0, binding = 4) uniform sampler2DArrayShadow directional_shadow_maps;
@@ -129,7 +136,7 @@ float sample_shadow_map_jimenez_fourteen(vec2 light_local, float depth, int arra
 
 float sample_shadow_map(vec2 light_local, float depth, int array_index, vec2 frag_coord_xy,
                         float texel_size) {
-    uint filter_method = view.counts.z;
+    uint filter_method = SHADOW_FILTER;
     if (filter_method == SHADOW_FILTER_GAUSSIAN) {
         return sample_shadow_map_castano_thirteen(light_local, depth, array_index);
     }
@@ -179,7 +186,7 @@ float sample_shadow_cubemap_jittered(vec3 light_local, float depth, vec2 frag_co
 
 float sample_shadow_cubemap(vec3 light_local, float distance_to_light, float depth,
                             int light_layer, vec2 frag_coord_xy) {
-    uint filter_method = view.counts.z;
+    uint filter_method = SHADOW_FILTER;
     if (filter_method == SHADOW_FILTER_GAUSSIAN) {
         return sample_shadow_cubemap_gaussian(light_local, depth, POINT_SHADOW_SCALE,
                                               distance_to_light, light_layer);

@@ -33,6 +33,7 @@ mod interop;
 #[cfg(test)]
 mod layout_tests;
 mod materials;
+pub mod missing;
 mod pass;
 mod pipelines;
 pub(crate) mod plan;
@@ -208,7 +209,12 @@ pub(crate) fn build(app: &mut App) {
         ExtractComponentPlugin::<TierDecision>::default(),
     ))
     .insert_resource(reports.clone())
-    .add_systems(PostUpdate, route::route_cameras);
+    .add_systems(
+        PostUpdate,
+        (missing::find_missing, route::route_cameras)
+            .chain()
+            .after(bevy::camera::visibility::VisibilitySystems::CheckVisibility),
+    );
     let Some(render_app) = app.get_sub_app_mut(RenderApp) else {
         return;
     };
@@ -223,7 +229,6 @@ pub(crate) fn build(app: &mut App) {
         .add_schedule(schedule)
         .init_resource::<extract::TileMeshInstances>()
         .init_resource::<extract::TileMaterials>()
-        .init_resource::<extract::ReportedEntities>()
         .add_systems(RenderStartup, create_backend)
         .add_systems(
             ExtractSchedule,
@@ -231,7 +236,6 @@ pub(crate) fn build(app: &mut App) {
                 (
                     extract::extract_tile_meshes,
                     extract::extract_tile_materials,
-                    extract::report_undrawable_meshes,
                 )
                     .chain(),
                 extract::skip_empty_viewports.after(bevy::render::camera::extract_cameras),

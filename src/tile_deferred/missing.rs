@@ -2,8 +2,9 @@
 //!
 //! [`find_missing`] lists, on each tile camera ([`TileMissing`]), the meshes in its view the tile
 //! path does not draw (a custom `Material` or `ExtendedMaterial`, a transparent
-//! `StandardMaterial`, skinning, morph targets, lightmaps) and the camera components whose effect
-//! it does not render (post-processing, fog, sky, environment light). The router
+//! `StandardMaterial`, skinning, morph targets, lightmaps), the camera components whose effect
+//! it does not render (post-processing, fog, sky, environment light) and bevy_ui nodes drawn
+//! over it (Bevy's UI pass runs inside `Core3d`, which a tile camera does not run). The router
 //! ([`route_cameras`](super::route::route_cameras)) then falls an `Auto` camera back to Bevy's
 //! `Core3d` while any of it is in view ([`tiers::apply_missing`](crate::tiers::apply_missing)),
 //! or, with a forced tier, keeps rendering and logs each once; the inspector lists them.
@@ -14,14 +15,18 @@
 use super::TileDeferred;
 use bevy::{
     camera::visibility::VisibleEntities,
-    ecs::{component::Components, world::EntityRef},
+    ecs::{
+        archetype::Archetypes, component::Components, reflect::ReflectComponent, world::EntityRef,
+    },
     light::{
         Atmosphere, AtmosphereEnvironmentMapLight, EnvironmentMapLight,
         GeneratedEnvironmentMapLight, Skybox, VolumetricFog,
     },
     mesh::{morph::MeshMorphWeights, skinning::SkinnedMesh},
     pbr::{DistanceFog, Lightmap, ScreenSpaceAmbientOcclusion, ScreenSpaceReflections},
+    platform::collections::HashMap,
     prelude::*,
+    reflect::ReflectRef,
 };
 use std::{any::TypeId, fmt};
 
@@ -146,6 +151,49 @@ fn camera_features(registry: &AppTypeRegistry, named: &[&str]) -> Vec<(TypeId, S
     features
 }
 
+/// bevy_ui's per-node target camera (`bevy_ui::ComputedUiTargetCamera { camera: Entity }`, on
+/// every UI node, computed by bevy_ui from `UiTargetCamera` or the default UI camera): the crate
+/// and ident it is found by in the type registry, as this crate does not compile bevy_ui.
+const UI_TARGET_CAMERA: (&str, &str) = ("bevy_ui", "ComputedUiTargetCamera");
+
+/// What [`find_missing`] reports for bevy_ui nodes targeting a tile camera.
+pub(crate) const UI_OVER_TILE_CAMERA: &str =
+    "UI: bevy_ui nodes target this camera (Bevy's UI pass runs in Core3d)";
+
+/// The registered type of bevy_ui's node target camera, if the app has bevy_ui and its types
+/// are registered.
+fn ui_target_camera(registry: &AppTypeRegistry) -> Option<(TypeId, ReflectComponent)> {
+    let registry = registry.read();
+    registry.iter().find_map(|registration| {
+        let table = registration.type_info().type_path_table();
+        let found = table.crate_name() == Some(UI_TARGET_CAMERA.0)
+            && table.ident() == Some(UI_TARGET_CAMERA.1);
+        found
+            .then(|| registration.data::<ReflectComponent>().cloned())
+            .flatten()
+            .map(|reflect| (registration.type_id(), reflect))
+    })
+}
+
+/// The camera a UI node targets, read through reflection (its `camera` field).
+fn ui_node_camera(reflect: &ReflectComponent, node: EntityRef) -> Option<Entity> {
+    let value = reflect.reflect(node)?;
+    let ReflectRef::Struct(fields) = value.reflect_ref() else {
+        return None;
+    };
+    fields
+        .field("camera")?
+        .try_downcast_ref::<Entity>()
+        .copied()
+        .filter(|camera| *camera != Entity::PLACEHOLDER)
+}
+
+/// What the registry tells [`find_missing`], looked up once.
+pub(crate) struct Lookups {
+    camera_features: Vec<(TypeId, String)>,
+    ui_target_camera: Option<(TypeId, ReflectComponent)>,
+}
+
 /// Why the tile path does not draw a mesh in view, if it does not. `blended` is whether its
 /// `StandardMaterial` is transparent (None: not a `StandardMaterial`).
 pub(crate) fn undrawable_mesh(
@@ -181,7 +229,6 @@ type TileCameras<'w, 's> = Query<
     's,
     (
         Entity,
-        EntityRef<'static>,
         &'static VisibleEntities,
         Option<&'static TileMissing>,
     ),
@@ -207,15 +254,26 @@ pub(crate) fn find_missing(
     mut commands: Commands,
     cameras: TileCameras,
     meshes: ViewedMeshes,
+    entities: Query<EntityRef>,
     materials: Res<Assets<StandardMaterial>>,
     components: &Components,
+    archetypes: &Archetypes,
     registry: Res<AppTypeRegistry>,
-    mut features: Local<Option<Vec<(TypeId, String)>>>,
+    mut lookups: Local<Option<Lookups>>,
 ) {
+    if cameras.is_empty() {
+        return;
+    }
     // Plugins have registered their types by the first frame's `PostUpdate`.
-    let features =
-        features.get_or_insert_with(|| camera_features(&registry, NAMED_CAMERA_FEATURES));
-    for (camera, camera_ref, visible, previous) in &cameras {
+    let lookups = lookups.get_or_insert_with(|| Lookups {
+        camera_features: camera_features(&registry, NAMED_CAMERA_FEATURES),
+        ui_target_camera: ui_target_camera(&registry),
+    });
+    let ui_cameras = visible_ui_nodes_by_camera(lookups, components, archetypes, &entities);
+    for (camera, visible, previous) in &cameras {
+        let Ok(camera_ref) = entities.get(camera) else {
+            continue;
+        };
         let mut items: Vec<MissingFeature> = Vec::new();
         let mut in_view: Vec<Entity> = visible.iter(TypeId::of::<Mesh3d>()).copied().collect();
         in_view.sort_unstable();
@@ -237,17 +295,23 @@ pub(crate) fn find_missing(
             }
         }
         let camera_name = camera_ref.get::<Name>().map(ToString::to_string);
-        for (type_id, what) in features.iter() {
-            let on_camera = components
+        let mut on_camera = |what: &str| {
+            items.push(MissingFeature {
+                entity: camera,
+                name: camera_name.clone(),
+                what: what.to_string(),
+            });
+        };
+        for (type_id, what) in &lookups.camera_features {
+            if components
                 .get_id(*type_id)
-                .is_some_and(|id| camera_ref.contains_id(id));
-            if on_camera {
-                items.push(MissingFeature {
-                    entity: camera,
-                    name: camera_name.clone(),
-                    what: what.clone(),
-                });
+                .is_some_and(|id| camera_ref.contains_id(id))
+            {
+                on_camera(what);
             }
+        }
+        if ui_cameras.contains_key(&camera) {
+            on_camera(UI_OVER_TILE_CAMERA);
         }
         if previous.is_none_or(|previous| previous.items != items) {
             let frames_clear = previous.map_or(0, |previous| previous.frames_clear);
@@ -257,6 +321,34 @@ pub(crate) fn find_missing(
             });
         }
     }
+}
+
+/// How many visible bevy_ui nodes target each camera (none without bevy_ui).
+fn visible_ui_nodes_by_camera(
+    lookups: &Lookups,
+    components: &Components,
+    archetypes: &Archetypes,
+    entities: &Query<EntityRef>,
+) -> HashMap<Entity, usize> {
+    let mut by_camera = HashMap::default();
+    let Some((type_id, reflect)) = &lookups.ui_target_camera else {
+        return by_camera;
+    };
+    let Some(component) = components.get_id(*type_id) else {
+        return by_camera;
+    };
+    let nodes = archetypes
+        .iter()
+        .filter(|archetype| archetype.contains(component))
+        .flat_map(|archetype| archetype.entities())
+        .filter_map(|node| entities.get(node.id()).ok());
+    for node in nodes {
+        let visible = node.get::<InheritedVisibility>().is_some_and(|v| v.get());
+        if let Some(camera) = ui_node_camera(reflect, node).filter(|_| visible) {
+            *by_camera.entry(camera).or_default() += 1;
+        }
+    }
+    by_camera
 }
 
 #[cfg(test)]
@@ -361,5 +453,123 @@ mod tests {
         assert_eq!(what, "post-processing: ScreenSpaceReflections");
         // Not by a name that is not in the list.
         assert_eq!(camera_features(&registry, &["Bloom"]).len(), typed.len());
+    }
+
+    /// Stands in for bevy_ui's `ComputedUiTargetCamera` (this crate does not compile bevy_ui):
+    /// the same crate, ident and field, so the registry finds it as it finds bevy_ui's.
+    #[derive(Component, Reflect)]
+    #[reflect(Component)]
+    #[type_path = "bevy_ui::ui_node"]
+    struct ComputedUiTargetCamera {
+        camera: Entity,
+    }
+
+    fn world_with_registry(register_ui: bool) -> World {
+        let mut world = World::new();
+        world.init_resource::<AppTypeRegistry>();
+        world.init_resource::<Assets<StandardMaterial>>();
+        if register_ui {
+            world
+                .resource::<AppTypeRegistry>()
+                .write()
+                .register::<ComputedUiTargetCamera>();
+        }
+        world
+    }
+
+    fn run(world: &mut World) {
+        use bevy::ecs::system::RunSystemOnce;
+        world.run_system_once(find_missing).unwrap();
+    }
+
+    fn items(world: &World, camera: Entity) -> Vec<(Entity, String)> {
+        world
+            .get::<TileMissing>(camera)
+            .map(|m| m.items.iter().map(|i| (i.entity, i.what.clone())).collect())
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn meshes_in_view_camera_features_and_ui_nodes_are_found() {
+        let mut world = world_with_registry(true);
+        let tile = world
+            .spawn((
+                Name::new("tile camera"),
+                TileDeferred::default(),
+                VisibleEntities::default(),
+            ))
+            .id();
+        let other = world.spawn(VisibleEntities::default()).id();
+        // A custom-material mesh (no StandardMaterial) in the tile camera's view, and one out
+        // of it.
+        let in_view = world.spawn(Mesh3d(Handle::default())).id();
+        let _out_of_view = world.spawn(Mesh3d(Handle::default())).id();
+        world
+            .get_mut::<VisibleEntities>(tile)
+            .unwrap()
+            .push(in_view, TypeId::of::<Mesh3d>());
+        // A hidden UI node on the tile camera, a visible one on the other camera.
+        world.spawn((
+            ComputedUiTargetCamera { camera: tile },
+            InheritedVisibility::HIDDEN,
+        ));
+        world.spawn((
+            ComputedUiTargetCamera { camera: other },
+            InheritedVisibility::VISIBLE,
+        ));
+        run(&mut world);
+        assert_eq!(
+            items(&world, tile),
+            [(
+                in_view,
+                "custom Material (not a StandardMaterial)".to_string()
+            )]
+        );
+        assert!(
+            world.get::<TileMissing>(other).is_none(),
+            "not a tile camera"
+        );
+
+        // A visible UI node on the tile camera, and SSAO on it.
+        world.spawn((
+            ComputedUiTargetCamera { camera: tile },
+            InheritedVisibility::VISIBLE,
+        ));
+        world
+            .entity_mut(tile)
+            .insert(ScreenSpaceAmbientOcclusion::default());
+        run(&mut world);
+        assert_eq!(
+            items(&world, tile),
+            [
+                (
+                    in_view,
+                    "custom Material (not a StandardMaterial)".to_string()
+                ),
+                (
+                    tile,
+                    "post-processing: ScreenSpaceAmbientOcclusion".to_string()
+                ),
+                (tile, UI_OVER_TILE_CAMERA.to_string()),
+            ]
+        );
+        let listed = world.get::<TileMissing>(tile).unwrap();
+        assert_eq!(listed.items[2].name.as_deref(), Some("tile camera"));
+    }
+
+    #[test]
+    fn ui_nodes_are_not_found_without_the_registered_type() {
+        // Without bevy_ui's type in the registry (bevy_ui absent, or reflection auto
+        // registration off), a UI node cannot be read: nothing is claimed.
+        let mut world = world_with_registry(false);
+        let tile = world
+            .spawn((TileDeferred::default(), VisibleEntities::default()))
+            .id();
+        world.spawn((
+            ComputedUiTargetCamera { camera: tile },
+            InheritedVisibility::VISIBLE,
+        ));
+        run(&mut world);
+        assert_eq!(items(&world, tile), []);
     }
 }

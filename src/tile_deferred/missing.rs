@@ -1,11 +1,11 @@
 //! What a tile camera sees that the tile path cannot draw, found each frame in the main world.
 //!
-//! [`find_missing`] lists, on each tile camera ([`TileMissing`]), the meshes in its view the tile
+//! `find_missing` lists, on each tile camera ([`TileMissing`]), the meshes in its view the tile
 //! path does not draw (a custom `Material` or `ExtendedMaterial`, a transparent
 //! `StandardMaterial`, skinning, morph targets, lightmaps), the camera components whose effect
 //! it does not render (post-processing, fog, sky, environment light) and bevy_ui nodes drawn
 //! over it (Bevy's UI pass runs inside `Core3d`, which a tile camera does not run). The router
-//! ([`route_cameras`](super::route::route_cameras)) then falls an `Auto` camera back to Bevy's
+//! (`route.rs`, which imports this file) then falls an `Auto` camera back to Bevy's
 //! `Core3d` while any of it is in view ([`tiers::apply_missing`](crate::tiers::apply_missing)),
 //! or, with a forced tier, keeps rendering and logs each once; the inspector lists them.
 //!

@@ -22,6 +22,7 @@ use bevy::{
         Atmosphere, AtmosphereEnvironmentMapLight, EnvironmentMapLight,
         GeneratedEnvironmentMapLight, Skybox, VolumetricFog,
     },
+    mesh::UvChannel,
     mesh::{morph::MeshMorphWeights, skinning::SkinnedMesh},
     pbr::{DistanceFog, Lightmap, ScreenSpaceAmbientOcclusion, ScreenSpaceReflections},
     platform::collections::HashMap,
@@ -194,24 +195,59 @@ pub(crate) struct Lookups {
     ui_target_camera: Option<(TypeId, ReflectComponent)>,
 }
 
-/// Why the tile path does not draw a mesh in view, if it does not. `blended` is whether its
-/// `StandardMaterial` is transparent (None: not a `StandardMaterial`).
+/// What the tile path skips of a transparent `StandardMaterial`: all of it.
+pub(crate) const TRANSPARENT: &str =
+    "transparent StandardMaterial (AlphaMode Blend/Premultiplied/Add/Multiply)";
+
+/// What of a `StandardMaterial` the tile path does not draw, if anything: transparency (the mesh
+/// is skipped), or the first lighting feature its G-buffer has no room for (the mesh would be
+/// drawn without it).
+pub(crate) fn standard_material_missing(material: &StandardMaterial) -> Option<&'static str> {
+    let uv1 = |texture: &Option<Handle<Image>>, channel: &UvChannel| {
+        texture.is_some() && *channel == UvChannel::Uv1
+    };
+    if is_blended(material.alpha_mode) {
+        Some(TRANSPARENT)
+    } else if material.clearcoat > 0.0 {
+        Some("StandardMaterial clearcoat")
+    } else if material.anisotropy_strength > 0.0 {
+        Some("StandardMaterial anisotropy")
+    } else if material.specular_transmission > 0.0 || material.diffuse_transmission > 0.0 {
+        Some("StandardMaterial transmission")
+    } else if material.depth_map.is_some() {
+        Some("StandardMaterial parallax depth map")
+    } else if LinearRgba::from(material.specular_tint) != LinearRgba::WHITE {
+        Some("StandardMaterial specular tint")
+    } else if uv1(&material.base_color_texture, &material.base_color_channel)
+        || uv1(&material.emissive_texture, &material.emissive_channel)
+        || uv1(
+            &material.metallic_roughness_texture,
+            &material.metallic_roughness_channel,
+        )
+        || uv1(&material.occlusion_texture, &material.occlusion_channel)
+        || uv1(&material.normal_map_texture, &material.normal_map_channel)
+    {
+        Some("StandardMaterial texture on the second UV channel")
+    } else {
+        None
+    }
+}
+
+/// Why the tile path does not draw a mesh in view, if it does not. `standard` is what
+/// [`standard_material_missing`] says of its `StandardMaterial` (None: not a `StandardMaterial`).
 pub(crate) fn undrawable_mesh(
-    standard: Option<bool>,
+    standard: Option<Option<&'static str>>,
     skinned: bool,
     morphed: bool,
     lightmapped: bool,
 ) -> Option<&'static str> {
     match standard {
         None => Some("custom Material (not a StandardMaterial)"),
-        // Transparency is not on the tile path yet: the mesh would be absent.
-        Some(true) => {
-            Some("transparent StandardMaterial (AlphaMode Blend/Premultiplied/Add/Multiply)")
-        }
-        Some(false) if skinned => Some("skinned mesh (the tile path does not skin)"),
-        Some(false) if morphed => Some("morph targets (the tile path does not morph)"),
-        Some(false) if lightmapped => Some("lightmap (the tile path does not sample it)"),
-        Some(false) => None,
+        Some(Some(what)) => Some(what),
+        Some(None) if skinned => Some("skinned mesh (the tile path does not skin)"),
+        Some(None) if morphed => Some("morph targets (the tile path does not morph)"),
+        Some(None) if lightmapped => Some("lightmap (the tile path does not sample it)"),
+        Some(None) => None,
     }
 }
 
@@ -281,12 +317,13 @@ pub(crate) fn find_missing(
             let Ok((name, standard, skinned, morphed, lightmapped)) = meshes.get(entity) else {
                 continue;
             };
-            let blended = standard.map(|material| {
+            // A material not loaded yet is not drawn by Bevy either.
+            let standard = standard.map(|material| {
                 materials
                     .get(&material.0)
-                    .is_some_and(|m| is_blended(m.alpha_mode))
+                    .and_then(standard_material_missing)
             });
-            if let Some(what) = undrawable_mesh(blended, skinned, morphed, lightmapped) {
+            if let Some(what) = undrawable_mesh(standard, skinned, morphed, lightmapped) {
                 items.push(MissingFeature {
                     entity,
                     name: name.map(ToString::to_string),
@@ -358,13 +395,18 @@ mod tests {
     #[test]
     fn what_the_tile_path_does_not_draw() {
         // Opaque, masked and alpha-to-coverage StandardMaterials are drawn.
-        assert_eq!(undrawable_mesh(Some(false), false, false, false), None);
+        assert_eq!(undrawable_mesh(Some(None), false, false, false), None);
         for mode in [
             AlphaMode::Opaque,
             AlphaMode::Mask(0.5),
             AlphaMode::AlphaToCoverage,
         ] {
             assert!(!is_blended(mode), "{mode:?}");
+            let material = StandardMaterial {
+                alpha_mode: mode,
+                ..default()
+            };
+            assert_eq!(standard_material_missing(&material), None, "{mode:?}");
         }
         for mode in [
             AlphaMode::Blend,
@@ -373,30 +415,96 @@ mod tests {
             AlphaMode::Multiply,
         ] {
             assert!(is_blended(mode), "{mode:?}");
+            let material = StandardMaterial {
+                alpha_mode: mode,
+                ..default()
+            };
+            assert_eq!(standard_material_missing(&material), Some(TRANSPARENT));
         }
+        // Lighting features the G-buffer has no room for.
+        for (material, what) in [
+            (
+                StandardMaterial {
+                    clearcoat: 1.0,
+                    ..default()
+                },
+                "clearcoat",
+            ),
+            (
+                StandardMaterial {
+                    anisotropy_strength: 0.5,
+                    ..default()
+                },
+                "anisotropy",
+            ),
+            (
+                StandardMaterial {
+                    specular_transmission: 0.9,
+                    ..default()
+                },
+                "transmission",
+            ),
+            (
+                StandardMaterial {
+                    diffuse_transmission: 0.5,
+                    ..default()
+                },
+                "transmission",
+            ),
+            (
+                StandardMaterial {
+                    depth_map: Some(Handle::default()),
+                    ..default()
+                },
+                "parallax",
+            ),
+            (
+                StandardMaterial {
+                    specular_tint: Color::srgb(1.0, 0.5, 0.5),
+                    ..default()
+                },
+                "specular tint",
+            ),
+            (
+                StandardMaterial {
+                    base_color_texture: Some(Handle::default()),
+                    base_color_channel: UvChannel::Uv1,
+                    ..default()
+                },
+                "second UV channel",
+            ),
+        ] {
+            let missing = standard_material_missing(&material);
+            assert!(missing.is_some_and(|m| m.contains(what)), "{missing:?}");
+        }
+        // The second UV channel without a texture on it samples nothing.
+        let unused_channel = StandardMaterial {
+            base_color_channel: UvChannel::Uv1,
+            ..default()
+        };
+        assert_eq!(standard_material_missing(&unused_channel), None);
         // The material is checked first: a custom material is missing whatever else it has.
         assert!(
             undrawable_mesh(None, true, true, true)
                 .unwrap()
                 .contains("custom Material")
         );
-        assert!(
-            undrawable_mesh(Some(true), false, false, false)
-                .unwrap()
-                .contains("transparent")
+        assert_eq!(
+            undrawable_mesh(Some(Some(TRANSPARENT)), true, false, false),
+            Some(TRANSPARENT)
         );
         assert!(
-            undrawable_mesh(Some(false), true, false, false)
+            undrawable_mesh(Some(None), true, false, false)
                 .unwrap()
                 .contains("skinned")
         );
         assert!(
-            undrawable_mesh(Some(false), false, true, false)
+            undrawable_mesh(Some(None), false, true, false)
                 .unwrap()
                 .contains("morph")
         );
         assert!(
-            undrawable_mesh(Some(false), false, false, true)
+            undrawable_mesh(Some(None), false, false, true)
                 .unwrap()
                 .contains("lightmap")
         );

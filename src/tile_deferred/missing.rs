@@ -2,7 +2,8 @@
 //!
 //! `find_missing` lists, on each tile camera ([`TileMissing`]), the meshes in its view the tile
 //! path does not draw (a custom `Material` or `ExtendedMaterial`, a transparent
-//! `StandardMaterial`, skinning, morph targets, lightmaps), the camera components whose effect
+//! `StandardMaterial`, skinning, morph targets, lightmaps), shadow-casting lights and clustered
+//! decals reaching its view, the camera components whose effect
 //! it does not render (post-processing, fog, sky, environment light) and bevy_ui nodes drawn
 //! over it (Bevy's UI pass runs inside `Core3d`, which a tile camera does not run). The router
 //! (`route.rs`, which imports this file) then falls an `Auto` camera back to Bevy's
@@ -14,13 +15,14 @@
 
 use super::TileDeferred;
 use bevy::{
+    camera::visibility::RenderLayers,
     camera::visibility::VisibleEntities,
     ecs::{
         archetype::Archetypes, component::Components, reflect::ReflectComponent, world::EntityRef,
     },
     light::{
-        Atmosphere, AtmosphereEnvironmentMapLight, EnvironmentMapLight,
-        GeneratedEnvironmentMapLight, Skybox, VolumetricFog,
+        Atmosphere, AtmosphereEnvironmentMapLight, ClusteredDecal, EnvironmentMapLight,
+        GeneratedEnvironmentMapLight, Skybox, VolumetricFog, cluster::ClusterVisibilityClass,
     },
     mesh::UvChannel,
     mesh::{morph::MeshMorphWeights, skinning::SkinnedMesh},
@@ -271,6 +273,33 @@ type TileCameras<'w, 's> = Query<
     With<TileDeferred>,
 >;
 
+/// What the tile path does not draw of a light (or decal) in a camera's clusters.
+pub(crate) const SHADOWS: &str = "shadows (the tile path draws no shadow maps yet)";
+const CLUSTERED_DECAL: &str = "clustered decal";
+
+type ViewedClusterables<'w, 's> = Query<
+    'w,
+    's,
+    (
+        Option<&'static Name>,
+        Option<&'static PointLight>,
+        Option<&'static SpotLight>,
+        Has<ClusteredDecal>,
+    ),
+>;
+
+type DirectionalLights<'w, 's> = Query<
+    'w,
+    's,
+    (
+        Entity,
+        Option<&'static Name>,
+        &'static DirectionalLight,
+        &'static InheritedVisibility,
+        Option<&'static RenderLayers>,
+    ),
+>;
+
 type ViewedMeshes<'w, 's> = Query<
     'w,
     's,
@@ -290,6 +319,8 @@ pub(crate) fn find_missing(
     mut commands: Commands,
     cameras: TileCameras,
     meshes: ViewedMeshes,
+    clusterables: ViewedClusterables,
+    directional_lights: DirectionalLights,
     entities: Query<EntityRef>,
     materials: Res<Assets<StandardMaterial>>,
     components: &Components,
@@ -328,6 +359,49 @@ pub(crate) fn find_missing(
                     entity,
                     name: name.map(ToString::to_string),
                     what: what.to_string(),
+                });
+            }
+        }
+        // Point and spot lights and decals in the camera's clusters, then every directional
+        // light it sees (they light every view of their layers).
+        let mut clustered: Vec<Entity> = visible
+            .iter(TypeId::of::<ClusterVisibilityClass>())
+            .copied()
+            .collect();
+        clustered.sort_unstable();
+        for entity in clustered {
+            let Ok((name, point, spot, decal)) = clusterables.get(entity) else {
+                continue;
+            };
+            let shadows = point.is_some_and(|l| l.shadow_maps_enabled)
+                || spot.is_some_and(|l| l.shadow_maps_enabled);
+            let what = if decal {
+                Some(CLUSTERED_DECAL)
+            } else {
+                shadows.then_some(SHADOWS)
+            };
+            if let Some(what) = what {
+                items.push(MissingFeature {
+                    entity,
+                    name: name.map(ToString::to_string),
+                    what: what.to_string(),
+                });
+            }
+        }
+        let camera_layers = camera_ref
+            .get::<RenderLayers>()
+            .cloned()
+            .unwrap_or_default();
+        for (entity, name, light, visibility, layers) in &directional_lights {
+            let lights_camera = visibility.get()
+                && layers
+                    .map_or(RenderLayers::default(), Clone::clone)
+                    .intersects(&camera_layers);
+            if light.shadow_maps_enabled && lights_camera {
+                items.push(MissingFeature {
+                    entity,
+                    name: name.map(ToString::to_string),
+                    what: SHADOWS.to_string(),
                 });
             }
         }
@@ -616,6 +690,32 @@ mod tests {
             .get_mut::<VisibleEntities>(tile)
             .unwrap()
             .push(in_view, TypeId::of::<Mesh3d>());
+        // A directional light with shadows, one without, and a hidden one with.
+        let sun = world
+            .spawn(DirectionalLight {
+                shadow_maps_enabled: true,
+                ..default()
+            })
+            .id();
+        world.spawn(DirectionalLight::default());
+        world.spawn((
+            DirectionalLight {
+                shadow_maps_enabled: true,
+                ..default()
+            },
+            InheritedVisibility::HIDDEN,
+        ));
+        // A spot light with shadows in the camera's clusters.
+        let spot = world
+            .spawn(SpotLight {
+                shadow_maps_enabled: true,
+                ..default()
+            })
+            .id();
+        world
+            .get_mut::<VisibleEntities>(tile)
+            .unwrap()
+            .push(spot, TypeId::of::<ClusterVisibilityClass>());
         // A hidden UI node on the tile camera, a visible one on the other camera.
         world.spawn((
             ComputedUiTargetCamera { camera: tile },
@@ -625,14 +725,18 @@ mod tests {
             ComputedUiTargetCamera { camera: other },
             InheritedVisibility::VISIBLE,
         ));
+        // Required components start hidden; visibility propagation runs in the app.
+        world.entity_mut(sun).insert(InheritedVisibility::VISIBLE);
         run(&mut world);
-        assert_eq!(
-            items(&world, tile),
-            [(
+        let before_ui = [
+            (
                 in_view,
-                "custom Material (not a StandardMaterial)".to_string()
-            )]
-        );
+                "custom Material (not a StandardMaterial)".to_string(),
+            ),
+            (spot, SHADOWS.to_string()),
+            (sun, SHADOWS.to_string()),
+        ];
+        assert_eq!(items(&world, tile), before_ui);
         assert!(
             world.get::<TileMissing>(other).is_none(),
             "not a tile camera"
@@ -647,22 +751,15 @@ mod tests {
             .entity_mut(tile)
             .insert(ScreenSpaceAmbientOcclusion::default());
         run(&mut world);
-        assert_eq!(
-            items(&world, tile),
-            [
-                (
-                    in_view,
-                    "custom Material (not a StandardMaterial)".to_string()
-                ),
-                (
-                    tile,
-                    "post-processing: ScreenSpaceAmbientOcclusion".to_string()
-                ),
-                (tile, UI_OVER_TILE_CAMERA.to_string()),
-            ]
-        );
+        let mut expected = before_ui.to_vec();
+        expected.push((
+            tile,
+            "post-processing: ScreenSpaceAmbientOcclusion".to_string(),
+        ));
+        expected.push((tile, UI_OVER_TILE_CAMERA.to_string()));
+        assert_eq!(items(&world, tile), expected);
         let listed = world.get::<TileMissing>(tile).unwrap();
-        assert_eq!(listed.items[2].name.as_deref(), Some("tile camera"));
+        assert_eq!(listed.items[4].name.as_deref(), Some("tile camera"));
     }
 
     #[test]

@@ -25,7 +25,7 @@ use bevy::{
         GeneratedEnvironmentMapLight, Skybox, VolumetricFog, cluster::ClusterVisibilityClass,
     },
     mesh::UvChannel,
-    mesh::{morph::MeshMorphWeights, skinning::SkinnedMesh},
+    mesh::{PrimitiveTopology, morph::MeshMorphWeights, skinning::SkinnedMesh},
     pbr::{DistanceFog, Lightmap, ScreenSpaceAmbientOcclusion, ScreenSpaceReflections},
     platform::collections::HashMap,
     prelude::*,
@@ -235,6 +235,22 @@ pub(crate) fn standard_material_missing(material: &StandardMaterial) -> Option<&
     }
 }
 
+/// What the tile path does not draw of a mesh asset, if anything: lines and points (the
+/// G-buffer pipelines draw triangles; such meshes are skipped), vertex colours (drawn without).
+pub(crate) fn mesh_asset_missing(mesh: &Mesh) -> Option<&'static str> {
+    match mesh.primitive_topology() {
+        PrimitiveTopology::TriangleList | PrimitiveTopology::TriangleStrip => {}
+        PrimitiveTopology::LineList | PrimitiveTopology::LineStrip => {
+            return Some("line mesh (the tile path draws triangles only)");
+        }
+        PrimitiveTopology::PointList => {
+            return Some("point mesh (the tile path draws triangles only)");
+        }
+    }
+    mesh.contains_attribute(Mesh::ATTRIBUTE_COLOR)
+        .then_some("vertex colours (the tile path ignores them)")
+}
+
 /// Why the tile path does not draw a mesh in view, if it does not. `standard` is what
 /// [`standard_material_missing`] says of its `StandardMaterial` (None: not a `StandardMaterial`).
 pub(crate) fn undrawable_mesh(
@@ -304,6 +320,7 @@ type ViewedMeshes<'w, 's> = Query<
     'w,
     's,
     (
+        &'static Mesh3d,
         Option<&'static Name>,
         Option<&'static MeshMaterial3d<StandardMaterial>>,
         Has<SkinnedMesh>,
@@ -323,6 +340,7 @@ pub(crate) fn find_missing(
     directional_lights: DirectionalLights,
     entities: Query<EntityRef>,
     materials: Res<Assets<StandardMaterial>>,
+    mesh_assets: Res<Assets<Mesh>>,
     components: &Components,
     archetypes: &Archetypes,
     registry: Res<AppTypeRegistry>,
@@ -345,7 +363,8 @@ pub(crate) fn find_missing(
         let mut in_view: Vec<Entity> = visible.iter(TypeId::of::<Mesh3d>()).copied().collect();
         in_view.sort_unstable();
         for entity in in_view {
-            let Ok((name, standard, skinned, morphed, lightmapped)) = meshes.get(entity) else {
+            let Ok((mesh, name, standard, skinned, morphed, lightmapped)) = meshes.get(entity)
+            else {
                 continue;
             };
             // A material not loaded yet is not drawn by Bevy either.
@@ -354,7 +373,9 @@ pub(crate) fn find_missing(
                     .get(&material.0)
                     .and_then(standard_material_missing)
             });
-            if let Some(what) = undrawable_mesh(standard, skinned, morphed, lightmapped) {
+            let what = undrawable_mesh(standard, skinned, morphed, lightmapped)
+                .or_else(|| mesh_assets.get(&mesh.0).and_then(mesh_asset_missing));
+            if let Some(what) = what {
                 items.push(MissingFeature {
                     entity,
                     name: name.map(ToString::to_string),
@@ -585,6 +606,33 @@ mod tests {
     }
 
     #[test]
+    fn lines_points_and_vertex_colours_are_missing() {
+        use bevy::asset::RenderAssetUsages;
+        let mesh = |topology| Mesh::new(topology, RenderAssetUsages::default());
+        assert_eq!(
+            mesh_asset_missing(&mesh(PrimitiveTopology::TriangleList)),
+            None
+        );
+        assert_eq!(
+            mesh_asset_missing(&mesh(PrimitiveTopology::TriangleStrip)),
+            None
+        );
+        for (topology, what) in [
+            (PrimitiveTopology::LineList, "line mesh"),
+            (PrimitiveTopology::LineStrip, "line mesh"),
+            (PrimitiveTopology::PointList, "point mesh"),
+        ] {
+            let missing = mesh_asset_missing(&mesh(topology));
+            assert!(missing.is_some_and(|m| m.contains(what)), "{topology:?}");
+        }
+        let coloured = mesh(PrimitiveTopology::TriangleList)
+            .with_inserted_attribute(Mesh::ATTRIBUTE_COLOR, vec![[1.0f32, 0.0, 0.0, 1.0]; 3]);
+        assert!(mesh_asset_missing(&coloured).is_some_and(|m| m.contains("vertex colours")));
+        // The real meshes Bevy builds have no colours.
+        assert_eq!(mesh_asset_missing(&Sphere::new(1.0).mesh().build()), None);
+    }
+
+    #[test]
     fn the_summary_counts_kinds_without_naming_entities() {
         let item = |index: u32, what: &str| MissingFeature {
             entity: Entity::from_raw_u32(index).unwrap(),
@@ -650,6 +698,7 @@ mod tests {
         let mut world = World::new();
         world.init_resource::<AppTypeRegistry>();
         world.init_resource::<Assets<StandardMaterial>>();
+        world.init_resource::<Assets<Mesh>>();
         if register_ui {
             world
                 .resource::<AppTypeRegistry>()

@@ -30,6 +30,7 @@ use bevy::{
     platform::collections::HashMap,
     prelude::*,
     reflect::ReflectRef,
+    render::view::ColorGrading,
 };
 use std::{any::TypeId, fmt};
 
@@ -152,6 +153,26 @@ fn camera_features(registry: &AppTypeRegistry, named: &[&str]) -> Vec<(TypeId, S
         }
     }
     features
+}
+
+/// What [`find_missing`] reports for a camera whose `ColorGrading` is not the default: the
+/// tonemap subpass applies the default grading (as Bevy's in-shader tone mapping does for it).
+const COLOR_GRADING: &str = "colour grading (a ColorGrading other than the default)";
+
+/// Whether `grading` is `ColorGrading::default()` (it has no `PartialEq`, and its reflection
+/// cannot compare its `Range` field).
+fn is_default_grading(grading: &ColorGrading) -> bool {
+    let default = ColorGrading::default();
+    let (global, default_global) = (&grading.global, &default.global);
+    global.exposure == default_global.exposure
+        && global.temperature == default_global.temperature
+        && global.tint == default_global.tint
+        && global.hue == default_global.hue
+        && global.post_saturation == default_global.post_saturation
+        && global.midtones_range == default_global.midtones_range
+        && grading.shadows == default.shadows
+        && grading.midtones == default.midtones
+        && grading.highlights == default.highlights
 }
 
 /// bevy_ui's per-node target camera (`bevy_ui::ComputedUiTargetCamera { camera: Entity }`, on
@@ -442,6 +463,12 @@ pub(crate) fn find_missing(
                 on_camera(what);
             }
         }
+        if camera_ref
+            .get::<ColorGrading>()
+            .is_some_and(|grading| !is_default_grading(grading))
+        {
+            on_camera(COLOR_GRADING);
+        }
         if ui_cameras.contains_key(&camera) {
             on_camera(UI_OVER_TILE_CAMERA);
         }
@@ -630,6 +657,20 @@ mod tests {
         assert!(mesh_asset_missing(&coloured).is_some_and(|m| m.contains("vertex colours")));
         // The real meshes Bevy builds have no colours.
         assert_eq!(mesh_asset_missing(&Sphere::new(1.0).mesh().build()), None);
+    }
+
+    #[test]
+    fn only_a_changed_colour_grading_is_missing() {
+        assert!(is_default_grading(&ColorGrading::default()));
+        let mut warmer = ColorGrading::default();
+        warmer.global.temperature = 0.3;
+        assert!(!is_default_grading(&warmer));
+        let mut contrast = ColorGrading::default();
+        contrast.shadows.contrast = 1.2;
+        assert!(!is_default_grading(&contrast));
+        let mut range = ColorGrading::default();
+        range.global.midtones_range = 0.1..0.9;
+        assert!(!is_default_grading(&range));
     }
 
     #[test]

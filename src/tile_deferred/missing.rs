@@ -1,12 +1,18 @@
 //! What a tile camera sees that the tile path cannot draw, found each frame in the main world.
 //!
-//! `find_missing` lists, on each tile camera ([`TileMissing`]), the meshes in its view the tile
-//! path does not draw (a custom `Material` or `ExtendedMaterial`, a transparent
-//! `StandardMaterial`, skinning, morph targets, lightmaps), shadow-casting lights and clustered
-//! decals reaching its view, the camera components whose effect
-//! it does not render (post-processing, fog, sky, environment light) and bevy_ui nodes drawn
-//! over it (Bevy's UI pass runs inside `Core3d`, which a tile camera does not run). The router
-//! (`route.rs`, which imports this file) then falls an `Auto` camera back to Bevy's
+//! `find_missing` lists, on each tile camera ([`TileMissing`]):
+//! - meshes in its view the tile path does not draw, or draws without part of what Bevy draws:
+//!   a custom `Material` or `ExtendedMaterial`, a transparent `StandardMaterial`, material
+//!   features the G-buffer has no room for (clearcoat, anisotropy, transmission, parallax,
+//!   specular tint, the second UV channel), skinning, morph targets, lightmaps, line and point
+//!   meshes, vertex colours;
+//! - shadow-casting lights and clustered decals reaching its view;
+//! - camera components whose effect it does not render (post-processing, fog, sky,
+//!   environment light, a non-default colour grading);
+//! - bevy_ui nodes drawn over it (Bevy's UI pass runs inside `Core3d`, which a tile camera does
+//!   not run).
+//!
+//! The router (`route.rs`, which imports this file) then falls an `Auto` camera back to Bevy's
 //! `Core3d` while any of it is in view ([`tiers::apply_missing`](crate::tiers::apply_missing)),
 //! or, with a forced tier, keeps rendering and logs each once; the inspector lists them.
 //!
@@ -15,8 +21,7 @@
 
 use super::TileDeferred;
 use bevy::{
-    camera::visibility::RenderLayers,
-    camera::visibility::VisibleEntities,
+    camera::visibility::{RenderLayers, VisibleEntities},
     ecs::{
         archetype::Archetypes, component::Components, reflect::ReflectComponent, world::EntityRef,
     },
@@ -24,8 +29,7 @@ use bevy::{
         Atmosphere, AtmosphereEnvironmentMapLight, ClusteredDecal, EnvironmentMapLight,
         GeneratedEnvironmentMapLight, Skybox, VolumetricFog, cluster::ClusterVisibilityClass,
     },
-    mesh::UvChannel,
-    mesh::{PrimitiveTopology, morph::MeshMorphWeights, skinning::SkinnedMesh},
+    mesh::{PrimitiveTopology, UvChannel, morph::MeshMorphWeights, skinning::SkinnedMesh},
     pbr::{DistanceFog, Lightmap, ScreenSpaceAmbientOcclusion, ScreenSpaceReflections},
     platform::collections::HashMap,
     prelude::*,
@@ -58,7 +62,8 @@ impl fmt::Display for MissingFeature {
 /// tile path cannot draw. Empty when nothing is missing.
 #[derive(Component, Clone, Debug, Default, PartialEq, Reflect)]
 pub struct TileMissing {
-    /// What is missing this frame, meshes in view first, in entity order.
+    /// What is missing this frame: meshes in view (in entity order), lights and decals, then
+    /// the camera's own components and UI (with the camera as the entity).
     pub items: Vec<MissingFeature>,
     /// Frames in a row with nothing missing since the camera fell back for it (the router's
     /// hysteresis state, [`tiers::missing_hysteresis`](crate::tiers::missing_hysteresis)).

@@ -68,7 +68,9 @@ use bevy::{
 ///
 /// Keep `Camera3d` on the camera. Cameras without it keep Bevy's `Core3d` renderer; cameras
 /// with it fall back to `Core3d` (with a logged reason) where the device cannot run the tile
-/// path.
+/// path, and, under [`TierSetting::Auto`], while they see something the tile path cannot draw
+/// (listed on the camera as a [`TileMissing`](missing::TileMissing); with a forced tier it is
+/// logged and left out of the frame).
 #[derive(Component, Clone, Debug, Reflect, ExtractComponent)]
 #[extract_component_filter(With<Camera>)]
 #[reflect(Component, Clone, Debug, Default)]

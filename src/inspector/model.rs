@@ -111,6 +111,10 @@ pub struct CameraPanel {
     pub export: String,
     /// Remarks (fallbacks, unmerged requests...).
     pub notes: Vec<String>,
+    /// What the camera sees that the tile path does not draw, one line per entity and kind
+    /// ("entity (\"name\"): what"); a tile camera only. Under `TierSetting::Auto` the camera
+    /// renders with `Core3d` while any is in view; with a forced tile tier it is absent.
+    pub missing: Vec<String>,
 }
 
 /// Smoothed frame time.
@@ -299,6 +303,7 @@ type CameraQuery = (
     &'static Msaa,
     Option<&'static Name>,
     Option<&'static crate::tiers::TierDecision>,
+    Option<&'static crate::tile_deferred::missing::TileMissing>,
 );
 
 /// Computes every camera's panel (runs while the inspector is shown).
@@ -329,7 +334,7 @@ pub(crate) fn update_panels(
     let mut list = Vec::new();
     let mut sorted: Vec<_> = cameras.iter().filter(|c| c.1.is_active).collect();
     sorted.sort_by_key(|c| (c.1.order, c.0));
-    for (entity, camera, target, graph, tile, msaa, name, decision) in sorted {
+    for (entity, camera, target, graph, tile, msaa, name, decision, missing) in sorted {
         let report = reports.as_deref().and_then(|r| r.get(entity));
         let on_tile_graph = graph.0 == TileDeferredGraph.intern();
         let requested = msaa.samples();
@@ -363,6 +368,10 @@ pub(crate) fn update_panels(
             render_passes_recorded: None,
             export: String::new(),
             notes: Vec::new(),
+            missing: missing
+                .filter(|_| tile.is_some())
+                .map(|m| m.items.iter().map(ToString::to_string).collect())
+                .unwrap_or_default(),
         };
         let output_format;
         match (&report, tile.is_some() && on_tile_graph) {
@@ -426,6 +435,28 @@ pub(crate) fn update_panels(
                     .attachment_named(names::OUTPUT)
                     .map_or(Format::Bgra8Srgb, |a| a.format);
                 panel.compiled = Some(report.compiled.clone());
+            }
+            _ if tile.is_some() && decision.is_some_and(|d| d.missing_fallback.is_some()) => {
+                let decision = decision.expect("checked by the guard");
+                panel.tier = decision.tier.to_string();
+                panel.tier_reason = decision.reasons.join("; ");
+                output_format = target_format(target, &images);
+                let extent = Extent::new(panel.resolution.x.max(1), panel.resolution.y.max(1));
+                let desc = ViewFrameDesc::new(extent, output_format, requested);
+                let plans = cache.get(desc, caps, requested);
+                panel.in_use = plans
+                    .stock_forward
+                    .as_ref()
+                    .map(|f| PlanSummary::of(stock_label(requested), f, fps));
+                panel.stock_bevy = panel.in_use.clone();
+                panel.tile_deferred_alternative = plans
+                    .merged
+                    .as_ref()
+                    .map(|f| PlanSummary::of("tile-deferred (once nothing is missing)", f, fps));
+                if let Some(frame) = &plans.stock_forward {
+                    panel.export = surface_lines(frame, None, &caps);
+                }
+                panel.compiled = plans.stock_forward;
             }
             _ => {
                 panel.tier_reason = match (tile.is_some(), on_tile_graph) {

@@ -237,6 +237,15 @@ fn summary(ui: &mut egui::Ui, panel: &CameraPanel) {
             for note in &panel.notes {
                 ui.colored_label(AMBER, note);
             }
+            if !panel.missing.is_empty() {
+                ui.colored_label(
+                    AMBER,
+                    format!("Not drawn by the tile path ({}):", panel.missing.len()),
+                );
+                for line in &panel.missing {
+                    ui.colored_label(AMBER, format!("  {line}"));
+                }
+            }
         });
 }
 

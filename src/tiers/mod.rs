@@ -152,6 +152,19 @@ pub struct TierDecision {
     pub quirks: Quirks,
     /// Set when the tier was lowered after a failure at run time.
     pub failure: Option<String>,
+    /// Set while an `Auto` camera renders with Bevy's `Core3d` because it sees something the
+    /// tile path cannot draw (see [`apply_missing`]).
+    pub missing_fallback: Option<MissingFallback>,
+}
+
+/// Why an `Auto` tile camera renders with `Core3d` for now, and the tile tier it goes back to.
+#[derive(Clone, Debug, PartialEq, Eq, Reflect)]
+pub struct MissingFallback {
+    /// The tile tier the camera returns to once nothing of the kind has been in view for
+    /// [`MISSING_RETURN_FRAMES`] frames.
+    pub tile_tier: RenderTier,
+    /// What was in view, in plain words.
+    pub why: String,
 }
 
 impl TierDecision {
@@ -419,6 +432,7 @@ pub fn choose_tier(
         reasons,
         quirks,
         failure: None,
+        missing_fallback: None,
     }
 }
 
@@ -453,13 +467,84 @@ pub fn decide(
     // A failure lowers the tier for the rest of the run.
     let earlier_failure = previous.and_then(|previous| previous.failure.as_deref());
     if let Some(why) = failure.or(earlier_failure) {
-        let mut tier = previous.map_or(decision.tier, |previous| previous.tier);
+        // The tier the camera renders when nothing missing is in view: a fallback for what it
+        // sees is not the tier a failure lowers.
+        let mut tier = previous.map_or(decision.tier, |previous| {
+            previous
+                .missing_fallback
+                .as_ref()
+                .map_or(previous.tier, |missing| missing.tile_tier)
+        });
         if failure.is_some() {
             tier = tier.fallback();
         }
         decision.tier = tier;
         decision.failure = Some(why.to_string());
     }
+    decision
+}
+
+/// Frames in a row with nothing missing in view before an `Auto` camera that fell back for it
+/// returns to its tile tier: half a second at 60 fps, so that an object at the edge of the view
+/// does not switch the renderer every frame.
+pub const MISSING_RETURN_FRAMES: u32 = 30;
+
+/// The hysteresis of the fallback for what a camera sees: whether an `Auto` camera renders with
+/// `Core3d` this frame, and the frames in a row it has seen nothing missing while falling back
+/// (the count to pass to the next call).
+///
+/// It falls back the first frame something the tile path cannot draw is in view (a frame
+/// without it would be wrong), and returns only after [`MISSING_RETURN_FRAMES`] frames in a row
+/// without it.
+pub fn missing_hysteresis(fell_back: bool, missing_now: bool, frames_clear: u32) -> (bool, u32) {
+    match (missing_now, fell_back) {
+        (true, _) => (true, 0),
+        (false, false) => (false, 0),
+        (false, true) => {
+            let clear = frames_clear + 1;
+            if clear >= MISSING_RETURN_FRAMES {
+                (false, 0)
+            } else {
+                (true, clear)
+            }
+        }
+    }
+}
+
+/// Applies what a tile camera sees that the tile path cannot draw to its decision.
+///
+/// `missing` describes what is in view this frame (empty: nothing); `fall_back` is the
+/// [`missing_hysteresis`] verdict. Under [`TierSetting::Auto`] a tile tier becomes
+/// [`RenderTier::Forward`] with the reason (Bevy draws everything), keeping the tile tier to
+/// return to; while the hysteresis still holds the fallback with nothing in view, the reason of
+/// `previous` is kept. A forced tier is not changed: the caller logs and lists what is missing.
+/// A decision that is not a tile tier has nothing missing. Pure.
+pub fn apply_missing(
+    mut decision: TierDecision,
+    setting: TierSetting,
+    missing: Option<&str>,
+    fall_back: bool,
+    previous: Option<&TierDecision>,
+) -> TierDecision {
+    if setting != TierSetting::Auto || !fall_back || !decision.tier.is_tile() {
+        return decision;
+    }
+    let why = match missing {
+        Some(missing) => missing.to_string(),
+        None => match previous.and_then(|p| p.missing_fallback.as_ref()) {
+            Some(earlier) => earlier.why.clone(),
+            None => return decision,
+        },
+    };
+    decision.reasons.push(format!(
+        "in view, not drawn by the tile path: {why}; Bevy's Core3d renders the camera until it \
+         has been out of view for {MISSING_RETURN_FRAMES} frames"
+    ));
+    decision.missing_fallback = Some(MissingFallback {
+        tile_tier: decision.tier,
+        why,
+    });
+    decision.tier = RenderTier::Forward;
     decision
 }
 
@@ -981,6 +1066,118 @@ mod tests {
         };
         let decision = choose_tier(&three_inputs, &smaller, 1, TierSetting::Auto);
         assert_eq!(decision.tier, RenderTier::TileDeferred);
+    }
+
+    /// Runs [`missing_hysteresis`] over frames with (`true`) or without something missing in
+    /// view, from a camera that has not fallen back; returns whether each frame falls back.
+    fn hysteresis_over(frames: impl IntoIterator<Item = bool>) -> Vec<bool> {
+        let (mut fell_back, mut clear) = (false, 0);
+        frames
+            .into_iter()
+            .map(|missing| {
+                (fell_back, clear) = missing_hysteresis(fell_back, missing, clear);
+                fell_back
+            })
+            .collect()
+    }
+
+    #[test]
+    fn missing_falls_back_at_once_and_returns_after_clear_frames() {
+        let n = MISSING_RETURN_FRAMES as usize;
+        // Nothing missing: never falls back.
+        assert!(hysteresis_over([false; 100]).iter().all(|f| !f));
+        // Falls back the first frame something is missing, and stays N - 1 frames after it
+        // leaves; the N-th clear frame returns.
+        let frames =
+            hysteresis_over(std::iter::once(true).chain(std::iter::repeat_n(false, n + 5)));
+        assert!(frames[..n].iter().all(|f| *f), "{frames:?}");
+        assert!(frames[n..].iter().all(|f| !f), "{frames:?}");
+        // An object at the edge of the view, in every other frame: no flicker, it stays.
+        let alternating = hysteresis_over((0..200).map(|i| i % 2 == 0));
+        assert!(alternating.iter().all(|f| *f));
+        // Back in view one frame before the return: the count starts again.
+        let frames = hysteresis_over(
+            std::iter::once(true)
+                .chain(std::iter::repeat_n(false, n - 1))
+                .chain(std::iter::once(true))
+                .chain(std::iter::repeat_n(false, n)),
+        );
+        assert!(frames[..2 * n].iter().all(|f| *f), "{frames:?}");
+        assert!(!frames[2 * n], "{frames:?}");
+        // Switches: the fall back and one return, nothing in between.
+        let switches = frames.windows(2).filter(|w| w[0] != w[1]).count();
+        assert_eq!(switches, 1);
+    }
+
+    #[test]
+    fn missing_lowers_auto_tile_tiers_only() {
+        let msaa4 = RenderTier::TileDeferredMsaa { samples: 4 };
+        let auto = fresh(&lavapipe(), 4, TierSetting::Auto);
+        assert_eq!(auto.tier, msaa4);
+        let why = "custom Material on 1 mesh (5v0 \"Water\")";
+        let fell = apply_missing(auto.clone(), TierSetting::Auto, Some(why), true, None);
+        assert_eq!(fell.tier, RenderTier::Forward);
+        assert_eq!(
+            fell.missing_fallback,
+            Some(MissingFallback {
+                tile_tier: msaa4,
+                why: why.to_string()
+            })
+        );
+        assert!(fell.summary().contains(why), "{}", fell.summary());
+        assert!(fell.summary().contains("Core3d"));
+        // Still falling back with nothing in view (hysteresis): the reason is kept, so the
+        // decision does not change (nor is logged again).
+        let held = apply_missing(auto.clone(), TierSetting::Auto, None, true, Some(&fell));
+        assert_eq!(held, fell);
+        // Returned: the tile tier again.
+        assert_eq!(
+            apply_missing(auto.clone(), TierSetting::Auto, None, false, Some(&fell)),
+            auto
+        );
+        // A forced tile tier keeps rendering (the caller logs and lists what is missing).
+        for forced in [
+            msaa4,
+            RenderTier::TileDeferred,
+            RenderTier::Unmerged { samples: 1 },
+        ] {
+            let setting = TierSetting::Force(forced);
+            let decision = fresh(&lavapipe(), 4, setting);
+            assert_eq!(
+                apply_missing(decision.clone(), setting, Some(why), true, None),
+                decision
+            );
+        }
+        // Forward has nothing missing (Bevy draws everything).
+        let metal = with(lavapipe(), |p| {
+            p.backend = GraphicsBackend::Metal;
+            p.vulkan = None;
+        });
+        let forward = fresh(&metal, 4, TierSetting::Auto);
+        assert_eq!(
+            apply_missing(forward.clone(), TierSetting::Auto, Some(why), true, None),
+            forward
+        );
+    }
+
+    #[test]
+    fn a_failure_while_falling_back_lowers_the_tile_tier() {
+        // The camera fell back for what it sees from 4x MSAA; a failure reported by its last
+        // tile frame lowers the tile tier it returns to, not Forward.
+        let auto = fresh(&lavapipe(), 4, TierSetting::Auto);
+        let fell = apply_missing(auto, TierSetting::Auto, Some("x"), true, None);
+        let failed = decide(
+            &lavapipe(),
+            &plan(),
+            4,
+            TierSetting::Auto,
+            true,
+            Some(&fell),
+            Some("render pass creation failed"),
+        );
+        assert_eq!(failed.tier, RenderTier::TileDeferred);
+        let back = apply_missing(failed.clone(), TierSetting::Auto, None, false, Some(&fell));
+        assert_eq!(back.tier, RenderTier::TileDeferred);
     }
 
     #[test]

@@ -2,7 +2,8 @@
 //!
 //! Only entities visible to some camera are extracted, and only while a tile camera exists.
 //! Materials are re-extracted when their asset changes, so run-time edits show up next frame.
-//! Whatever the tile path cannot draw is reported once per entity, by name, with the reason.
+//! What the tile path cannot draw is found and reported in the main world (`missing.rs`);
+//! transparent `StandardMaterial`s are extracted but skipped when drawing.
 
 use super::TileDeferred;
 use crate::tile_deferred::gpu_types::{GpuMaterial, material_flags};
@@ -98,7 +99,7 @@ pub(crate) struct TileMaterial {
     pub textures: [Option<MaterialTexture>; 5],
     pub cull_mode: Option<Face>,
     pub alpha_mask: bool,
-    /// Transparent: not drawn by the tile path (reported).
+    /// Transparent: not drawn by the tile path (reported by `missing::find_missing`).
     pub blended: bool,
     /// Bumped on every change, so descriptor sets are rebuilt.
     pub generation: u64,
@@ -111,10 +112,6 @@ pub(crate) struct TileMaterials {
     generation: u64,
 }
 
-/// Entities already reported as not drawn.
-#[derive(Resource, Default)]
-pub(crate) struct ReportedEntities(EntityHashSet);
-
 type VisibleStandardMeshes<'w, 's> = Query<
     'w,
     's,
@@ -125,22 +122,6 @@ type VisibleStandardMeshes<'w, 's> = Query<
         &'static GlobalTransform,
         &'static ViewVisibility,
         Has<NotShadowReceiver>,
-    ),
->;
-
-type CustomMaterialMeshes<'w, 's> = Query<
-    'w,
-    's,
-    (Entity, Option<&'static Name>, &'static ViewVisibility),
-    (With<Mesh3d>, Without<MeshMaterial3d<StandardMaterial>>),
->;
-type StandardMaterialMeshes<'w, 's> = Query<
-    'w,
-    's,
-    (
-        Entity,
-        Option<&'static Name>,
-        &'static MeshMaterial3d<StandardMaterial>,
     ),
 >;
 
@@ -308,51 +289,6 @@ pub(crate) fn skip_empty_meshes(
             mesh.vertex_count > 0 && indices > 0
         })
     });
-}
-
-/// Reports, once per entity, visible meshes the tile path cannot draw: meshes without a
-/// `StandardMaterial` (custom materials) and transparent `StandardMaterial`s.
-pub(crate) fn report_undrawable_meshes(
-    tile_cameras: Extract<Query<(), With<TileDeferred>>>,
-    custom: Extract<CustomMaterialMeshes>,
-    standard: Extract<StandardMaterialMeshes>,
-    materials: Res<TileMaterials>,
-    instances: Res<TileMeshInstances>,
-    mut reported: ResMut<ReportedEntities>,
-) {
-    if tile_cameras.is_empty() {
-        return;
-    }
-    let label = |entity: Entity, name: Option<&Name>| match name {
-        Some(name) => format!("{entity} (\"{name}\")"),
-        None => entity.to_string(),
-    };
-    for (entity, name, visibility) in &custom {
-        if visibility.get() && reported.0.insert(entity) {
-            warn!(
-                "bevy_tile_deferred: mesh entity {} has no StandardMaterial; the tile-deferred \
-                 path draws StandardMaterial meshes only, so it is not drawn on tile cameras",
-                label(entity, name)
-            );
-        }
-    }
-    for (entity, name, material) in &standard {
-        let blended = materials
-            .by_id
-            .get(&material.id())
-            .is_some_and(|m| m.blended);
-        if blended
-            && instances.by_entity.contains_key(&MainEntity::from(entity))
-            && reported.0.insert(entity)
-        {
-            warn!(
-                "bevy_tile_deferred: mesh entity {} uses a transparent StandardMaterial \
-                 (AlphaMode::Blend/Premultiplied/Add/Multiply); transparency is not on the \
-                 tile-deferred path yet, so it is not drawn on tile cameras",
-                label(entity, name)
-            );
-        }
-    }
 }
 
 /// Extracts materials used by visible instances that are new or changed.

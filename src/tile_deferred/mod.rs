@@ -33,6 +33,7 @@ mod interop;
 #[cfg(test)]
 mod layout_tests;
 mod materials;
+pub mod missing;
 mod pass;
 mod pipelines;
 pub(crate) mod plan;
@@ -69,7 +70,9 @@ use bevy::{
 ///
 /// Keep `Camera3d` on the camera. Cameras without it keep Bevy's `Core3d` renderer; cameras
 /// with it fall back to `Core3d` (with a logged reason) where the device cannot run the tile
-/// path.
+/// path, and, under [`TierSetting::Auto`], while they see something the tile path cannot draw
+/// (listed on the camera as a [`TileMissing`](missing::TileMissing); with a forced tier it is
+/// logged and left out of the frame).
 #[derive(Component, Clone, Debug, Reflect, ExtractComponent)]
 #[extract_component_filter(With<Camera>)]
 #[reflect(Component, Clone, Debug, Default)]
@@ -210,7 +213,12 @@ pub(crate) fn build(app: &mut App) {
         ExtractComponentPlugin::<TierDecision>::default(),
     ))
     .insert_resource(reports.clone())
-    .add_systems(PostUpdate, route::route_cameras);
+    .add_systems(
+        PostUpdate,
+        (missing::find_missing, route::route_cameras)
+            .chain()
+            .after(bevy::camera::visibility::VisibilitySystems::CheckVisibility),
+    );
     let Some(render_app) = app.get_sub_app_mut(RenderApp) else {
         return;
     };
@@ -234,7 +242,6 @@ pub(crate) fn build(app: &mut App) {
         .add_schedule(schedule)
         .init_resource::<extract::TileMeshInstances>()
         .init_resource::<extract::TileMaterials>()
-        .init_resource::<extract::ReportedEntities>()
         .add_systems(RenderStartup, create_backend)
         .add_systems(
             ExtractSchedule,
@@ -242,7 +249,6 @@ pub(crate) fn build(app: &mut App) {
                 (
                     extract::extract_tile_meshes,
                     extract::extract_tile_materials,
-                    extract::report_undrawable_meshes,
                 )
                     .chain(),
                 extract::skip_empty_viewports.after(bevy::render::camera::extract_cameras),

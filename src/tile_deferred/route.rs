@@ -5,7 +5,7 @@
 //! In the render world, [`take_over_msaa`] hides a tile camera's MSAA from Bevy's view
 //! preparation.
 
-use super::{TileDeferred, TileDeferredGraph, plan, report};
+use super::{TileDeferred, TileDeferredGraph, missing::TileMissing, plan, report};
 use crate::{
     device::DeviceProfile,
     tiers::{self, PlanRequirements, TierDecision},
@@ -13,6 +13,7 @@ use crate::{
 use bevy::{
     core_pipeline::schedule::Core3d,
     ecs::schedule::ScheduleLabel,
+    platform::collections::HashSet,
     prelude::*,
     render::{camera::CameraRenderGraph, view::Msaa},
 };
@@ -27,22 +28,26 @@ type RoutedCameras<'w, 's> = Query<
         Option<&'static TileDeferred>,
         Option<&'static Msaa>,
         Option<&'static TierDecision>,
+        Option<&'static mut TileMissing>,
     ),
     With<Camera3d>,
 >;
 
 /// Chooses each tile camera's tier (device capabilities, requested MSAA, the camera's setting,
-/// failures reported by the render world), records it on the camera as a [`TierDecision`],
-/// logs it when it changes, and puts the camera on the tile schedule or back on `Core3d`.
+/// failures reported by the render world, what the camera sees that the tile path cannot draw),
+/// records it on the camera as a [`TierDecision`], logs it when it changes, and puts the camera
+/// on the tile schedule or back on `Core3d`. What a tile camera sees that the tile path cannot
+/// draw is logged once per camera, entity and kind.
 pub(super) fn route_cameras(
     mut commands: Commands,
     mut cameras: RoutedCameras,
     profile: Option<Res<DeviceProfile>>,
     reports: Res<report::TileRenderReports>,
     mut requirements: Local<Option<PlanRequirements>>,
+    mut logged_missing: Local<HashSet<(Entity, Entity, String)>>,
 ) {
     let failures = reports.take_failures();
-    for (entity, mut graph, tile, msaa, previous) in &mut cameras {
+    for (entity, mut graph, tile, msaa, previous, mut missing) in &mut cameras {
         let decision = match (tile, profile.as_deref()) {
             (None, _) => None,
             // Until the device is probed (first frame), the tile schedule renders.
@@ -64,6 +69,46 @@ pub(super) fn route_cameras(
                         decision.tier
                     );
                 }
+                let summary = missing.as_deref().and_then(TileMissing::summary);
+                let fell_back = previous.is_some_and(|p| p.missing_fallback.is_some());
+                let frames_clear = missing.as_deref().map_or(0, |m| m.frames_clear);
+                let (fall_back, frames_clear) =
+                    tiers::missing_hysteresis(fell_back, summary.is_some(), frames_clear);
+                if let Some(missing) = missing.as_deref_mut()
+                    && missing.frames_clear != frames_clear
+                {
+                    missing.frames_clear = frames_clear;
+                }
+                let decision = tiers::apply_missing(
+                    decision,
+                    tile.tier,
+                    summary.as_deref(),
+                    fall_back,
+                    previous,
+                );
+                // Each thing once, by entity and name: absent from a forced tile tier's frame,
+                // or the cause of an `Auto` camera's fallback.
+                let tile_or_fell_back =
+                    decision.tier.is_tile() || decision.missing_fallback.is_some();
+                if tile_or_fell_back && let Some(missing) = missing.as_deref() {
+                    for item in &missing.items {
+                        if !logged_missing.insert((entity, item.entity, item.what.clone())) {
+                            continue;
+                        }
+                        if decision.tier.is_tile() {
+                            warn!(
+                                "bevy_tile_deferred: camera {entity} renders {} (forced) and \
+                                 does not draw {item}",
+                                decision.tier
+                            );
+                        } else {
+                            warn!(
+                                "bevy_tile_deferred: camera {entity} falls back to {} for {item}",
+                                decision.tier
+                            );
+                        }
+                    }
+                }
                 Some(decision)
             }
         };
@@ -72,9 +117,23 @@ pub(super) fn route_cameras(
                 Some(decision) => {
                     let requested = msaa.map_or(1, |m| m.samples());
                     let auto = tile.is_some_and(|t| t.tier == tiers::TierSetting::Auto);
-                    // Fewer samples than the camera's `Msaa` asks for (the device's counts, a
-                    // driver rule) is a warning, like the render world's lowering of MSAA.
-                    if auto && decision.tier.is_tile() && decision.tier.tile_samples() < requested {
+                    // A fallback for what the camera sees, and fewer samples than the camera's
+                    // `Msaa` asks for (the device's counts, a driver rule), are warnings, like
+                    // the render world's lowering of MSAA.
+                    if let Some(fallback) = &decision.missing_fallback {
+                        warn!(
+                            "bevy_tile_deferred: camera {entity}: falling back to {} while it \
+                             sees what the tile path cannot draw ({}); back to {} after {} \
+                             frames without it",
+                            decision.tier,
+                            fallback.why,
+                            fallback.tile_tier,
+                            tiers::MISSING_RETURN_FRAMES
+                        );
+                    } else if auto
+                        && decision.tier.is_tile()
+                        && decision.tier.tile_samples() < requested
+                    {
                         warn!(
                             "bevy_tile_deferred: camera {entity}: asked for {requested}x MSAA, \
                              rendering {}x: {}",

@@ -17,6 +17,7 @@ mod faults;
 mod forward_reference;
 #[cfg(feature = "inspector")]
 mod inspector;
+mod missing;
 mod robustness;
 mod soak;
 mod surface_loss;

@@ -22,7 +22,7 @@ use bevy::{
         view::Msaa,
     },
 };
-use bevy_tile_deferred::TileDeferred;
+use bevy_tile_deferred::{TileDeferred, tiers::TierDecision};
 use std::sync::{Arc, Mutex};
 
 const WIDTH: u32 = fidelity::IMAGE_SIZE.x;
@@ -148,6 +148,20 @@ fn render_scene(scene: &FidelityScene, msaa: Msaa) -> Vec<Comparison> {
         .iter()
         .map(|data| unpad(data.as_ref().expect("readback completes within 10 frames")))
         .collect();
+    // The tile images are the tile path's: no camera fell back to Core3d for something in its
+    // view that the tile path cannot draw (that would compare Bevy with itself).
+    let world = headless.app.world_mut();
+    let mut tile_cameras =
+        world.query_filtered::<(Entity, Option<&TierDecision>), With<TileDeferred>>();
+    for (camera, decision) in tile_cameras.iter(world) {
+        let decision = decision.expect("every tile camera has a tier decision");
+        assert!(
+            decision.tier.is_tile(),
+            "{}: tile camera {camera} rendered with {}",
+            scene.name,
+            decision.summary()
+        );
+    }
     cases
         .iter()
         .zip(frames.chunks_exact(2))

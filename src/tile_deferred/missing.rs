@@ -1,0 +1,875 @@
+//! What a tile camera sees that the tile path cannot draw, found each frame in the main world.
+//!
+//! `find_missing` lists, on each tile camera ([`TileMissing`]):
+//! - meshes in its view the tile path does not draw, or draws without part of what Bevy draws:
+//!   a custom `Material` or `ExtendedMaterial`, a transparent `StandardMaterial`, material
+//!   features the G-buffer has no room for (clearcoat, anisotropy, transmission, parallax,
+//!   specular tint, the second UV channel), skinning, morph targets, lightmaps, line and point
+//!   meshes, vertex colours;
+//! - shadow-casting lights and clustered decals reaching its view;
+//! - camera components whose effect it does not render (post-processing, fog, sky,
+//!   environment light, a non-default colour grading);
+//! - bevy_ui nodes drawn over it (Bevy's UI pass runs inside `Core3d`, which a tile camera does
+//!   not run).
+//!
+//! The router (`route.rs`, which imports this file) then falls an `Auto` camera back to Bevy's
+//! `Core3d` while any of it is in view ([`tiers::apply_missing`](crate::tiers::apply_missing)),
+//! or, with a forced tier, keeps rendering and logs each once; the inspector lists them.
+//!
+//! The tables below are the tile path's feature coverage: remove a row when the tile path
+//! learns to draw it.
+
+use super::TileDeferred;
+use bevy::{
+    camera::visibility::{RenderLayers, VisibleEntities},
+    ecs::{
+        archetype::Archetypes, component::Components, reflect::ReflectComponent, world::EntityRef,
+    },
+    light::{
+        Atmosphere, AtmosphereEnvironmentMapLight, ClusteredDecal, EnvironmentMapLight,
+        GeneratedEnvironmentMapLight, Skybox, VolumetricFog, cluster::ClusterVisibilityClass,
+    },
+    mesh::{PrimitiveTopology, UvChannel, morph::MeshMorphWeights, skinning::SkinnedMesh},
+    pbr::{DistanceFog, Lightmap, ScreenSpaceAmbientOcclusion, ScreenSpaceReflections},
+    platform::collections::HashMap,
+    prelude::*,
+    reflect::ReflectRef,
+    render::view::ColorGrading,
+};
+use std::{any::TypeId, fmt};
+
+/// One thing a tile camera sees that the tile path does not draw.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Reflect)]
+pub struct MissingFeature {
+    /// The entity: a mesh in view, or the camera itself for a camera component.
+    pub entity: Entity,
+    /// Its `Name`, if it has one.
+    pub name: Option<String>,
+    /// What the tile path does not draw, e.g. "custom Material (not a StandardMaterial)".
+    pub what: String,
+}
+
+impl fmt::Display for MissingFeature {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.name {
+            Some(name) => write!(f, "{} (\"{name}\"): {}", self.entity, self.what),
+            None => write!(f, "{}: {}", self.entity, self.what),
+        }
+    }
+}
+
+/// On a tile camera (main world, updated every frame after visibility): what it sees that the
+/// tile path cannot draw. Empty when nothing is missing.
+#[derive(Component, Clone, Debug, Default, PartialEq, Reflect)]
+pub struct TileMissing {
+    /// What is missing this frame: meshes in view (in entity order), lights and decals, then
+    /// the camera's own components and UI (with the camera as the entity).
+    pub items: Vec<MissingFeature>,
+    /// Frames in a row with nothing missing since the camera fell back for it (the router's
+    /// hysteresis state, [`tiers::missing_hysteresis`](crate::tiers::missing_hysteresis)).
+    pub(crate) frames_clear: u32,
+}
+
+impl TileMissing {
+    /// One line naming the kinds of what is missing and how many of each, for the tier reason
+    /// (None when nothing is). Entities are not named: the reason stays the same while the same
+    /// kinds are in view, so the decision is logged when it changes, not every frame.
+    pub fn summary(&self) -> Option<String> {
+        let mut kinds: Vec<(&str, usize)> = Vec::new();
+        for item in &self.items {
+            match kinds.iter_mut().find(|(what, _)| *what == item.what) {
+                Some((_, count)) => *count += 1,
+                None => kinds.push((&item.what, 1)),
+            }
+        }
+        (!kinds.is_empty()).then(|| {
+            kinds
+                .iter()
+                .map(|(what, count)| format!("{what} x{count}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        })
+    }
+}
+
+/// Camera components whose effect the tile path does not render, named by type: the crates
+/// this crate compiles against.
+fn typed_camera_features() -> [(TypeId, &'static str); 9] {
+    [
+        (
+            TypeId::of::<ScreenSpaceAmbientOcclusion>(),
+            "post-processing: ScreenSpaceAmbientOcclusion",
+        ),
+        (
+            TypeId::of::<ScreenSpaceReflections>(),
+            "post-processing: ScreenSpaceReflections",
+        ),
+        (TypeId::of::<DistanceFog>(), "fog: DistanceFog"),
+        (TypeId::of::<VolumetricFog>(), "fog: VolumetricFog"),
+        (TypeId::of::<Atmosphere>(), "sky: Atmosphere"),
+        (TypeId::of::<Skybox>(), "sky: Skybox"),
+        (
+            TypeId::of::<EnvironmentMapLight>(),
+            "environment light: EnvironmentMapLight",
+        ),
+        (
+            TypeId::of::<GeneratedEnvironmentMapLight>(),
+            "environment light: GeneratedEnvironmentMapLight",
+        ),
+        (
+            TypeId::of::<AtmosphereEnvironmentMapLight>(),
+            "environment light: AtmosphereEnvironmentMapLight",
+        ),
+    ]
+}
+
+/// Camera components of Bevy crates this crate does not compile against (`bevy_post_process`,
+/// `bevy_anti_alias`), found by their type name in the app's type registry: an app with them
+/// has them registered where Bevy's `reflect_auto_register` feature is on (Bevy's default).
+const NAMED_CAMERA_FEATURES: &[&str] = &[
+    "Bloom",
+    "TemporalAntiAliasing",
+    "DepthOfField",
+    "MotionBlur",
+    "ContrastAdaptiveSharpening",
+    "Fxaa",
+    "Smaa",
+    "ChromaticAberration",
+    "AutoExposure",
+    "Dlss",
+];
+
+/// The camera components the tile path does not render: the typed ones, and those of `named`
+/// (type idents) the registry knows (Bevy types only).
+fn camera_features(registry: &AppTypeRegistry, named: &[&str]) -> Vec<(TypeId, String)> {
+    let mut features: Vec<(TypeId, String)> = typed_camera_features()
+        .into_iter()
+        .map(|(id, what)| (id, what.to_string()))
+        .collect();
+    let registry = registry.read();
+    for registration in registry.iter() {
+        let table = registration.type_info().type_path_table();
+        let bevy_crate = table.crate_name().is_some_and(|c| c.starts_with("bevy_"));
+        if bevy_crate && named.contains(&table.ident().unwrap_or_default()) {
+            features.push((
+                registration.type_id(),
+                format!("post-processing: {}", table.short_path()),
+            ));
+        }
+    }
+    features
+}
+
+/// What [`find_missing`] reports for a camera whose `ColorGrading` is not the default: the
+/// tonemap subpass applies the default grading (as Bevy's in-shader tone mapping does for it).
+const COLOR_GRADING: &str = "colour grading (a ColorGrading other than the default)";
+
+/// Whether `grading` is `ColorGrading::default()` (it has no `PartialEq`, and its reflection
+/// cannot compare its `Range` field).
+fn is_default_grading(grading: &ColorGrading) -> bool {
+    let default = ColorGrading::default();
+    let (global, default_global) = (&grading.global, &default.global);
+    global.exposure == default_global.exposure
+        && global.temperature == default_global.temperature
+        && global.tint == default_global.tint
+        && global.hue == default_global.hue
+        && global.post_saturation == default_global.post_saturation
+        && global.midtones_range == default_global.midtones_range
+        && grading.shadows == default.shadows
+        && grading.midtones == default.midtones
+        && grading.highlights == default.highlights
+}
+
+/// bevy_ui's per-node target camera (`bevy_ui::ComputedUiTargetCamera { camera: Entity }`, on
+/// every UI node, computed by bevy_ui from `UiTargetCamera` or the default UI camera): the crate
+/// and ident it is found by in the type registry, as this crate does not compile bevy_ui.
+const UI_TARGET_CAMERA: (&str, &str) = ("bevy_ui", "ComputedUiTargetCamera");
+
+/// What [`find_missing`] reports for bevy_ui nodes targeting a tile camera.
+pub(crate) const UI_OVER_TILE_CAMERA: &str =
+    "UI: bevy_ui nodes target this camera (Bevy's UI pass runs in Core3d)";
+
+/// The registered type of bevy_ui's node target camera, if the app has bevy_ui and its types
+/// are registered.
+fn ui_target_camera(registry: &AppTypeRegistry) -> Option<(TypeId, ReflectComponent)> {
+    let registry = registry.read();
+    registry.iter().find_map(|registration| {
+        let table = registration.type_info().type_path_table();
+        let found = table.crate_name() == Some(UI_TARGET_CAMERA.0)
+            && table.ident() == Some(UI_TARGET_CAMERA.1);
+        found
+            .then(|| registration.data::<ReflectComponent>().cloned())
+            .flatten()
+            .map(|reflect| (registration.type_id(), reflect))
+    })
+}
+
+/// The camera a UI node targets, read through reflection (its `camera` field).
+fn ui_node_camera(reflect: &ReflectComponent, node: EntityRef) -> Option<Entity> {
+    let value = reflect.reflect(node)?;
+    let ReflectRef::Struct(fields) = value.reflect_ref() else {
+        return None;
+    };
+    fields
+        .field("camera")?
+        .try_downcast_ref::<Entity>()
+        .copied()
+        .filter(|camera| *camera != Entity::PLACEHOLDER)
+}
+
+/// What the registry tells [`find_missing`], looked up once.
+pub(crate) struct Lookups {
+    camera_features: Vec<(TypeId, String)>,
+    ui_target_camera: Option<(TypeId, ReflectComponent)>,
+}
+
+/// What the tile path skips of a transparent `StandardMaterial`: all of it.
+pub(crate) const TRANSPARENT: &str =
+    "transparent StandardMaterial (AlphaMode Blend/Premultiplied/Add/Multiply)";
+
+/// What of a `StandardMaterial` the tile path does not draw, if anything: transparency (the mesh
+/// is skipped), or the first lighting feature its G-buffer has no room for (the mesh would be
+/// drawn without it).
+pub(crate) fn standard_material_missing(material: &StandardMaterial) -> Option<&'static str> {
+    let uv1 = |texture: &Option<Handle<Image>>, channel: &UvChannel| {
+        texture.is_some() && *channel == UvChannel::Uv1
+    };
+    if is_blended(material.alpha_mode) {
+        Some(TRANSPARENT)
+    } else if material.clearcoat > 0.0 {
+        Some("StandardMaterial clearcoat")
+    } else if material.anisotropy_strength > 0.0 {
+        Some("StandardMaterial anisotropy")
+    } else if material.specular_transmission > 0.0 || material.diffuse_transmission > 0.0 {
+        Some("StandardMaterial transmission")
+    } else if material.depth_map.is_some() {
+        Some("StandardMaterial parallax depth map")
+    } else if LinearRgba::from(material.specular_tint) != LinearRgba::WHITE {
+        Some("StandardMaterial specular tint")
+    } else if uv1(&material.base_color_texture, &material.base_color_channel)
+        || uv1(&material.emissive_texture, &material.emissive_channel)
+        || uv1(
+            &material.metallic_roughness_texture,
+            &material.metallic_roughness_channel,
+        )
+        || uv1(&material.occlusion_texture, &material.occlusion_channel)
+        || uv1(&material.normal_map_texture, &material.normal_map_channel)
+    {
+        Some("StandardMaterial texture on the second UV channel")
+    } else {
+        None
+    }
+}
+
+/// What the tile path does not draw of a mesh asset, if anything: lines and points (the
+/// G-buffer pipelines draw triangles; such meshes are skipped), vertex colours (drawn without).
+pub(crate) fn mesh_asset_missing(mesh: &Mesh) -> Option<&'static str> {
+    match mesh.primitive_topology() {
+        PrimitiveTopology::TriangleList | PrimitiveTopology::TriangleStrip => {}
+        PrimitiveTopology::LineList | PrimitiveTopology::LineStrip => {
+            return Some("line mesh (the tile path draws triangles only)");
+        }
+        PrimitiveTopology::PointList => {
+            return Some("point mesh (the tile path draws triangles only)");
+        }
+    }
+    mesh.contains_attribute(Mesh::ATTRIBUTE_COLOR)
+        .then_some("vertex colours (the tile path ignores them)")
+}
+
+/// Why the tile path does not draw a mesh in view, if it does not. `standard` is what
+/// [`standard_material_missing`] says of its `StandardMaterial` (None: not a `StandardMaterial`).
+pub(crate) fn undrawable_mesh(
+    standard: Option<Option<&'static str>>,
+    skinned: bool,
+    morphed: bool,
+    lightmapped: bool,
+) -> Option<&'static str> {
+    match standard {
+        None => Some("custom Material (not a StandardMaterial)"),
+        Some(Some(what)) => Some(what),
+        Some(None) if skinned => Some("skinned mesh (the tile path does not skin)"),
+        Some(None) if morphed => Some("morph targets (the tile path does not morph)"),
+        Some(None) if lightmapped => Some("lightmap (the tile path does not sample it)"),
+        Some(None) => None,
+    }
+}
+
+/// Whether the tile path skips a `StandardMaterial` of this alpha mode as transparent (as
+/// `extract::convert_material` does): every mode but opaque, mask and alpha-to-coverage.
+fn is_blended(mode: AlphaMode) -> bool {
+    !matches!(
+        mode,
+        AlphaMode::Opaque | AlphaMode::Mask(_) | AlphaMode::AlphaToCoverage
+    )
+}
+
+type TileCameras<'w, 's> = Query<
+    'w,
+    's,
+    (
+        Entity,
+        &'static VisibleEntities,
+        Option<&'static TileMissing>,
+    ),
+    With<TileDeferred>,
+>;
+
+/// What the tile path does not draw of a light (or decal) in a camera's clusters.
+pub(crate) const SHADOWS: &str = "shadows (the tile path draws no shadow maps yet)";
+const CLUSTERED_DECAL: &str = "clustered decal";
+
+type ViewedClusterables<'w, 's> = Query<
+    'w,
+    's,
+    (
+        Option<&'static Name>,
+        Option<&'static PointLight>,
+        Option<&'static SpotLight>,
+        Has<ClusteredDecal>,
+    ),
+>;
+
+type DirectionalLights<'w, 's> = Query<
+    'w,
+    's,
+    (
+        Entity,
+        Option<&'static Name>,
+        &'static DirectionalLight,
+        &'static InheritedVisibility,
+        Option<&'static RenderLayers>,
+    ),
+>;
+
+type ViewedMeshes<'w, 's> = Query<
+    'w,
+    's,
+    (
+        &'static Mesh3d,
+        Option<&'static Name>,
+        Option<&'static MeshMaterial3d<StandardMaterial>>,
+        Has<SkinnedMesh>,
+        Has<MeshMorphWeights>,
+        Has<Lightmap>,
+    ),
+    With<Mesh3d>,
+>;
+
+/// Lists on every tile camera what it sees this frame that the tile path cannot draw
+/// ([`TileMissing`]); runs after visibility, before the router.
+pub(crate) fn find_missing(
+    mut commands: Commands,
+    cameras: TileCameras,
+    meshes: ViewedMeshes,
+    clusterables: ViewedClusterables,
+    directional_lights: DirectionalLights,
+    entities: Query<EntityRef>,
+    materials: Res<Assets<StandardMaterial>>,
+    mesh_assets: Res<Assets<Mesh>>,
+    components: &Components,
+    archetypes: &Archetypes,
+    registry: Res<AppTypeRegistry>,
+    mut lookups: Local<Option<Lookups>>,
+) {
+    if cameras.is_empty() {
+        return;
+    }
+    // Plugins have registered their types by the first frame's `PostUpdate`.
+    let lookups = lookups.get_or_insert_with(|| Lookups {
+        camera_features: camera_features(&registry, NAMED_CAMERA_FEATURES),
+        ui_target_camera: ui_target_camera(&registry),
+    });
+    let ui_cameras = visible_ui_nodes_by_camera(lookups, components, archetypes, &entities);
+    for (camera, visible, previous) in &cameras {
+        let Ok(camera_ref) = entities.get(camera) else {
+            continue;
+        };
+        let mut items: Vec<MissingFeature> = Vec::new();
+        let mut in_view: Vec<Entity> = visible.iter(TypeId::of::<Mesh3d>()).copied().collect();
+        in_view.sort_unstable();
+        for entity in in_view {
+            let Ok((mesh, name, standard, skinned, morphed, lightmapped)) = meshes.get(entity)
+            else {
+                continue;
+            };
+            // A material not loaded yet is not drawn by Bevy either.
+            let standard = standard.map(|material| {
+                materials
+                    .get(&material.0)
+                    .and_then(standard_material_missing)
+            });
+            let what = undrawable_mesh(standard, skinned, morphed, lightmapped)
+                .or_else(|| mesh_assets.get(&mesh.0).and_then(mesh_asset_missing));
+            if let Some(what) = what {
+                items.push(MissingFeature {
+                    entity,
+                    name: name.map(ToString::to_string),
+                    what: what.to_string(),
+                });
+            }
+        }
+        // Point and spot lights and decals in the camera's clusters, then every directional
+        // light it sees (they light every view of their layers).
+        let mut clustered: Vec<Entity> = visible
+            .iter(TypeId::of::<ClusterVisibilityClass>())
+            .copied()
+            .collect();
+        clustered.sort_unstable();
+        for entity in clustered {
+            let Ok((name, point, spot, decal)) = clusterables.get(entity) else {
+                continue;
+            };
+            let shadows = point.is_some_and(|l| l.shadow_maps_enabled)
+                || spot.is_some_and(|l| l.shadow_maps_enabled);
+            let what = if decal {
+                Some(CLUSTERED_DECAL)
+            } else {
+                shadows.then_some(SHADOWS)
+            };
+            if let Some(what) = what {
+                items.push(MissingFeature {
+                    entity,
+                    name: name.map(ToString::to_string),
+                    what: what.to_string(),
+                });
+            }
+        }
+        let camera_layers = camera_ref
+            .get::<RenderLayers>()
+            .cloned()
+            .unwrap_or_default();
+        for (entity, name, light, visibility, layers) in &directional_lights {
+            let lights_camera = visibility.get()
+                && layers
+                    .map_or(RenderLayers::default(), Clone::clone)
+                    .intersects(&camera_layers);
+            if light.shadow_maps_enabled && lights_camera {
+                items.push(MissingFeature {
+                    entity,
+                    name: name.map(ToString::to_string),
+                    what: SHADOWS.to_string(),
+                });
+            }
+        }
+        let camera_name = camera_ref.get::<Name>().map(ToString::to_string);
+        let mut on_camera = |what: &str| {
+            items.push(MissingFeature {
+                entity: camera,
+                name: camera_name.clone(),
+                what: what.to_string(),
+            });
+        };
+        for (type_id, what) in &lookups.camera_features {
+            if components
+                .get_id(*type_id)
+                .is_some_and(|id| camera_ref.contains_id(id))
+            {
+                on_camera(what);
+            }
+        }
+        if camera_ref
+            .get::<ColorGrading>()
+            .is_some_and(|grading| !is_default_grading(grading))
+        {
+            on_camera(COLOR_GRADING);
+        }
+        if ui_cameras.contains_key(&camera) {
+            on_camera(UI_OVER_TILE_CAMERA);
+        }
+        if previous.is_none_or(|previous| previous.items != items) {
+            let frames_clear = previous.map_or(0, |previous| previous.frames_clear);
+            commands.entity(camera).insert(TileMissing {
+                items,
+                frames_clear,
+            });
+        }
+    }
+}
+
+/// How many visible bevy_ui nodes target each camera (none without bevy_ui).
+fn visible_ui_nodes_by_camera(
+    lookups: &Lookups,
+    components: &Components,
+    archetypes: &Archetypes,
+    entities: &Query<EntityRef>,
+) -> HashMap<Entity, usize> {
+    let mut by_camera = HashMap::default();
+    let Some((type_id, reflect)) = &lookups.ui_target_camera else {
+        return by_camera;
+    };
+    let Some(component) = components.get_id(*type_id) else {
+        return by_camera;
+    };
+    let nodes = archetypes
+        .iter()
+        .filter(|archetype| archetype.contains(component))
+        .flat_map(|archetype| archetype.entities())
+        .filter_map(|node| entities.get(node.id()).ok());
+    for node in nodes {
+        let visible = node.get::<InheritedVisibility>().is_some_and(|v| v.get());
+        if let Some(camera) = ui_node_camera(reflect, node).filter(|_| visible) {
+            *by_camera.entry(camera).or_default() += 1;
+        }
+    }
+    by_camera
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn what_the_tile_path_does_not_draw() {
+        // Opaque, masked and alpha-to-coverage StandardMaterials are drawn.
+        assert_eq!(undrawable_mesh(Some(None), false, false, false), None);
+        for mode in [
+            AlphaMode::Opaque,
+            AlphaMode::Mask(0.5),
+            AlphaMode::AlphaToCoverage,
+        ] {
+            assert!(!is_blended(mode), "{mode:?}");
+            let material = StandardMaterial {
+                alpha_mode: mode,
+                ..default()
+            };
+            assert_eq!(standard_material_missing(&material), None, "{mode:?}");
+        }
+        for mode in [
+            AlphaMode::Blend,
+            AlphaMode::Premultiplied,
+            AlphaMode::Add,
+            AlphaMode::Multiply,
+        ] {
+            assert!(is_blended(mode), "{mode:?}");
+            let material = StandardMaterial {
+                alpha_mode: mode,
+                ..default()
+            };
+            assert_eq!(standard_material_missing(&material), Some(TRANSPARENT));
+        }
+        // Lighting features the G-buffer has no room for.
+        for (material, what) in [
+            (
+                StandardMaterial {
+                    clearcoat: 1.0,
+                    ..default()
+                },
+                "clearcoat",
+            ),
+            (
+                StandardMaterial {
+                    anisotropy_strength: 0.5,
+                    ..default()
+                },
+                "anisotropy",
+            ),
+            (
+                StandardMaterial {
+                    specular_transmission: 0.9,
+                    ..default()
+                },
+                "transmission",
+            ),
+            (
+                StandardMaterial {
+                    diffuse_transmission: 0.5,
+                    ..default()
+                },
+                "transmission",
+            ),
+            (
+                StandardMaterial {
+                    depth_map: Some(Handle::default()),
+                    ..default()
+                },
+                "parallax",
+            ),
+            (
+                StandardMaterial {
+                    specular_tint: Color::srgb(1.0, 0.5, 0.5),
+                    ..default()
+                },
+                "specular tint",
+            ),
+            (
+                StandardMaterial {
+                    base_color_texture: Some(Handle::default()),
+                    base_color_channel: UvChannel::Uv1,
+                    ..default()
+                },
+                "second UV channel",
+            ),
+        ] {
+            let missing = standard_material_missing(&material);
+            assert!(missing.is_some_and(|m| m.contains(what)), "{missing:?}");
+        }
+        // The second UV channel without a texture on it samples nothing.
+        let unused_channel = StandardMaterial {
+            base_color_channel: UvChannel::Uv1,
+            ..default()
+        };
+        assert_eq!(standard_material_missing(&unused_channel), None);
+        // The material is checked first: a custom material is missing whatever else it has.
+        assert!(
+            undrawable_mesh(None, true, true, true)
+                .unwrap()
+                .contains("custom Material")
+        );
+        assert_eq!(
+            undrawable_mesh(Some(Some(TRANSPARENT)), true, false, false),
+            Some(TRANSPARENT)
+        );
+        assert!(
+            undrawable_mesh(Some(None), true, false, false)
+                .unwrap()
+                .contains("skinned")
+        );
+        assert!(
+            undrawable_mesh(Some(None), false, true, false)
+                .unwrap()
+                .contains("morph")
+        );
+        assert!(
+            undrawable_mesh(Some(None), false, false, true)
+                .unwrap()
+                .contains("lightmap")
+        );
+    }
+
+    #[test]
+    fn lines_points_and_vertex_colours_are_missing() {
+        use bevy::asset::RenderAssetUsages;
+        let mesh = |topology| Mesh::new(topology, RenderAssetUsages::default());
+        assert_eq!(
+            mesh_asset_missing(&mesh(PrimitiveTopology::TriangleList)),
+            None
+        );
+        assert_eq!(
+            mesh_asset_missing(&mesh(PrimitiveTopology::TriangleStrip)),
+            None
+        );
+        for (topology, what) in [
+            (PrimitiveTopology::LineList, "line mesh"),
+            (PrimitiveTopology::LineStrip, "line mesh"),
+            (PrimitiveTopology::PointList, "point mesh"),
+        ] {
+            let missing = mesh_asset_missing(&mesh(topology));
+            assert!(missing.is_some_and(|m| m.contains(what)), "{topology:?}");
+        }
+        let coloured = mesh(PrimitiveTopology::TriangleList)
+            .with_inserted_attribute(Mesh::ATTRIBUTE_COLOR, vec![[1.0f32, 0.0, 0.0, 1.0]; 3]);
+        assert!(mesh_asset_missing(&coloured).is_some_and(|m| m.contains("vertex colours")));
+        // The real meshes Bevy builds have no colours.
+        assert_eq!(mesh_asset_missing(&Sphere::new(1.0).mesh().build()), None);
+    }
+
+    #[test]
+    fn only_a_changed_colour_grading_is_missing() {
+        assert!(is_default_grading(&ColorGrading::default()));
+        let mut warmer = ColorGrading::default();
+        warmer.global.temperature = 0.3;
+        assert!(!is_default_grading(&warmer));
+        let mut contrast = ColorGrading::default();
+        contrast.shadows.contrast = 1.2;
+        assert!(!is_default_grading(&contrast));
+        let mut range = ColorGrading::default();
+        range.global.midtones_range = 0.1..0.9;
+        assert!(!is_default_grading(&range));
+    }
+
+    #[test]
+    fn the_summary_counts_kinds_without_naming_entities() {
+        let item = |index: u32, what: &str| MissingFeature {
+            entity: Entity::from_raw_u32(index).unwrap(),
+            name: Some(format!("mesh {index}")),
+            what: what.to_string(),
+        };
+        assert_eq!(TileMissing::default().summary(), None);
+        let missing = TileMissing {
+            items: vec![
+                item(1, "custom Material (not a StandardMaterial)"),
+                item(2, "transparent StandardMaterial"),
+                item(3, "custom Material (not a StandardMaterial)"),
+            ],
+            frames_clear: 0,
+        };
+        let summary = missing.summary().unwrap();
+        assert_eq!(
+            summary,
+            "custom Material (not a StandardMaterial) x2, transparent StandardMaterial x1"
+        );
+        assert!(!summary.contains("mesh 1"));
+        // Each item names its entity and name for the log and the inspector.
+        assert_eq!(
+            missing.items[0].to_string(),
+            format!(
+                "{} (\"mesh 1\"): custom Material (not a StandardMaterial)",
+                missing.items[0].entity
+            )
+        );
+    }
+
+    #[test]
+    fn camera_features_are_typed_or_found_by_name_in_the_registry() {
+        // Without the post-processing crates registered: the typed features only.
+        let registry = AppTypeRegistry::default();
+        let typed = camera_features(&registry, NAMED_CAMERA_FEATURES);
+        assert_eq!(typed.len(), typed_camera_features().len());
+        // A registered Bevy type is found by its ident (here one this crate can name, as the
+        // post-processing crates' types are where they are compiled in).
+        registry
+            .write()
+            .register::<bevy::pbr::ScreenSpaceReflections>();
+        registry.write().register::<Transform>();
+        let found = camera_features(&registry, &["ScreenSpaceReflections", "Bloom"]);
+        assert_eq!(found.len(), typed.len() + 1, "{found:?}");
+        let (id, what) = found.last().unwrap();
+        assert_eq!(*id, TypeId::of::<bevy::pbr::ScreenSpaceReflections>());
+        assert_eq!(what, "post-processing: ScreenSpaceReflections");
+        // Not by a name that is not in the list.
+        assert_eq!(camera_features(&registry, &["Bloom"]).len(), typed.len());
+    }
+
+    /// Stands in for bevy_ui's `ComputedUiTargetCamera` (this crate does not compile bevy_ui):
+    /// the same crate, ident and field, so the registry finds it as it finds bevy_ui's.
+    #[derive(Component, Reflect)]
+    #[reflect(Component)]
+    #[type_path = "bevy_ui::ui_node"]
+    struct ComputedUiTargetCamera {
+        camera: Entity,
+    }
+
+    fn world_with_registry(register_ui: bool) -> World {
+        let mut world = World::new();
+        world.init_resource::<AppTypeRegistry>();
+        world.init_resource::<Assets<StandardMaterial>>();
+        world.init_resource::<Assets<Mesh>>();
+        if register_ui {
+            world
+                .resource::<AppTypeRegistry>()
+                .write()
+                .register::<ComputedUiTargetCamera>();
+        }
+        world
+    }
+
+    fn run(world: &mut World) {
+        use bevy::ecs::system::RunSystemOnce;
+        world.run_system_once(find_missing).unwrap();
+    }
+
+    fn items(world: &World, camera: Entity) -> Vec<(Entity, String)> {
+        world
+            .get::<TileMissing>(camera)
+            .map(|m| m.items.iter().map(|i| (i.entity, i.what.clone())).collect())
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn meshes_in_view_camera_features_and_ui_nodes_are_found() {
+        let mut world = world_with_registry(true);
+        let tile = world
+            .spawn((
+                Name::new("tile camera"),
+                TileDeferred::default(),
+                VisibleEntities::default(),
+            ))
+            .id();
+        let other = world.spawn(VisibleEntities::default()).id();
+        // A custom-material mesh (no StandardMaterial) in the tile camera's view, and one out
+        // of it.
+        let in_view = world.spawn(Mesh3d(Handle::default())).id();
+        let _out_of_view = world.spawn(Mesh3d(Handle::default())).id();
+        world
+            .get_mut::<VisibleEntities>(tile)
+            .unwrap()
+            .push(in_view, TypeId::of::<Mesh3d>());
+        // A directional light with shadows, one without, and a hidden one with.
+        let sun = world
+            .spawn(DirectionalLight {
+                shadow_maps_enabled: true,
+                ..default()
+            })
+            .id();
+        world.spawn(DirectionalLight::default());
+        world.spawn((
+            DirectionalLight {
+                shadow_maps_enabled: true,
+                ..default()
+            },
+            InheritedVisibility::HIDDEN,
+        ));
+        // A spot light with shadows in the camera's clusters.
+        let spot = world
+            .spawn(SpotLight {
+                shadow_maps_enabled: true,
+                ..default()
+            })
+            .id();
+        world
+            .get_mut::<VisibleEntities>(tile)
+            .unwrap()
+            .push(spot, TypeId::of::<ClusterVisibilityClass>());
+        // A hidden UI node on the tile camera, a visible one on the other camera.
+        world.spawn((
+            ComputedUiTargetCamera { camera: tile },
+            InheritedVisibility::HIDDEN,
+        ));
+        world.spawn((
+            ComputedUiTargetCamera { camera: other },
+            InheritedVisibility::VISIBLE,
+        ));
+        // Required components start hidden; visibility propagation runs in the app.
+        world.entity_mut(sun).insert(InheritedVisibility::VISIBLE);
+        run(&mut world);
+        let before_ui = [
+            (
+                in_view,
+                "custom Material (not a StandardMaterial)".to_string(),
+            ),
+            (spot, SHADOWS.to_string()),
+            (sun, SHADOWS.to_string()),
+        ];
+        assert_eq!(items(&world, tile), before_ui);
+        assert!(
+            world.get::<TileMissing>(other).is_none(),
+            "not a tile camera"
+        );
+
+        // A visible UI node on the tile camera, and SSAO on it.
+        world.spawn((
+            ComputedUiTargetCamera { camera: tile },
+            InheritedVisibility::VISIBLE,
+        ));
+        world
+            .entity_mut(tile)
+            .insert(ScreenSpaceAmbientOcclusion::default());
+        run(&mut world);
+        let mut expected = before_ui.to_vec();
+        expected.push((
+            tile,
+            "post-processing: ScreenSpaceAmbientOcclusion".to_string(),
+        ));
+        expected.push((tile, UI_OVER_TILE_CAMERA.to_string()));
+        assert_eq!(items(&world, tile), expected);
+        let listed = world.get::<TileMissing>(tile).unwrap();
+        assert_eq!(listed.items[4].name.as_deref(), Some("tile camera"));
+    }
+
+    #[test]
+    fn ui_nodes_are_not_found_without_the_registered_type() {
+        // Without bevy_ui's type in the registry (bevy_ui absent, or reflection auto
+        // registration off), a UI node cannot be read: nothing is claimed.
+        let mut world = world_with_registry(false);
+        let tile = world
+            .spawn((TileDeferred::default(), VisibleEntities::default()))
+            .id();
+        world.spawn((
+            ComputedUiTargetCamera { camera: tile },
+            InheritedVisibility::VISIBLE,
+        ));
+        run(&mut world);
+        assert_eq!(items(&world, tile), []);
+    }
+}

@@ -1,0 +1,379 @@
+//! Never silently missing: what a tile camera sees that the tile path cannot draw (a custom
+//! `Material`, a transparent `StandardMaterial`, a post-processing component) makes an `Auto`
+//! camera fall back to Bevy's `Core3d` while it is in view, with the reason, and come back after
+//! it leaves; a forced tier keeps rendering, logs it once and lists it.
+
+use crate::{
+    harness::{Frame, GpuTest, HeadlessApp, assert_frames_match, image_compare::psnr},
+    scenes,
+};
+use bevy::{
+    asset::uuid_handle,
+    pbr::{Material, MaterialPlugin, ScreenSpaceAmbientOcclusion},
+    prelude::*,
+    render::{render_resource::AsBindGroup, view::Msaa},
+    shader::ShaderRef,
+};
+use bevy_tile_deferred::{
+    TileDeferred, TileRenderReports,
+    tiers::{MISSING_RETURN_FRAMES, RenderTier, TierDecision, TierSetting},
+    tile_deferred::missing::{MissingFeature, TileMissing},
+};
+
+const WIDTH: u32 = 256;
+const HEIGHT: u32 = 144;
+
+const FLAT_COLOR_SHADER: Handle<Shader> = uuid_handle!("5b0f4f47-3d0e-4c55-9d0a-0c5e3f1b7a21");
+
+/// A custom material: one flat colour, from its own WGSL shader.
+#[derive(Asset, TypePath, AsBindGroup, Clone)]
+struct FlatColorMaterial {
+    #[uniform(0)]
+    color: LinearRgba,
+}
+
+impl Material for FlatColorMaterial {
+    fn fragment_shader() -> ShaderRef {
+        ShaderRef::Handle(FLAT_COLOR_SHADER)
+    }
+}
+
+const FLAT_COLOR_WGSL: &str = "
+#import bevy_pbr::forward_io::VertexOutput
+
+@group(#{MATERIAL_BIND_GROUP}) @binding(0) var<uniform> color: vec4<f32>;
+
+@fragment
+fn fragment(in: VertexOutput) -> @location(0) vec4<f32> {
+    return color;
+}
+";
+
+/// Where the custom-material cube is in view: between the camera and the spheres.
+const IN_VIEW: Vec3 = Vec3::new(0.0, 2.0, 5.0);
+/// Where it is out of every view (frustum-culled).
+const OUT_OF_VIEW: Vec3 = Vec3::new(200.0, 0.0, 0.0);
+
+const CUBE_NAME: &str = "flat magenta cube";
+
+/// The lit spheres with a custom-material cube at `cube_at`, and a camera (a tile camera with
+/// `tier` where given). Returns the app, the camera and the cube.
+fn app(tier: Option<TierSetting>, cube_at: Vec3) -> (HeadlessApp, Entity, Entity) {
+    let mut headless = HeadlessApp::new(WIDTH, HEIGHT);
+    headless
+        .app
+        .add_plugins(MaterialPlugin::<FlatColorMaterial>::default());
+    let world = headless.app.world_mut();
+    world
+        .resource_mut::<Assets<Shader>>()
+        .insert(
+            &FLAT_COLOR_SHADER,
+            Shader::from_wgsl(FLAT_COLOR_WGSL, "tests/gpu/missing/flat_color.wgsl"),
+        )
+        .expect("the shader handle is free");
+    scenes::spawn_lit_spheres(world);
+    let mesh = world
+        .resource_mut::<Assets<Mesh>>()
+        .add(Cuboid::new(1.2, 1.2, 1.2));
+    let material = world
+        .resource_mut::<Assets<FlatColorMaterial>>()
+        .add(FlatColorMaterial {
+            color: LinearRgba::new(0.9, 0.05, 0.8, 1.0),
+        });
+    let cube = world
+        .spawn((
+            Name::new(CUBE_NAME),
+            Mesh3d(mesh),
+            MeshMaterial3d(material),
+            Transform::from_translation(cube_at),
+        ))
+        .id();
+    let camera = headless.spawn_camera((
+        Camera3d::default(),
+        scenes::reference_camera(),
+        scenes::reference_camera_transform(),
+        Msaa::Off,
+    ));
+    if let Some(tier) = tier {
+        headless
+            .app
+            .world_mut()
+            .entity_mut(camera)
+            .insert(TileDeferred { tier, ..default() });
+    }
+    (headless, camera, cube)
+}
+
+fn decision(headless: &HeadlessApp, camera: Entity) -> TierDecision {
+    headless
+        .app
+        .world()
+        .get::<TierDecision>(camera)
+        .expect("a tile camera has a decision")
+        .clone()
+}
+
+fn missing(headless: &HeadlessApp, camera: Entity) -> Vec<MissingFeature> {
+    headless
+        .app
+        .world()
+        .get::<TileMissing>(camera)
+        .map(|m| m.items.clone())
+        .unwrap_or_default()
+}
+
+fn move_cube(headless: &mut HeadlessApp, cube: Entity, to: Vec3) {
+    headless
+        .app
+        .world_mut()
+        .get_mut::<Transform>(cube)
+        .unwrap()
+        .translation = to;
+}
+
+fn tile_frame_number(headless: &HeadlessApp, camera: Entity) -> Option<u64> {
+    let reports = headless.app.world().resource::<TileRenderReports>();
+    reports.get(camera).map(|report| report.frame)
+}
+
+/// Pixels whose channels differ by more than 24/255 somewhere.
+fn differing_pixels(a: &Frame, b: &Frame) -> usize {
+    a.rgba
+        .chunks_exact(4)
+        .zip(b.rgba.chunks_exact(4))
+        .filter(|(p, q)| p.iter().zip(q.iter()).any(|(x, y)| x.abs_diff(*y) > 24))
+        .count()
+}
+
+#[test]
+fn a_custom_material_in_view_makes_auto_fall_back_until_it_leaves() {
+    let test = GpuTest::start("a_custom_material_in_view_makes_auto_fall_back_until_it_leaves");
+    // Bevy's own frames of the scene, with and without the cube.
+    let (mut bevy_with, ..) = app(None, IN_VIEW);
+    let bevy_with_cube = bevy_with.render(4);
+    let (mut bevy_without, ..) = app(None, OUT_OF_VIEW);
+    let bevy_without_cube = bevy_without.render(4);
+    assert!(
+        differing_pixels(&bevy_with_cube, &bevy_without_cube) > 500,
+        "the cube covers part of the frame"
+    );
+
+    // Out of view: the tile path renders, nothing is missing.
+    let (mut headless, camera, cube) = app(Some(TierSetting::Auto), OUT_OF_VIEW);
+    let tile_before = headless.render(4);
+    assert_eq!(decision(&headless, camera).tier, RenderTier::TileDeferred);
+    assert!(missing(&headless, camera).is_empty());
+    assert!(tile_frame_number(&headless, camera).is_some());
+    assert_frames_match(
+        "missing-tile-before",
+        &tile_before,
+        &bevy_without_cube,
+        36.0,
+        8,
+    );
+
+    // In view: the same frame falls back to Core3d, with the reason.
+    move_cube(&mut headless, cube, IN_VIEW);
+    headless.update();
+    let fell = decision(&headless, camera);
+    assert_eq!(fell.tier, RenderTier::Forward, "{fell:?}");
+    let fallback = fell.missing_fallback.as_ref().expect("why it fell back");
+    assert_eq!(fallback.tile_tier, RenderTier::TileDeferred);
+    assert!(fallback.why.contains("custom Material"), "{fallback:?}");
+    assert!(
+        fell.summary().contains("custom Material"),
+        "{}",
+        fell.summary()
+    );
+    assert_eq!(
+        missing(&headless, camera),
+        [MissingFeature {
+            entity: cube,
+            name: Some(CUBE_NAME.into()),
+            what: "custom Material (not a StandardMaterial)".into(),
+        }]
+    );
+    let warnings = test.take_warnings();
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.contains("falling back to Bevy forward") && w.contains("custom Material")),
+        "the fallback is logged with its reason: {warnings:#?}"
+    );
+    let naming_the_cube = warnings
+        .iter()
+        .filter(|w| w.contains(&format!("{cube} (\"{CUBE_NAME}\")")))
+        .count();
+    assert_eq!(naming_the_cube, 1, "the cube is named once: {warnings:#?}");
+    // Bevy draws the camera, cube included: its frame is Bevy's.
+    let fallen_back = headless.read_target();
+    assert_eq!(decision(&headless, camera).tier, RenderTier::Forward);
+    assert_frames_match("missing-fallback", &fallen_back, &bevy_with_cube, 60.0, 2);
+
+    // Out of view again: Core3d for MISSING_RETURN_FRAMES - 1 more frames (no flicker)...
+    move_cube(&mut headless, cube, OUT_OF_VIEW);
+    let last_tile_frame = tile_frame_number(&headless, camera);
+    for frame in 1..MISSING_RETURN_FRAMES {
+        headless.update();
+        let held = decision(&headless, camera);
+        assert_eq!(
+            held.tier,
+            RenderTier::Forward,
+            "frame {frame} after it left"
+        );
+        assert_eq!(held, fell, "the decision does not change while it holds");
+        assert!(missing(&headless, camera).is_empty());
+    }
+    // (Its report is dropped after a few frames without a tile frame, or is the last one.)
+    assert!(
+        tile_frame_number(&headless, camera) <= last_tile_frame,
+        "no tile frame while falling back"
+    );
+    // ...then back to the tile path.
+    headless.update();
+    let back = decision(&headless, camera);
+    assert_eq!(back.tier, RenderTier::TileDeferred, "{back:?}");
+    assert_eq!(back.missing_fallback, None);
+    let tile_after = headless.read_target();
+    assert!(
+        tile_frame_number(&headless, camera) > last_tile_frame,
+        "the tile path renders again"
+    );
+    let db = psnr(&tile_after, &tile_before);
+    assert!(db >= 60.0, "the same tile frame as before: {db:.1} dB");
+}
+
+#[test]
+fn a_forced_tier_keeps_rendering_logs_once_and_lists_what_is_missing() {
+    let test = GpuTest::start("a_forced_tier_keeps_rendering_logs_once_and_lists_what_is_missing");
+    let (mut headless, camera, cube) =
+        app(Some(TierSetting::Force(RenderTier::TileDeferred)), IN_VIEW);
+    // A transparent StandardMaterial in view too.
+    let world = headless.app.world_mut();
+    let mesh = world
+        .resource_mut::<Assets<Mesh>>()
+        .add(Sphere::new(0.5).mesh().uv(24, 12));
+    let glass = world
+        .resource_mut::<Assets<StandardMaterial>>()
+        .add(StandardMaterial {
+            base_color: Color::srgba(0.2, 0.4, 1.0, 0.5),
+            alpha_mode: AlphaMode::Blend,
+            ..default()
+        });
+    let glass_ball = world
+        .spawn((
+            Name::new("glass ball"),
+            Mesh3d(mesh),
+            MeshMaterial3d(glass),
+            Transform::from_xyz(-1.5, 2.0, 4.0),
+        ))
+        .id();
+    #[cfg(feature = "inspector")]
+    {
+        headless
+            .app
+            .add_plugins(bevy_tile_deferred::TileInspectorPlugin::default());
+        headless
+            .app
+            .world_mut()
+            .resource_mut::<bevy_tile_deferred::inspector::TileInspector>()
+            .visible = true;
+    }
+    for _ in 0..12 {
+        headless.update();
+    }
+    // Still the forced tile tier, rendering.
+    let forced = decision(&headless, camera);
+    assert_eq!(forced.tier, RenderTier::TileDeferred, "{forced:?}");
+    assert_eq!(forced.missing_fallback, None);
+    assert!(tile_frame_number(&headless, camera).is_some());
+    // Listed by entity and name, in entity order.
+    let mut expected = vec![
+        MissingFeature {
+            entity: cube,
+            name: Some(CUBE_NAME.into()),
+            what: "custom Material (not a StandardMaterial)".into(),
+        },
+        MissingFeature {
+            entity: glass_ball,
+            name: Some("glass ball".into()),
+            what: "transparent StandardMaterial (AlphaMode Blend/Premultiplied/Add/Multiply)"
+                .into(),
+        },
+    ];
+    expected.sort_by_key(|m| m.entity);
+    assert_eq!(missing(&headless, camera), expected);
+    // Logged once each, over 12 frames.
+    let warnings = test.take_warnings();
+    for item in &expected {
+        let name = item.name.as_deref().unwrap();
+        let lines = warnings
+            .iter()
+            .filter(|w| w.contains(&item.entity.to_string()) && w.contains(name))
+            .count();
+        assert_eq!(lines, 1, "{name} is logged once: {warnings:#?}");
+    }
+    // The inspector lists them.
+    #[cfg(feature = "inspector")]
+    {
+        let panels = headless
+            .app
+            .world()
+            .resource::<bevy_tile_deferred::inspector::TileInspectorPanels>();
+        let panel = panels.get(camera).expect("the camera's panel");
+        assert_eq!(
+            panel.missing,
+            expected.iter().map(ToString::to_string).collect::<Vec<_>>()
+        );
+        assert!(panel.missing[0].contains(&format!("{}", expected[0].entity)));
+    }
+}
+
+#[test]
+fn post_processing_makes_auto_fall_back() {
+    let test = GpuTest::start("post_processing_makes_auto_fall_back");
+    let (mut headless, camera, _) = app(Some(TierSetting::Auto), OUT_OF_VIEW);
+    headless.render(3);
+    assert_eq!(decision(&headless, camera).tier, RenderTier::TileDeferred);
+    // Bevy's SSAO runs inside Core3d: a tile camera would silently lose it.
+    headless
+        .app
+        .world_mut()
+        .entity_mut(camera)
+        .insert(ScreenSpaceAmbientOcclusion::default());
+    let frame = headless.render(2);
+    let fell = decision(&headless, camera);
+    assert_eq!(fell.tier, RenderTier::Forward, "{fell:?}");
+    assert!(
+        fell.summary().contains("ScreenSpaceAmbientOcclusion"),
+        "{}",
+        fell.summary()
+    );
+    assert!(
+        test.take_warnings()
+            .iter()
+            .any(|w| w.contains("ScreenSpaceAmbientOcclusion")),
+        "logged"
+    );
+    let clear = scenes::CLEAR_COLOR.to_srgba();
+    let clear = [clear.red, clear.green, clear.blue].map(|c| (c * 255.0).round() as u8);
+    let drawn = frame
+        .rgba
+        .chunks_exact(4)
+        .filter(|p| p[..3].iter().zip(clear).any(|(a, b)| a.abs_diff(b) > 8))
+        .count();
+    assert!(
+        drawn * 4 > frame.rgba.len() / 4,
+        "Bevy draws the scene ({drawn} pixels)"
+    );
+    // Removed: back after the hysteresis.
+    headless
+        .app
+        .world_mut()
+        .entity_mut(camera)
+        .remove::<ScreenSpaceAmbientOcclusion>();
+    for _ in 0..MISSING_RETURN_FRAMES {
+        headless.update();
+    }
+    assert_eq!(decision(&headless, camera).tier, RenderTier::TileDeferred);
+}

@@ -6,7 +6,7 @@
 //!   features the G-buffer has no room for (clearcoat, anisotropy, transmission, parallax,
 //!   specular tint, the second UV channel), skinning, morph targets, lightmaps, line and point
 //!   meshes, vertex colours;
-//! - shadow-casting lights and clustered decals reaching its view;
+//! - clustered decals reaching its view;
 //! - camera components whose effect it does not render (post-processing, fog, sky,
 //!   environment light, a non-default colour grading);
 //! - bevy_ui nodes drawn over it (Bevy's UI pass runs inside `Core3d`, which a tile camera does
@@ -21,7 +21,7 @@
 
 use super::TileDeferred;
 use bevy::{
-    camera::visibility::{RenderLayers, VisibleEntities},
+    camera::visibility::VisibleEntities,
     ecs::{
         archetype::Archetypes, component::Components, reflect::ReflectComponent, world::EntityRef,
     },
@@ -315,31 +315,14 @@ type TileCameras<'w, 's> = Query<
     With<TileDeferred>,
 >;
 
-/// What the tile path does not draw of a light (or decal) in a camera's clusters.
-pub(crate) const SHADOWS: &str = "shadows (the tile path draws no shadow maps yet)";
+/// What the tile path does not draw of a clusterable object in a camera's clusters (shadows of
+/// point, spot and directional lights are drawn since issue 13).
 const CLUSTERED_DECAL: &str = "clustered decal";
 
 type ViewedClusterables<'w, 's> = Query<
     'w,
     's,
-    (
-        Option<&'static Name>,
-        Option<&'static PointLight>,
-        Option<&'static SpotLight>,
-        Has<ClusteredDecal>,
-    ),
->;
-
-type DirectionalLights<'w, 's> = Query<
-    'w,
-    's,
-    (
-        Entity,
-        Option<&'static Name>,
-        &'static DirectionalLight,
-        &'static InheritedVisibility,
-        Option<&'static RenderLayers>,
-    ),
+    (Option<&'static Name>, Has<ClusteredDecal>),
 >;
 
 type ViewedMeshes<'w, 's> = Query<
@@ -363,7 +346,6 @@ pub(crate) fn find_missing(
     cameras: TileCameras,
     meshes: ViewedMeshes,
     clusterables: ViewedClusterables,
-    directional_lights: DirectionalLights,
     entities: Query<EntityRef>,
     materials: Res<Assets<StandardMaterial>>,
     mesh_assets: Res<Assets<Mesh>>,
@@ -417,38 +399,14 @@ pub(crate) fn find_missing(
             .collect();
         clustered.sort_unstable();
         for entity in clustered {
-            let Ok((name, point, spot, decal)) = clusterables.get(entity) else {
+            let Ok((name, decal)) = clusterables.get(entity) else {
                 continue;
             };
-            let shadows = point.is_some_and(|l| l.shadow_maps_enabled)
-                || spot.is_some_and(|l| l.shadow_maps_enabled);
-            let what = if decal {
-                Some(CLUSTERED_DECAL)
-            } else {
-                shadows.then_some(SHADOWS)
-            };
-            if let Some(what) = what {
+            if decal {
                 items.push(MissingFeature {
                     entity,
                     name: name.map(ToString::to_string),
-                    what: what.to_string(),
-                });
-            }
-        }
-        let camera_layers = camera_ref
-            .get::<RenderLayers>()
-            .cloned()
-            .unwrap_or_default();
-        for (entity, name, light, visibility, layers) in &directional_lights {
-            let lights_camera = visibility.get()
-                && layers
-                    .map_or(RenderLayers::default(), Clone::clone)
-                    .intersects(&camera_layers);
-            if light.shadow_maps_enabled && lights_camera {
-                items.push(MissingFeature {
-                    entity,
-                    name: name.map(ToString::to_string),
-                    what: SHADOWS.to_string(),
+                    what: CLUSTERED_DECAL.to_string(),
                 });
             }
         }
@@ -785,7 +743,8 @@ mod tests {
             .get_mut::<VisibleEntities>(tile)
             .unwrap()
             .push(in_view, TypeId::of::<Mesh3d>());
-        // A directional light with shadows, one without, and a hidden one with.
+        // Shadow-casting lights (drawn since issue 13: never listed): a directional light with
+        // shadows, one without, and a hidden one with.
         let sun = world
             .spawn(DirectionalLight {
                 shadow_maps_enabled: true,
@@ -800,7 +759,7 @@ mod tests {
             },
             InheritedVisibility::HIDDEN,
         ));
-        // A spot light with shadows in the camera's clusters.
+        // A spot light with shadows in the camera's clusters (drawn: not listed either).
         let spot = world
             .spawn(SpotLight {
                 shadow_maps_enabled: true,
@@ -828,10 +787,14 @@ mod tests {
                 in_view,
                 "custom Material (not a StandardMaterial)".to_string(),
             ),
-            (spot, SHADOWS.to_string()),
-            (sun, SHADOWS.to_string()),
         ];
         assert_eq!(items(&world, tile), before_ui);
+        assert!(
+            items(&world, tile)
+                .iter()
+                .all(|(entity, _)| *entity != spot && *entity != sun),
+            "shadow-casting lights are drawn, not missing"
+        );
         assert!(
             world.get::<TileMissing>(other).is_none(),
             "not a tile camera"

@@ -6,7 +6,7 @@ use super::{
     error::{TileError, TileResult},
     extract::TileMaterial,
     gpu_types::{GpuClusterableLight, GpuInstance},
-    pipelines::GbufferPipelineKey,
+    pipelines::{GBUFFER_ATTRIBUTES, GbufferPipelineKey},
     record::MeshBinding,
     scene::TileSceneParams,
     view::transform_axis,
@@ -101,12 +101,15 @@ impl DrawList {
     }
 }
 
-/// Vertex attributes the G-buffer shader reads, in location order.
-const ATTRIBUTES: [MeshVertexAttribute; 4] = [
+/// Vertex attributes the G-buffer shader reads, in location order (Bevy's mesh pipeline reads
+/// the same ones, and `StandardMaterial` nothing else but joints and morph targets).
+const ATTRIBUTES: [MeshVertexAttribute; GBUFFER_ATTRIBUTES] = [
     Mesh::ATTRIBUTE_POSITION,
     Mesh::ATTRIBUTE_NORMAL,
     Mesh::ATTRIBUTE_UV_0,
     Mesh::ATTRIBUTE_TANGENT,
+    Mesh::ATTRIBUTE_COLOR,
+    Mesh::ATTRIBUTE_UV_1,
 ];
 
 /// The G-buffer pipeline a mesh's layout and a material's state need, or `None` for a mesh
@@ -119,7 +122,7 @@ fn pipeline_key_for(
 ) -> Option<GbufferPipelineKey> {
     let layout = mesh.layout.0.layout();
     let ids = mesh.layout.0.attribute_ids();
-    let mut attributes = [None; 4];
+    let mut attributes = [None; GBUFFER_ATTRIBUTES];
     for (slot, attribute) in ATTRIBUTES.iter().enumerate() {
         if let Some(index) = ids.iter().position(|id| *id == attribute.id) {
             let a = &layout.attributes[index];

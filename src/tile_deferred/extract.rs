@@ -11,6 +11,7 @@ use bevy::{
     ecs::entity::EntityHashSet,
     image::{ImageAddressMode, ImageFilterMode, ImageSampler, ImageSamplerDescriptor},
     math::Affine3A,
+    mesh::UvChannel,
     pbr::{ExtractedDirectionalLight, ExtractedPointLight},
     platform::collections::HashMap,
     prelude::*,
@@ -431,6 +432,26 @@ fn convert_material(
     .enumerate()
     {
         if textures[slot].is_some() {
+            flags |= bit;
+        }
+    }
+    for (channel, bit) in [
+        (
+            &material.base_color_channel,
+            material_flags::BASE_COLOR_UV_B,
+        ),
+        (&material.emissive_channel, material_flags::EMISSIVE_UV_B),
+        (
+            &material.metallic_roughness_channel,
+            material_flags::METALLIC_ROUGHNESS_UV_B,
+        ),
+        (&material.occlusion_channel, material_flags::OCCLUSION_UV_B),
+        (
+            &material.normal_map_channel,
+            material_flags::NORMAL_MAP_UV_B,
+        ),
+    ] {
+        if *channel == UvChannel::Uv1 {
             flags |= bit;
         }
     }

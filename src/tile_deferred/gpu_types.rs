@@ -85,6 +85,16 @@ pub mod material_flags {
     pub const TWO_COMPONENT_NORMAL_MAP: u32 = 1 << 8;
     /// Alpha mask: fragments under the cutoff are discarded.
     pub const ALPHA_MASK: u32 = 1 << 9;
+    /// The base colour texture is sampled with the second UV set (`UvChannel::Uv1`).
+    pub const BASE_COLOR_UV_B: u32 = 1 << 10;
+    /// The emissive texture is sampled with the second UV set.
+    pub const EMISSIVE_UV_B: u32 = 1 << 11;
+    /// The metallic/roughness texture is sampled with the second UV set.
+    pub const METALLIC_ROUGHNESS_UV_B: u32 = 1 << 12;
+    /// The occlusion texture is sampled with the second UV set.
+    pub const OCCLUSION_UV_B: u32 = 1 << 13;
+    /// The normal map is sampled with the second UV set.
+    pub const NORMAL_MAP_UV_B: u32 = 1 << 14;
 }
 
 /// `Material` in common.glsl.
@@ -105,7 +115,7 @@ pub struct GpuMaterial {
     pub flags: [u32; 4],
 }
 
-/// Per-instance vertex data: the rows of `world_from_local` (locations 4..6).
+/// Per-instance vertex data: the rows of `world_from_local` (locations 6..8).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
 pub struct GpuInstance {

@@ -9,14 +9,18 @@ use super::{
 use crate::vulkan::{VulkanContext, pipeline::GraphicsPipelineDesc};
 use ash::vk;
 
+/// Mesh vertex attributes the G-buffer shaders read (locations 0..6); the instance rows follow.
+pub(crate) const GBUFFER_ATTRIBUTES: usize = 6;
+
 /// What varies between G-buffer pipelines: the mesh's vertex layout and the material's
 /// rasterisation state. Ordered, so that draws can be sorted by pipeline without formatting keys.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub(crate) struct GbufferPipelineKey {
     /// Stride of the mesh's interleaved vertex buffer.
     pub stride: u32,
-    /// (format, offset) of position, normal, uv0, tangent; `None` where the mesh lacks one.
-    pub attributes: [Option<(vk::Format, u32)>; 4],
+    /// (format, offset) of position, normal, uv0, tangent, colour, uv1; `None` where the mesh
+    /// lacks one.
+    pub attributes: [Option<(vk::Format, u32)>; GBUFFER_ATTRIBUTES],
     pub topology: vk::PrimitiveTopology,
     pub cull_mode: vk::CullModeFlags,
     pub alpha_mask: bool,
@@ -138,16 +142,19 @@ impl VulkanContext {
         target: PipelineTarget,
         key: &GbufferPipelineKey,
     ) -> Result<vk::Pipeline, vk::Result> {
+        // Constant ids 0..5 of gbuffer.vert and gbuffer.frag.
         let constants: Vec<u8> = [
             key.attributes[1].is_some(),
             key.attributes[2].is_some(),
             key.attributes[3].is_some(),
             key.alpha_mask,
+            key.attributes[4].is_some(),
+            key.attributes[5].is_some(),
         ]
         .into_iter()
         .flat_map(bool32)
         .collect();
-        let map_entries: Vec<vk::SpecializationMapEntry> = (0..4)
+        let map_entries: Vec<vk::SpecializationMapEntry> = (0..constants.len() as u32 / 4)
             .map(|id| {
                 vk::SpecializationMapEntry::default()
                     .constant_id(id)
@@ -190,6 +197,8 @@ impl VulkanContext {
             vk::Format::R32G32B32_SFLOAT,
             vk::Format::R32G32_SFLOAT,
             vk::Format::R32G32B32A32_SFLOAT,
+            vk::Format::R32G32B32A32_SFLOAT,
+            vk::Format::R32G32_SFLOAT,
         ];
         let mut attributes: Vec<vk::VertexInputAttributeDescription> = key
             .attributes
@@ -212,7 +221,7 @@ impl VulkanContext {
             })
             .collect();
         attributes.extend((0..3).map(|row| vk::VertexInputAttributeDescription {
-            location: 4 + row,
+            location: GBUFFER_ATTRIBUTES as u32 + row,
             binding: 2,
             format: vk::Format::R32G32B32A32_SFLOAT,
             offset: row * 16,

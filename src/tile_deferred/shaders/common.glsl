@@ -64,6 +64,12 @@ struct ClusterableLight {
 #define MATERIAL_FLIP_NORMAL_MAP_Y          (1u << 7)
 #define MATERIAL_TWO_COMPONENT_NORMAL_MAP   (1u << 8)
 #define MATERIAL_ALPHA_MASK                 (1u << 9)
+// The texture is sampled with the second UV set (UvChannel::Uv1, Bevy's *_UV_B shader defs).
+#define MATERIAL_BASE_COLOR_UV_B            (1u << 10)
+#define MATERIAL_EMISSIVE_UV_B              (1u << 11)
+#define MATERIAL_METALLIC_ROUGHNESS_UV_B    (1u << 12)
+#define MATERIAL_OCCLUSION_UV_B             (1u << 13)
+#define MATERIAL_NORMAL_MAP_UV_B            (1u << 14)
 
 struct Material {
     vec4 base_color;          // linear RGBA

@@ -1,0 +1,507 @@
+//! The scene content Bevy games use (issue 15), tile path vs Bevy forward: vertex colours and
+//! the second UV set, image samplers, line and point meshes.
+//!
+//! As in `tile_fidelity`, each scene is spawned once into one app and every case is drawn by
+//! Bevy's forward renderer and by the tile path into two images of the same app. Each case must
+//! match on the whole frame and on the region where its feature is (>= 36 dB PSNR, p99.5 <=
+//! 8/255 on both), and the feature must be visible in that region of both images (a check on
+//! the pixels), so that a feature both renderers left out could not pass.
+
+use crate::{
+    harness::{Frame, GpuTest, HeadlessApp, image_compare, test_plugins},
+    scenes::fidelity::{self, FidelityCamera, FidelityCase, FidelityScene, stage_origin},
+    tile_fidelity::{Comparison, contact_sheet, render_scene_in},
+};
+use bevy::{
+    asset::RenderAssetUsages,
+    image::ImageSampler,
+    light::AmbientLight,
+    mesh::{Indices, PrimitiveTopology, UvChannel, VertexAttributeValues},
+    prelude::*,
+    render::render_resource::{Extent3d, TextureDimension, TextureFormat},
+};
+
+const MIN_PSNR: f64 = 36.0;
+const MAX_P995: u8 = 8;
+
+/// A rectangle of a case's image, as fractions of its size: where the case's feature is.
+#[derive(Clone, Copy, Debug)]
+struct Region {
+    x0: f32,
+    y0: f32,
+    x1: f32,
+    y1: f32,
+}
+
+impl Region {
+    const CENTRE: Self = Self {
+        x0: 0.25,
+        y0: 0.2,
+        x1: 0.75,
+        y1: 0.85,
+    };
+    const LEFT: Self = Self {
+        x0: 0.1,
+        y0: 0.2,
+        x1: 0.5,
+        y1: 0.85,
+    };
+    const RIGHT: Self = Self {
+        x0: 0.5,
+        y0: 0.2,
+        x1: 0.9,
+        y1: 0.85,
+    };
+
+    fn crop(self, frame: &Frame) -> Frame {
+        let (w, h) = (frame.width as f32, frame.height as f32);
+        let (x0, x1) = ((self.x0 * w) as u32, (self.x1 * w) as u32);
+        let (y0, y1) = ((self.y0 * h) as u32, (self.y1 * h) as u32);
+        let row = frame.width as usize * 4;
+        let rgba = (y0..y1)
+            .flat_map(|y| {
+                &frame.rgba[y as usize * row + x0 as usize * 4..][..(x1 - x0) as usize * 4]
+            })
+            .copied()
+            .collect();
+        Frame {
+            width: x1 - x0,
+            height: y1 - y0,
+            rgba,
+        }
+    }
+}
+
+/// What one case must show in one region of both images.
+struct RegionCheck {
+    case: &'static str,
+    region: Region,
+    /// What the feature looks like, for failure messages.
+    shows: &'static str,
+    /// Whether the region's pixels show it.
+    visible: fn(&Frame) -> bool,
+}
+
+/// Distinct colours (each channel quantised to 32 levels) among the frame's pixels.
+fn distinct_colours(frame: &Frame) -> usize {
+    let mut seen: Vec<[u8; 3]> = frame
+        .rgba
+        .chunks_exact(4)
+        .map(|p| [p[0] >> 3, p[1] >> 3, p[2] >> 3])
+        .collect();
+    seen.sort_unstable();
+    seen.dedup();
+    seen.len()
+}
+
+/// Pixels whose strongest channel exceeds the weakest by `by` or more: saturated colours.
+fn saturated_pixels(frame: &Frame, by: u8) -> usize {
+    frame
+        .rgba
+        .chunks_exact(4)
+        .filter(|p| {
+            let (max, min) = (p[0].max(p[1]).max(p[2]), p[0].min(p[1]).min(p[2]));
+            max - min >= by
+        })
+        .count()
+}
+
+fn compare(name: &str, tile: &Frame, forward: &Frame) -> (f64, u8, Option<String>) {
+    let psnr = image_compare::psnr(tile, forward);
+    let p995 = image_compare::channel_difference_percentile(tile, forward, 99.5);
+    let failure = (psnr < MIN_PSNR || p995 > MAX_P995).then(|| {
+        let paths = [
+            tile.save_png(&format!("{name}-actual")),
+            forward.save_png(&format!("{name}-expected")),
+            image_compare::difference_image(tile, forward).save_png(&format!("{name}-diff")),
+        ];
+        format!(
+            "{name}: PSNR {psnr:.2} dB (need >= {MIN_PSNR}), p99.5 {p995} (need <= {MAX_P995}); \
+             images: {}",
+            paths.map(|p| p.display().to_string()).join(", ")
+        )
+    });
+    (psnr, p995, failure)
+}
+
+/// Renders `scene` in `headless` and asserts every case matches on the whole frame and on its
+/// checked regions, and that each region shows its feature in both images. Prints every
+/// number before failing; with `FIDELITY_SAVE` set, writes a contact sheet.
+fn assert_content_matches(headless: HeadlessApp, scene: &FidelityScene, checks: &[RegionCheck]) {
+    let started = std::time::Instant::now();
+    let comparisons: Vec<Comparison> = render_scene_in(headless, scene);
+    let mut failures = Vec::new();
+    for c in &comparisons {
+        let (psnr, p995, failure) = compare(&format!("content-{}", c.name), &c.tile, &c.forward);
+        eprintln!(
+            "content {}/{}: whole frame PSNR {psnr:.2} dB, p99.5 {p995}",
+            scene.name, c.name
+        );
+        failures.extend(failure);
+    }
+    for check in checks {
+        let c = comparisons
+            .iter()
+            .find(|c| c.name == check.case)
+            .unwrap_or_else(|| panic!("no case {}", check.case));
+        let (tile, forward) = (check.region.crop(&c.tile), check.region.crop(&c.forward));
+        let name = format!("content-{}-region", c.name);
+        let (psnr, p995, failure) = compare(&name, &tile, &forward);
+        eprintln!(
+            "content {}/{}: region {:?} PSNR {psnr:.2} dB, p99.5 {p995}",
+            scene.name, c.name, check.region
+        );
+        failures.extend(failure);
+        for (renderer, frame) in [("tile", &tile), ("Bevy forward", &forward)] {
+            if !(check.visible)(frame) {
+                let path = frame.save_png(&format!("{name}-{renderer}"));
+                failures.push(format!(
+                    "{}: the {renderer} image does not show {} in {:?} ({})",
+                    c.name,
+                    check.shows,
+                    check.region,
+                    path.display()
+                ));
+            }
+        }
+    }
+    if std::env::var_os("FIDELITY_SAVE").is_some() {
+        let path = contact_sheet(&comparisons).save_png(&format!("content-{}-sheet", scene.name));
+        eprintln!("content {}: contact sheet {}", scene.name, path.display());
+    }
+    eprintln!(
+        "content {}: {} cases in {:.1} s",
+        scene.name,
+        comparisons.len(),
+        started.elapsed().as_secs_f64()
+    );
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+fn headless() -> HeadlessApp {
+    HeadlessApp::with_plugins(
+        fidelity::IMAGE_SIZE.x,
+        fidelity::IMAGE_SIZE.y,
+        test_plugins(None),
+    )
+}
+
+// ------------------------------------------------------------------------------------------
+// Scene helpers.
+
+fn add_mesh(world: &mut World, mesh: impl Into<Mesh>) -> Handle<Mesh> {
+    world.resource_mut::<Assets<Mesh>>().add(mesh)
+}
+
+fn add_material(world: &mut World, material: StandardMaterial) -> Handle<StandardMaterial> {
+    world
+        .resource_mut::<Assets<StandardMaterial>>()
+        .add(material)
+}
+
+fn add_image(world: &mut World, image: Image) -> Handle<Image> {
+    world.resource_mut::<Assets<Image>>().add(image)
+}
+
+fn spawn(
+    world: &mut World,
+    mesh: &Handle<Mesh>,
+    material: &Handle<StandardMaterial>,
+    transform: Transform,
+) {
+    world.spawn((
+        Mesh3d(mesh.clone()),
+        MeshMaterial3d(material.clone()),
+        transform,
+    ));
+}
+
+/// A grey ground, a sun and a warm point light over stage `index`.
+fn spawn_stage(world: &mut World, index: usize) {
+    let origin = stage_origin(index);
+    let ground = add_mesh(world, Plane3d::default().mesh().size(12.0, 12.0));
+    let grey = add_material(
+        world,
+        StandardMaterial {
+            base_color: Color::srgb(0.45, 0.45, 0.45),
+            perceptual_roughness: 0.85,
+            ..default()
+        },
+    );
+    spawn(world, &ground, &grey, Transform::from_translation(origin));
+    world.spawn((
+        PointLight {
+            intensity: 250_000.0,
+            range: 14.0,
+            color: Color::srgb(1.0, 0.9, 0.8),
+            shadow_maps_enabled: false,
+            ..default()
+        },
+        Transform::from_translation(origin + Vec3::new(-2.5, 3.5, 2.5)),
+    ));
+}
+
+fn spawn_sun(world: &mut World) {
+    world.spawn((
+        DirectionalLight {
+            illuminance: 3_000.0,
+            shadow_maps_enabled: false,
+            ..default()
+        },
+        Transform::from_xyz(3.0, 8.0, 5.0).looking_at(Vec3::ZERO, Vec3::Y),
+    ));
+}
+
+/// A hue for a position: every vertex of a mesh a different colour.
+fn hue_of(position: Vec3, alpha: f32) -> [f32; 4] {
+    let hue = (position.x * 97.0 + position.y * 61.0 + position.z * 23.0).rem_euclid(360.0);
+    Color::hsla(hue, 0.9, 0.55, alpha)
+        .to_linear()
+        .to_f32_array()
+}
+
+/// `mesh` with `Mesh::ATTRIBUTE_COLOR` from each vertex's position (alpha from `alpha`).
+fn with_vertex_colours(mut mesh: Mesh, alpha: impl Fn(Vec3) -> f32) -> Mesh {
+    let Some(VertexAttributeValues::Float32x3(positions)) =
+        mesh.attribute(Mesh::ATTRIBUTE_POSITION)
+    else {
+        panic!("the mesh has float3 positions");
+    };
+    let colours: Vec<[f32; 4]> = positions
+        .iter()
+        .map(|p| {
+            let p = Vec3::from_array(*p);
+            hue_of(p, alpha(p))
+        })
+        .collect();
+    mesh.insert_attribute(Mesh::ATTRIBUTE_COLOR, colours);
+    mesh
+}
+
+/// A `size` x `size` quad facing +z with UV0 over [0, 1] and, when given, a second UV set.
+fn quad(size: f32, uv1: Option<[[f32; 2]; 4]>) -> Mesh {
+    let h = size / 2.0;
+    let mut mesh = Mesh::new(
+        PrimitiveTopology::TriangleList,
+        RenderAssetUsages::default(),
+    )
+    .with_inserted_attribute(
+        Mesh::ATTRIBUTE_POSITION,
+        vec![[-h, -h, 0.0], [h, -h, 0.0], [h, h, 0.0], [-h, h, 0.0]],
+    )
+    .with_inserted_attribute(Mesh::ATTRIBUTE_NORMAL, vec![[0.0, 0.0, 1.0]; 4])
+    .with_inserted_attribute(
+        Mesh::ATTRIBUTE_UV_0,
+        vec![[0.0, 1.0], [1.0, 1.0], [1.0, 0.0], [0.0, 0.0]],
+    )
+    .with_inserted_indices(Indices::U16(vec![0, 1, 2, 0, 2, 3]));
+    if let Some(uv1) = uv1 {
+        mesh.insert_attribute(Mesh::ATTRIBUTE_UV_1, uv1.to_vec());
+    }
+    mesh
+}
+
+/// A square image of `size` texels from `texel(x, y)`, sRGB, sampled as `sampler`.
+fn image(size: u32, sampler: ImageSampler, texel: impl Fn(u32, u32) -> [u8; 4]) -> Image {
+    let data = (0..size)
+        .flat_map(|y| (0..size).map(move |x| (x, y)))
+        .flat_map(|(x, y)| texel(x, y))
+        .collect();
+    let mut image = Image::new(
+        Extent3d {
+            width: size,
+            height: size,
+            depth_or_array_layers: 1,
+        },
+        TextureDimension::D2,
+        data,
+        TextureFormat::Rgba8UnormSrgb,
+        RenderAssetUsages::default(),
+    );
+    image.sampler = sampler;
+    image
+}
+
+// ------------------------------------------------------------------------------------------
+// Scene: vertex attributes (vertex colours, the second UV set).
+
+mod attribute_stage {
+    pub const VERTEX_COLOURS: usize = 0;
+    pub const UV1: usize = 1;
+    pub const VERTEX_ALPHA_MASK: usize = 2;
+}
+
+const VERTEX_ATTRIBUTES: FidelityScene = FidelityScene {
+    name: "vertex_attributes",
+    spawn: spawn_vertex_attributes,
+    cases: vertex_attribute_cases,
+};
+
+fn vertex_attribute_cases() -> Vec<FidelityCase> {
+    use attribute_stage::*;
+    let mut side = FidelityCamera::stage(VERTEX_COLOURS);
+    let origin = stage_origin(VERTEX_COLOURS);
+    side.transform = Transform::from_translation(origin + Vec3::new(5.0, 2.5, 3.0))
+        .looking_at(origin + Vec3::new(0.0, 0.8, 0.0), Vec3::Y);
+    // The occlusion texture (second UV set) darkens only the ambient light: a bright one.
+    let mut uv1 = FidelityCamera::stage(UV1);
+    uv1.ambient = Some(AmbientLight {
+        brightness: 2_000.0,
+        ..default()
+    });
+    vec![
+        FidelityCase::single("vertex_colours", FidelityCamera::stage(VERTEX_COLOURS)),
+        FidelityCase::single("vertex_colours_side", side),
+        FidelityCase::single("uv1_channels", uv1),
+        FidelityCase::single(
+            "vertex_alpha_mask",
+            FidelityCamera::stage(VERTEX_ALPHA_MASK),
+        ),
+    ]
+}
+
+fn spawn_vertex_attributes(world: &mut World) {
+    use attribute_stage::*;
+    spawn_sun(world);
+    for stage in [VERTEX_COLOURS, UV1, VERTEX_ALPHA_MASK] {
+        spawn_stage(world, stage);
+    }
+    let at = |stage: usize, offset: Vec3| Transform::from_translation(stage_origin(stage) + offset);
+    let left = Vec3::new(-1.4, 0.9, 0.0);
+    let right = Vec3::new(1.4, 0.9, 0.0);
+
+    // Vertex colours times a tinted base colour, lit; and unlit on a sphere.
+    let cube = add_mesh(
+        world,
+        with_vertex_colours(Cuboid::new(1.3, 1.3, 1.3).mesh().build(), |_| 1.0),
+    );
+    let sphere = add_mesh(
+        world,
+        with_vertex_colours(Sphere::new(0.9).mesh().uv(32, 16), |_| 1.0),
+    );
+    let tinted = add_material(
+        world,
+        StandardMaterial {
+            base_color: Color::srgb(1.0, 0.9, 0.8),
+            perceptual_roughness: 0.4,
+            ..default()
+        },
+    );
+    let unlit = add_material(
+        world,
+        StandardMaterial {
+            unlit: true,
+            ..default()
+        },
+    );
+    spawn(
+        world,
+        &cube,
+        &tinted,
+        at(VERTEX_COLOURS, left).with_rotation(Quat::from_rotation_y(0.6)),
+    );
+    spawn(world, &sphere, &unlit, at(VERTEX_COLOURS, right));
+
+    // The second UV set: the base colour texture read through UV0 on one quad and through UV1
+    // (rotated and tiled) on the other; the occlusion texture through UV1 on both.
+    let checker = add_image(world, fidelity::base_color_image());
+    let occlusion = add_image(world, fidelity::occlusion_image());
+    let uv1 = Some([[0.0, 0.0], [0.0, 2.0], [2.0, 2.0], [2.0, 0.0]]);
+    let quad_uv1 = add_mesh(world, quad(2.2, uv1));
+    let through_uv0 = add_material(
+        world,
+        StandardMaterial {
+            base_color_texture: Some(checker.clone()),
+            occlusion_texture: Some(occlusion.clone()),
+            occlusion_channel: UvChannel::Uv1,
+            ..default()
+        },
+    );
+    let through_uv1 = add_material(
+        world,
+        StandardMaterial {
+            base_color_texture: Some(checker),
+            base_color_channel: UvChannel::Uv1,
+            occlusion_texture: Some(occlusion),
+            occlusion_channel: UvChannel::Uv1,
+            ..default()
+        },
+    );
+    spawn(
+        world,
+        &quad_uv1,
+        &through_uv0,
+        at(UV1, left + Vec3::Y * 0.3),
+    );
+    spawn(
+        world,
+        &quad_uv1,
+        &through_uv1,
+        at(UV1, right + Vec3::Y * 0.3),
+    );
+
+    // Vertex alpha under an alpha mask: the left half of the quad (alpha 0) is cut away.
+    let masked_quad = add_mesh(
+        world,
+        with_vertex_colours(quad(2.4, None), |p| if p.x < 0.0 { 0.0 } else { 1.0 }),
+    );
+    let masked = add_material(
+        world,
+        StandardMaterial {
+            alpha_mode: AlphaMode::Mask(0.5),
+            double_sided: true,
+            cull_mode: None,
+            ..default()
+        },
+    );
+    spawn(
+        world,
+        &masked_quad,
+        &masked,
+        at(VERTEX_ALPHA_MASK, Vec3::new(0.0, 1.3, 0.0)),
+    );
+}
+
+/// A vertex-coloured cube (lit, tinted) and sphere (unlit), a quad textured through its second
+/// UV set and a quad cut by its vertex alpha, against Bevy forward.
+#[test]
+fn content_vertex_attributes() {
+    let _test = GpuTest::start("content_vertex_attributes");
+    let many_colours = |f: &Frame| distinct_colours(f) >= 40 && saturated_pixels(f, 60) > 200;
+    assert_content_matches(
+        headless(),
+        &VERTEX_ATTRIBUTES,
+        &[
+            RegionCheck {
+                case: "vertex_colours",
+                region: Region::LEFT,
+                shows: "a cube of many saturated vertex colours",
+                visible: many_colours,
+            },
+            RegionCheck {
+                case: "vertex_colours",
+                region: Region::RIGHT,
+                shows: "an unlit sphere of many saturated vertex colours",
+                visible: many_colours,
+            },
+            RegionCheck {
+                case: "vertex_colours_side",
+                region: Region::CENTRE,
+                shows: "vertex colours",
+                visible: many_colours,
+            },
+            RegionCheck {
+                case: "uv1_channels",
+                region: Region::RIGHT,
+                shows: "the checker texture tiled through UV1",
+                visible: |f| distinct_colours(f) >= 20,
+            },
+            RegionCheck {
+                case: "vertex_alpha_mask",
+                region: Region::CENTRE,
+                shows: "the half of the quad whose vertex alpha is 1",
+                visible: |f| saturated_pixels(f, 60) > 200,
+            },
+        ],
+    );
+}

@@ -167,6 +167,8 @@ impl TileBackend {
             min_linear: true,
             mip_linear: true,
             anisotropy: 1,
+            lod_clamp: [0.0f32.to_bits(), vk::LOD_CLAMP_NONE.to_bits()],
+            border: 0,
         })?;
         backend.attachment_sampler = backend.create_sampler(&SamplerKey {
             address: [0; 3],
@@ -174,6 +176,8 @@ impl TileBackend {
             min_linear: false,
             mip_linear: false,
             anisotropy: 1,
+            lod_clamp: [0.0f32.to_bits(), vk::LOD_CLAMP_NONE.to_bits()],
+            border: 0,
         })?;
         Ok(backend)
     }
@@ -240,9 +244,13 @@ impl TileBackend {
             // wgpu enables samplerAnisotropy whenever the device has it.
             .anisotropy_enable(anisotropy > 1.0)
             .max_anisotropy(anisotropy)
-            .min_lod(0.0)
-            .max_lod(vk::LOD_CLAMP_NONE)
-            .border_color(vk::BorderColor::FLOAT_TRANSPARENT_BLACK);
+            .min_lod(f32::from_bits(key.lod_clamp[0]))
+            .max_lod(f32::from_bits(key.lod_clamp[1]))
+            .border_color(match key.border {
+                1 => vk::BorderColor::FLOAT_OPAQUE_BLACK,
+                2 => vk::BorderColor::FLOAT_OPAQUE_WHITE,
+                _ => vk::BorderColor::FLOAT_TRANSPARENT_BLACK,
+            });
         // SAFETY: valid create info; destroyed in `Drop`.
         let sampler = unsafe { self.context.device.create_sampler(&info, None) }?;
         crate::vulkan::LiveObjects::created(&self.context.live.other);

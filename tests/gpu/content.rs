@@ -14,8 +14,12 @@ use crate::{
 };
 use bevy::{
     asset::RenderAssetUsages,
-    image::ImageSampler,
+    image::{
+        ImageAddressMode, ImageFilterMode, ImageSampler, ImageSamplerBorderColor,
+        ImageSamplerDescriptor,
+    },
     light::AmbientLight,
+    math::Affine2,
     mesh::{Indices, PrimitiveTopology, UvChannel, VertexAttributeValues},
     prelude::*,
     render::render_resource::{Extent3d, TextureDimension, TextureFormat},
@@ -504,4 +508,181 @@ fn content_vertex_attributes() {
             },
         ],
     );
+}
+
+// ------------------------------------------------------------------------------------------
+// Scene: image samplers, in an app whose default sampler is nearest (`ImagePlugin::
+// default_nearest()`, what pixel-art games set).
+
+mod sampler_stage {
+    pub const FILTERING: usize = 0;
+    pub const ADDRESS_MODES: usize = 1;
+}
+
+const SAMPLERS: FidelityScene = FidelityScene {
+    name: "samplers",
+    spawn: spawn_samplers,
+    cases: sampler_cases,
+};
+
+fn sampler_cases() -> Vec<FidelityCase> {
+    use sampler_stage::*;
+    // Straight on, close: the textures are magnified about 12 times.
+    let straight = |stage: usize| {
+        let origin = stage_origin(stage) + Vec3::new(0.0, 1.2, 0.0);
+        FidelityCamera::looking(origin + Vec3::new(0.0, 0.0, 4.2), origin)
+    };
+    vec![
+        FidelityCase::single("nearest_default_and_linear", straight(FILTERING)),
+        FidelityCase::single("address_modes", straight(ADDRESS_MODES)),
+    ]
+}
+
+/// 8 x 8 texels of unrelated colours: pixel art.
+fn pixel_art(sampler: ImageSampler) -> Image {
+    image(8, sampler, |x, y| {
+        let h = 2_654_435_761u32.wrapping_mul(x * 7 + y * 13 + 1) >> 7;
+        [
+            (h & 0xff) as u8,
+            (h >> 8 & 0xff) as u8,
+            (h >> 16 & 0xff) as u8,
+            255,
+        ]
+    })
+}
+
+fn spawn_samplers(world: &mut World) {
+    use sampler_stage::*;
+    spawn_sun(world);
+    let at = |stage: usize, offset: Vec3| Transform::from_translation(stage_origin(stage) + offset);
+    let unlit_texture = |world: &mut World, image: Image, uv_transform: Affine2| {
+        let image = add_image(world, image);
+        add_material(
+            world,
+            StandardMaterial {
+                base_color_texture: Some(image),
+                unlit: true,
+                uv_transform,
+                ..default()
+            },
+        )
+    };
+
+    // The same pixel art through the app's default sampler (nearest here) and through an
+    // explicit linear one.
+    let square = add_mesh(world, quad(1.9, None));
+    let nearest = unlit_texture(world, pixel_art(ImageSampler::Default), Affine2::IDENTITY);
+    let linear = unlit_texture(world, pixel_art(ImageSampler::linear()), Affine2::IDENTITY);
+    spawn(
+        world,
+        &square,
+        &nearest,
+        at(FILTERING, Vec3::new(-1.0, 1.2, 0.0)),
+    );
+    spawn(
+        world,
+        &square,
+        &linear,
+        at(FILTERING, Vec3::new(1.0, 1.2, 0.0)),
+    );
+
+    // UVs from -1 to 2 through repeat, mirrored repeat and clamp-to-border (opaque white),
+    // the first also anisotropic.
+    let narrow = add_mesh(world, quad(1.25, None));
+    let tiled = Affine2::from_scale_angle_translation(Vec2::splat(3.0), 0.0, Vec2::splat(-1.0));
+    let address = |mode: ImageAddressMode, anisotropy_clamp: u16| {
+        ImageSampler::Descriptor(ImageSamplerDescriptor {
+            address_mode_u: mode,
+            address_mode_v: mode,
+            address_mode_w: mode,
+            mag_filter: ImageFilterMode::Linear,
+            min_filter: ImageFilterMode::Linear,
+            mipmap_filter: ImageFilterMode::Linear,
+            anisotropy_clamp,
+            border_color: Some(ImageSamplerBorderColor::OpaqueWhite),
+            ..default()
+        })
+    };
+    for (i, (mode, anisotropy)) in [
+        (ImageAddressMode::Repeat, 16),
+        (ImageAddressMode::MirrorRepeat, 1),
+        (ImageAddressMode::ClampToBorder, 1),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let material = unlit_texture(world, pixel_art(address(mode, anisotropy)), tiled);
+        let x = (i as f32 - 1.0) * 1.4;
+        spawn(
+            world,
+            &narrow,
+            &material,
+            at(ADDRESS_MODES, Vec3::new(x, 1.2, 0.0)),
+        );
+    }
+}
+
+/// Pixel art through the app's default sampler set to nearest stays sharp, as in Bevy, and
+/// an explicitly linear copy is smooth; repeat, mirrored repeat and clamp-to-border (white
+/// border, anisotropy 16 on one) match Bevy forward.
+#[test]
+fn content_samplers() {
+    let _test = GpuTest::start("content_samplers");
+    let app = HeadlessApp::with_plugins(
+        fidelity::IMAGE_SIZE.x,
+        fidelity::IMAGE_SIZE.y,
+        test_plugins(None).set(ImagePlugin::default_nearest()),
+    );
+    assert_content_matches(
+        app,
+        &SAMPLERS,
+        &[
+            RegionCheck {
+                case: "nearest_default_and_linear",
+                region: Region {
+                    x0: 0.2,
+                    y0: 0.2,
+                    x1: 0.45,
+                    y1: 0.8,
+                },
+                shows: "sharp texels (few distinct colours, as nearest filtering gives)",
+                visible: |f| distinct_colours(f) <= SHARP_MAX_COLOURS,
+            },
+            RegionCheck {
+                case: "nearest_default_and_linear",
+                region: Region {
+                    x0: 0.55,
+                    y0: 0.2,
+                    x1: 0.8,
+                    y1: 0.8,
+                },
+                shows: "smoothly filtered texels (many distinct colours)",
+                visible: |f| distinct_colours(f) > 2 * SHARP_MAX_COLOURS,
+            },
+            RegionCheck {
+                case: "address_modes",
+                region: Region {
+                    x0: 0.15,
+                    y0: 0.2,
+                    x1: 0.85,
+                    y1: 0.8,
+                },
+                shows: "the textures repeated and the white border",
+                visible: |f| distinct_colours(f) >= 40 && border_pixels(f) > 300,
+            },
+        ],
+    );
+}
+
+/// At most this many distinct colours in the nearest-filtered region: its 64 texels (some
+/// split in two by dithering), the clear colour and the quad's edge.
+const SHARP_MAX_COLOURS: usize = 160;
+
+/// Pixels of the white border as tone mapping leaves it: bright and grey.
+fn border_pixels(frame: &Frame) -> usize {
+    frame
+        .rgba
+        .chunks_exact(4)
+        .filter(|p| p[0] >= 180 && p[0] == p[1] && p[1] == p[2])
+        .count()
 }

@@ -113,8 +113,8 @@ const ATTRIBUTES: [MeshVertexAttribute; GBUFFER_ATTRIBUTES] = [
 ];
 
 /// The G-buffer pipeline a mesh's layout and a material's state need, or `None` for a mesh
-/// the G-buffer subpass cannot draw (no positions, lines or points, a vertex format Vulkan
-/// has no equivalent for).
+/// the G-buffer subpass cannot draw (no positions, a vertex format Vulkan has no equivalent
+/// for).
 fn pipeline_key_for(
     mesh: &RenderMesh,
     material: &TileMaterial,
@@ -133,12 +133,19 @@ fn pipeline_key_for(
     let topology = match mesh.primitive_topology() {
         PrimitiveTopology::TriangleList => vk::PrimitiveTopology::TRIANGLE_LIST,
         PrimitiveTopology::TriangleStrip => vk::PrimitiveTopology::TRIANGLE_STRIP,
-        _ => return None,
+        PrimitiveTopology::LineList => vk::PrimitiveTopology::LINE_LIST,
+        PrimitiveTopology::LineStrip => vk::PrimitiveTopology::LINE_STRIP,
+        PrimitiveTopology::PointList => vk::PrimitiveTopology::POINT_LIST,
     };
+    // Bevy gives an indexed strip its index format (`strip_index_format`), and wgpu then
+    // enables primitive restart: the largest index value starts a new strip.
+    let primitive_restart = mesh.primitive_topology().is_strip()
+        && matches!(mesh.buffer_info, RenderMeshBufferInfo::Indexed { .. });
     Some(GbufferPipelineKey {
         stride: layout.array_stride as u32,
         attributes,
         topology,
+        primitive_restart,
         cull_mode: match material.cull_mode {
             Some(Face::Back) => vk::CullModeFlags::BACK,
             Some(Face::Front) => vk::CullModeFlags::FRONT,

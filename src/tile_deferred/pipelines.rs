@@ -21,7 +21,10 @@ pub(crate) struct GbufferPipelineKey {
     /// (format, offset) of position, normal, uv0, tangent, colour, uv1; `None` where the mesh
     /// lacks one.
     pub attributes: [Option<(vk::Format, u32)>; GBUFFER_ATTRIBUTES],
+    /// Triangles, lines or points (Bevy's `PrimitiveTopology`, all five).
     pub topology: vk::PrimitiveTopology,
+    /// An indexed strip: the largest index restarts the strip, as wgpu sets it up for Bevy.
+    pub primitive_restart: bool,
     pub cull_mode: vk::CullModeFlags,
     pub alpha_mask: bool,
     pub samples: vk::SampleCountFlags,
@@ -229,8 +232,9 @@ impl VulkanContext {
         let vertex_input = vk::PipelineVertexInputStateCreateInfo::default()
             .vertex_binding_descriptions(&bindings)
             .vertex_attribute_descriptions(&attributes);
-        let input_assembly =
-            vk::PipelineInputAssemblyStateCreateInfo::default().topology(key.topology);
+        let input_assembly = vk::PipelineInputAssemblyStateCreateInfo::default()
+            .topology(key.topology)
+            .primitive_restart_enable(key.primitive_restart);
         let rasterization = vk::PipelineRasterizationStateCreateInfo::default()
             .polygon_mode(vk::PolygonMode::FILL)
             .cull_mode(key.cull_mode)

@@ -124,6 +124,10 @@ pub(crate) struct ViewResources {
     /// The wgpu view of the tonemapping LUT written into `tonemap_set`, held while the set
     /// can be used.
     pub lut_keep_alive: Option<bevy::render::render_resource::TextureView>,
+    /// The skybox cube written into `tonemap_set` (Bevy's fallback cube without a skybox),
+    /// held like the LUT, and the sampler it was written with.
+    pub skybox_keep_alive: Option<bevy::render::render_resource::TextureView>,
+    pub skybox_sampler: vk::Sampler,
     /// GPU timestamps: before the pass, after each subpass.
     pub timestamps: Option<TimestampQueries>,
     /// Occlusion query counting the pixels lit per sample (MSAA).
@@ -324,8 +328,11 @@ impl TileBackend {
                 c.destroy_attachment_image(image)
             }));
         }
-        if let Some(lut) = view.lut_keep_alive {
-            objects.push(Box::new(move |_: &VulkanContext| drop(lut)));
+        for kept in [view.lut_keep_alive, view.skybox_keep_alive]
+            .into_iter()
+            .flatten()
+        {
+            objects.push(Box::new(move |_: &VulkanContext| drop(kept)));
         }
         for queries in [view.timestamps, view.edge_queries].into_iter().flatten() {
             objects.push(Box::new(move |c: &VulkanContext| {

@@ -47,6 +47,11 @@ pub struct GpuView {
     pub cluster_params: [f32; 4],
     /// Directional lights, `counts[0]` of them valid.
     pub directional_lights: [GpuDirectionalLight; MAX_DIRECTIONAL_LIGHTS],
+    /// x: `Skybox::brightness` times the exposure; y: 1 when the camera draws a skybox
+    /// (`environment::skybox_uniform`).
+    pub skybox: [f32; 4],
+    /// The inverse of `Skybox::rotation`, applied to the view ray.
+    pub skybox_transform: [[f32; 4]; 4],
 }
 
 /// `ClusterableLight` in common.glsl: a point or spot light.
@@ -162,7 +167,7 @@ mod tests {
         assert_eq!(size_of::<GpuDirectionalLight>(), 32);
         assert_eq!(
             size_of::<GpuView>(),
-            4 * 64 + 7 * 16 + MAX_DIRECTIONAL_LIGHTS * 32
+            4 * 64 + 7 * 16 + MAX_DIRECTIONAL_LIGHTS * 32 + 16 + 64
         );
         assert_eq!(size_of::<GpuClusterableLight>(), 64);
         assert_eq!(size_of::<GpuMaterial>(), 96);

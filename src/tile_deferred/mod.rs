@@ -26,6 +26,7 @@
 mod backend;
 mod clusters;
 mod draws;
+mod environment;
 mod error;
 mod extract;
 pub mod gpu_types;
@@ -223,6 +224,7 @@ pub(crate) fn build(app: &mut App) {
         .add_schedule(schedule)
         .init_resource::<extract::TileMeshInstances>()
         .init_resource::<extract::TileMaterials>()
+        .init_resource::<environment::TileEnvironmentSamplers>()
         .init_resource::<extract::ReportedEntities>()
         .add_systems(RenderStartup, create_backend)
         .add_systems(
@@ -235,6 +237,7 @@ pub(crate) fn build(app: &mut App) {
                 )
                     .chain(),
                 extract::skip_empty_viewports.after(bevy::render::camera::extract_cameras),
+                environment::extract_environment_samplers,
             ),
         )
         .add_systems(

@@ -18,6 +18,7 @@ use super::{
     backend::TileBackend,
     clusters::ClusterAssignment,
     draws::{self, DrawList},
+    environment::ViewEnvironment,
     error::{TileError, TileResult},
     interop, materials,
     plan::{self, PlannedFrame},
@@ -39,6 +40,7 @@ use crate::{
 };
 use ash::vk;
 use bevy::{
+    light::Skybox,
     prelude::*,
     render::{
         render_resource::TextureView,
@@ -83,6 +85,7 @@ pub(crate) fn tile_deferred_pass(
         &scene,
         &frame,
         view.visible,
+        view.skybox,
         output_view,
         &mut ctx,
     );
@@ -103,6 +106,7 @@ fn render_view(
     scene: &TileSceneParams,
     frame: &ViewFrame,
     visible: &RenderVisibleEntities,
+    skybox: Option<&Skybox>,
     output_view: &TextureView,
     ctx: &mut RenderContext,
 ) -> TileResult<TileViewReport> {
@@ -162,6 +166,7 @@ fn render_view(
 
     // 6. Per-view buffers and descriptor sets; this frame's data queued for upload.
     let lut = materials::lut_image(scene, frame.tonemapping);
+    let environment = ViewEnvironment::gather(backend, scene, skybox, frame.gpu_view.exposure[0])?;
     let (mut device, view_state) = resources::view_parts(backend, frame.entity)?;
     let bindings = resources::prepare_view_data(
         &mut device,
@@ -171,6 +176,7 @@ fn render_view(
         &drawn,
         &clusters,
         lut,
+        &environment,
     )?;
 
     // 7. Pipelines for every (mesh layout, material state) drawn.
@@ -185,7 +191,7 @@ fn render_view(
         frame,
         output_view,
         &drawn.draws,
-        lut,
+        &[lut, environment.skybox.image],
         ctx,
     );
 

@@ -5,6 +5,7 @@ use super::{
     backend::{TileBackend, ViewResources},
     clusters::ClusterAssignment,
     draws::DrawList,
+    environment::{ViewEnvironment, ViewTexture},
     error::{TileError, TileResult, step},
     gpu_types::{GpuClusterableLight, GpuInstance, GpuView},
     plan::{self, PlannedFrame, names},
@@ -147,6 +148,8 @@ fn ensure_view<'a>(
             sampled_sets: false,
             input_views: Vec::new(),
             lut_keep_alive: None,
+            skybox_keep_alive: None,
+            skybox_sampler: vk::Sampler::null(),
             timestamps: context.create_timestamp_queries(4),
             edge_queries: context.create_occlusion_queries(),
             last_used: frame_number,
@@ -249,7 +252,8 @@ fn allocate_view_sets(
     layouts: &TileLayouts,
     sampled: bool,
 ) -> TileResult<(vk::DescriptorPool, [vk::DescriptorSet; 3])> {
-    let (inputs, samplers) = if sampled { (0, 7) } else { (6, 1) };
+    // Samplers: the LUT and the skybox cube, and the unmerged tier's 6 attachments.
+    let (inputs, samplers) = if sampled { (0, 8) } else { (6, 2) };
     let sizes = [
         (vk::DescriptorType::UNIFORM_BUFFER, 1),
         (vk::DescriptorType::STORAGE_BUFFER, 2),
@@ -392,6 +396,8 @@ fn write_view_sets(
     compiled: &CompiledFrame,
     lut: &GpuImage,
     lut_view: vk::ImageView,
+    skybox: &ViewTexture,
+    skybox_view: vk::ImageView,
 ) {
     let sampled = plan::samples_attachments(compiled);
     let view_of = |name: &str| {
@@ -429,7 +435,11 @@ fn write_view_sets(
     let mut all: Vec<vk::ImageView> = gbuffer_views.to_vec();
     all.extend(tonemap_views);
     all.push(lut_view);
-    if view.input_views == all && view.sampled_sets == sampled {
+    all.push(skybox_view);
+    if view.input_views == all
+        && view.sampled_sets == sampled
+        && view.skybox_sampler == skybox.sampler
+    {
         return;
     }
     if !view.input_views.is_empty() || view.sampled_sets != sampled {
@@ -450,6 +460,11 @@ fn write_view_sets(
         image_view: lut_view,
         image_layout: vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL,
     }];
+    let skybox_info = [vk::DescriptorImageInfo {
+        sampler: skybox.sampler,
+        image_view: skybox_view,
+        image_layout: vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL,
+    }];
     let mut writes = attachment_read_writes(view.gbuffer_set, &gbuffer_infos, sampled);
     writes.extend(attachment_read_writes(
         view.tonemap_set,
@@ -463,10 +478,26 @@ fn write_view_sets(
             .descriptor_type(vk::DescriptorType::COMBINED_IMAGE_SAMPLER)
             .image_info(&lut_info),
     );
+    writes.push(
+        vk::WriteDescriptorSet::default()
+            .dst_set(view.tonemap_set)
+            .dst_binding(3)
+            .descriptor_type(vk::DescriptorType::COMBINED_IMAGE_SAMPLER)
+            .image_info(&skybox_info),
+    );
     // SAFETY: the sets are fresh (never used by a submitted command buffer) and every view is
     // alive.
     unsafe { device.context.device.update_descriptor_sets(&writes, &[]) };
     view.input_views = all;
+    view.skybox_sampler = skybox.sampler;
+    if let Some(old) = view
+        .skybox_keep_alive
+        .replace(skybox.image.texture_view.clone())
+    {
+        device
+            .graveyard
+            .retire(Box::new(move |_: &VulkanContext| drop(old)));
+    }
     if let Some(old) = view.lut_keep_alive.replace(lut.texture_view.clone()) {
         device
             .graveyard
@@ -656,6 +687,7 @@ pub(super) fn prepare_view_data(
     draws: &DrawList,
     clusters: &ClusterAssignment,
     lut: &GpuImage,
+    environment: &ViewEnvironment,
 ) -> TileResult<ViewBindings> {
     // SAFETY: as for the output view in `framebuffers`; Bevy keeps the LUT's view alive while
     // the image exists, and the view sets hold a clone of it.
@@ -683,8 +715,29 @@ pub(super) fn prepare_view_data(
         (draws.instances.len().max(1) * size_of::<GpuInstance>()) as u64,
     )?;
     // After the buffers grew: growing the light buffer replaces the view's sets.
-    write_view_sets(device, view, compiled, lut, lut_view);
+    // SAFETY: as for the LUT; the view sets hold a clone of the skybox's view.
+    let skybox_view = unsafe {
+        environment
+            .skybox
+            .image
+            .texture_view
+            .as_hal::<Vulkan>()
+            .map(|v| v.raw_handle())
+    }
+    .ok_or(TileError::Missing {
+        step: "reading the skybox view",
+    })?;
+    write_view_sets(
+        device,
+        view,
+        compiled,
+        lut,
+        lut_view,
+        &environment.skybox,
+        skybox_view,
+    );
     let mut gpu_view = frame.gpu_view;
+    environment.write_uniforms(&mut gpu_view);
     gpu_view.counts[1] = draws.lights.len() as u32;
     let grid = &clusters.grid;
     gpu_view.cluster_grid = [grid.dims.x, grid.dims.y, grid.dims.z, clusters.words];

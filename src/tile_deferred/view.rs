@@ -43,6 +43,8 @@ pub(crate) struct TileViewQuery {
     pub(super) dither: Option<&'static DebandDither>,
     pub(super) tier: Option<&'static TierDecision>,
     pub(super) ambient: Option<&'static AmbientLight>,
+    /// Synced by Bevy's `SkyboxPlugin` (`environment` draws it).
+    pub(super) skybox: Option<&'static bevy::light::Skybox>,
 }
 
 /// Per-frame facts about the view, computed once.
@@ -269,6 +271,8 @@ fn gpu_view(view: &TileViewQueryItem, scene: &TileSceneParams, viewport: UVec4) 
         cluster_grid: [1, 1, 1, 0],
         cluster_params: [1.0, 1.0, 1.0, 1.0],
         directional_lights,
+        // The skybox (and what else is appended) is written by `environment`.
+        ..bytemuck::Zeroable::zeroed()
     }
 }
 

@@ -19,10 +19,13 @@ use bevy::{
         ImageSamplerDescriptor,
     },
     light::AmbientLight,
+    light::Skybox,
     math::Affine2,
     mesh::{Indices, PrimitiveTopology, UvChannel, VertexAttributeValues},
     prelude::*,
-    render::render_resource::{Extent3d, TextureDimension, TextureFormat},
+    render::render_resource::{
+        Extent3d, TextureDimension, TextureFormat, TextureViewDescriptor, TextureViewDimension,
+    },
 };
 
 const MIN_PSNR: f64 = 36.0;
@@ -879,6 +882,167 @@ fn content_lines_and_points() {
                 region: Region::RIGHT,
                 shows: "the lit point grid",
                 visible: |f| distinct_colours(f) >= 3,
+            },
+        ],
+    );
+}
+
+// ------------------------------------------------------------------------------------------
+// Scene: skybox.
+
+mod skybox_stage {
+    pub const PLAIN: usize = 0;
+    pub const ROTATED: usize = 1;
+}
+
+const SKYBOX: FidelityScene = FidelityScene {
+    name: "skybox",
+    spawn: spawn_skybox,
+    cases: skybox_cases,
+};
+
+fn skybox_cases() -> Vec<FidelityCase> {
+    use skybox_stage::*;
+    // Looking up and sideways: most of the image is sky, with a corner of the stage.
+    let up = |stage: usize, yaw: f32| {
+        let origin = stage_origin(stage) + Vec3::new(0.0, 1.0, 4.0);
+        let direction = Quat::from_rotation_y(yaw) * Vec3::new(0.0, 0.45, -1.0);
+        FidelityCamera::looking(origin, origin + direction)
+    };
+    vec![
+        FidelityCase::single("skybox", FidelityCamera::stage(PLAIN)),
+        FidelityCase::single("skybox_up", up(PLAIN, 0.9)),
+        FidelityCase::single("skybox_rotated", up(ROTATED, 0.9)),
+        FidelityCase::single("skybox_rotated_behind", up(ROTATED, 3.6)),
+    ]
+}
+
+/// A 16 x 16 cube map, each face its own hue with a gradient across it (so that a wrong
+/// face, orientation or direction shows), linear-filtered by the app's default sampler.
+fn sky_cube() -> Image {
+    const SIZE: u32 = 16;
+    let hues = [0.0, 60.0, 120.0, 180.0, 240.0, 300.0];
+    let data: Vec<u8> = hues
+        .iter()
+        .flat_map(|&hue| {
+            (0..SIZE * SIZE).flat_map(move |i| {
+                let (x, y) = (
+                    (i % SIZE) as f32 / SIZE as f32,
+                    (i / SIZE) as f32 / SIZE as f32,
+                );
+                let c = Color::hsl(hue + 40.0 * x, 0.7, 0.25 + 0.5 * y).to_srgba();
+                [c.red, c.green, c.blue]
+                    .map(|v| (v * 255.0).round() as u8)
+                    .into_iter()
+                    .chain([255])
+            })
+        })
+        .collect();
+    let mut image = Image::new(
+        Extent3d {
+            width: SIZE,
+            height: SIZE,
+            depth_or_array_layers: 6,
+        },
+        TextureDimension::D2,
+        data,
+        TextureFormat::Rgba8UnormSrgb,
+        RenderAssetUsages::default(),
+    );
+    image.texture_view_descriptor = Some(TextureViewDescriptor {
+        dimension: Some(TextureViewDimension::Cube),
+        ..default()
+    });
+    image
+}
+
+/// The stage a camera looks at, from its position (the cases' cameras stay near their stage).
+fn stage_of(transform: &Transform) -> usize {
+    (transform.translation.x / fidelity::STAGE_SPACING)
+        .round()
+        .max(0.0) as usize
+}
+
+fn spawn_skybox(world: &mut World) {
+    use skybox_stage::*;
+    spawn_sun(world);
+    for stage in [PLAIN, ROTATED] {
+        spawn_stage(world, stage);
+        let sphere = add_mesh(world, Sphere::new(0.8).mesh().uv(32, 16));
+        let metal = add_material(
+            world,
+            StandardMaterial {
+                base_color: Color::srgb(0.8, 0.3, 0.2),
+                perceptual_roughness: 0.5,
+                ..default()
+            },
+        );
+        spawn(
+            world,
+            &sphere,
+            &metal,
+            Transform::from_translation(stage_origin(stage) + Vec3::Y),
+        );
+    }
+    let cube = add_image(world, sky_cube());
+    // Every camera gets the stage's skybox (cameras are spawned by the harness, after this).
+    world.add_observer(
+        move |add: On<Add, Camera3d>, mut commands: Commands, transforms: Query<&Transform>| {
+            let Ok(transform) = transforms.get(add.entity) else {
+                return;
+            };
+            let rotation = match stage_of(transform) {
+                ROTATED => Quat::from_euler(EulerRot::YXZ, 1.1, 0.35, 0.0),
+                _ => Quat::IDENTITY,
+            };
+            commands.entity(add.entity).insert(Skybox {
+                image: Some(cube.clone()),
+                brightness: 1_000.0,
+                rotation,
+            });
+        },
+    );
+}
+
+/// A skybox (a small generated cube map, brightness 1000) behind a lit stage, from below,
+/// looking up, and rotated, from two directions: the tonemap subpass draws it where nothing is.
+#[test]
+fn content_skybox() {
+    let _test = GpuTest::start("content_skybox");
+    let sky = |f: &Frame| distinct_colours(f) >= 12 && saturated_pixels(f, 40) > 500;
+    let top = Region {
+        x0: 0.0,
+        y0: 0.0,
+        x1: 1.0,
+        y1: 0.4,
+    };
+    assert_content_matches(
+        headless(),
+        &SKYBOX,
+        &[
+            RegionCheck {
+                case: "skybox",
+                region: top,
+                shows: "the sky",
+                visible: sky,
+            },
+            RegionCheck {
+                case: "skybox_up",
+                region: top,
+                shows: "the sky",
+                visible: sky,
+            },
+            RegionCheck {
+                case: "skybox_rotated",
+                region: top,
+                shows: "the rotated sky",
+                visible: sky,
+            },
+            RegionCheck {
+                case: "skybox_rotated_behind",
+                region: top,
+                shows: "the rotated sky",
+                visible: sky,
             },
         ],
     );

@@ -44,6 +44,9 @@ struct View {
     uvec4 cluster_grid;      // clusters across, down, in depth; w: 32-bit light-mask words per cluster
     vec4 cluster_params;     // x: tile size (px), y: near depth, z: first slice depth, w: slices per log unit (clusters.rs)
     DirectionalLight directional_lights[MAX_DIRECTIONAL_LIGHTS];
+    // Scene content (issue 15), appended: see skybox.glsl.
+    vec4 skybox;             // x: Skybox::brightness * exposure; y: 1.0 when the camera draws a skybox
+    mat4 skybox_transform;   // the inverse of Skybox::rotation
 };
 
 struct ClusterableLight {

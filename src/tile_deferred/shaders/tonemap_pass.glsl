@@ -9,6 +9,7 @@
 
 #include "common.glsl"
 #include "tonemap.glsl"
+#include "skybox.glsl"
 
 // The path of a non-background pixel (or sample), before the sRGB encode: tone mapping, then
 // Bevy's deband dither (per pixel: every sample of a pixel gets the same dither).
@@ -65,11 +66,12 @@ void main() {
 
     float depth = TILE_READ(depth_input).r;
     if (depth == 0.0) {
-        // Background: Bevy neither tone maps nor dithers the clear colour of an LDR camera.
-        if (params.clear_color.a < 0.5) {
+        // Background: Bevy neither tone maps nor dithers the clear colour (or the skybox) of an
+        // LDR camera.
+        if (params.clear_color.a < 0.5 && !skybox_enabled()) {
             discard;
         }
-        vec3 clear_rgb = params.clear_color.rgb;
+        vec3 clear_rgb = background_color(gl_FragCoord.xy, params.clear_color.rgb);
         out_color = vec4(encode_srgb ? linear_to_srgb(clear_rgb) : clear_rgb, 1.0);
         return;
     }
@@ -109,7 +111,8 @@ void main() {
     bool encode_srgb = params.mode.z == 1u;
     int sample_count = int(clamp(params.msaa.y, 1u, uint(MSAA_MAX_SAMPLES)));
     // Background: Bevy neither tone maps nor dithers the clear colour of an LDR camera.
-    vec3 clear_rgb = params.clear_color.rgb;
+    // (Or the skybox, where there is one: Bevy shades it once per pixel, at the pixel centre.)
+    vec3 clear_rgb = background_color(gl_FragCoord.xy, params.clear_color.rgb);
 
     vec3 light0 = TILE_READ_SAMPLE(light_accumulation, 0).rgb;
     bool background0 = TILE_READ_SAMPLE(depth_input, 0).r == 0.0;

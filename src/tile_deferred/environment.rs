@@ -1,0 +1,142 @@
+//! What a tile camera draws around its surfaces (issue 15): its `Skybox`, drawn by the tonemap
+//! subpass on background pixels (skybox.glsl), in place of the clear colour.
+//!
+//! Bevy keeps the skybox's uniforms private (`SkyboxUniforms`), so they are recomputed here from
+//! the public `Skybox` component Bevy syncs onto the render-world camera; the cube is Bevy's own
+//! `GpuImage`, bound through its raw Vulkan view as material textures are, with a sampler made
+//! from the image's own sampler settings (the render world keeps only wgpu's sampler).
+
+use super::{
+    TileDeferred,
+    backend::TileBackend,
+    error::{TileResult, step},
+    extract::SamplerKey,
+    gpu_types::GpuView,
+    scene::TileSceneParams,
+};
+use ash::vk;
+use bevy::{
+    light::Skybox,
+    platform::collections::HashMap,
+    prelude::*,
+    render::{
+        Extract,
+        render_resource::{DefaultImageSamplerDescriptor, TextureViewDimension},
+        texture::GpuImage,
+    },
+};
+
+/// How Bevy samples the images of the tile cameras' skyboxes: each image's own sampler, or the
+/// app's default (`ImagePlugin::default_sampler`), by image.
+#[derive(Resource, Default)]
+pub(crate) struct TileEnvironmentSamplers(HashMap<AssetId<Image>, SamplerKey>);
+
+/// Reads the sampler settings of the tile cameras' skybox images (the render world's
+/// `GpuImage` holds only the wgpu sampler made from them).
+pub(crate) fn extract_environment_samplers(
+    cameras: Extract<Query<&Skybox, With<TileDeferred>>>,
+    images: Extract<Res<Assets<Image>>>,
+    default_sampler: Option<Res<DefaultImageSamplerDescriptor>>,
+    mut samplers: ResMut<TileEnvironmentSamplers>,
+) {
+    samplers.0.clear();
+    let default_sampler = default_sampler.as_deref().map(|d| &d.0);
+    for handle in cameras.iter().filter_map(|skybox| skybox.image.as_ref()) {
+        if let Some(image) = images.get(handle) {
+            let key = SamplerKey::for_image(&image.sampler, default_sampler);
+            samplers.0.insert(handle.id(), key);
+        }
+    }
+}
+
+/// A texture one of the view's descriptor sets samples: Bevy's image and the sampler to read it
+/// with.
+pub(super) struct ViewTexture<'a> {
+    pub(super) image: &'a GpuImage,
+    pub(super) sampler: vk::Sampler,
+}
+
+/// What the view draws around its surfaces this frame.
+pub(super) struct ViewEnvironment<'a> {
+    /// The skybox cube; Bevy's fallback cube when the camera draws none (the binding must hold
+    /// a cube either way).
+    pub(super) skybox: ViewTexture<'a>,
+    /// `GpuView::skybox` and `skybox_transform`, when the camera draws a skybox.
+    skybox_uniform: Option<([f32; 4], [[f32; 4]; 4])>,
+}
+
+impl<'a> ViewEnvironment<'a> {
+    /// The camera's skybox, if it has one Bevy would draw, with the view's `exposure`.
+    pub(super) fn gather(
+        backend: &mut TileBackend,
+        scene: &'a TileSceneParams,
+        skybox: Option<&Skybox>,
+        exposure: f32,
+    ) -> TileResult<Self> {
+        let drawn = skybox.and_then(|skybox| Some((skybox, usable_skybox_image(skybox, scene)?)));
+        let (image, key) = match drawn {
+            Some((_, (id, image))) => {
+                let samplers = &scene.environment_samplers.0;
+                let key = samplers.get(&id).copied();
+                (image, key.unwrap_or_else(SamplerKey::bevy_default))
+            }
+            None => (&scene.fallback_image.cube, SamplerKey::bevy_default()),
+        };
+        let sampler = step("creating the skybox sampler", backend.sampler(&key))?;
+        Ok(Self {
+            skybox: ViewTexture { image, sampler },
+            skybox_uniform: drawn.map(|(skybox, _)| skybox_uniform(skybox, exposure)),
+        })
+    }
+
+    /// Writes the skybox's uniforms into the view's (zero without a skybox: not drawn).
+    pub(super) fn write_uniforms(&self, gpu_view: &mut GpuView) {
+        let (skybox, transform) = self.skybox_uniform.unwrap_or_default();
+        gpu_view.skybox = skybox;
+        gpu_view.skybox_transform = transform;
+    }
+}
+
+/// The skybox's image, if Bevy would draw it: set, loaded, and viewed as a cube (Bevy skips any
+/// other view, with a warning of its own, `sanity_check_skybox_image_and_warn`).
+fn usable_skybox_image<'a>(
+    skybox: &Skybox,
+    scene: &'a TileSceneParams,
+) -> Option<(AssetId<Image>, &'a GpuImage)> {
+    let id = skybox.image.as_ref()?.id();
+    let image = scene.images.get(id)?;
+    let dimension = image
+        .texture_view_descriptor
+        .as_ref()
+        .and_then(|descriptor| descriptor.dimension);
+    (dimension == Some(TextureViewDimension::Cube)).then_some((id, image))
+}
+
+/// What Bevy's `extract_skybox` puts in `SkyboxUniforms`: brightness times exposure, and the
+/// inverse rotation as a matrix (x: brightness, y: 1 = draw it).
+pub(super) fn skybox_uniform(skybox: &Skybox, exposure: f32) -> ([f32; 4], [[f32; 4]; 4]) {
+    let transform = Transform::from_rotation(skybox.rotation.inverse()).to_matrix();
+    (
+        [skybox.brightness * exposure, 1.0, 0.0, 0.0],
+        transform.to_cols_array_2d(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_skybox_uniform_is_bevys() {
+        let skybox = Skybox {
+            image: None,
+            brightness: 1000.0,
+            rotation: Quat::from_rotation_y(0.7),
+        };
+        let (params, transform) = skybox_uniform(&skybox, 0.5);
+        assert_eq!(params, [500.0, 1.0, 0.0, 0.0]);
+        let rotated = Mat4::from_cols_array_2d(&transform).transform_vector3(Vec3::X);
+        let expected = Quat::from_rotation_y(-0.7) * Vec3::X;
+        assert!(rotated.abs_diff_eq(expected, 1e-6), "{rotated}");
+    }
+}

@@ -1,8 +1,10 @@
 //! What a tile camera draws around its surfaces (issue 15): its `Skybox`, drawn by the tonemap
-//! subpass on background pixels (skybox.glsl), in place of the clear colour.
+//! subpass on background pixels (skybox.glsl), in place of the clear colour, and its
+//! `DistanceFog`, applied by the tonemap subpass to surface pixels (fog.glsl).
 //!
-//! Bevy keeps the skybox's uniforms private (`SkyboxUniforms`), so they are recomputed here from
-//! the public `Skybox` component Bevy syncs onto the render-world camera; the cube is Bevy's own
+//! Bevy keeps the skybox's and the fog's uniforms private (`SkyboxUniforms`, `GpuFog`), so they
+//! are recomputed here from the public `Skybox` and `DistanceFog` components Bevy puts on the
+//! render-world camera; the cube is Bevy's own
 //! `GpuImage`, bound through its raw Vulkan view as material textures are, with a sampler made
 //! from the image's own sampler settings (the render world keeps only wgpu's sampler).
 
@@ -11,12 +13,13 @@ use super::{
     backend::TileBackend,
     error::{TileResult, step},
     extract::SamplerKey,
-    gpu_types::GpuView,
+    gpu_types::{GpuView, fog_mode},
     scene::TileSceneParams,
 };
 use ash::vk;
 use bevy::{
     light::Skybox,
+    pbr::{DistanceFog, FogFalloff},
     platform::collections::HashMap,
     prelude::*,
     render::{
@@ -63,7 +66,13 @@ pub(super) struct ViewEnvironment<'a> {
     pub(super) skybox: ViewTexture<'a>,
     /// `GpuView::skybox` and `skybox_transform`, when the camera draws a skybox.
     skybox_uniform: Option<([f32; 4], [[f32; 4]; 4])>,
+    /// `GpuView::fog_*`, mode 0 without fog.
+    fog: GpuFogFields,
 }
+
+/// The fog fields of `GpuView`: base colour, directional light colour, (be, exponent),
+/// (bi, mode).
+type GpuFogFields = [[f32; 4]; 4];
 
 impl<'a> ViewEnvironment<'a> {
     /// The camera's skybox, if it has one Bevy would draw, with the view's `exposure`.
@@ -71,6 +80,7 @@ impl<'a> ViewEnvironment<'a> {
         backend: &mut TileBackend,
         scene: &'a TileSceneParams,
         skybox: Option<&Skybox>,
+        fog: Option<&DistanceFog>,
         exposure: f32,
     ) -> TileResult<Self> {
         let drawn = skybox.and_then(|skybox| Some((skybox, usable_skybox_image(skybox, scene)?)));
@@ -86,6 +96,7 @@ impl<'a> ViewEnvironment<'a> {
         Ok(Self {
             skybox: ViewTexture { image, sampler },
             skybox_uniform: drawn.map(|(skybox, _)| skybox_uniform(skybox, exposure)),
+            fog: fog.map(gpu_fog).unwrap_or_default(),
         })
     }
 
@@ -94,6 +105,11 @@ impl<'a> ViewEnvironment<'a> {
         let (skybox, transform) = self.skybox_uniform.unwrap_or_default();
         gpu_view.skybox = skybox;
         gpu_view.skybox_transform = transform;
+        let [base_color, light_color, be_exponent, bi_mode] = self.fog;
+        gpu_view.fog_base_color = base_color;
+        gpu_view.fog_directional_light_color = light_color;
+        gpu_view.fog_be_exponent = be_exponent;
+        gpu_view.fog_bi_mode = bi_mode;
     }
 }
 
@@ -122,6 +138,35 @@ pub(super) fn skybox_uniform(skybox: &Skybox, exposure: f32) -> ([f32; 4], [[f32
     )
 }
 
+/// What Bevy's `prepare_fog` writes into `GpuFog` for `fog`, as the view's fog fields.
+pub(super) fn gpu_fog(fog: &DistanceFog) -> GpuFogFields {
+    let (mode, be, bi) = match fog.falloff {
+        FogFalloff::Linear { start, end } => {
+            (fog_mode::LINEAR, Vec3::new(start, end, 0.0), Vec3::ZERO)
+        }
+        FogFalloff::Exponential { density } => (
+            fog_mode::EXPONENTIAL,
+            Vec3::new(density, 0.0, 0.0),
+            Vec3::ZERO,
+        ),
+        FogFalloff::ExponentialSquared { density } => (
+            fog_mode::EXPONENTIAL_SQUARED,
+            Vec3::new(density, 0.0, 0.0),
+            Vec3::ZERO,
+        ),
+        FogFalloff::Atmospheric {
+            extinction,
+            inscattering,
+        } => (fog_mode::ATMOSPHERIC, extinction, inscattering),
+    };
+    [
+        LinearRgba::from(fog.color).to_f32_array(),
+        LinearRgba::from(fog.directional_light_color).to_f32_array(),
+        be.extend(fog.directional_light_exponent).to_array(),
+        bi.extend(mode).to_array(),
+    ]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -138,5 +183,35 @@ mod tests {
         let rotated = Mat4::from_cols_array_2d(&transform).transform_vector3(Vec3::X);
         let expected = Quat::from_rotation_y(-0.7) * Vec3::X;
         assert!(rotated.abs_diff_eq(expected, 1e-6), "{rotated}");
+    }
+
+    #[test]
+    fn fog_fields_are_bevys_gpu_fog() {
+        let fog = DistanceFog {
+            color: Color::linear_rgba(0.1, 0.2, 0.3, 0.9),
+            directional_light_color: Color::linear_rgba(1.0, 0.5, 0.0, 0.4),
+            directional_light_exponent: 12.0,
+            falloff: FogFalloff::Linear {
+                start: 5.0,
+                end: 20.0,
+            },
+        };
+        let [base, light, be, bi] = gpu_fog(&fog);
+        assert_eq!(base, [0.1, 0.2, 0.3, 0.9]);
+        assert_eq!(light, [1.0, 0.5, 0.0, 0.4]);
+        assert_eq!(be, [5.0, 20.0, 0.0, 12.0]);
+        assert_eq!(bi[3], fog_mode::LINEAR);
+        let atmospheric = DistanceFog {
+            falloff: FogFalloff::Atmospheric {
+                extinction: Vec3::new(0.1, 0.2, 0.3),
+                inscattering: Vec3::new(0.4, 0.5, 0.6),
+            },
+            ..fog
+        };
+        let [_, _, be, bi] = gpu_fog(&atmospheric);
+        assert_eq!(be, [0.1, 0.2, 0.3, 12.0]);
+        assert_eq!(bi, [0.4, 0.5, 0.6, fog_mode::ATMOSPHERIC]);
+        // No fog: mode 0, which fog.glsl leaves alone.
+        assert_eq!(GpuFogFields::default()[3][3], fog_mode::OFF);
     }
 }

@@ -52,6 +52,29 @@ pub struct GpuView {
     pub skybox: [f32; 4],
     /// The inverse of `Skybox::rotation`, applied to the view ray.
     pub skybox_transform: [[f32; 4]; 4],
+    /// `DistanceFog` as Bevy's `GpuFog` (`environment::gpu_fog`): linear base colour.
+    pub fog_base_color: [f32; 4],
+    /// Linear directional-light inscattering colour.
+    pub fog_directional_light_color: [f32; 4],
+    /// xyz: `be` (linear start/end, density, or atmospheric extinction); w: the directional
+    /// light exponent.
+    pub fog_be_exponent: [f32; 4],
+    /// xyz: `bi` (atmospheric inscattering); w: the mode (`fog_mode`), 0 for no fog.
+    pub fog_bi_mode: [f32; 4],
+}
+
+/// `GpuView::fog_bi_mode.w` values, as `FOG_MODE_*` in fog.glsl.
+pub mod fog_mode {
+    /// No fog.
+    pub const OFF: f32 = 0.0;
+    /// `FogFalloff::Linear`.
+    pub const LINEAR: f32 = 1.0;
+    /// `FogFalloff::Exponential`.
+    pub const EXPONENTIAL: f32 = 2.0;
+    /// `FogFalloff::ExponentialSquared`.
+    pub const EXPONENTIAL_SQUARED: f32 = 3.0;
+    /// `FogFalloff::Atmospheric`.
+    pub const ATMOSPHERIC: f32 = 4.0;
 }
 
 /// `ClusterableLight` in common.glsl: a point or spot light.
@@ -167,7 +190,7 @@ mod tests {
         assert_eq!(size_of::<GpuDirectionalLight>(), 32);
         assert_eq!(
             size_of::<GpuView>(),
-            4 * 64 + 7 * 16 + MAX_DIRECTIONAL_LIGHTS * 32 + 16 + 64
+            4 * 64 + 7 * 16 + MAX_DIRECTIONAL_LIGHTS * 32 + 16 + 64 + 4 * 16
         );
         assert_eq!(size_of::<GpuClusterableLight>(), 64);
         assert_eq!(size_of::<GpuMaterial>(), 96);

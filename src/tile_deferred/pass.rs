@@ -41,6 +41,7 @@ use crate::{
 use ash::vk;
 use bevy::{
     light::Skybox,
+    pbr::DistanceFog,
     prelude::*,
     render::{
         render_resource::TextureView,
@@ -85,7 +86,7 @@ pub(crate) fn tile_deferred_pass(
         &scene,
         &frame,
         view.visible,
-        view.skybox,
+        (view.skybox, view.fog),
         output_view,
         &mut ctx,
     );
@@ -106,7 +107,7 @@ fn render_view(
     scene: &TileSceneParams,
     frame: &ViewFrame,
     visible: &RenderVisibleEntities,
-    skybox: Option<&Skybox>,
+    (skybox, fog): (Option<&Skybox>, Option<&DistanceFog>),
     output_view: &TextureView,
     ctx: &mut RenderContext,
 ) -> TileResult<TileViewReport> {
@@ -166,7 +167,8 @@ fn render_view(
 
     // 6. Per-view buffers and descriptor sets; this frame's data queued for upload.
     let lut = materials::lut_image(scene, frame.tonemapping);
-    let environment = ViewEnvironment::gather(backend, scene, skybox, frame.gpu_view.exposure[0])?;
+    let exposure = frame.gpu_view.exposure[0];
+    let environment = ViewEnvironment::gather(backend, scene, skybox, fog, exposure)?;
     let (mut device, view_state) = resources::view_parts(backend, frame.entity)?;
     let bindings = resources::prepare_view_data(
         &mut device,

@@ -45,6 +45,8 @@ pub(crate) struct TileViewQuery {
     pub(super) ambient: Option<&'static AmbientLight>,
     /// Synced by Bevy's `SkyboxPlugin` (`environment` draws it).
     pub(super) skybox: Option<&'static bevy::light::Skybox>,
+    /// Extracted by Bevy's `FogPlugin` (`environment` applies it).
+    pub(super) fog: Option<&'static bevy::pbr::DistanceFog>,
 }
 
 /// Per-frame facts about the view, computed once.

@@ -1047,3 +1047,205 @@ fn content_skybox() {
         ],
     );
 }
+
+// ------------------------------------------------------------------------------------------
+// Scene: distance fog, one stage per falloff, each seen from two camera positions.
+
+/// The fog of each stage: linear, exponential, exponential squared (these two with
+/// directional-light inscattering) and atmospheric.
+fn stage_fog(stage: usize) -> DistanceFog {
+    let hazy = Color::srgba(0.55, 0.6, 0.7, 1.0);
+    let inscattering = Color::srgba(1.0, 0.85, 0.5, 0.6);
+    match stage {
+        0 => DistanceFog {
+            color: hazy,
+            falloff: FogFalloff::Linear {
+                start: 4.0,
+                end: 24.0,
+            },
+            ..default()
+        },
+        1 => DistanceFog {
+            color: hazy,
+            directional_light_color: inscattering,
+            directional_light_exponent: 10.0,
+            falloff: FogFalloff::Exponential { density: 0.09 },
+        },
+        2 => DistanceFog {
+            color: Color::srgba(0.3, 0.35, 0.5, 0.9),
+            directional_light_color: inscattering,
+            directional_light_exponent: 4.0,
+            falloff: FogFalloff::ExponentialSquared { density: 0.07 },
+        },
+        _ => DistanceFog {
+            color: hazy,
+            directional_light_color: inscattering,
+            directional_light_exponent: 20.0,
+            falloff: FogFalloff::from_visibility_colors(
+                25.0,
+                Color::srgb(0.35, 0.5, 0.66),
+                Color::srgb(0.8, 0.844, 1.0),
+            ),
+        },
+    }
+}
+
+const FOG_MODES: [&str; 4] = [
+    "linear",
+    "exponential",
+    "exponential_squared",
+    "atmospheric",
+];
+
+const FOG: FidelityScene = FidelityScene {
+    name: "fog",
+    spawn: spawn_fog,
+    cases: fog_cases,
+};
+
+fn fog_cases() -> Vec<FidelityCase> {
+    let names: [[&'static str; 2]; 4] = [
+        ["fog_linear_near", "fog_linear_far"],
+        ["fog_exponential_near", "fog_exponential_far"],
+        [
+            "fog_exponential_squared_near",
+            "fog_exponential_squared_far",
+        ],
+        ["fog_atmospheric_near", "fog_atmospheric_far"],
+    ];
+    (0..FOG_MODES.len())
+        .flat_map(|stage| {
+            let origin = stage_origin(stage);
+            // Down the row of objects, from its front and from further back and aside.
+            let near = FidelityCamera::looking(
+                origin + Vec3::new(0.0, 2.0, 6.0),
+                origin + Vec3::new(0.0, 0.5, -10.0),
+            );
+            let far = FidelityCamera::looking(
+                origin + Vec3::new(3.5, 4.0, 14.0),
+                origin + Vec3::new(0.0, 0.5, -8.0),
+            );
+            [
+                FidelityCase::single(names[stage][0], near),
+                FidelityCase::single(names[stage][1], far),
+            ]
+        })
+        .collect()
+}
+
+fn spawn_fog(world: &mut World) {
+    spawn_sun(world);
+    // A low sun ahead of the cameras: they look into its inscattering.
+    world.spawn((
+        DirectionalLight {
+            illuminance: 1_500.0,
+            color: Color::srgb(1.0, 0.8, 0.6),
+            shadow_maps_enabled: false,
+            ..default()
+        },
+        Transform::from_xyz(0.0, 3.0, -30.0).looking_at(Vec3::ZERO, Vec3::Y),
+    ));
+    let ground = add_mesh(world, Plane3d::default().mesh().size(14.0, 56.0));
+    let cube = add_mesh(world, Cuboid::new(1.2, 1.2, 1.2));
+    let grey = add_material(
+        world,
+        StandardMaterial {
+            base_color: Color::srgb(0.45, 0.45, 0.45),
+            perceptual_roughness: 0.85,
+            ..default()
+        },
+    );
+    let colours = [
+        Color::srgb(0.9, 0.2, 0.15),
+        Color::srgb(0.2, 0.8, 0.3),
+        Color::srgb(0.2, 0.35, 0.9),
+    ];
+    let materials: Vec<_> = colours
+        .iter()
+        .map(|&base_color| {
+            add_material(
+                world,
+                StandardMaterial {
+                    base_color,
+                    perceptual_roughness: 0.5,
+                    ..default()
+                },
+            )
+        })
+        .collect();
+    // An unlit emissive-looking marker far away: Bevy fogs unlit materials too.
+    let unlit = add_material(
+        world,
+        StandardMaterial {
+            base_color: Color::srgb(1.0, 0.9, 0.2),
+            unlit: true,
+            ..default()
+        },
+    );
+    for stage in 0..FOG_MODES.len() {
+        let origin = stage_origin(stage);
+        spawn(
+            world,
+            &ground,
+            &grey,
+            Transform::from_translation(origin + Vec3::new(0.0, 0.0, -16.0)),
+        );
+        for i in 0..8 {
+            let x = if i % 2 == 0 { -1.6 } else { 1.6 };
+            let at = origin + Vec3::new(x, 0.6, -4.0 * i as f32);
+            spawn(
+                world,
+                &cube,
+                &materials[i % 3],
+                Transform::from_translation(at),
+            );
+        }
+        spawn(
+            world,
+            &cube,
+            &unlit,
+            Transform::from_translation(origin + Vec3::new(0.0, 1.5, -34.0)),
+        );
+    }
+    world.add_observer(
+        |add: On<Add, Camera3d>, mut commands: Commands, transforms: Query<&Transform>| {
+            if let Ok(transform) = transforms.get(add.entity) {
+                commands
+                    .entity(add.entity)
+                    .insert(stage_fog(stage_of(transform)));
+            }
+        },
+    );
+}
+
+/// The far band shows the scene (ground, objects, the far marker), not an empty frame. Whether
+/// it is fogged is what the comparison with Bevy forward decides: Bevy's fog veils every
+/// surface beyond a few metres here (the contact sheet, `FIDELITY_SAVE=1`), so an unfogged
+/// tile image could not match it.
+fn far_end_is_drawn(frame: &Frame) -> bool {
+    distinct_colours(frame) >= 3
+}
+
+/// Each `DistanceFog` falloff (linear, exponential and exponential squared with directional
+/// inscattering, atmospheric) from two camera positions, against Bevy forward, whole frames and
+/// the far end of the row.
+#[test]
+fn content_fog() {
+    let _test = GpuTest::start("content_fog");
+    let far_band = Region {
+        x0: 0.3,
+        y0: 0.25,
+        x1: 0.7,
+        y1: 0.5,
+    };
+    let checks: Vec<RegionCheck> = fog_cases()
+        .iter()
+        .map(|case| RegionCheck {
+            case: case.name,
+            region: far_band,
+            shows: "the fogged far end of the row",
+            visible: far_end_is_drawn,
+        })
+        .collect();
+    assert_content_matches(headless(), &FOG, &checks);
+}

@@ -47,6 +47,10 @@ struct View {
     // Scene content (issue 15), appended: see skybox.glsl.
     vec4 skybox;             // x: Skybox::brightness * exposure; y: 1.0 when the camera draws a skybox
     mat4 skybox_transform;   // the inverse of Skybox::rotation
+    vec4 fog_base_color;              // DistanceFog, as Bevy's GpuFog (fog.glsl)
+    vec4 fog_directional_light_color;
+    vec4 fog_be_exponent;             // xyz: be; w: directional_light_exponent
+    vec4 fog_bi_mode;                 // xyz: bi; w: mode (FOG_MODE_*, 0 = no fog)
 };
 
 struct ClusterableLight {

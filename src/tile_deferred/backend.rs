@@ -124,10 +124,11 @@ pub(crate) struct ViewResources {
     /// The wgpu view of the tonemapping LUT written into `tonemap_set`, held while the set
     /// can be used.
     pub lut_keep_alive: Option<bevy::render::render_resource::TextureView>,
-    /// The skybox cube written into `tonemap_set` (Bevy's fallback cube without a skybox),
-    /// held like the LUT, and the sampler it was written with.
-    pub skybox_keep_alive: Option<bevy::render::render_resource::TextureView>,
-    pub skybox_sampler: vk::Sampler,
+    /// The skybox cube written into `tonemap_set` and the environment map's cubes written into
+    /// `gbuffer_set` (Bevy's fallback cube where there is none), held like the LUT, and the
+    /// samplers they were written with (`environment::ViewEnvironment::textures`).
+    pub environment_keep_alive: Vec<bevy::render::render_resource::TextureView>,
+    pub environment_samplers: Vec<vk::Sampler>,
     /// GPU timestamps: before the pass, after each subpass.
     pub timestamps: Option<TimestampQueries>,
     /// Occlusion query counting the pixels lit per sample (MSAA).
@@ -328,9 +329,10 @@ impl TileBackend {
                 c.destroy_attachment_image(image)
             }));
         }
-        for kept in [view.lut_keep_alive, view.skybox_keep_alive]
+        for kept in view
+            .lut_keep_alive
             .into_iter()
-            .flatten()
+            .chain(view.environment_keep_alive)
         {
             objects.push(Box::new(move |_: &VulkanContext| drop(kept)));
         }

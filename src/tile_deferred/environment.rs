@@ -1,12 +1,15 @@
 //! What a tile camera draws around its surfaces (issue 15): its `Skybox`, drawn by the tonemap
-//! subpass on background pixels (skybox.glsl), in place of the clear colour, and its
-//! `DistanceFog`, applied by the tonemap subpass to surface pixels (fog.glsl).
+//! subpass on background pixels (skybox.glsl), in place of the clear colour; its
+//! `EnvironmentMapLight`, added to the indirect light by the lighting subpass
+//! (environment.glsl); and its `DistanceFog`, applied by the tonemap subpass to surface pixels
+//! (fog.glsl). Light probes (`LightProbe` entities) are not drawn yet: the view's own
+//! environment map lights everything.
 //!
-//! Bevy keeps the skybox's and the fog's uniforms private (`SkyboxUniforms`, `GpuFog`), so they
-//! are recomputed here from the public `Skybox` and `DistanceFog` components Bevy puts on the
-//! render-world camera; the cube is Bevy's own
-//! `GpuImage`, bound through its raw Vulkan view as material textures are, with a sampler made
-//! from the image's own sampler settings (the render world keeps only wgpu's sampler).
+//! Bevy keeps these uniforms private (`SkyboxUniforms`, `GpuFog`, its light-probe view info), so
+//! they are recomputed here from the public `Skybox`, `DistanceFog` and `EnvironmentMapLight`
+//! components; the cubes are Bevy's own `GpuImage`s, bound through their raw Vulkan views as
+//! material textures are, with samplers made from the images' own sampler settings (the render
+//! world keeps only wgpu's samplers).
 
 use super::{
     TileDeferred,
@@ -18,13 +21,14 @@ use super::{
 };
 use ash::vk;
 use bevy::{
-    light::Skybox,
+    light::{EnvironmentMapLight, Skybox},
     pbr::{DistanceFog, FogFalloff},
     platform::collections::HashMap,
     prelude::*,
     render::{
         Extract,
         render_resource::{DefaultImageSamplerDescriptor, TextureViewDimension},
+        sync_world::RenderEntity,
         texture::GpuImage,
     },
 };
@@ -34,20 +38,57 @@ use bevy::{
 #[derive(Resource, Default)]
 pub(crate) struct TileEnvironmentSamplers(HashMap<AssetId<Image>, SamplerKey>);
 
-/// Reads the sampler settings of the tile cameras' skybox images (the render world's
-/// `GpuImage` holds only the wgpu sampler made from them).
-pub(crate) fn extract_environment_samplers(
-    cameras: Extract<Query<&Skybox, With<TileDeferred>>>,
+/// A tile camera's `EnvironmentMapLight` as the lighting subpass reads it, on the render-world
+/// camera (Bevy's own extraction keeps it private).
+#[derive(Component, Clone, Debug)]
+pub(crate) struct TileEnvironmentMap {
+    diffuse: AssetId<Image>,
+    specular: AssetId<Image>,
+    intensity: f32,
+    rotation: Quat,
+    /// Bevy samples both cubes with the diffuse image's sampler.
+    sampler: SamplerKey,
+}
+
+/// Reads what the tile cameras' skyboxes and environment maps need beyond Bevy's render-world
+/// data: the images' sampler settings (the render world's `GpuImage` holds only the wgpu
+/// sampler made from them) and the environment map itself.
+pub(crate) fn extract_environment(
+    mut commands: Commands,
+    cameras: Extract<
+        Query<(RenderEntity, Option<&Skybox>, Option<&EnvironmentMapLight>), With<TileDeferred>>,
+    >,
     images: Extract<Res<Assets<Image>>>,
     default_sampler: Option<Res<DefaultImageSamplerDescriptor>>,
     mut samplers: ResMut<TileEnvironmentSamplers>,
 ) {
     samplers.0.clear();
     let default_sampler = default_sampler.as_deref().map(|d| &d.0);
-    for handle in cameras.iter().filter_map(|skybox| skybox.image.as_ref()) {
-        if let Some(image) = images.get(handle) {
-            let key = SamplerKey::for_image(&image.sampler, default_sampler);
+    let sampler_of = |handle: &Handle<Image>| {
+        images
+            .get(handle)
+            .map(|image| SamplerKey::for_image(&image.sampler, default_sampler))
+    };
+    for (render_entity, skybox, environment_map) in &cameras {
+        if let Some(handle) = skybox.and_then(|skybox| skybox.image.as_ref())
+            && let Some(key) = sampler_of(handle)
+        {
             samplers.0.insert(handle.id(), key);
+        }
+        let mut entity = commands.entity(render_entity);
+        match environment_map {
+            Some(map) => {
+                entity.try_insert(TileEnvironmentMap {
+                    diffuse: map.diffuse_map.id(),
+                    specular: map.specular_map.id(),
+                    intensity: map.intensity,
+                    rotation: map.rotation,
+                    sampler: sampler_of(&map.diffuse_map).unwrap_or_else(SamplerKey::bevy_default),
+                });
+            }
+            None => {
+                entity.try_remove::<TileEnvironmentMap>();
+            }
         }
     }
 }
@@ -64,6 +105,10 @@ pub(super) struct ViewEnvironment<'a> {
     /// The skybox cube; Bevy's fallback cube when the camera draws none (the binding must hold
     /// a cube either way).
     pub(super) skybox: ViewTexture<'a>,
+    /// The environment map's diffuse and specular cubes (the fallback cube without one).
+    environment_maps: [ViewTexture<'a>; 2],
+    /// `GpuView::environment` and `environment_rotation`, zero without an environment map.
+    environment_uniform: [[f32; 4]; 2],
     /// `GpuView::skybox` and `skybox_transform`, when the camera draws a skybox.
     skybox_uniform: Option<([f32; 4], [[f32; 4]; 4])>,
     /// `GpuView::fog_*`, mode 0 without fog.
@@ -81,6 +126,7 @@ impl<'a> ViewEnvironment<'a> {
         scene: &'a TileSceneParams,
         skybox: Option<&Skybox>,
         fog: Option<&DistanceFog>,
+        environment_map: Option<&TileEnvironmentMap>,
         exposure: f32,
     ) -> TileResult<Self> {
         let drawn = skybox.and_then(|skybox| Some((skybox, usable_skybox_image(skybox, scene)?)));
@@ -93,15 +139,43 @@ impl<'a> ViewEnvironment<'a> {
             None => (&scene.fallback_image.cube, SamplerKey::bevy_default()),
         };
         let sampler = step("creating the skybox sampler", backend.sampler(&key))?;
+        let fallback = &scene.fallback_image.cube;
+        let maps =
+            environment_map.and_then(|map| Some((map, usable_environment_maps(map, scene)?)));
+        let ((diffuse, specular), key) = match maps {
+            Some((map, images)) => (images, map.sampler),
+            None => ((fallback, fallback), SamplerKey::bevy_default()),
+        };
+        let map_sampler = step(
+            "creating the environment map sampler",
+            backend.sampler(&key),
+        )?;
         Ok(Self {
             skybox: ViewTexture { image, sampler },
+            environment_maps: [diffuse, specular].map(|image| ViewTexture {
+                image,
+                sampler: map_sampler,
+            }),
+            environment_uniform: maps.map_or_else(Default::default, |(map, (_, specular))| {
+                environment_uniform(map, specular.texture.mip_level_count())
+            }),
             skybox_uniform: drawn.map(|(skybox, _)| skybox_uniform(skybox, exposure)),
             fog: fog.map(gpu_fog).unwrap_or_default(),
         })
     }
 
-    /// Writes the skybox's uniforms into the view's (zero without a skybox: not drawn).
+    /// The cubes the view's sets sample: skybox, environment diffuse, environment specular.
+    pub(super) fn textures(&self) -> [&ViewTexture<'a>; 3] {
+        let [diffuse, specular] = &self.environment_maps;
+        [&self.skybox, diffuse, specular]
+    }
+
+    /// Writes the skybox's, the environment map's and the fog's uniforms into the view's (zero
+    /// where the camera has none: not drawn).
     pub(super) fn write_uniforms(&self, gpu_view: &mut GpuView) {
+        let [environment, rotation] = self.environment_uniform;
+        gpu_view.environment = environment;
+        gpu_view.environment_rotation = rotation;
         let (skybox, transform) = self.skybox_uniform.unwrap_or_default();
         gpu_view.skybox = skybox;
         gpu_view.skybox_transform = transform;
@@ -126,6 +200,30 @@ fn usable_skybox_image<'a>(
         .as_ref()
         .and_then(|descriptor| descriptor.dimension);
     (dimension == Some(TextureViewDimension::Cube)).then_some((id, image))
+}
+
+/// The environment map's cubes, if Bevy would light with them: both loaded (Bevy's
+/// `EnvironmentMapLight::id` needs both) and viewed as cubes.
+fn usable_environment_maps<'a>(
+    map: &TileEnvironmentMap,
+    scene: &'a TileSceneParams,
+) -> Option<(&'a GpuImage, &'a GpuImage)> {
+    let cube = |id: AssetId<Image>| {
+        let image = scene.images.get(id)?;
+        let dimension = image.texture_view_descriptor.as_ref()?.dimension;
+        (dimension == Some(TextureViewDimension::Cube)).then_some(image)
+    };
+    Some((cube(map.diffuse)?, cube(map.specular)?))
+}
+
+/// What Bevy's light-probe uniform holds for the view's environment map: intensity, the
+/// specular map's smallest mip level (its roughness-1 level), and the inverse rotation.
+fn environment_uniform(map: &TileEnvironmentMap, specular_mips: u32) -> [[f32; 4]; 2] {
+    let smallest_mip = specular_mips.saturating_sub(1) as f32;
+    [
+        [map.intensity, smallest_mip, 1.0, 0.0],
+        map.rotation.inverse().to_array(),
+    ]
 }
 
 /// What Bevy's `extract_skybox` puts in `SkyboxUniforms`: brightness times exposure, and the

@@ -61,6 +61,11 @@ pub struct GpuView {
     pub fog_be_exponent: [f32; 4],
     /// xyz: `bi` (atmospheric inscattering); w: the mode (`fog_mode`), 0 for no fog.
     pub fog_bi_mode: [f32; 4],
+    /// `EnvironmentMapLight`: x intensity, y the specular map's smallest mip level, z 1 when
+    /// the camera has one (`environment::ViewEnvironment`).
+    pub environment: [f32; 4],
+    /// The inverse of `EnvironmentMapLight::rotation`, as a quaternion (x, y, z, w).
+    pub environment_rotation: [f32; 4],
 }
 
 /// `GpuView::fog_bi_mode.w` values, as `FOG_MODE_*` in fog.glsl.
@@ -190,7 +195,7 @@ mod tests {
         assert_eq!(size_of::<GpuDirectionalLight>(), 32);
         assert_eq!(
             size_of::<GpuView>(),
-            4 * 64 + 7 * 16 + MAX_DIRECTIONAL_LIGHTS * 32 + 16 + 64 + 4 * 16
+            4 * 64 + 7 * 16 + MAX_DIRECTIONAL_LIGHTS * 32 + 16 + 64 + 4 * 16 + 2 * 16
         );
         assert_eq!(size_of::<GpuClusterableLight>(), 64);
         assert_eq!(size_of::<GpuMaterial>(), 96);

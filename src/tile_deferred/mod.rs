@@ -237,7 +237,7 @@ pub(crate) fn build(app: &mut App) {
                 )
                     .chain(),
                 extract::skip_empty_viewports.after(bevy::render::camera::extract_cameras),
-                environment::extract_environment_samplers,
+                environment::extract_environment,
             ),
         )
         .add_systems(

@@ -18,7 +18,7 @@ use super::{
     backend::TileBackend,
     clusters::ClusterAssignment,
     draws::{self, DrawList},
-    environment::ViewEnvironment,
+    environment::{TileEnvironmentMap, ViewEnvironment},
     error::{TileError, TileResult},
     interop, materials,
     plan::{self, PlannedFrame},
@@ -86,7 +86,7 @@ pub(crate) fn tile_deferred_pass(
         &scene,
         &frame,
         view.visible,
-        (view.skybox, view.fog),
+        (view.skybox, view.fog, view.environment_map),
         output_view,
         &mut ctx,
     );
@@ -107,7 +107,11 @@ fn render_view(
     scene: &TileSceneParams,
     frame: &ViewFrame,
     visible: &RenderVisibleEntities,
-    (skybox, fog): (Option<&Skybox>, Option<&DistanceFog>),
+    (skybox, fog, environment_map): (
+        Option<&Skybox>,
+        Option<&DistanceFog>,
+        Option<&TileEnvironmentMap>,
+    ),
     output_view: &TextureView,
     ctx: &mut RenderContext,
 ) -> TileResult<TileViewReport> {
@@ -168,7 +172,8 @@ fn render_view(
     // 6. Per-view buffers and descriptor sets; this frame's data queued for upload.
     let lut = materials::lut_image(scene, frame.tonemapping);
     let exposure = frame.gpu_view.exposure[0];
-    let environment = ViewEnvironment::gather(backend, scene, skybox, fog, exposure)?;
+    let environment =
+        ViewEnvironment::gather(backend, scene, skybox, fog, environment_map, exposure)?;
     let (mut device, view_state) = resources::view_parts(backend, frame.entity)?;
     let bindings = resources::prepare_view_data(
         &mut device,
@@ -193,7 +198,10 @@ fn render_view(
         frame,
         output_view,
         &drawn.draws,
-        &[lut, environment.skybox.image],
+        &[lut]
+            .into_iter()
+            .chain(environment.textures().map(|t| t.image))
+            .collect::<Vec<_>>(),
         ctx,
     );
 

@@ -47,6 +47,8 @@ pub(crate) struct TileViewQuery {
     pub(super) skybox: Option<&'static bevy::light::Skybox>,
     /// Extracted by Bevy's `FogPlugin` (`environment` applies it).
     pub(super) fog: Option<&'static bevy::pbr::DistanceFog>,
+    /// Extracted by `environment::extract_environment`.
+    pub(super) environment_map: Option<&'static super::environment::TileEnvironmentMap>,
 }
 
 /// Per-frame facts about the view, computed once.

@@ -1249,3 +1249,198 @@ fn content_fog() {
         .collect();
     assert_content_matches(headless(), &FOG, &checks);
 }
+
+// ------------------------------------------------------------------------------------------
+// Scene: environment map light over a roughness x metallic sphere grid.
+
+/// The light arriving from `dir`: a blue sky over a brown ground, a warm glow towards +x and a
+/// bright band around the horizon towards -z, so that rotations and roughness show.
+fn environment_radiance(dir: Vec3) -> Vec3 {
+    let dir = dir.normalize();
+    let sky = Vec3::new(0.25, 0.45, 0.85).lerp(Vec3::new(0.6, 0.75, 0.95), 1.0 - dir.y.max(0.0));
+    let ground = Vec3::new(0.35, 0.25, 0.15);
+    let base = if dir.y >= 0.0 { sky } else { ground };
+    let glow = Vec3::new(0.9, 0.5, 0.2) * dir.x.max(0.0).powi(4);
+    let band = Vec3::splat(0.9) * ((1.0 - dir.y.abs() * 6.0).max(0.0) * (-dir.z).max(0.0));
+    (base + glow + band).min(Vec3::ONE)
+}
+
+/// The world direction through texel (x, y) of cube face `face` (+x, -x, +y, -y, +z, -z).
+fn cube_direction(face: usize, x: u32, y: u32, size: u32) -> Vec3 {
+    let u = (x as f32 + 0.5) / size as f32 * 2.0 - 1.0;
+    let v = (y as f32 + 0.5) / size as f32 * 2.0 - 1.0;
+    match face {
+        0 => Vec3::new(1.0, -v, -u),
+        1 => Vec3::new(-1.0, -v, u),
+        2 => Vec3::new(u, 1.0, v),
+        3 => Vec3::new(u, -1.0, -v),
+        4 => Vec3::new(u, -v, 1.0),
+        _ => Vec3::new(-u, -v, -1.0),
+    }
+}
+
+/// A cube map of `size` texels with `mips` levels (each the 2x2 box filter of the one above),
+/// sRGB, from [`environment_radiance`] blurred by `blur` (0: sharp; the diffuse map averages
+/// over a wide cone).
+fn environment_cube(size: u32, mips: u32, blur: f32) -> Image {
+    let mut data = Vec::new();
+    for face in 0..6 {
+        let mut level: Vec<Vec3> = (0..size * size)
+            .map(|i| {
+                let dir = cube_direction(face, i % size, i / size, size).normalize();
+                if blur == 0.0 {
+                    return environment_radiance(dir);
+                }
+                // A few taps around the direction: a soft irradiance-like map.
+                let (t, b) = dir.any_orthonormal_pair();
+                let mut sum = Vec3::ZERO;
+                for k in 0..16 {
+                    let angle = k as f32 / 16.0 * std::f32::consts::TAU;
+                    sum += environment_radiance(dir + (t * angle.cos() + b * angle.sin()) * blur);
+                }
+                sum / 16.0 * 0.8
+            })
+            .collect();
+        let mut level_size = size;
+        for mip in 0..mips {
+            if mip > 0 {
+                let half = level_size / 2;
+                level = (0..half * half)
+                    .map(|i| {
+                        let (x, y) = (i % half * 2, i / half * 2);
+                        let at =
+                            |dx: u32, dy: u32| level[((y + dy) * level_size + x + dx) as usize];
+                        (at(0, 0) + at(1, 0) + at(0, 1) + at(1, 1)) / 4.0
+                    })
+                    .collect();
+                level_size = half;
+            }
+            for c in &level {
+                let srgb = Color::linear_rgb(c.x, c.y, c.z).to_srgba();
+                data.extend([srgb.red, srgb.green, srgb.blue].map(|v| (v * 255.0).round() as u8));
+                data.push(255);
+            }
+        }
+    }
+    let mut image = Image::new(
+        Extent3d {
+            width: size,
+            height: size,
+            depth_or_array_layers: 6,
+        },
+        TextureDimension::D2,
+        vec![0; (size * size * 6 * 4) as usize],
+        TextureFormat::Rgba8UnormSrgb,
+        RenderAssetUsages::default(),
+    );
+    // Every face's mip chain, face after face (wgpu's layer-major order, Bevy's default).
+    image.data = Some(data);
+    image.texture_descriptor.mip_level_count = mips;
+    image.texture_view_descriptor = Some(TextureViewDescriptor {
+        dimension: Some(TextureViewDimension::Cube),
+        ..default()
+    });
+    image
+}
+
+const ENVIRONMENT_MAP: FidelityScene = FidelityScene {
+    name: "environment_map",
+    spawn: spawn_environment_map,
+    cases: environment_map_cases,
+};
+
+fn environment_map_cases() -> Vec<FidelityCase> {
+    let front = |stage: usize| {
+        let origin = stage_origin(stage) + Vec3::new(0.0, 1.4, 0.0);
+        FidelityCamera::looking(origin + Vec3::new(0.0, 0.6, 4.6), origin)
+    };
+    let mut side = front(0);
+    let origin = stage_origin(0) + Vec3::new(0.0, 1.4, 0.0);
+    side.transform =
+        Transform::from_translation(origin + Vec3::new(-3.0, 2.0, 3.4)).looking_at(origin, Vec3::Y);
+    // The environment map adds to the ambient light (Bevy adds both): a bright one.
+    let mut with_ambient = front(2);
+    with_ambient.ambient = Some(AmbientLight {
+        brightness: 600.0,
+        ..default()
+    });
+    vec![
+        FidelityCase::single("environment_map", front(0)),
+        FidelityCase::single("environment_map_side", side),
+        FidelityCase::single("environment_map_rotated_intense", front(1)),
+        FidelityCase::single("environment_map_and_ambient", with_ambient),
+    ]
+}
+
+fn spawn_environment_map(world: &mut World) {
+    let sphere = add_mesh(world, Sphere::new(0.33).mesh().uv(32, 16));
+    for stage in 0..3 {
+        let origin = stage_origin(stage) + Vec3::new(0.0, 1.4, 0.0);
+        for (row, metallic) in [0.0, 0.35, 0.7, 1.0].into_iter().enumerate() {
+            for (column, roughness) in [0.08, 0.3, 0.5, 0.75, 1.0].into_iter().enumerate() {
+                let material = add_material(
+                    world,
+                    StandardMaterial {
+                        base_color: Color::srgb(0.9, 0.75, 0.55),
+                        perceptual_roughness: roughness,
+                        metallic,
+                        ..default()
+                    },
+                );
+                let at =
+                    origin + Vec3::new(column as f32 * 0.78 - 1.56, 1.05 - row as f32 * 0.7, 0.0);
+                spawn(world, &sphere, &material, Transform::from_translation(at));
+            }
+        }
+    }
+    // A sun over every stage (directional lights reach them all).
+    world.spawn((
+        DirectionalLight {
+            illuminance: 2_000.0,
+            shadow_maps_enabled: false,
+            ..default()
+        },
+        Transform::from_translation(stage_origin(2) + Vec3::new(2.0, 5.0, 4.0))
+            .looking_at(stage_origin(2), Vec3::Y),
+    ));
+    let diffuse = add_image(world, environment_cube(8, 1, 0.9));
+    let specular = add_image(world, environment_cube(32, 6, 0.0));
+    world.add_observer(
+        move |add: On<Add, Camera3d>, mut commands: Commands, transforms: Query<&Transform>| {
+            let Ok(transform) = transforms.get(add.entity) else {
+                return;
+            };
+            let (intensity, rotation) = match stage_of(transform) {
+                1 => (2_500.0, Quat::from_euler(EulerRot::YXZ, 2.2, 0.4, 0.0)),
+                _ => (1_200.0, Quat::IDENTITY),
+            };
+            commands.entity(add.entity).insert(EnvironmentMapLight {
+                diffuse_map: diffuse.clone(),
+                specular_map: specular.clone(),
+                intensity,
+                rotation,
+                affects_lightmapped_mesh_diffuse: true,
+            });
+        },
+    );
+}
+
+/// A 5 x 4 grid of spheres (roughness x metallic) lit by an `EnvironmentMapLight` (generated
+/// diffuse and 6-mip specular cubes) and a sun: plain from two sides, rotated and brighter,
+/// and beside a bright ambient light, against Bevy forward.
+#[test]
+fn content_environment_map() {
+    let _test = GpuTest::start("content_environment_map");
+    // Reflections of a coloured environment: many colours across the grid.
+    let lit_grid = |f: &Frame| distinct_colours(f) >= 60 && saturated_pixels(f, 40) > 300;
+    let checks: Vec<RegionCheck> = environment_map_cases()
+        .iter()
+        .map(|case| RegionCheck {
+            case: case.name,
+            region: Region::CENTRE,
+            shows: "spheres lit and reflecting the environment",
+            visible: lit_grid,
+        })
+        .collect();
+    assert_content_matches(headless(), &ENVIRONMENT_MAP, &checks);
+}

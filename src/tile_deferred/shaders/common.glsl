@@ -51,6 +51,8 @@ struct View {
     vec4 fog_directional_light_color;
     vec4 fog_be_exponent;             // xyz: be; w: directional_light_exponent
     vec4 fog_bi_mode;                 // xyz: bi; w: mode (FOG_MODE_*, 0 = no fog)
+    vec4 environment;          // EnvironmentMapLight: x intensity, y smallest specular mip, z 1.0 when used
+    vec4 environment_rotation; // the inverse of EnvironmentMapLight::rotation (quaternion xyzw)
 };
 
 struct ClusterableLight {

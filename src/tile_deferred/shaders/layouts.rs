@@ -3,7 +3,7 @@
 //!
 //! One pipeline layout serves every pipeline of the pass: set 0 view (uniform, lights and the
 //! lights' cluster masks), set 1
-//! material (uniform + 5 textures), set 2 the G-buffer input attachments, set 3 the tonemap
+//! material (uniform + 5 textures), set 2 the G-buffer input attachments and the environment map's cubes, set 3 the tonemap
 //! inputs (light, depth, LUT, skybox cube), and 48 bytes of fragment push constants. The unmerged debug tier
 //! uses a second one whose sets 2 and 3 hold the same attachments as textures. Binding the view
 //! set once per pass and switching only the material set per draw keeps the command stream short.
@@ -57,10 +57,12 @@ impl TileLayouts {
             context.create_descriptor_set_layout(&bindings)
         };
         let (input, sampler) = (D::INPUT_ATTACHMENT, D::COMBINED_IMAGE_SAMPLER);
-        let gbuffer_inputs = fragment_set(&[input; 4])?;
+        // Set 2 bindings 4 and 5: the environment map's diffuse and specular cubes
+        // (environment.glsl).
+        let gbuffer_inputs = fragment_set(&[input, input, input, input, sampler, sampler])?;
         // Set 3 binding 3: the skybox cube (skybox.glsl).
         let tonemap_inputs = fragment_set(&[input, input, sampler, sampler])?;
-        let gbuffer_textures = fragment_set(&[sampler; 4])?;
+        let gbuffer_textures = fragment_set(&[sampler; 6])?;
         let tonemap_textures = fragment_set(&[sampler; 4])?;
         let push_constants = [vk::PushConstantRange::default()
             .stage_flags(S::FRAGMENT)

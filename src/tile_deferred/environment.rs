@@ -17,7 +17,6 @@ use super::{
     error::{TileResult, step},
     extract::SamplerKey,
     gpu_types::{GpuView, fog_mode},
-    scene::TileSceneParams,
 };
 use ash::vk;
 use bevy::{
@@ -27,6 +26,7 @@ use bevy::{
     prelude::*,
     render::{
         Extract,
+        render_asset::RenderAssets,
         render_resource::{DefaultImageSamplerDescriptor, TextureViewDimension},
         sync_world::RenderEntity,
         texture::GpuImage,
@@ -50,14 +50,23 @@ pub(crate) struct TileEnvironmentMap {
     sampler: SamplerKey,
 }
 
+type TileCameraEnvironments<'w, 's> = Query<
+    'w,
+    's,
+    (
+        RenderEntity,
+        Option<&'static Skybox>,
+        Option<&'static EnvironmentMapLight>,
+    ),
+    With<TileDeferred>,
+>;
+
 /// Reads what the tile cameras' skyboxes and environment maps need beyond Bevy's render-world
 /// data: the images' sampler settings (the render world's `GpuImage` holds only the wgpu
 /// sampler made from them) and the environment map itself.
 pub(crate) fn extract_environment(
     mut commands: Commands,
-    cameras: Extract<
-        Query<(RenderEntity, Option<&Skybox>, Option<&EnvironmentMapLight>), With<TileDeferred>>,
-    >,
+    cameras: Extract<TileCameraEnvironments>,
     images: Extract<Res<Assets<Image>>>,
     default_sampler: Option<Res<DefaultImageSamplerDescriptor>>,
     mut samplers: ResMut<TileEnvironmentSamplers>,
@@ -100,6 +109,15 @@ pub(super) struct ViewTexture<'a> {
     pub(super) sampler: vk::Sampler,
 }
 
+/// What the view's environment is made of in the render world (the scene's images, Bevy's
+/// fallback cube, the extracted samplers), borrowed from the pass's scene parameters.
+#[derive(Clone, Copy)]
+pub(super) struct EnvironmentSources<'a> {
+    pub(super) images: &'a RenderAssets<GpuImage>,
+    pub(super) fallback_cube: &'a GpuImage,
+    pub(super) samplers: &'a TileEnvironmentSamplers,
+}
+
 /// What the view draws around its surfaces this frame.
 pub(super) struct ViewEnvironment<'a> {
     /// The skybox cube; Bevy's fallback cube when the camera draws none (the binding must hold
@@ -123,7 +141,7 @@ impl<'a> ViewEnvironment<'a> {
     /// The camera's skybox, if it has one Bevy would draw, with the view's `exposure`.
     pub(super) fn gather(
         backend: &mut TileBackend,
-        scene: &'a TileSceneParams,
+        scene: EnvironmentSources<'a>,
         skybox: Option<&Skybox>,
         fog: Option<&DistanceFog>,
         environment_map: Option<&TileEnvironmentMap>,
@@ -132,14 +150,14 @@ impl<'a> ViewEnvironment<'a> {
         let drawn = skybox.and_then(|skybox| Some((skybox, usable_skybox_image(skybox, scene)?)));
         let (image, key) = match drawn {
             Some((_, (id, image))) => {
-                let samplers = &scene.environment_samplers.0;
+                let samplers = &scene.samplers.0;
                 let key = samplers.get(&id).copied();
                 (image, key.unwrap_or_else(SamplerKey::bevy_default))
             }
-            None => (&scene.fallback_image.cube, SamplerKey::bevy_default()),
+            None => (scene.fallback_cube, SamplerKey::bevy_default()),
         };
         let sampler = step("creating the skybox sampler", backend.sampler(&key))?;
-        let fallback = &scene.fallback_image.cube;
+        let fallback = scene.fallback_cube;
         let maps =
             environment_map.and_then(|map| Some((map, usable_environment_maps(map, scene)?)));
         let ((diffuse, specular), key) = match maps {
@@ -191,7 +209,7 @@ impl<'a> ViewEnvironment<'a> {
 /// other view, with a warning of its own, `sanity_check_skybox_image_and_warn`).
 fn usable_skybox_image<'a>(
     skybox: &Skybox,
-    scene: &'a TileSceneParams,
+    scene: EnvironmentSources<'a>,
 ) -> Option<(AssetId<Image>, &'a GpuImage)> {
     let id = skybox.image.as_ref()?.id();
     let image = scene.images.get(id)?;
@@ -206,7 +224,7 @@ fn usable_skybox_image<'a>(
 /// `EnvironmentMapLight::id` needs both) and viewed as cubes.
 fn usable_environment_maps<'a>(
     map: &TileEnvironmentMap,
-    scene: &'a TileSceneParams,
+    scene: EnvironmentSources<'a>,
 ) -> Option<(&'a GpuImage, &'a GpuImage)> {
     let cube = |id: AssetId<Image>| {
         let image = scene.images.get(id)?;

@@ -18,7 +18,7 @@ use super::{
     backend::TileBackend,
     clusters::ClusterAssignment,
     draws::{self, DrawList},
-    environment::{TileEnvironmentMap, ViewEnvironment},
+    environment::{EnvironmentSources, TileEnvironmentMap, ViewEnvironment},
     error::{TileError, TileResult},
     interop, materials,
     plan::{self, PlannedFrame},
@@ -172,8 +172,13 @@ fn render_view(
     // 6. Per-view buffers and descriptor sets; this frame's data queued for upload.
     let lut = materials::lut_image(scene, frame.tonemapping);
     let exposure = frame.gpu_view.exposure[0];
+    let sources = EnvironmentSources {
+        images: &scene.images,
+        fallback_cube: &scene.fallback_image.cube,
+        samplers: &scene.environment_samplers,
+    };
     let environment =
-        ViewEnvironment::gather(backend, scene, skybox, fog, environment_map, exposure)?;
+        ViewEnvironment::gather(backend, sources, skybox, fog, environment_map, exposure)?;
     let (mut device, view_state) = resources::view_parts(backend, frame.entity)?;
     let bindings = resources::prepare_view_data(
         &mut device,

@@ -14,7 +14,7 @@ use bevy::{
         ImageSamplerDescriptor,
     },
     math::Affine3A,
-    mesh::UvChannel,
+    mesh::{UvChannel, morph::MeshMorphWeights, skinning::SkinnedMesh},
     pbr::{ExtractedDirectionalLight, ExtractedPointLight},
     platform::collections::HashMap,
     prelude::*,
@@ -170,6 +170,8 @@ type StandardMaterialMeshes<'w, 's> = Query<
         Entity,
         Option<&'static Name>,
         &'static MeshMaterial3d<StandardMaterial>,
+        Has<SkinnedMesh>,
+        Has<MeshMorphWeights>,
     ),
 >;
 
@@ -338,8 +340,9 @@ pub(crate) fn skip_empty_meshes(
     });
 }
 
-/// Reports, once per entity, visible meshes the tile path cannot draw: meshes without a
-/// `StandardMaterial` (custom materials) and transparent `StandardMaterial`s.
+/// Reports, once per entity, visible meshes the tile path cannot draw as Bevy does: meshes
+/// without a `StandardMaterial` (custom materials), skinned or morphed meshes (drawn unposed)
+/// and transparent `StandardMaterial`s.
 pub(crate) fn report_undrawable_meshes(
     tile_cameras: Extract<Query<(), With<TileDeferred>>>,
     custom: Extract<CustomMaterialMeshes>,
@@ -364,15 +367,27 @@ pub(crate) fn report_undrawable_meshes(
             );
         }
     }
-    for (entity, name, material) in &standard {
+    for (entity, name, material, skinned, morphed) in &standard {
+        let visible = instances.by_entity.contains_key(&MainEntity::from(entity));
+        if visible && (skinned || morphed) && reported.0.insert(entity) {
+            let what = match (skinned, morphed) {
+                (true, true) => "skinned (SkinnedMesh) and morphed (MeshMorphWeights)",
+                (true, false) => "skinned (SkinnedMesh)",
+                _ => "morphed (MeshMorphWeights)",
+            };
+            warn!(
+                "bevy_tile_deferred: mesh entity {} is {what}; the tile-deferred path does not \
+                 pose meshes yet (no joint matrices, no morph targets), so it is drawn unposed \
+                 (bind pose, base shape) on tile cameras",
+                label(entity, name)
+            );
+            continue;
+        }
         let blended = materials
             .by_id
             .get(&material.id())
             .is_some_and(|m| m.blended);
-        if blended
-            && instances.by_entity.contains_key(&MainEntity::from(entity))
-            && reported.0.insert(entity)
-        {
+        if blended && visible && reported.0.insert(entity) {
             warn!(
                 "bevy_tile_deferred: mesh entity {} uses a transparent StandardMaterial \
                  (AlphaMode::Blend/Premultiplied/Add/Multiply); transparency is not on the \

@@ -1597,3 +1597,67 @@ fn content_combined_msaa_and_unmerged() {
         }
     });
 }
+
+// ------------------------------------------------------------------------------------------
+// Skinned meshes: not posed on the tile path yet, and said so.
+
+/// A skinned cube (one joint) on a tile camera: the frame renders without errors and the mesh
+/// is reported once, by name, as drawn unposed.
+#[test]
+fn content_skinned_mesh_is_reported() {
+    use bevy::mesh::skinning::{SkinnedMesh, SkinnedMeshInverseBindposes};
+    let test = GpuTest::start("content_skinned_mesh_is_reported");
+    let mut headless = headless();
+    let world = headless.app.world_mut();
+    spawn_sun(world);
+    let mut mesh = Cuboid::new(1.0, 1.0, 1.0).mesh().build();
+    let vertices = mesh.count_vertices();
+    mesh.insert_attribute(
+        Mesh::ATTRIBUTE_JOINT_INDEX,
+        VertexAttributeValues::Uint16x4(vec![[0; 4]; vertices]),
+    );
+    mesh.insert_attribute(
+        Mesh::ATTRIBUTE_JOINT_WEIGHT,
+        vec![[1.0f32, 0.0, 0.0, 0.0]; vertices],
+    );
+    let mesh = add_mesh(world, mesh);
+    let material = add_material(world, StandardMaterial::default());
+    let bindposes = world
+        .resource_mut::<Assets<SkinnedMeshInverseBindposes>>()
+        .add(SkinnedMeshInverseBindposes::from(vec![Mat4::IDENTITY]));
+    let joint = world.spawn(Transform::from_xyz(0.0, 0.5, 0.0)).id();
+    world.spawn((
+        Name::new("skinned cube"),
+        Mesh3d(mesh),
+        MeshMaterial3d(material),
+        SkinnedMesh {
+            inverse_bindposes: bindposes,
+            joints: vec![joint],
+        },
+        Transform::default(),
+    ));
+    headless.spawn_camera((
+        Camera3d::default(),
+        Transform::from_xyz(0.0, 1.0, 4.0).looking_at(Vec3::ZERO, Vec3::Y),
+        TileDeferred::default(),
+    ));
+    let frame = headless.render(4);
+    headless.render(2);
+    let warnings = test.take_warnings();
+    let about: Vec<&String> = warnings
+        .iter()
+        .filter(|w| w.contains("\"skinned cube\"") && w.contains("SkinnedMesh"))
+        .collect();
+    assert_eq!(
+        about.len(),
+        1,
+        "one report of the skinned cube: {warnings:#?}"
+    );
+    assert!(about[0].contains("drawn unposed"), "{}", about[0]);
+    // Drawn (unposed): the cube covers the middle of the frame.
+    let centre = frame.pixel(frame.width as i32 / 2, frame.height as i32 / 2);
+    assert!(
+        centre[..3].iter().any(|&c| c > 60),
+        "the cube is drawn: {centre:?}"
+    );
+}

@@ -20,7 +20,7 @@ use super::{
 };
 use ash::vk;
 use bevy::{
-    light::{EnvironmentMapLight, Skybox},
+    light::{EnvironmentMapLight, GeneratedEnvironmentMapLight, LightProbe, Skybox},
     pbr::{DistanceFog, FogFalloff},
     platform::collections::HashMap,
     prelude::*,
@@ -61,17 +61,32 @@ type TileCameraEnvironments<'w, 's> = Query<
     With<TileDeferred>,
 >;
 
+/// Light probes and generated environment maps, which the tile path does not draw yet.
+type UnsupportedEnvironment<'w, 's> =
+    Query<'w, 's, (), Or<(With<LightProbe>, With<GeneratedEnvironmentMapLight>)>>;
+
 /// Reads what the tile cameras' skyboxes and environment maps need beyond Bevy's render-world
 /// data: the images' sampler settings (the render world's `GpuImage` holds only the wgpu
-/// sampler made from them) and the environment map itself.
+/// sampler made from them) and the environment map itself. Says once when the scene has light
+/// probes or a generated environment map, which tile cameras do not see.
 pub(crate) fn extract_environment(
     mut commands: Commands,
     cameras: Extract<TileCameraEnvironments>,
+    unsupported: Extract<UnsupportedEnvironment>,
     images: Extract<Res<Assets<Image>>>,
     default_sampler: Option<Res<DefaultImageSamplerDescriptor>>,
     mut samplers: ResMut<TileEnvironmentSamplers>,
+    mut warned: Local<bool>,
 ) {
     samplers.0.clear();
+    if !cameras.is_empty() && !unsupported.is_empty() && !*warned {
+        *warned = true;
+        warn!(
+            "bevy_tile_deferred: the scene has light probes (LightProbe) or a generated \
+             environment map (GeneratedEnvironmentMapLight); the tile-deferred path lights with \
+             the camera's own EnvironmentMapLight only, so tile cameras do not see them"
+        );
+    }
     let default_sampler = default_sampler.as_deref().map(|d| &d.0);
     let sampler_of = |handle: &Handle<Image>| {
         images

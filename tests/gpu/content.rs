@@ -1602,11 +1602,11 @@ fn content_combined_msaa_and_unmerged() {
 // Skinned meshes: not posed on the tile path yet, and said so.
 
 /// A skinned cube (one joint) on a tile camera: the frame renders without errors and the mesh
-/// is reported once, by name, as drawn unposed.
+/// is reported once, by name, as drawn unposed; a light probe in the scene is reported once.
 #[test]
-fn content_skinned_mesh_is_reported() {
+fn content_skinned_mesh_and_light_probes_are_reported() {
     use bevy::mesh::skinning::{SkinnedMesh, SkinnedMeshInverseBindposes};
-    let test = GpuTest::start("content_skinned_mesh_is_reported");
+    let test = GpuTest::start("content_skinned_mesh_and_light_probes_are_reported");
     let mut headless = headless();
     let world = headless.app.world_mut();
     spawn_sun(world);
@@ -1636,6 +1636,7 @@ fn content_skinned_mesh_is_reported() {
         },
         Transform::default(),
     ));
+    world.spawn((bevy::light::LightProbe::default(), Transform::default()));
     headless.spawn_camera((
         Camera3d::default(),
         Transform::from_xyz(0.0, 1.0, 4.0).looking_at(Vec3::ZERO, Vec3::Y),
@@ -1654,6 +1655,11 @@ fn content_skinned_mesh_is_reported() {
         "one report of the skinned cube: {warnings:#?}"
     );
     assert!(about[0].contains("drawn unposed"), "{}", about[0]);
+    let probes = warnings
+        .iter()
+        .filter(|w| w.contains("light probes"))
+        .count();
+    assert_eq!(probes, 1, "one report of the light probe: {warnings:#?}");
     // Drawn (unposed): the cube covers the middle of the frame.
     let centre = frame.pixel(frame.width as i32 / 2, frame.height as i32 / 2);
     assert!(

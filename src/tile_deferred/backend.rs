@@ -3,8 +3,7 @@
 use super::{
     error::{TileError, TileResult},
     extract::{SamplerKey, TileMaterial},
-    pipelines::{GbufferPipelineKey, PipelineTarget},
-    render_passes::PassesKey,
+    pipelines::{GbufferPipelineKey, PassesKey, PipelineTarget},
     shaders::{TileLayouts, TileShaders},
     shadows::ShadowMapViews,
 };
@@ -131,6 +130,11 @@ pub(crate) struct ViewResources {
     /// The wgpu view of the tonemapping LUT written into `tonemap_set`, held while the set
     /// can be used.
     pub lut_keep_alive: Option<bevy::render::render_resource::TextureView>,
+    /// The skybox cube written into `tonemap_set` and the environment map's cubes written into
+    /// `gbuffer_set` (Bevy's fallback cube where there is none), held like the LUT, and the
+    /// samplers they were written with (`environment::ViewEnvironment::textures`).
+    pub environment_keep_alive: Vec<bevy::render::render_resource::TextureView>,
+    pub environment_samplers: Vec<vk::Sampler>,
     /// GPU timestamps: before the pass, after each subpass.
     pub timestamps: Option<TimestampQueries>,
     /// Occlusion query counting the pixels lit per sample (MSAA).
@@ -176,6 +180,8 @@ impl TileBackend {
             min_linear: true,
             mip_linear: true,
             anisotropy: 1,
+            lod_clamp: [0.0f32.to_bits(), vk::LOD_CLAMP_NONE.to_bits()],
+            border: 0,
         })?;
         backend.attachment_sampler = backend.create_sampler(&SamplerKey {
             address: [0; 3],
@@ -183,6 +189,8 @@ impl TileBackend {
             min_linear: false,
             mip_linear: false,
             anisotropy: 1,
+            lod_clamp: [0.0f32.to_bits(), vk::LOD_CLAMP_NONE.to_bits()],
+            border: 0,
         })?;
         backend.shadow_sampler = backend.create_shadow_sampler()?;
         Ok(backend)
@@ -250,9 +258,13 @@ impl TileBackend {
             // wgpu enables samplerAnisotropy whenever the device has it.
             .anisotropy_enable(anisotropy > 1.0)
             .max_anisotropy(anisotropy)
-            .min_lod(0.0)
-            .max_lod(vk::LOD_CLAMP_NONE)
-            .border_color(vk::BorderColor::FLOAT_TRANSPARENT_BLACK);
+            .min_lod(f32::from_bits(key.lod_clamp[0]))
+            .max_lod(f32::from_bits(key.lod_clamp[1]))
+            .border_color(match key.border {
+                1 => vk::BorderColor::FLOAT_OPAQUE_BLACK,
+                2 => vk::BorderColor::FLOAT_OPAQUE_WHITE,
+                _ => vk::BorderColor::FLOAT_TRANSPARENT_BLACK,
+            });
         // SAFETY: valid create info; destroyed in `Drop`.
         let sampler = unsafe { self.context.device.create_sampler(&info, None) }?;
         crate::vulkan::LiveObjects::created(&self.context.live.other);
@@ -346,8 +358,12 @@ impl TileBackend {
                 c.destroy_attachment_image(image)
             }));
         }
-        if let Some(lut) = view.lut_keep_alive {
-            objects.push(Box::new(move |_: &VulkanContext| drop(lut)));
+        for kept in view
+            .lut_keep_alive
+            .into_iter()
+            .chain(view.environment_keep_alive)
+        {
+            objects.push(Box::new(move |_: &VulkanContext| drop(kept)));
         }
         for queries in [view.timestamps, view.edge_queries].into_iter().flatten() {
             objects.push(Box::new(move |c: &VulkanContext| {

@@ -6,7 +6,7 @@ use super::{
     error::{TileError, TileResult},
     extract::TileMaterial,
     gpu_types::{GpuClusterableLight, GpuInstance, instance_flags},
-    pipelines::GbufferPipelineKey,
+    pipelines::{GBUFFER_ATTRIBUTES, GbufferPipelineKey},
     record::MeshBinding,
     scene::TileSceneParams,
     shadows::ShadowLayers,
@@ -136,17 +136,20 @@ impl DrawList {
     }
 }
 
-/// Vertex attributes the G-buffer shader reads, in location order.
-const ATTRIBUTES: [MeshVertexAttribute; 4] = [
+/// Vertex attributes the G-buffer shader reads, in location order (Bevy's mesh pipeline reads
+/// the same ones, and `StandardMaterial` nothing else but joints and morph targets).
+const ATTRIBUTES: [MeshVertexAttribute; GBUFFER_ATTRIBUTES] = [
     Mesh::ATTRIBUTE_POSITION,
     Mesh::ATTRIBUTE_NORMAL,
     Mesh::ATTRIBUTE_UV_0,
     Mesh::ATTRIBUTE_TANGENT,
+    Mesh::ATTRIBUTE_COLOR,
+    Mesh::ATTRIBUTE_UV_1,
 ];
 
 /// The G-buffer pipeline a mesh's layout and a material's state need, or `None` for a mesh
-/// the G-buffer subpass cannot draw (no positions, lines or points, a vertex format Vulkan
-/// has no equivalent for).
+/// the G-buffer subpass cannot draw (no positions, a vertex format Vulkan has no equivalent
+/// for).
 fn pipeline_key_for(
     mesh: &RenderMesh,
     material: &TileMaterial,
@@ -154,7 +157,7 @@ fn pipeline_key_for(
 ) -> Option<GbufferPipelineKey> {
     let layout = mesh.layout.0.layout();
     let ids = mesh.layout.0.attribute_ids();
-    let mut attributes = [None; 4];
+    let mut attributes = [None; GBUFFER_ATTRIBUTES];
     for (slot, attribute) in ATTRIBUTES.iter().enumerate() {
         if let Some(index) = ids.iter().position(|id| *id == attribute.id) {
             let a = &layout.attributes[index];
@@ -165,12 +168,19 @@ fn pipeline_key_for(
     let topology = match mesh.primitive_topology() {
         PrimitiveTopology::TriangleList => vk::PrimitiveTopology::TRIANGLE_LIST,
         PrimitiveTopology::TriangleStrip => vk::PrimitiveTopology::TRIANGLE_STRIP,
-        _ => return None,
+        PrimitiveTopology::LineList => vk::PrimitiveTopology::LINE_LIST,
+        PrimitiveTopology::LineStrip => vk::PrimitiveTopology::LINE_STRIP,
+        PrimitiveTopology::PointList => vk::PrimitiveTopology::POINT_LIST,
     };
+    // Bevy gives an indexed strip its index format (`strip_index_format`), and wgpu then
+    // enables primitive restart: the largest index value starts a new strip.
+    let primitive_restart = mesh.primitive_topology().is_strip()
+        && matches!(mesh.buffer_info, RenderMeshBufferInfo::Indexed { .. });
     Some(GbufferPipelineKey {
         stride: layout.array_stride as u32,
         attributes,
         topology,
+        primitive_restart,
         cull_mode: match material.cull_mode {
             Some(Face::Back) => vk::CullModeFlags::BACK,
             Some(Face::Front) => vk::CullModeFlags::FRONT,

@@ -10,9 +10,13 @@ use crate::tile_deferred::gpu_types::{GpuMaterial, material_flags};
 use bevy::{
     asset::AssetEvent,
     ecs::entity::EntityHashSet,
-    image::{ImageAddressMode, ImageFilterMode, ImageSampler, ImageSamplerDescriptor},
+    image::{
+        ImageAddressMode, ImageFilterMode, ImageSampler, ImageSamplerBorderColor,
+        ImageSamplerDescriptor,
+    },
     light::NotShadowReceiver,
     math::Affine3A,
+    mesh::UvChannel,
     pbr::{ExtractedDirectionalLight, ExtractedPointLight},
     platform::collections::HashMap,
     prelude::*,
@@ -22,7 +26,7 @@ use bevy::{
         mesh::{RenderMesh, RenderMeshBufferInfo},
         render_asset::RenderAssets,
         render_resource::Face,
-        render_resource::TextureFormat,
+        render_resource::{DefaultImageSamplerDescriptor, TextureFormat},
         sync_world::{MainEntity, MainEntityHashMap, RenderEntity},
         view::{ExtractedView, RenderVisibleEntities},
     },
@@ -45,7 +49,9 @@ pub(crate) struct TileMeshInstances {
     pub by_entity: MainEntityHashMap<TileMeshInstance>,
 }
 
-/// Sampler settings of a texture, hashable, for the backend's sampler cache.
+/// Sampler settings of a texture, hashable, for the backend's sampler cache: every field of
+/// Bevy's `ImageSamplerDescriptor` that wgpu passes on to `vkCreateSampler` (but `compare`,
+/// which a material texture cannot use).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct SamplerKey {
     /// Address modes u, v, w: 0 clamp to edge, 1 repeat, 2 mirrored repeat, 3 clamp to border.
@@ -54,10 +60,15 @@ pub(crate) struct SamplerKey {
     pub min_linear: bool,
     pub mip_linear: bool,
     pub anisotropy: u16,
+    /// Bits of the minimum and maximum level of detail (`f32::to_bits`).
+    pub lod_clamp: [u32; 2],
+    /// Border colour of clamp-to-border: 0 transparent black (wgpu's default), 1 opaque black,
+    /// 2 opaque white.
+    pub border: u8,
 }
 
 impl SamplerKey {
-    fn from_descriptor(descriptor: &ImageSamplerDescriptor) -> Self {
+    pub(crate) fn from_descriptor(descriptor: &ImageSamplerDescriptor) -> Self {
         Self {
             address: [
                 descriptor.address_mode_u,
@@ -74,12 +85,32 @@ impl SamplerKey {
             min_linear: descriptor.min_filter == ImageFilterMode::Linear,
             mip_linear: descriptor.mipmap_filter == ImageFilterMode::Linear,
             anisotropy: descriptor.anisotropy_clamp,
+            lod_clamp: [
+                descriptor.lod_min_clamp.to_bits(),
+                descriptor.lod_max_clamp.to_bits(),
+            ],
+            border: match descriptor.border_color {
+                Some(ImageSamplerBorderColor::OpaqueBlack) => 1,
+                Some(ImageSamplerBorderColor::OpaqueWhite) => 2,
+                _ => 0,
+            },
         }
     }
 
-    /// Bevy's default sampler (`ImagePlugin::default()`): linear, clamp to edge.
+    /// Bevy's default sampler when the app does not change it (`ImagePlugin::default()`):
+    /// linear, clamp to edge.
     pub fn bevy_default() -> Self {
         Self::from_descriptor(&ImageSamplerDescriptor::linear())
+    }
+
+    /// The sampler of a texture made with `sampler`: its own descriptor, or the app's default
+    /// (`ImagePlugin::default_sampler`, which Bevy keeps in the render world as
+    /// `DefaultImageSamplerDescriptor`).
+    pub fn for_image(sampler: &ImageSampler, default: Option<&ImageSamplerDescriptor>) -> Self {
+        match sampler {
+            ImageSampler::Descriptor(descriptor) => Self::from_descriptor(descriptor),
+            ImageSampler::Default => default.map_or_else(Self::bevy_default, Self::from_descriptor),
+        }
     }
 }
 
@@ -97,6 +128,9 @@ pub(crate) struct TileMaterial {
     pub uniform: GpuMaterial,
     /// base colour, emissive, metallic-roughness, occlusion, normal map.
     pub textures: [Option<MaterialTexture>; 5],
+    /// An image of `textures` is not loaded yet: its sampler (taken as Bevy's default) and its
+    /// format are not known, so the material is converted again next frame.
+    pub images_pending: bool,
     pub cull_mode: Option<Face>,
     pub alpha_mask: bool,
     /// Transparent: not drawn by the tile path (reported by `missing::find_missing`).
@@ -291,11 +325,16 @@ pub(crate) fn skip_empty_meshes(
     });
 }
 
-/// Extracts materials used by visible instances that are new or changed.
+/// Extracts materials used by visible instances that are new or changed. A material is also
+/// extracted again when one of its images changes (its sampler or format may have), and each
+/// frame while one of its images is still loading (until then the sampler and the normal map's
+/// format are unknown).
 pub(crate) fn extract_tile_materials(
     mut events: Extract<MessageReader<AssetEvent<StandardMaterial>>>,
+    mut image_events: Extract<MessageReader<AssetEvent<Image>>>,
     assets: Extract<Res<Assets<StandardMaterial>>>,
     images: Extract<Res<Assets<Image>>>,
+    default_sampler: Option<Res<DefaultImageSamplerDescriptor>>,
     instances: Res<TileMeshInstances>,
     mut materials: ResMut<TileMaterials>,
 ) {
@@ -310,28 +349,62 @@ pub(crate) fn extract_tile_materials(
             _ => {}
         }
     }
+    let changed_images: Vec<AssetId<Image>> = image_events
+        .read()
+        .filter_map(|event| match event {
+            AssetEvent::Modified { id } | AssetEvent::Added { id } => Some(*id),
+            _ => None,
+        })
+        .collect();
+    let context = ImageContext {
+        images: &images,
+        default_sampler: default_sampler.as_deref().map(|d| &d.0),
+    };
     for instance in instances.by_entity.values() {
-        if materials.by_id.contains_key(&instance.material) {
+        let existing = materials.by_id.get(&instance.material);
+        let stale = existing.is_none_or(|m| {
+            m.images_pending
+                || m.textures
+                    .iter()
+                    .flatten()
+                    .any(|t| changed_images.contains(&t.image))
+        });
+        if !stale {
             continue;
         }
         let Some(material) = assets.get(instance.material) else {
             continue;
         };
-        materials.generation += 1;
-        let generation = materials.generation;
-        materials.by_id.insert(
-            instance.material,
-            convert_material(material, &images, generation),
-        );
+        let converted = convert_material(material, &context, materials.generation + 1);
+        // Unchanged (an image still loading): keep the generation, so that the descriptor
+        // set is not rebuilt every frame.
+        let unchanged = existing.is_some_and(|m| {
+            m.uniform == converted.uniform
+                && m.textures == converted.textures
+                && m.images_pending == converted.images_pending
+        });
+        if !unchanged {
+            materials.generation += 1;
+            materials.by_id.insert(instance.material, converted);
+        }
     }
 }
 
-fn texture(handle: &Option<Handle<Image>>, images: &Assets<Image>) -> Option<MaterialTexture> {
+/// What converting a material reads besides the material: its images and the app's default
+/// sampler.
+struct ImageContext<'a> {
+    images: &'a Assets<Image>,
+    default_sampler: Option<&'a ImageSamplerDescriptor>,
+}
+
+fn texture(handle: &Option<Handle<Image>>, context: &ImageContext) -> Option<MaterialTexture> {
     let handle = handle.as_ref()?;
-    let sampler = match images.get(handle).map(|image| &image.sampler) {
-        Some(ImageSampler::Descriptor(descriptor)) => SamplerKey::from_descriptor(descriptor),
-        _ => SamplerKey::bevy_default(),
-    };
+    let sampler = context
+        .images
+        .get(handle)
+        .map_or_else(SamplerKey::bevy_default, |image| {
+            SamplerKey::for_image(&image.sampler, context.default_sampler)
+        });
     Some(MaterialTexture {
         image: handle.id(),
         sampler,
@@ -351,16 +424,21 @@ fn is_two_component(format: TextureFormat) -> bool {
 
 fn convert_material(
     material: &StandardMaterial,
-    images: &Assets<Image>,
+    context: &ImageContext,
     generation: u64,
 ) -> TileMaterial {
+    let images = context.images;
     let textures = [
-        texture(&material.base_color_texture, images),
-        texture(&material.emissive_texture, images),
-        texture(&material.metallic_roughness_texture, images),
-        texture(&material.occlusion_texture, images),
-        texture(&material.normal_map_texture, images),
+        texture(&material.base_color_texture, context),
+        texture(&material.emissive_texture, context),
+        texture(&material.metallic_roughness_texture, context),
+        texture(&material.occlusion_texture, context),
+        texture(&material.normal_map_texture, context),
     ];
+    let images_pending = textures
+        .iter()
+        .flatten()
+        .any(|t| images.get(t.image).is_none());
     let mut flags = 0;
     for (slot, bit) in [
         material_flags::BASE_COLOR_TEXTURE,
@@ -373,6 +451,26 @@ fn convert_material(
     .enumerate()
     {
         if textures[slot].is_some() {
+            flags |= bit;
+        }
+    }
+    for (channel, bit) in [
+        (
+            &material.base_color_channel,
+            material_flags::BASE_COLOR_UV_B,
+        ),
+        (&material.emissive_channel, material_flags::EMISSIVE_UV_B),
+        (
+            &material.metallic_roughness_channel,
+            material_flags::METALLIC_ROUGHNESS_UV_B,
+        ),
+        (&material.occlusion_channel, material_flags::OCCLUSION_UV_B),
+        (
+            &material.normal_map_channel,
+            material_flags::NORMAL_MAP_UV_B,
+        ),
+    ] {
+        if *channel == UvChannel::Uv1 {
             flags |= bit;
         }
     }
@@ -430,9 +528,40 @@ fn convert_material(
             flags: [flags, 0, 0, 0],
         },
         textures,
+        images_pending,
         cull_mode: material.cull_mode,
         alpha_mask,
         blended,
         generation,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_default_image_sampler_is_the_apps_default() {
+        let nearest = ImageSamplerDescriptor::nearest();
+        let key = SamplerKey::for_image(&ImageSampler::Default, Some(&nearest));
+        assert!(
+            !key.mag_linear && !key.min_linear && !key.mip_linear,
+            "{key:?}"
+        );
+        // Without the render world's default (no ImagePlugin), Bevy's own default: linear.
+        let key = SamplerKey::for_image(&ImageSampler::Default, None);
+        assert!(key.mag_linear && key.min_linear, "{key:?}");
+        // An image's own descriptor wins over the app's default.
+        let own = ImageSampler::Descriptor(ImageSamplerDescriptor {
+            address_mode_u: ImageAddressMode::MirrorRepeat,
+            anisotropy_clamp: 8,
+            lod_max_clamp: 4.0,
+            border_color: Some(ImageSamplerBorderColor::OpaqueWhite),
+            ..ImageSamplerDescriptor::linear()
+        });
+        let key = SamplerKey::for_image(&own, Some(&nearest));
+        assert_eq!(key.address, [2, 0, 0]);
+        assert_eq!((key.anisotropy, key.border), (8, 2));
+        assert_eq!(f32::from_bits(key.lod_clamp[1]), 4.0);
     }
 }

@@ -70,6 +70,39 @@ pub struct GpuView {
     pub cluster_params: [f32; 4],
     /// Directional lights, `counts[0]` of them valid.
     pub directional_lights: [GpuDirectionalLight; MAX_DIRECTIONAL_LIGHTS],
+    /// x: `Skybox::brightness` times the exposure; y: 1 when the camera draws a skybox
+    /// (`environment::skybox_uniform`).
+    pub skybox: [f32; 4],
+    /// The inverse of `Skybox::rotation`, applied to the view ray.
+    pub skybox_transform: [[f32; 4]; 4],
+    /// `DistanceFog` as Bevy's `GpuFog` (`environment::gpu_fog`): linear base colour.
+    pub fog_base_color: [f32; 4],
+    /// Linear directional-light inscattering colour.
+    pub fog_directional_light_color: [f32; 4],
+    /// xyz: `be` (linear start/end, density, or atmospheric extinction); w: the directional
+    /// light exponent.
+    pub fog_be_exponent: [f32; 4],
+    /// xyz: `bi` (atmospheric inscattering); w: the mode (`fog_mode`), 0 for no fog.
+    pub fog_bi_mode: [f32; 4],
+    /// `EnvironmentMapLight`: x intensity, y the specular map's smallest mip level, z 1 when
+    /// the camera has one (`environment::ViewEnvironment`).
+    pub environment: [f32; 4],
+    /// The inverse of `EnvironmentMapLight::rotation`, as a quaternion (x, y, z, w).
+    pub environment_rotation: [f32; 4],
+}
+
+/// `GpuView::fog_bi_mode.w` values, as `FOG_MODE_*` in fog.glsl.
+pub mod fog_mode {
+    /// No fog.
+    pub const OFF: f32 = 0.0;
+    /// `FogFalloff::Linear`.
+    pub const LINEAR: f32 = 1.0;
+    /// `FogFalloff::Exponential`.
+    pub const EXPONENTIAL: f32 = 2.0;
+    /// `FogFalloff::ExponentialSquared`.
+    pub const EXPONENTIAL_SQUARED: f32 = 3.0;
+    /// `FogFalloff::Atmospheric`.
+    pub const ATMOSPHERIC: f32 = 4.0;
 }
 
 /// `ClusterableLight` in common.glsl: a point or spot light.
@@ -122,6 +155,16 @@ pub mod material_flags {
     pub const TWO_COMPONENT_NORMAL_MAP: u32 = 1 << 8;
     /// Alpha mask: fragments under the cutoff are discarded.
     pub const ALPHA_MASK: u32 = 1 << 9;
+    /// The base colour texture is sampled with the second UV set (`UvChannel::Uv1`).
+    pub const BASE_COLOR_UV_B: u32 = 1 << 10;
+    /// The emissive texture is sampled with the second UV set.
+    pub const EMISSIVE_UV_B: u32 = 1 << 11;
+    /// The metallic/roughness texture is sampled with the second UV set.
+    pub const METALLIC_ROUGHNESS_UV_B: u32 = 1 << 12;
+    /// The occlusion texture is sampled with the second UV set.
+    pub const OCCLUSION_UV_B: u32 = 1 << 13;
+    /// The normal map is sampled with the second UV set.
+    pub const NORMAL_MAP_UV_B: u32 = 1 << 14;
 }
 
 /// `Material` in common.glsl.
@@ -142,7 +185,7 @@ pub struct GpuMaterial {
     pub flags: [u32; 4],
 }
 
-/// Per-instance vertex data: the rows of `world_from_local` (locations 4..6) and the instance's
+/// Per-instance vertex data: the rows of `world_from_local` (locations 6..8) and the instance's
 /// flags (location 15).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
@@ -199,7 +242,7 @@ mod tests {
         assert_eq!(size_of::<GpuDirectionalLight>(), 64 + 4 * 80);
         assert_eq!(
             size_of::<GpuView>(),
-            4 * 64 + 7 * 16 + MAX_DIRECTIONAL_LIGHTS * 384
+            4 * 64 + 7 * 16 + MAX_DIRECTIONAL_LIGHTS * 384 + 16 + 64 + 4 * 16 + 2 * 16
         );
         assert_eq!(size_of::<GpuClusterableLight>(), 80);
         assert_eq!(size_of::<GpuMaterial>(), 96);

@@ -104,7 +104,7 @@ pub(super) fn prepare_wgpu_resources(
     frame: &ViewFrame,
     output_view: &TextureView,
     draws: &[Draw],
-    lut: &GpuImage,
+    sampled: &[&GpuImage],
     shadow_maps: [&wgpu::Texture; 2],
     ctx: &mut RenderContext,
 ) {
@@ -116,7 +116,15 @@ pub(super) fn prepare_wgpu_resources(
         output_view,
         encoder,
     );
-    transition_resources(scene, frame, output_view, draws, lut, shadow_maps, encoder);
+    transition_resources(
+        scene,
+        frame,
+        output_view,
+        draws,
+        sampled,
+        shadow_maps,
+        encoder,
+    );
 }
 
 /// The first time an image output's view is seen, a wgpu pass that stores it, so that wgpu
@@ -171,7 +179,7 @@ fn transition_resources(
     frame: &ViewFrame,
     output_view: &TextureView,
     draws: &[Draw],
-    lut: &GpuImage,
+    sampled: &[&GpuImage],
     shadow_maps: [&wgpu::Texture; 2],
     encoder: &mut CommandEncoder,
 ) {
@@ -186,8 +194,11 @@ fn transition_resources(
     }
     buffers.sort_by_key(|b| *b as *const wgpu::Buffer);
     buffers.dedup_by_key(|b| *b as *const wgpu::Buffer);
-    let mut textures: Vec<&wgpu::Texture> = vec![&lut.texture, &scene.fallback_image.d2.texture];
+    // The view's own sampled images (the LUT, the skybox), Bevy's shadow maps, the materials'
+    // fallback, their textures.
+    let mut textures: Vec<&wgpu::Texture> = sampled.iter().map(|image| &*image.texture).collect();
     textures.extend(shadow_maps);
+    textures.push(&scene.fallback_image.d2.texture);
     for draw in draws {
         if let Some(material) = scene.materials.by_id.get(&draw.material) {
             for texture in material.textures.iter().flatten() {

@@ -4,8 +4,7 @@
 //! - meshes in its view the tile path does not draw, or draws without part of what Bevy draws:
 //!   a custom `Material` or `ExtendedMaterial`, a transparent `StandardMaterial`, material
 //!   features the G-buffer has no room for (clearcoat, anisotropy, transmission, parallax,
-//!   specular tint, the second UV channel), skinning, morph targets, lightmaps, line and point
-//!   meshes, vertex colours;
+//!   specular tint), skinning, morph targets, lightmaps;
 //! - clustered decals reaching its view;
 //! - camera components whose effect it does not render (post-processing, fog, sky,
 //!   environment light, a non-default colour grading);
@@ -26,11 +25,11 @@ use bevy::{
         archetype::Archetypes, component::Components, reflect::ReflectComponent, world::EntityRef,
     },
     light::{
-        Atmosphere, AtmosphereEnvironmentMapLight, ClusteredDecal, EnvironmentMapLight,
-        GeneratedEnvironmentMapLight, Skybox, VolumetricFog, cluster::ClusterVisibilityClass,
+        Atmosphere, AtmosphereEnvironmentMapLight, ClusteredDecal, GeneratedEnvironmentMapLight,
+        VolumetricFog, cluster::ClusterVisibilityClass,
     },
-    mesh::{PrimitiveTopology, UvChannel, morph::MeshMorphWeights, skinning::SkinnedMesh},
-    pbr::{DistanceFog, Lightmap, ScreenSpaceAmbientOcclusion, ScreenSpaceReflections},
+    mesh::{morph::MeshMorphWeights, skinning::SkinnedMesh},
+    pbr::{Lightmap, ScreenSpaceAmbientOcclusion, ScreenSpaceReflections},
     platform::collections::HashMap,
     prelude::*,
     reflect::ReflectRef,
@@ -94,7 +93,7 @@ impl TileMissing {
 
 /// Camera components whose effect the tile path does not render, named by type: the crates
 /// this crate compiles against.
-fn typed_camera_features() -> [(TypeId, &'static str); 9] {
+fn typed_camera_features() -> [(TypeId, &'static str); 6] {
     [
         (
             TypeId::of::<ScreenSpaceAmbientOcclusion>(),
@@ -104,14 +103,8 @@ fn typed_camera_features() -> [(TypeId, &'static str); 9] {
             TypeId::of::<ScreenSpaceReflections>(),
             "post-processing: ScreenSpaceReflections",
         ),
-        (TypeId::of::<DistanceFog>(), "fog: DistanceFog"),
         (TypeId::of::<VolumetricFog>(), "fog: VolumetricFog"),
         (TypeId::of::<Atmosphere>(), "sky: Atmosphere"),
-        (TypeId::of::<Skybox>(), "sky: Skybox"),
-        (
-            TypeId::of::<EnvironmentMapLight>(),
-            "environment light: EnvironmentMapLight",
-        ),
         (
             TypeId::of::<GeneratedEnvironmentMapLight>(),
             "environment light: GeneratedEnvironmentMapLight",
@@ -231,9 +224,6 @@ pub(crate) const TRANSPARENT: &str =
 /// is skipped), or the first lighting feature its G-buffer has no room for (the mesh would be
 /// drawn without it).
 pub(crate) fn standard_material_missing(material: &StandardMaterial) -> Option<&'static str> {
-    let uv1 = |texture: &Option<Handle<Image>>, channel: &UvChannel| {
-        texture.is_some() && *channel == UvChannel::Uv1
-    };
     if is_blended(material.alpha_mode) {
         Some(TRANSPARENT)
     } else if material.clearcoat > 0.0 {
@@ -246,35 +236,9 @@ pub(crate) fn standard_material_missing(material: &StandardMaterial) -> Option<&
         Some("StandardMaterial parallax depth map")
     } else if LinearRgba::from(material.specular_tint) != LinearRgba::WHITE {
         Some("StandardMaterial specular tint")
-    } else if uv1(&material.base_color_texture, &material.base_color_channel)
-        || uv1(&material.emissive_texture, &material.emissive_channel)
-        || uv1(
-            &material.metallic_roughness_texture,
-            &material.metallic_roughness_channel,
-        )
-        || uv1(&material.occlusion_texture, &material.occlusion_channel)
-        || uv1(&material.normal_map_texture, &material.normal_map_channel)
-    {
-        Some("StandardMaterial texture on the second UV channel")
     } else {
         None
     }
-}
-
-/// What the tile path does not draw of a mesh asset, if anything: lines and points (the
-/// G-buffer pipelines draw triangles; such meshes are skipped), vertex colours (drawn without).
-pub(crate) fn mesh_asset_missing(mesh: &Mesh) -> Option<&'static str> {
-    match mesh.primitive_topology() {
-        PrimitiveTopology::TriangleList | PrimitiveTopology::TriangleStrip => {}
-        PrimitiveTopology::LineList | PrimitiveTopology::LineStrip => {
-            return Some("line mesh (the tile path draws triangles only)");
-        }
-        PrimitiveTopology::PointList => {
-            return Some("point mesh (the tile path draws triangles only)");
-        }
-    }
-    mesh.contains_attribute(Mesh::ATTRIBUTE_COLOR)
-        .then_some("vertex colours (the tile path ignores them)")
 }
 
 /// Why the tile path does not draw a mesh in view, if it does not. `standard` is what
@@ -319,11 +283,7 @@ type TileCameras<'w, 's> = Query<
 /// point, spot and directional lights are drawn since issue 13).
 const CLUSTERED_DECAL: &str = "clustered decal";
 
-type ViewedClusterables<'w, 's> = Query<
-    'w,
-    's,
-    (Option<&'static Name>, Has<ClusteredDecal>),
->;
+type ViewedClusterables<'w, 's> = Query<'w, 's, (Option<&'static Name>, Has<ClusteredDecal>)>;
 
 type ViewedMeshes<'w, 's> = Query<
     'w,
@@ -348,7 +308,6 @@ pub(crate) fn find_missing(
     clusterables: ViewedClusterables,
     entities: Query<EntityRef>,
     materials: Res<Assets<StandardMaterial>>,
-    mesh_assets: Res<Assets<Mesh>>,
     components: &Components,
     archetypes: &Archetypes,
     registry: Res<AppTypeRegistry>,
@@ -371,8 +330,7 @@ pub(crate) fn find_missing(
         let mut in_view: Vec<Entity> = visible.iter(TypeId::of::<Mesh3d>()).copied().collect();
         in_view.sort_unstable();
         for entity in in_view {
-            let Ok((mesh, name, standard, skinned, morphed, lightmapped)) = meshes.get(entity)
-            else {
+            let Ok((_, name, standard, skinned, morphed, lightmapped)) = meshes.get(entity) else {
                 continue;
             };
             // A material not loaded yet is not drawn by Bevy either.
@@ -381,8 +339,7 @@ pub(crate) fn find_missing(
                     .get(&material.0)
                     .and_then(standard_material_missing)
             });
-            let what = undrawable_mesh(standard, skinned, morphed, lightmapped)
-                .or_else(|| mesh_assets.get(&mesh.0).and_then(mesh_asset_missing));
+            let what = undrawable_mesh(standard, skinned, morphed, lightmapped);
             if let Some(what) = what {
                 items.push(MissingFeature {
                     entity,
@@ -550,24 +507,17 @@ mod tests {
                 },
                 "specular tint",
             ),
-            (
-                StandardMaterial {
-                    base_color_texture: Some(Handle::default()),
-                    base_color_channel: UvChannel::Uv1,
-                    ..default()
-                },
-                "second UV channel",
-            ),
         ] {
             let missing = standard_material_missing(&material);
             assert!(missing.is_some_and(|m| m.contains(what)), "{missing:?}");
         }
-        // The second UV channel without a texture on it samples nothing.
-        let unused_channel = StandardMaterial {
-            base_color_channel: UvChannel::Uv1,
+        // Textures on the second UV channel are drawn (issue 15).
+        let second_channel = StandardMaterial {
+            base_color_texture: Some(Handle::default()),
+            base_color_channel: bevy::mesh::UvChannel::Uv1,
             ..default()
         };
-        assert_eq!(standard_material_missing(&unused_channel), None);
+        assert_eq!(standard_material_missing(&second_channel), None);
         // The material is checked first: a custom material is missing whatever else it has.
         assert!(
             undrawable_mesh(None, true, true, true)
@@ -593,33 +543,6 @@ mod tests {
                 .unwrap()
                 .contains("lightmap")
         );
-    }
-
-    #[test]
-    fn lines_points_and_vertex_colours_are_missing() {
-        use bevy::asset::RenderAssetUsages;
-        let mesh = |topology| Mesh::new(topology, RenderAssetUsages::default());
-        assert_eq!(
-            mesh_asset_missing(&mesh(PrimitiveTopology::TriangleList)),
-            None
-        );
-        assert_eq!(
-            mesh_asset_missing(&mesh(PrimitiveTopology::TriangleStrip)),
-            None
-        );
-        for (topology, what) in [
-            (PrimitiveTopology::LineList, "line mesh"),
-            (PrimitiveTopology::LineStrip, "line mesh"),
-            (PrimitiveTopology::PointList, "point mesh"),
-        ] {
-            let missing = mesh_asset_missing(&mesh(topology));
-            assert!(missing.is_some_and(|m| m.contains(what)), "{topology:?}");
-        }
-        let coloured = mesh(PrimitiveTopology::TriangleList)
-            .with_inserted_attribute(Mesh::ATTRIBUTE_COLOR, vec![[1.0f32, 0.0, 0.0, 1.0]; 3]);
-        assert!(mesh_asset_missing(&coloured).is_some_and(|m| m.contains("vertex colours")));
-        // The real meshes Bevy builds have no colours.
-        assert_eq!(mesh_asset_missing(&Sphere::new(1.0).mesh().build()), None);
     }
 
     #[test]
@@ -782,12 +705,10 @@ mod tests {
         // Required components start hidden; visibility propagation runs in the app.
         world.entity_mut(sun).insert(InheritedVisibility::VISIBLE);
         run(&mut world);
-        let before_ui = [
-            (
-                in_view,
-                "custom Material (not a StandardMaterial)".to_string(),
-            ),
-        ];
+        let before_ui = [(
+            in_view,
+            "custom Material (not a StandardMaterial)".to_string(),
+        )];
         assert_eq!(items(&world, tile), before_ui);
         assert!(
             items(&world, tile)
@@ -817,7 +738,13 @@ mod tests {
         expected.push((tile, UI_OVER_TILE_CAMERA.to_string()));
         assert_eq!(items(&world, tile), expected);
         let listed = world.get::<TileMissing>(tile).unwrap();
-        assert_eq!(listed.items[4].name.as_deref(), Some("tile camera"));
+        assert!(
+            listed
+                .items
+                .iter()
+                .filter(|item| item.entity == tile)
+                .all(|item| item.name.as_deref() == Some("tile camera"))
+        );
     }
 
     #[test]

@@ -26,6 +26,7 @@
 mod backend;
 mod clusters;
 mod draws;
+mod environment;
 mod error;
 mod extract;
 pub mod gpu_types;
@@ -242,6 +243,7 @@ pub(crate) fn build(app: &mut App) {
         .add_schedule(schedule)
         .init_resource::<extract::TileMeshInstances>()
         .init_resource::<extract::TileMaterials>()
+        .init_resource::<environment::TileEnvironmentSamplers>()
         .add_systems(RenderStartup, create_backend)
         .add_systems(
             ExtractSchedule,
@@ -252,6 +254,7 @@ pub(crate) fn build(app: &mut App) {
                 )
                     .chain(),
                 extract::skip_empty_viewports.after(bevy::render::camera::extract_cameras),
+                environment::extract_environment,
             ),
         )
         .add_systems(

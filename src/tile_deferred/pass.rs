@@ -18,11 +18,13 @@ use super::{
     backend::TileBackend,
     clusters::ClusterAssignment,
     draws::{self, DrawList},
+    environment::{EnvironmentSources, TileEnvironmentMap, ViewEnvironment},
     error::{TileError, TileResult},
     interop, materials,
+    pipelines::{LightingKey, PassesKey},
     plan::{self, PlannedFrame},
     record::{MeshBinding, RecordedDraw, Recording, record},
-    render_passes::{self, LightingKey, PassesKey},
+    render_passes,
     report::{self, FrameQueries, TileViewReport},
     resources,
     scene::{self, TileSceneParams},
@@ -35,7 +37,8 @@ use crate::{
 };
 use ash::vk;
 use bevy::{
-    pbr::ViewShadowBindings,
+    light::Skybox,
+    pbr::{DistanceFog, ViewShadowBindings},
     prelude::*,
     render::{
         render_resource::TextureView,
@@ -81,6 +84,7 @@ pub(crate) fn tile_deferred_pass(
         &frame,
         view.visible,
         view.shadow_maps,
+        (view.skybox, view.fog, view.environment_map),
         output_view,
         &mut ctx,
     );
@@ -102,6 +106,11 @@ fn render_view(
     frame: &ViewFrame,
     visible: &RenderVisibleEntities,
     shadow_maps: Option<&ViewShadowBindings>,
+    (skybox, fog, environment_map): (
+        Option<&Skybox>,
+        Option<&DistanceFog>,
+        Option<&TileEnvironmentMap>,
+    ),
     output_view: &TextureView,
     ctx: &mut RenderContext,
 ) -> TileResult<TileViewReport> {
@@ -171,6 +180,14 @@ fn render_view(
         backend
             .shadow_map_views
             .update(&backend.context, &mut backend.graveyard, shadow_maps)?;
+    let exposure = frame.gpu_view.exposure[0];
+    let sources = EnvironmentSources {
+        images: &scene.images,
+        fallback_cube: &scene.fallback_image.cube,
+        samplers: &scene.environment_samplers,
+    };
+    let environment =
+        ViewEnvironment::gather(backend, sources, skybox, fog, environment_map, exposure)?;
     let (mut device, view_state) = resources::view_parts(backend, frame.entity)?;
     let bindings = resources::prepare_view_data(
         &mut device,
@@ -180,6 +197,7 @@ fn render_view(
         &drawn,
         &clusters,
         lut,
+        &environment,
         shadow_map_views,
     )?;
 
@@ -195,7 +213,10 @@ fn render_view(
         frame,
         output_view,
         &drawn.draws,
-        lut,
+        &[lut]
+            .into_iter()
+            .chain(environment.textures().map(|t| t.image))
+            .collect::<Vec<_>>(),
         [
             &shadow_maps.point_light_depth_texture,
             &shadow_maps.directional_light_depth_texture,

@@ -6,8 +6,11 @@ use super::{
     gpu_types::GpuInstance,
     shaders::{ShaderId, Split, TileLayouts, TileShaders, Variant},
 };
-use crate::vulkan::{VulkanContext, pipeline::GraphicsPipelineDesc};
+use crate::vulkan::{VulkanContext, pipeline::GraphicsPipelineDesc, render_pass::RenderPassKey};
 use ash::vk;
+
+/// Mesh vertex attributes the G-buffer shaders read (locations 0..6); the instance rows follow.
+pub(crate) const GBUFFER_ATTRIBUTES: usize = 6;
 
 /// What varies between G-buffer pipelines: the mesh's vertex layout and the material's
 /// rasterisation state. Ordered, so that draws can be sorted by pipeline without formatting keys.
@@ -15,9 +18,13 @@ use ash::vk;
 pub(crate) struct GbufferPipelineKey {
     /// Stride of the mesh's interleaved vertex buffer.
     pub stride: u32,
-    /// (format, offset) of position, normal, uv0, tangent; `None` where the mesh lacks one.
-    pub attributes: [Option<(vk::Format, u32)>; 4],
+    /// (format, offset) of position, normal, uv0, tangent, colour, uv1; `None` where the mesh
+    /// lacks one.
+    pub attributes: [Option<(vk::Format, u32)>; GBUFFER_ATTRIBUTES],
+    /// Triangles, lines or points (Bevy's `PrimitiveTopology`, all five).
     pub topology: vk::PrimitiveTopology,
+    /// An indexed strip: the largest index restarts the strip, as wgpu sets it up for Bevy.
+    pub primitive_restart: bool,
     pub cull_mode: vk::CullModeFlags,
     pub alpha_mask: bool,
     pub samples: vk::SampleCountFlags,
@@ -138,16 +145,19 @@ impl VulkanContext {
         target: PipelineTarget,
         key: &GbufferPipelineKey,
     ) -> Result<vk::Pipeline, vk::Result> {
+        // Constant ids 0..5 of gbuffer.vert and gbuffer.frag.
         let constants: Vec<u8> = [
             key.attributes[1].is_some(),
             key.attributes[2].is_some(),
             key.attributes[3].is_some(),
             key.alpha_mask,
+            key.attributes[4].is_some(),
+            key.attributes[5].is_some(),
         ]
         .into_iter()
         .flat_map(bool32)
         .collect();
-        let map_entries: Vec<vk::SpecializationMapEntry> = (0..4)
+        let map_entries: Vec<vk::SpecializationMapEntry> = (0..constants.len() as u32 / 4)
             .map(|id| {
                 vk::SpecializationMapEntry::default()
                     .constant_id(id)
@@ -190,6 +200,8 @@ impl VulkanContext {
             vk::Format::R32G32B32_SFLOAT,
             vk::Format::R32G32_SFLOAT,
             vk::Format::R32G32B32A32_SFLOAT,
+            vk::Format::R32G32B32A32_SFLOAT,
+            vk::Format::R32G32_SFLOAT,
         ];
         let mut attributes: Vec<vk::VertexInputAttributeDescription> = key
             .attributes
@@ -212,7 +224,7 @@ impl VulkanContext {
             })
             .collect();
         attributes.extend((0..3).map(|row| vk::VertexInputAttributeDescription {
-            location: 4 + row,
+            location: GBUFFER_ATTRIBUTES as u32 + row,
             binding: 2,
             format: vk::Format::R32G32B32A32_SFLOAT,
             offset: row * 16,
@@ -226,8 +238,9 @@ impl VulkanContext {
         let vertex_input = vk::PipelineVertexInputStateCreateInfo::default()
             .vertex_binding_descriptions(&bindings)
             .vertex_attribute_descriptions(&attributes);
-        let input_assembly =
-            vk::PipelineInputAssemblyStateCreateInfo::default().topology(key.topology);
+        let input_assembly = vk::PipelineInputAssemblyStateCreateInfo::default()
+            .topology(key.topology)
+            .primitive_restart_enable(key.primitive_restart);
         let rasterization = vk::PipelineRasterizationStateCreateInfo::default()
             .polygon_mode(vk::PolygonMode::FILL)
             .cull_mode(key.cull_mode)
@@ -349,6 +362,39 @@ impl VulkanContext {
             blend_attachments: &blend_attachments,
         })
     }
+}
+
+/// What the lighting pipelines are specialised for (`shaders/shadows.glsl`'s constants): the
+/// camera's shadow filter, and whether the frame samples any shadow map at all. A frame without
+/// shadows gets lighting pipelines without shadow code: a GPU sizes its registers for the
+/// largest path of a shader, and llvmpipe runs every branch under a lane mask.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub(crate) struct LightingKey {
+    /// `gpu_types::shadow_filter`; 0 without shadows.
+    shadow_filter: u32,
+    shadows: bool,
+}
+
+impl LightingKey {
+    /// The specialisation for `shadow_filter` when the frame samples shadow maps (`shadows`).
+    pub(crate) fn new(shadow_filter: u32, shadows: bool) -> Self {
+        Self {
+            shadow_filter: if shadows { shadow_filter } else { 0 },
+            shadows,
+        }
+    }
+
+    /// Specialisation constants 0 (SHADOW_FILTER) and 1 (SHADOWS), as 32-bit words.
+    pub(crate) fn constants(self) -> [u32; 2] {
+        [self.shadow_filter, u32::from(self.shadows)]
+    }
+}
+
+/// The cache key of a frame's render passes and their screen pipelines.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub(crate) struct PassesKey {
+    pub(crate) render_passes: RenderPassKey,
+    pub(crate) lighting: LightingKey,
 }
 
 #[cfg(test)]

@@ -8,8 +8,8 @@ use super::{
     draws::Draw,
     error::{TileError, TileResult, step},
     pipelines::{
-        PipelineTarget, SPLIT_CLASSIFY, SPLIT_EDGES, ScreenBlend, ScreenDepth, ScreenState,
-        ScreenStencil, screen_variants,
+        LightingKey, PassesKey, PipelineTarget, SPLIT_CLASSIFY, SPLIT_EDGES, ScreenBlend,
+        ScreenDepth, ScreenState, ScreenStencil, screen_variants,
     },
     plan::{self, names},
     shaders::{ShaderId, TileLayouts, TileShaders, Variant},
@@ -23,39 +23,6 @@ use crate::{
 };
 use ash::vk;
 use bevy::platform::collections::{HashMap, hash_map::Entry};
-
-/// What the lighting pipelines are specialised for (`shaders/shadows.glsl`'s constants): the
-/// camera's shadow filter, and whether the frame samples any shadow map at all. A frame without
-/// shadows gets lighting pipelines without shadow code: a GPU sizes its registers for the
-/// largest path of a shader, and llvmpipe runs every branch under a lane mask.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub(crate) struct LightingKey {
-    /// `gpu_types::shadow_filter`; 0 without shadows.
-    shadow_filter: u32,
-    shadows: bool,
-}
-
-impl LightingKey {
-    /// The specialisation for `shadow_filter` when the frame samples shadow maps (`shadows`).
-    pub(crate) fn new(shadow_filter: u32, shadows: bool) -> Self {
-        Self {
-            shadow_filter: if shadows { shadow_filter } else { 0 },
-            shadows,
-        }
-    }
-
-    /// Specialisation constants 0 (SHADOW_FILTER) and 1 (SHADOWS), as 32-bit words.
-    fn constants(self) -> [u32; 2] {
-        [self.shadow_filter, u32::from(self.shadows)]
-    }
-}
-
-/// The cache key of a frame's render passes and their screen pipelines.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
-pub(crate) struct PassesKey {
-    pub(crate) render_passes: RenderPassKey,
-    pub(crate) lighting: LightingKey,
-}
 
 /// The render passes and screen pipelines of `descriptions` with `lighting`, created the first
 /// time this shape of frame and specialisation are seen; returns their key.

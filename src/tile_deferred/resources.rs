@@ -5,11 +5,12 @@ use super::{
     backend::{TileBackend, ViewResources},
     clusters::ClusterAssignment,
     draws::DrawList,
+    environment::{ViewEnvironment, ViewTexture},
     error::{TileError, TileResult, step},
     gpu_types::{GpuClusterableLight, GpuInstance, GpuView},
+    pipelines::PassesKey,
     plan::{self, PlannedFrame, names},
     record::RecordedPass,
-    render_passes::PassesKey,
     shaders::TileLayouts,
     view::ViewFrame,
 };
@@ -151,6 +152,8 @@ fn ensure_view<'a>(
             sampled_sets: false,
             input_views: Vec::new(),
             lut_keep_alive: None,
+            environment_keep_alive: Vec::new(),
+            environment_samplers: Vec::new(),
             timestamps: context.create_timestamp_queries(4),
             edge_queries: context.create_occlusion_queries(),
             last_used: frame_number,
@@ -253,8 +256,9 @@ fn allocate_view_sets(
     layouts: &TileLayouts,
     sampled: bool,
 ) -> TileResult<(vk::DescriptorPool, [vk::DescriptorSet; 3])> {
-    // Set 0 samples the two shadow textures; sets 2 and 3 read 6 attachments and the LUT.
-    let (inputs, samplers) = if sampled { (0, 2 + 7) } else { (6, 2 + 1) };
+    // Samplers: Bevy's two shadow textures (set 0), the LUT, the skybox cube and the environment
+    // map's two cubes, and the unmerged tier's 6 attachments.
+    let (inputs, samplers) = if sampled { (0, 2 + 10) } else { (6, 2 + 4) };
     let sizes = [
         (vk::DescriptorType::UNIFORM_BUFFER, 1),
         (vk::DescriptorType::STORAGE_BUFFER, 2),
@@ -397,6 +401,7 @@ fn write_view_sets(
     compiled: &CompiledFrame,
     lut: &GpuImage,
     lut_view: vk::ImageView,
+    environment: &[(&ViewTexture, vk::ImageView); 3],
     shadow_maps: [vk::ImageView; 2],
 ) {
     let sampled = plan::samples_attachments(compiled);
@@ -435,8 +440,13 @@ fn write_view_sets(
     let mut all: Vec<vk::ImageView> = gbuffer_views.to_vec();
     all.extend(tonemap_views);
     all.push(lut_view);
+    all.extend(environment.iter().map(|(_, raw)| *raw));
     all.extend(shadow_maps);
-    if view.input_views == all && view.sampled_sets == sampled {
+    let samplers: Vec<vk::Sampler> = environment.iter().map(|(t, _)| t.sampler).collect();
+    if view.input_views == all
+        && view.sampled_sets == sampled
+        && view.environment_samplers == samplers
+    {
         return;
     }
     if !view.input_views.is_empty() || view.sampled_sets != sampled {
@@ -457,6 +467,18 @@ fn write_view_sets(
         image_view: lut_view,
         image_layout: vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL,
     }];
+    // The skybox (set 3 binding 3), the environment map's diffuse and specular cubes (set 2
+    // bindings 4 and 5).
+    let environment_infos: Vec<[vk::DescriptorImageInfo; 1]> = environment
+        .iter()
+        .map(|(texture, raw)| {
+            [vk::DescriptorImageInfo {
+                sampler: texture.sampler,
+                image_view: *raw,
+                image_layout: vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL,
+            }]
+        })
+        .collect();
     let mut writes = attachment_read_writes(view.gbuffer_set, &gbuffer_infos, sampled);
     writes.extend(attachment_read_writes(
         view.tonemap_set,
@@ -488,10 +510,35 @@ fn write_view_sets(
                 .image_info(info),
         );
     }
+    for ((set, binding), info) in [
+        (view.tonemap_set, 3),
+        (view.gbuffer_set, 4),
+        (view.gbuffer_set, 5),
+    ]
+    .into_iter()
+    .zip(&environment_infos)
+    {
+        writes.push(
+            vk::WriteDescriptorSet::default()
+                .dst_set(set)
+                .dst_binding(binding)
+                .descriptor_type(vk::DescriptorType::COMBINED_IMAGE_SAMPLER)
+                .image_info(info),
+        );
+    }
     // SAFETY: the sets are fresh (never used by a submitted command buffer) and every view is
     // alive.
     unsafe { device.context.device.update_descriptor_sets(&writes, &[]) };
     view.input_views = all;
+    view.environment_samplers = samplers;
+    let kept = environment
+        .iter()
+        .map(|(texture, _)| texture.image.texture_view.clone())
+        .collect();
+    let old = std::mem::replace(&mut view.environment_keep_alive, kept);
+    device
+        .graveyard
+        .retire(Box::new(move |_: &VulkanContext| drop(old)));
     if let Some(old) = view.lut_keep_alive.replace(lut.texture_view.clone()) {
         device
             .graveyard
@@ -681,6 +728,7 @@ pub(super) fn prepare_view_data(
     draws: &DrawList,
     clusters: &ClusterAssignment,
     lut: &GpuImage,
+    environment: &ViewEnvironment,
     shadow_maps: [vk::ImageView; 2],
 ) -> TileResult<ViewBindings> {
     // SAFETY: as for the output view in `framebuffers`; Bevy keeps the LUT's view alive while
@@ -709,8 +757,36 @@ pub(super) fn prepare_view_data(
         (draws.instances.len().max(1) * size_of::<GpuInstance>()) as u64,
     )?;
     // After the buffers grew: growing the light buffer replaces the view's sets.
-    write_view_sets(device, view, compiled, lut, lut_view, shadow_maps);
+    let raw_view = |texture: &ViewTexture| {
+        // SAFETY: as for the LUT; the view sets hold clones of these views.
+        unsafe {
+            texture
+                .image
+                .texture_view
+                .as_hal::<Vulkan>()
+                .map(|v| v.raw_handle())
+        }
+        .ok_or(TileError::Missing {
+            step: "reading an environment cube's view",
+        })
+    };
+    let [skybox, diffuse, specular] = environment.textures();
+    let environment_views = [
+        (skybox, raw_view(skybox)?),
+        (diffuse, raw_view(diffuse)?),
+        (specular, raw_view(specular)?),
+    ];
+    write_view_sets(
+        device,
+        view,
+        compiled,
+        lut,
+        lut_view,
+        &environment_views,
+        shadow_maps,
+    );
     let mut gpu_view = frame.gpu_view;
+    environment.write_uniforms(&mut gpu_view);
     gpu_view.counts[1] = draws.lights.len() as u32;
     let grid = &clusters.grid;
     gpu_view.cluster_grid = [grid.dims.x, grid.dims.y, grid.dims.z, clusters.words];

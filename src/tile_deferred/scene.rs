@@ -130,6 +130,7 @@ pub(crate) struct TileSceneParams<'w, 's> {
     pub(super) mesh_allocator: Res<'w, MeshAllocator>,
     pub(super) images: Res<'w, RenderAssets<GpuImage>>,
     pub(super) fallback_image: Res<'w, FallbackImage>,
+    pub(super) environment_samplers: Res<'w, super::environment::TileEnvironmentSamplers>,
     pub(super) luts: Option<Res<'w, TonemappingLuts>>,
     pub(super) global_ambient: Option<Res<'w, GlobalAmbientLight>>,
     pub(super) clear_color: Res<'w, bevy::camera::ClearColor>,

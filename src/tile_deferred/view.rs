@@ -47,6 +47,12 @@ pub(crate) struct TileViewQuery {
     pub(super) shadow_filter: Option<&'static ShadowFilteringMethod>,
     /// Bevy's shadow textures (`prepare_lights` gives every 3D camera view them).
     pub(super) shadow_maps: Option<&'static ViewShadowBindings>,
+    /// Synced by Bevy's `SkyboxPlugin` (`environment` draws it).
+    pub(super) skybox: Option<&'static bevy::light::Skybox>,
+    /// Extracted by Bevy's `FogPlugin` (`environment` applies it).
+    pub(super) fog: Option<&'static bevy::pbr::DistanceFog>,
+    /// Extracted by `environment::extract_environment`.
+    pub(super) environment_map: Option<&'static super::environment::TileEnvironmentMap>,
 }
 
 /// Per-frame facts about the view, computed once.
@@ -284,6 +290,8 @@ fn gpu_view(view: &TileViewQueryItem, scene: &TileSceneParams, viewport: UVec4) 
         cluster_grid: [1, 1, 1, 0],
         cluster_params: [1.0, 1.0, 1.0, 1.0],
         directional_lights,
+        // The skybox (and what else is appended) is written by `environment`.
+        ..bytemuck::Zeroable::zeroed()
     }
 }
 

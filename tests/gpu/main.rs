@@ -11,6 +11,7 @@ mod scenes;
 mod bad_values;
 mod best_practices;
 mod clean_exit;
+mod content;
 mod debug_views;
 mod device_probe;
 mod faults;

@@ -35,10 +35,10 @@ const HEIGHT: u32 = fidelity::IMAGE_SIZE.y;
 const WARMUP_FRAMES: u32 = 6;
 
 /// One case of a scene as both renderers drew it.
-struct Comparison {
-    name: &'static str,
-    tile: Frame,
-    forward: Frame,
+pub(crate) struct Comparison {
+    pub(crate) name: &'static str,
+    pub(crate) tile: Frame,
+    pub(crate) forward: Frame,
 }
 
 /// A render target like the harness's own: RGBA8 sRGB, created with data so that wgpu never
@@ -78,7 +78,16 @@ fn unpad(data: &[u8]) -> Frame {
 /// Renders every case of `scene` with both renderers in one app (every camera with `msaa`)
 /// and reads all images back.
 fn render_scene(scene: &FidelityScene, msaa: Msaa) -> Vec<Comparison> {
-    let mut headless = HeadlessApp::new(WIDTH, HEIGHT);
+    render_scene_in(HeadlessApp::new(WIDTH, HEIGHT), scene, msaa)
+}
+
+/// [`render_scene`] in an app made by the caller (other plugin settings), of the harness's
+/// size or [`fidelity::IMAGE_SIZE`].
+pub(crate) fn render_scene_in(
+    mut headless: HeadlessApp,
+    scene: &FidelityScene,
+    msaa: Msaa,
+) -> Vec<Comparison> {
     // Bevy's CPU light clustering (what Bevy does on Android) for the reference: on lavapipe,
     // Bevy's GPU clustering once left a wide spot light out of the forward image while tests
     // ran side by side (tile and Bevy agree at 55.9 dB otherwise), and a reference that is not
@@ -174,7 +183,7 @@ fn render_scene(scene: &FidelityScene, msaa: Msaa) -> Vec<Comparison> {
 }
 
 /// Side by side (tile left, forward right), one case per row: for a person to look at.
-fn contact_sheet(comparisons: &[Comparison]) -> Frame {
+pub(crate) fn contact_sheet(comparisons: &[Comparison]) -> Frame {
     let row = WIDTH as usize * 4;
     let mut rgba = Vec::with_capacity(row * 2 * HEIGHT as usize * comparisons.len());
     for c in comparisons {

@@ -61,6 +61,15 @@ struct View {
     uvec4 cluster_grid;      // clusters across, down, in depth; w: 32-bit light-mask words per cluster
     vec4 cluster_params;     // x: tile size (px), y: near depth, z: first slice depth, w: slices per log unit (clusters.rs)
     DirectionalLight directional_lights[MAX_DIRECTIONAL_LIGHTS];
+    // Scene content (issue 15), appended: see skybox.glsl.
+    vec4 skybox;             // x: Skybox::brightness * exposure; y: 1.0 when the camera draws a skybox
+    mat4 skybox_transform;   // the inverse of Skybox::rotation
+    vec4 fog_base_color;              // DistanceFog, as Bevy's GpuFog (fog.glsl)
+    vec4 fog_directional_light_color;
+    vec4 fog_be_exponent;             // xyz: be; w: directional_light_exponent
+    vec4 fog_bi_mode;                 // xyz: bi; w: mode (FOG_MODE_*, 0 = no fog)
+    vec4 environment;          // EnvironmentMapLight: x intensity, y smallest specular mip, z 1.0 when used
+    vec4 environment_rotation; // the inverse of EnvironmentMapLight::rotation (quaternion xyzw)
 };
 
 struct ClusterableLight {
@@ -91,6 +100,12 @@ struct ClusterableLight {
 #define MATERIAL_FLIP_NORMAL_MAP_Y          (1u << 7)
 #define MATERIAL_TWO_COMPONENT_NORMAL_MAP   (1u << 8)
 #define MATERIAL_ALPHA_MASK                 (1u << 9)
+// The texture is sampled with the second UV set (UvChannel::Uv1, Bevy's *_UV_B shader defs).
+#define MATERIAL_BASE_COLOR_UV_B            (1u << 10)
+#define MATERIAL_EMISSIVE_UV_B              (1u << 11)
+#define MATERIAL_METALLIC_ROUGHNESS_UV_B    (1u << 12)
+#define MATERIAL_OCCLUSION_UV_B             (1u << 13)
+#define MATERIAL_NORMAL_MAP_UV_B            (1u << 14)
 
 struct Material {
     vec4 base_color;          // linear RGBA

@@ -13,6 +13,10 @@ layout(constant_id = 1) const bool HAS_UVS = true;
 layout(constant_id = 2) const bool HAS_TANGENTS = false;
 // The pipeline draws AlphaMode::Mask materials (Bevy's MAY_DISCARD): discard below the cutoff.
 layout(constant_id = 3) const bool ALPHA_MASK = false;
+// The mesh has Mesh::ATTRIBUTE_COLOR (Bevy's VERTEX_COLORS) and Mesh::ATTRIBUTE_UV_1
+// (VERTEX_UVS_B).
+layout(constant_id = 4) const bool HAS_COLORS = false;
+layout(constant_id = 5) const bool HAS_UV1 = false;
 
 layout(set = 0, binding = 0, std140) uniform ViewUniform {
     View view;
@@ -31,6 +35,8 @@ layout(location = 0) in vec4 in_world_position;
 layout(location = 1) in vec3 in_world_normal;
 layout(location = 2) in vec2 in_uv;
 layout(location = 3) in vec4 in_world_tangent;
+layout(location = 4) in vec4 in_color;
+layout(location = 5) in vec2 in_uv_b;
 // GpuInstance::flags.x (INSTANCE_* in common.glsl).
 layout(location = 8) flat in uint in_instance_flags;
 
@@ -102,7 +108,9 @@ void main() {
         world_normal = dot(face_normal, V) < 0.0 ? -face_normal : face_normal;
     }
 
-    vec4 base_color = material.base_color;
+    // pbr_input_from_vertex_output starts from the vertex colour (VERTEX_COLORS), which
+    // pbr_input_from_standard_material then multiplies by the material's base colour.
+    vec4 base_color = HAS_COLORS ? in_color * material.base_color : material.base_color;
 
     // Bevy samples nothing without VERTEX_UVS. All samples are taken before any discard so that
     // implicit derivatives stay defined.
@@ -119,21 +127,29 @@ void main() {
             vec3(material.uv_transform_matrix.zw, 0.0),
             vec3(material.uv_transform_translation.xy, 1.0));
         uv = (uv_transform * vec3(in_uv, 1.0)).xy;
+        // Without a second UV set, Bevy samples the UV_B textures with the first.
+        vec2 uv_b = HAS_UV1 ? (uv_transform * vec3(in_uv_b, 1.0)).xy : uv;
 
         if ((flags & MATERIAL_BASE_COLOR_TEXTURE) != 0u) {
-            base_color_sample = texture(base_color_texture, uv);
+            base_color_sample = texture(
+                base_color_texture, (flags & MATERIAL_BASE_COLOR_UV_B) != 0u ? uv_b : uv);
         }
         if ((flags & MATERIAL_EMISSIVE_TEXTURE) != 0u) {
-            emissive_sample = texture(emissive_texture, uv).rgb;
+            emissive_sample = texture(
+                emissive_texture, (flags & MATERIAL_EMISSIVE_UV_B) != 0u ? uv_b : uv).rgb;
         }
         if ((flags & MATERIAL_METALLIC_ROUGHNESS_TEXTURE) != 0u) {
-            metallic_roughness_sample = texture(metallic_roughness_texture, uv);
+            metallic_roughness_sample = texture(
+                metallic_roughness_texture,
+                (flags & MATERIAL_METALLIC_ROUGHNESS_UV_B) != 0u ? uv_b : uv);
         }
         if ((flags & MATERIAL_OCCLUSION_TEXTURE) != 0u) {
-            occlusion_sample = texture(occlusion_texture, uv).r;
+            occlusion_sample = texture(
+                occlusion_texture, (flags & MATERIAL_OCCLUSION_UV_B) != 0u ? uv_b : uv).r;
         }
         if (HAS_TANGENTS && has_normal_map) {
-            normal_map_sample = texture(normal_map_texture, uv).rgb;
+            normal_map_sample = texture(
+                normal_map_texture, (flags & MATERIAL_NORMAL_MAP_UV_B) != 0u ? uv_b : uv).rgb;
         }
 
         if ((flags & MATERIAL_BASE_COLOR_TEXTURE) != 0u) {

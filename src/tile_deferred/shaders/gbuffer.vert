@@ -1,8 +1,7 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 
-// Subpass 0 (G-buffer): port of bevy_pbr's mesh.wgsl vertex stage (no skinning, no morph targets,
-// no vertex colours, no second UV set).
+// Subpass 0 (G-buffer): port of bevy_pbr's mesh.wgsl vertex stage (no skinning, no morph targets).
 
 #include "common.glsl"
 
@@ -10,6 +9,9 @@
 layout(constant_id = 0) const bool HAS_NORMALS = true;
 layout(constant_id = 1) const bool HAS_UVS = true;
 layout(constant_id = 2) const bool HAS_TANGENTS = false;
+// Constant 3 is the fragment stage's ALPHA_MASK.
+layout(constant_id = 4) const bool HAS_COLORS = false;
+layout(constant_id = 5) const bool HAS_UV1 = false;
 
 layout(set = 0, binding = 0, std140) uniform ViewUniform {
     View view;
@@ -19,11 +21,13 @@ layout(location = 0) in vec3 in_position;
 layout(location = 1) in vec3 in_normal;
 layout(location = 2) in vec2 in_uv;
 layout(location = 3) in vec4 in_tangent;
+layout(location = 4) in vec4 in_color;
+layout(location = 5) in vec2 in_uv_b;
 // Per instance: rows 0..2 of world_from_local, row i = (m[0][i], m[1][i], m[2][i], translation[i])
 // (Bevy's transposed mat3x4 affine layout).
-layout(location = 4) in vec4 in_world_from_local_row0;
-layout(location = 5) in vec4 in_world_from_local_row1;
-layout(location = 6) in vec4 in_world_from_local_row2;
+layout(location = 6) in vec4 in_world_from_local_row0;
+layout(location = 7) in vec4 in_world_from_local_row1;
+layout(location = 8) in vec4 in_world_from_local_row2;
 // Per instance: GpuInstance::flags.x. Location 15, apart from the mesh attributes.
 layout(location = 15) in uint in_instance_flags;
 
@@ -31,6 +35,8 @@ layout(location = 0) out vec4 out_world_position;
 layout(location = 1) out vec3 out_world_normal;
 layout(location = 2) out vec2 out_uv;
 layout(location = 3) out vec4 out_world_tangent;
+layout(location = 4) out vec4 out_color;
+layout(location = 5) out vec2 out_uv_b;
 layout(location = 8) flat out uint out_instance_flags;
 
 void main() {
@@ -70,6 +76,11 @@ void main() {
     }
 
     out_uv = HAS_UVS ? in_uv : vec2(0.0);
+    out_uv_b = HAS_UV1 ? in_uv_b : vec2(0.0);
+    // mesh.wgsl passes the vertex colour through unchanged.
+    out_color = HAS_COLORS ? in_color : vec4(1.0);
+    // wgpu draws point lists with 1-pixel points; Vulkan needs the size written.
+    gl_PointSize = 1.0;
 
     // mesh_functions::mesh_tangent_local_to_world
     if (HAS_TANGENTS) {

@@ -2,9 +2,9 @@
 //! (common.glsl lists the sets).
 //!
 //! One pipeline layout serves every pipeline of the pass: set 0 view (uniform, lights, the
-//! lights' cluster masks and Bevy's two shadow textures), set 1
-//! material (uniform + 5 textures), set 2 the G-buffer input attachments, set 3 the tonemap
-//! inputs (light, depth, LUT), and 48 bytes of fragment push constants. The unmerged debug tier
+//! lights' cluster masks and Bevy's two shadow textures), set 1 material (uniform + 5
+//! textures), set 2 the G-buffer input attachments and the environment map's cubes, set 3 the
+//! tonemap inputs (light, depth, LUT, skybox cube), and 48 bytes of fragment push constants. The unmerged debug tier
 //! uses a second one whose sets 2 and 3 hold the same attachments as textures. Binding the view
 //! set once per pass and switching only the material set per draw keeps the command stream short.
 
@@ -59,10 +59,13 @@ impl TileLayouts {
             context.create_descriptor_set_layout(&bindings)
         };
         let (input, sampler) = (D::INPUT_ATTACHMENT, D::COMBINED_IMAGE_SAMPLER);
-        let gbuffer_inputs = fragment_set(&[input; 4])?;
-        let tonemap_inputs = fragment_set(&[input, input, sampler])?;
-        let gbuffer_textures = fragment_set(&[sampler; 4])?;
-        let tonemap_textures = fragment_set(&[sampler; 3])?;
+        // Set 2 bindings 4 and 5: the environment map's diffuse and specular cubes
+        // (environment.glsl).
+        let gbuffer_inputs = fragment_set(&[input, input, input, input, sampler, sampler])?;
+        // Set 3 binding 3: the skybox cube (skybox.glsl).
+        let tonemap_inputs = fragment_set(&[input, input, sampler, sampler])?;
+        let gbuffer_textures = fragment_set(&[sampler; 6])?;
+        let tonemap_textures = fragment_set(&[sampler; 4])?;
         let push_constants = [vk::PushConstantRange::default()
             .stage_flags(S::FRAGMENT)
             .offset(0)

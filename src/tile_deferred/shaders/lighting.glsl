@@ -22,6 +22,7 @@
 #include "gbuffer_input.glsl"
 #include "clusters.glsl"
 #include "shadows.glsl"
+#include "environment.glsl"
 
 // The stencil split's test must run before the shader: the lighting draws write no depth or
 // stencil, and a driver that tests late (the shader may discard) would shade every sample of every
@@ -118,6 +119,9 @@ void main() {
     vec3 indirect_light = ambient_light(lighting_input.NdotV, lighting_input.diffuse_color, F0,
                                         s.perceptual_roughness, vec3(s.diffuse_occlusion),
                                         view.ambient.rgb);
+
+    // Environment map light (indirect), before the ambient light as in apply_pbr_lighting.
+    indirect_light += environment_map_light(lighting_input, vec3(s.diffuse_occlusion));
 
     out_light = vec4(view.exposure.x * (direct_light + indirect_light), 0.0);
 }

@@ -9,6 +9,8 @@
 
 #include "common.glsl"
 #include "tonemap.glsl"
+#include "skybox.glsl"
+#include "fog.glsl"
 
 // The path of a non-background pixel (or sample), before the sRGB encode: tone mapping, then
 // Bevy's deband dither (per pixel: every sample of a pixel gets the same dither).
@@ -42,6 +44,15 @@ vec3 light_count_heat(float count) {
 // What a non-background pixel (or sample) shows: the tone-mapped light, or with a debug view
 // (msaa.w, DEBUG_VIEW_* in common.glsl) the value the lighting pass wrote in its place, shown as
 // is (no tone mapping, no dither), or the light count of the heat map.
+// The light of a surface pixel (or sample) at `depth` with the camera's distance fog applied
+// (fog.glsl); debug views show their values unfogged.
+vec3 fogged_light(vec3 light, float depth, vec2 frag_coord) {
+    if (params.msaa.w != DEBUG_VIEW_NONE || fog_mode() == FOG_MODE_OFF) {
+        return light;
+    }
+    return apply_fog(light, world_position_from_depth(view, frag_coord, depth));
+}
+
 vec3 display_color(vec3 light) {
     uint debug_view = params.msaa.w;
     if (debug_view == DEBUG_VIEW_NONE) {
@@ -65,16 +76,17 @@ void main() {
 
     float depth = TILE_READ(depth_input).r;
     if (depth == 0.0) {
-        // Background: Bevy neither tone maps nor dithers the clear colour of an LDR camera.
-        if (params.clear_color.a < 0.5) {
+        // Background: Bevy neither tone maps nor dithers the clear colour (or the skybox) of an
+        // LDR camera.
+        if (params.clear_color.a < 0.5 && !skybox_enabled()) {
             discard;
         }
-        vec3 clear_rgb = params.clear_color.rgb;
+        vec3 clear_rgb = background_color(gl_FragCoord.xy, params.clear_color.rgb);
         out_color = vec4(encode_srgb ? linear_to_srgb(clear_rgb) : clear_rgb, 1.0);
         return;
     }
 
-    vec3 color = display_color(TILE_READ(light_accumulation).rgb);
+    vec3 color = display_color(fogged_light(TILE_READ(light_accumulation).rgb, depth, gl_FragCoord.xy));
     out_color = vec4(encode_srgb ? linear_to_srgb(color) : color, 1.0);
 }
 
@@ -109,10 +121,12 @@ void main() {
     bool encode_srgb = params.mode.z == 1u;
     int sample_count = int(clamp(params.msaa.y, 1u, uint(MSAA_MAX_SAMPLES)));
     // Background: Bevy neither tone maps nor dithers the clear colour of an LDR camera.
-    vec3 clear_rgb = params.clear_color.rgb;
+    // (Or the skybox, where there is one: Bevy shades it once per pixel, at the pixel centre.)
+    vec3 clear_rgb = background_color(gl_FragCoord.xy, params.clear_color.rgb);
 
     vec3 light0 = TILE_READ_SAMPLE(light_accumulation, 0).rgb;
-    bool background0 = TILE_READ_SAMPLE(depth_input, 0).r == 0.0;
+    float depth0 = TILE_READ_SAMPLE(depth_input, 0).r;
+    bool background0 = depth0 == 0.0;
     bool interior = true;
     for (int i = 1; i < sample_count; ++i) {
         bool background = TILE_READ_SAMPLE(depth_input, i).r == 0.0;
@@ -125,7 +139,7 @@ void main() {
 
     vec3 color;
     if (interior) {
-        color = background0 ? clear_rgb : display_color(light0);
+        color = background0 ? clear_rgb : display_color(fogged_light(light0, depth0, gl_FragCoord.xy));
     } else {
         // Each sample clamped to [0, 1] as the 8-bit output would store it, so that one very
         // bright sample (TONEMAP_NONE, or an emissive over the clear colour) cannot outweigh the
@@ -133,10 +147,12 @@ void main() {
         vec3 sum = vec3(0.0);
         for (int i = 0; i < sample_count; ++i) {
             vec3 sample_color;
-            if (TILE_READ_SAMPLE(depth_input, i).r == 0.0) {
+            float depth = TILE_READ_SAMPLE(depth_input, i).r;
+            if (depth == 0.0) {
                 sample_color = clear_rgb;
             } else {
-                sample_color = display_color(TILE_READ_SAMPLE(light_accumulation, i).rgb);
+                vec3 light = TILE_READ_SAMPLE(light_accumulation, i).rgb;
+                sample_color = display_color(fogged_light(light, depth, gl_FragCoord.xy));
             }
             sum += clamp(sample_color, vec3(0.0), vec3(1.0));
         }

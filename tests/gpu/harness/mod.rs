@@ -141,9 +141,14 @@ impl HeadlessApp {
     /// Vulkan only, pipelines compiled synchronously so the first frames are complete, and
     /// [`TileDeferredPlugin`].
     pub fn new(width: u32, height: u32) -> Self {
+        Self::with_plugins(width, height, test_plugins(None))
+    }
+
+    /// [`HeadlessApp::new`] with the caller's plugins in place of [`test_plugins`] (which
+    /// they usually are, with a setting changed), plus [`TileDeferredPlugin`].
+    pub fn with_plugins(width: u32, height: u32, plugins: bevy::app::PluginGroupBuilder) -> Self {
         let mut app = App::new();
-        app.add_plugins(test_plugins(None))
-            .add_plugins(TileDeferredPlugin);
+        app.add_plugins(plugins).add_plugins(TileDeferredPlugin);
 
         let target = add_target_image(&mut app, width, height);
         Self {

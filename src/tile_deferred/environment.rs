@@ -1,0 +1,348 @@
+//! What a tile camera draws around its surfaces (issue 15): its `Skybox`, drawn by the tonemap
+//! subpass on background pixels (skybox.glsl), in place of the clear colour; its
+//! `EnvironmentMapLight`, added to the indirect light by the lighting subpass
+//! (environment.glsl); and its `DistanceFog`, applied by the tonemap subpass to surface pixels
+//! (fog.glsl). Light probes (`LightProbe` entities) are not drawn yet: the view's own
+//! environment map lights everything.
+//!
+//! Bevy keeps these uniforms private (`SkyboxUniforms`, `GpuFog`, its light-probe view info), so
+//! they are recomputed here from the public `Skybox`, `DistanceFog` and `EnvironmentMapLight`
+//! components; the cubes are Bevy's own `GpuImage`s, bound through their raw Vulkan views as
+//! material textures are, with samplers made from the images' own sampler settings (the render
+//! world keeps only wgpu's samplers).
+
+use super::{
+    TileDeferred,
+    backend::TileBackend,
+    error::{TileResult, step},
+    extract::SamplerKey,
+    gpu_types::{GpuView, fog_mode},
+};
+use ash::vk;
+use bevy::{
+    light::{EnvironmentMapLight, GeneratedEnvironmentMapLight, LightProbe, Skybox},
+    pbr::{DistanceFog, FogFalloff},
+    platform::collections::HashMap,
+    prelude::*,
+    render::{
+        Extract,
+        render_asset::RenderAssets,
+        render_resource::{DefaultImageSamplerDescriptor, TextureViewDimension},
+        sync_world::RenderEntity,
+        texture::GpuImage,
+    },
+};
+
+/// How Bevy samples the images of the tile cameras' skyboxes: each image's own sampler, or the
+/// app's default (`ImagePlugin::default_sampler`), by image.
+#[derive(Resource, Default)]
+pub(crate) struct TileEnvironmentSamplers(HashMap<AssetId<Image>, SamplerKey>);
+
+/// A tile camera's `EnvironmentMapLight` as the lighting subpass reads it, on the render-world
+/// camera (Bevy's own extraction keeps it private).
+#[derive(Component, Clone, Debug)]
+pub(crate) struct TileEnvironmentMap {
+    diffuse: AssetId<Image>,
+    specular: AssetId<Image>,
+    intensity: f32,
+    rotation: Quat,
+    /// Bevy samples both cubes with the diffuse image's sampler.
+    sampler: SamplerKey,
+}
+
+type TileCameraEnvironments<'w, 's> = Query<
+    'w,
+    's,
+    (
+        RenderEntity,
+        Option<&'static Skybox>,
+        Option<&'static EnvironmentMapLight>,
+    ),
+    With<TileDeferred>,
+>;
+
+/// Light probes and generated environment maps, which the tile path does not draw yet.
+type UnsupportedEnvironment<'w, 's> =
+    Query<'w, 's, (), Or<(With<LightProbe>, With<GeneratedEnvironmentMapLight>)>>;
+
+/// Reads what the tile cameras' skyboxes and environment maps need beyond Bevy's render-world
+/// data: the images' sampler settings (the render world's `GpuImage` holds only the wgpu
+/// sampler made from them) and the environment map itself. Says once when the scene has light
+/// probes or a generated environment map, which tile cameras do not see.
+pub(crate) fn extract_environment(
+    mut commands: Commands,
+    cameras: Extract<TileCameraEnvironments>,
+    unsupported: Extract<UnsupportedEnvironment>,
+    images: Extract<Res<Assets<Image>>>,
+    default_sampler: Option<Res<DefaultImageSamplerDescriptor>>,
+    mut samplers: ResMut<TileEnvironmentSamplers>,
+    mut warned: Local<bool>,
+) {
+    samplers.0.clear();
+    if !cameras.is_empty() && !unsupported.is_empty() && !*warned {
+        *warned = true;
+        warn!(
+            "bevy_tile_deferred: the scene has light probes (LightProbe) or a generated \
+             environment map (GeneratedEnvironmentMapLight); the tile-deferred path lights with \
+             the camera's own EnvironmentMapLight only, so tile cameras do not see them"
+        );
+    }
+    let default_sampler = default_sampler.as_deref().map(|d| &d.0);
+    let sampler_of = |handle: &Handle<Image>| {
+        images
+            .get(handle)
+            .map(|image| SamplerKey::for_image(&image.sampler, default_sampler))
+    };
+    for (render_entity, skybox, environment_map) in &cameras {
+        if let Some(handle) = skybox.and_then(|skybox| skybox.image.as_ref())
+            && let Some(key) = sampler_of(handle)
+        {
+            samplers.0.insert(handle.id(), key);
+        }
+        let mut entity = commands.entity(render_entity);
+        match environment_map {
+            Some(map) => {
+                entity.try_insert(TileEnvironmentMap {
+                    diffuse: map.diffuse_map.id(),
+                    specular: map.specular_map.id(),
+                    intensity: map.intensity,
+                    rotation: map.rotation,
+                    sampler: sampler_of(&map.diffuse_map).unwrap_or_else(SamplerKey::bevy_default),
+                });
+            }
+            None => {
+                entity.try_remove::<TileEnvironmentMap>();
+            }
+        }
+    }
+}
+
+/// A texture one of the view's descriptor sets samples: Bevy's image and the sampler to read it
+/// with.
+pub(super) struct ViewTexture<'a> {
+    pub(super) image: &'a GpuImage,
+    pub(super) sampler: vk::Sampler,
+}
+
+/// What the view's environment is made of in the render world (the scene's images, Bevy's
+/// fallback cube, the extracted samplers), borrowed from the pass's scene parameters.
+#[derive(Clone, Copy)]
+pub(super) struct EnvironmentSources<'a> {
+    pub(super) images: &'a RenderAssets<GpuImage>,
+    pub(super) fallback_cube: &'a GpuImage,
+    pub(super) samplers: &'a TileEnvironmentSamplers,
+}
+
+/// What the view draws around its surfaces this frame.
+pub(super) struct ViewEnvironment<'a> {
+    /// The skybox cube; Bevy's fallback cube when the camera draws none (the binding must hold
+    /// a cube either way).
+    pub(super) skybox: ViewTexture<'a>,
+    /// The environment map's diffuse and specular cubes (the fallback cube without one).
+    environment_maps: [ViewTexture<'a>; 2],
+    /// `GpuView::environment` and `environment_rotation`, zero without an environment map.
+    environment_uniform: [[f32; 4]; 2],
+    /// `GpuView::skybox` and `skybox_transform`, when the camera draws a skybox.
+    skybox_uniform: Option<([f32; 4], [[f32; 4]; 4])>,
+    /// `GpuView::fog_*`, mode 0 without fog.
+    fog: GpuFogFields,
+}
+
+/// The fog fields of `GpuView`: base colour, directional light colour, (be, exponent),
+/// (bi, mode).
+type GpuFogFields = [[f32; 4]; 4];
+
+impl<'a> ViewEnvironment<'a> {
+    /// The camera's skybox, if it has one Bevy would draw, with the view's `exposure`.
+    pub(super) fn gather(
+        backend: &mut TileBackend,
+        scene: EnvironmentSources<'a>,
+        skybox: Option<&Skybox>,
+        fog: Option<&DistanceFog>,
+        environment_map: Option<&TileEnvironmentMap>,
+        exposure: f32,
+    ) -> TileResult<Self> {
+        let drawn = skybox.and_then(|skybox| Some((skybox, usable_skybox_image(skybox, scene)?)));
+        let (image, key) = match drawn {
+            Some((_, (id, image))) => {
+                let samplers = &scene.samplers.0;
+                let key = samplers.get(&id).copied();
+                (image, key.unwrap_or_else(SamplerKey::bevy_default))
+            }
+            None => (scene.fallback_cube, SamplerKey::bevy_default()),
+        };
+        let sampler = step("creating the skybox sampler", backend.sampler(&key))?;
+        let fallback = scene.fallback_cube;
+        let maps =
+            environment_map.and_then(|map| Some((map, usable_environment_maps(map, scene)?)));
+        let ((diffuse, specular), key) = match maps {
+            Some((map, images)) => (images, map.sampler),
+            None => ((fallback, fallback), SamplerKey::bevy_default()),
+        };
+        let map_sampler = step(
+            "creating the environment map sampler",
+            backend.sampler(&key),
+        )?;
+        Ok(Self {
+            skybox: ViewTexture { image, sampler },
+            environment_maps: [diffuse, specular].map(|image| ViewTexture {
+                image,
+                sampler: map_sampler,
+            }),
+            environment_uniform: maps.map_or_else(Default::default, |(map, (_, specular))| {
+                environment_uniform(map, specular.texture.mip_level_count())
+            }),
+            skybox_uniform: drawn.map(|(skybox, _)| skybox_uniform(skybox, exposure)),
+            fog: fog.map(gpu_fog).unwrap_or_default(),
+        })
+    }
+
+    /// The cubes the view's sets sample: skybox, environment diffuse, environment specular.
+    pub(super) fn textures(&self) -> [&ViewTexture<'a>; 3] {
+        let [diffuse, specular] = &self.environment_maps;
+        [&self.skybox, diffuse, specular]
+    }
+
+    /// Writes the skybox's, the environment map's and the fog's uniforms into the view's (zero
+    /// where the camera has none: not drawn).
+    pub(super) fn write_uniforms(&self, gpu_view: &mut GpuView) {
+        let [environment, rotation] = self.environment_uniform;
+        gpu_view.environment = environment;
+        gpu_view.environment_rotation = rotation;
+        let (skybox, transform) = self.skybox_uniform.unwrap_or_default();
+        gpu_view.skybox = skybox;
+        gpu_view.skybox_transform = transform;
+        let [base_color, light_color, be_exponent, bi_mode] = self.fog;
+        gpu_view.fog_base_color = base_color;
+        gpu_view.fog_directional_light_color = light_color;
+        gpu_view.fog_be_exponent = be_exponent;
+        gpu_view.fog_bi_mode = bi_mode;
+    }
+}
+
+/// The skybox's image, if Bevy would draw it: set, loaded, and viewed as a cube (Bevy skips any
+/// other view, with a warning of its own, `sanity_check_skybox_image_and_warn`).
+fn usable_skybox_image<'a>(
+    skybox: &Skybox,
+    scene: EnvironmentSources<'a>,
+) -> Option<(AssetId<Image>, &'a GpuImage)> {
+    let id = skybox.image.as_ref()?.id();
+    let image = scene.images.get(id)?;
+    let dimension = image
+        .texture_view_descriptor
+        .as_ref()
+        .and_then(|descriptor| descriptor.dimension);
+    (dimension == Some(TextureViewDimension::Cube)).then_some((id, image))
+}
+
+/// The environment map's cubes, if Bevy would light with them: both loaded (Bevy's
+/// `EnvironmentMapLight::id` needs both) and viewed as cubes.
+fn usable_environment_maps<'a>(
+    map: &TileEnvironmentMap,
+    scene: EnvironmentSources<'a>,
+) -> Option<(&'a GpuImage, &'a GpuImage)> {
+    let cube = |id: AssetId<Image>| {
+        let image = scene.images.get(id)?;
+        let dimension = image.texture_view_descriptor.as_ref()?.dimension;
+        (dimension == Some(TextureViewDimension::Cube)).then_some(image)
+    };
+    Some((cube(map.diffuse)?, cube(map.specular)?))
+}
+
+/// What Bevy's light-probe uniform holds for the view's environment map: intensity, the
+/// specular map's smallest mip level (its roughness-1 level), and the inverse rotation.
+fn environment_uniform(map: &TileEnvironmentMap, specular_mips: u32) -> [[f32; 4]; 2] {
+    let smallest_mip = specular_mips.saturating_sub(1) as f32;
+    [
+        [map.intensity, smallest_mip, 1.0, 0.0],
+        map.rotation.inverse().to_array(),
+    ]
+}
+
+/// What Bevy's `extract_skybox` puts in `SkyboxUniforms`: brightness times exposure, and the
+/// inverse rotation as a matrix (x: brightness, y: 1 = draw it).
+pub(super) fn skybox_uniform(skybox: &Skybox, exposure: f32) -> ([f32; 4], [[f32; 4]; 4]) {
+    let transform = Transform::from_rotation(skybox.rotation.inverse()).to_matrix();
+    (
+        [skybox.brightness * exposure, 1.0, 0.0, 0.0],
+        transform.to_cols_array_2d(),
+    )
+}
+
+/// What Bevy's `prepare_fog` writes into `GpuFog` for `fog`, as the view's fog fields.
+pub(super) fn gpu_fog(fog: &DistanceFog) -> GpuFogFields {
+    let (mode, be, bi) = match fog.falloff {
+        FogFalloff::Linear { start, end } => {
+            (fog_mode::LINEAR, Vec3::new(start, end, 0.0), Vec3::ZERO)
+        }
+        FogFalloff::Exponential { density } => (
+            fog_mode::EXPONENTIAL,
+            Vec3::new(density, 0.0, 0.0),
+            Vec3::ZERO,
+        ),
+        FogFalloff::ExponentialSquared { density } => (
+            fog_mode::EXPONENTIAL_SQUARED,
+            Vec3::new(density, 0.0, 0.0),
+            Vec3::ZERO,
+        ),
+        FogFalloff::Atmospheric {
+            extinction,
+            inscattering,
+        } => (fog_mode::ATMOSPHERIC, extinction, inscattering),
+    };
+    [
+        LinearRgba::from(fog.color).to_f32_array(),
+        LinearRgba::from(fog.directional_light_color).to_f32_array(),
+        be.extend(fog.directional_light_exponent).to_array(),
+        bi.extend(mode).to_array(),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_skybox_uniform_is_bevys() {
+        let skybox = Skybox {
+            image: None,
+            brightness: 1000.0,
+            rotation: Quat::from_rotation_y(0.7),
+        };
+        let (params, transform) = skybox_uniform(&skybox, 0.5);
+        assert_eq!(params, [500.0, 1.0, 0.0, 0.0]);
+        let rotated = Mat4::from_cols_array_2d(&transform).transform_vector3(Vec3::X);
+        let expected = Quat::from_rotation_y(-0.7) * Vec3::X;
+        assert!(rotated.abs_diff_eq(expected, 1e-6), "{rotated}");
+    }
+
+    #[test]
+    fn fog_fields_are_bevys_gpu_fog() {
+        let fog = DistanceFog {
+            color: Color::linear_rgba(0.1, 0.2, 0.3, 0.9),
+            directional_light_color: Color::linear_rgba(1.0, 0.5, 0.0, 0.4),
+            directional_light_exponent: 12.0,
+            falloff: FogFalloff::Linear {
+                start: 5.0,
+                end: 20.0,
+            },
+        };
+        let [base, light, be, bi] = gpu_fog(&fog);
+        assert_eq!(base, [0.1, 0.2, 0.3, 0.9]);
+        assert_eq!(light, [1.0, 0.5, 0.0, 0.4]);
+        assert_eq!(be, [5.0, 20.0, 0.0, 12.0]);
+        assert_eq!(bi[3], fog_mode::LINEAR);
+        let atmospheric = DistanceFog {
+            falloff: FogFalloff::Atmospheric {
+                extinction: Vec3::new(0.1, 0.2, 0.3),
+                inscattering: Vec3::new(0.4, 0.5, 0.6),
+            },
+            ..fog
+        };
+        let [_, _, be, bi] = gpu_fog(&atmospheric);
+        assert_eq!(be, [0.1, 0.2, 0.3, 12.0]);
+        assert_eq!(bi, [0.4, 0.5, 0.6, fog_mode::ATMOSPHERIC]);
+        // No fog: mode 0, which fog.glsl leaves alone.
+        assert_eq!(GpuFogFields::default()[3][3], fog_mode::OFF);
+    }
+}

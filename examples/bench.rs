@@ -24,6 +24,15 @@
 //!   subpass at 4x edge-selective / at 1x (and 4x every sample / 4x edge-selective), with the
 //!   issue's targets.
 //!
+//! With `--shadows` (issue 13) every light count is measured twice per path, without and with
+//! shadows: the sun casting shadows through Bevy's default 4 cascades and the first 4 point
+//! lights casting cube-map shadows (`--shadows` turns on `--sun`). The tables gain a `shadows`
+//! column (time and traffic) and the ratios a column per light count with shadows. Traffic with
+//! shadows includes the shadow maps' stores: the tile path's from its priced frame
+//! (`TileViewReport::priced`: Bevy's shadow passes, then the tile pass), stock Bevy's from
+//! `StockBevyOptions::shadow_maps` set to the maps the tile report says were rendered
+//! (`TileViewReport::shadow_maps`), so both sides pay for the same maps.
+//!
 //! With several `--meshes` counts it measures instead how CPU time per frame grows with the
 //! number of (unchanged) meshes, for the tile path and Bevy forward.
 //!
@@ -52,6 +61,15 @@
 //!     --range 6 --sun --frames 10 --warmup 3 --paths tile,tile4x,tile4xall,fwd,fwd4x  # lavapipe
 //! ```
 //!
+//! Issue 13's shadows column (H200, then lavapipe):
+//!
+//! ```sh
+//! cargo run --release --example bench -- --width 3840 --height 2160 --lights 16,256 \
+//!     --range 6 --sun --shadows --frames 20 --warmup 5 --paths tile,tile4x,forward,forward4x
+//! cargo run --release --example bench -- --width 1280 --height 720 --lights 16 --range 6 \
+//!     --sun --shadows --frames 5 --warmup 2 --paths tile,tile4x,forward,forward4x  # lavapipe
+//! ```
+//!
 //! Other uses:
 //!
 //! ```sh
@@ -62,8 +80,9 @@
 //! Flags: `--width W --height H` (1920x1080), `--lights 1,16,256,1024`, `--meshes M` (64; a
 //! list switches to the mesh-scaling mode), `--frames N` (100) measured after `--warmup N`
 //! (20), `--paths tile,tile4x,tile4xall,unmerged,forward,forward4x,deferred` (`tile4x`: 4x
-//! edge-selective, `tile4xall`: 4x every sample), `--range R` (metres), `--sun`,
-//! `--scene grid|dense`, `--plans` (print each compiled plan).
+//! edge-selective, `tile4xall`: 4x every sample), `--range R` (metres), `--sun`, `--shadows`
+//! (each light count without and with shadows; grid scene, one `--meshes` count),
+//! `--scene grid|dense`, `--plans` (print each compiled plan; the tile path's priced frame).
 
 #[path = "scenes/mod.rs"]
 mod scenes;
@@ -82,10 +101,11 @@ use bevy_tile_deferred::{
     TileRenderReports,
     device::DeviceKind,
     frame_graph::{
-        CompiledFrame, DEFAULT_MW_PER_GBPS, DeviceCaps, Extent, Format, FrameCost, StockBevyPath,
+        CompiledFrame, DEFAULT_MW_PER_GBPS, DeviceCaps, Extent, Format, FrameCost, ShadowMaps,
+        StockBevyOptions, StockBevyPath, bytes_to_mb, compile_stock_bevy,
     },
 };
-use scenes::bench::{BenchLayout, BenchScene};
+use scenes::bench::{BenchLayout, BenchScene, SHADOWED_POINT_LIGHTS};
 use std::{
     panic::{AssertUnwindSafe, catch_unwind},
     time::{Duration, Instant},
@@ -113,7 +133,7 @@ fn main() {
 const USAGE: &str = "usage: bench [--width W] [--height H] [--lights 1,16,256,1024] \
                      [--meshes M | --meshes 1000,10000] [--frames N] [--warmup N] \
                      [--paths tile,tile4x,tile4xall,unmerged,forward,forward4x,deferred] \
-                     [--range METRES] [--sun] [--scene grid|dense] [--plans]";
+                     [--range METRES] [--sun] [--shadows] [--scene grid|dense] [--plans]";
 
 /// The main mode: every path at every light count.
 fn paths_by_lights(options: &Options, log: &mut bool) {
@@ -129,15 +149,134 @@ fn paths_by_lights(options: &Options, log: &mut bool) {
     );
     let mut runs = Vec::new();
     for &lights in &options.lights {
-        for &path in &options.paths {
-            let scene = options.scene(meshes, lights);
-            let run = measure(options, path, scene, log);
-            print_progress(&run);
-            runs.push(run);
+        for &shadows in options.shadow_variants() {
+            for &path in &options.paths {
+                let scene = BenchScene {
+                    shadows,
+                    ..options.scene(meshes, lights)
+                };
+                let run = measure(options, path, scene, log);
+                print_progress(&run);
+                runs.push(run);
+            }
         }
     }
+    let shadow_notes = price_shadowed_stock_runs(&mut runs, options);
     print_device(&runs);
     print_table(&runs, options);
+    for note in shadow_notes {
+        println!("{note}");
+    }
+}
+
+/// Prices stock Bevy's shadowed runs with the shadow maps the tile path reported for the same
+/// scene (`TileViewReport::shadow_maps`), so that both sides of a traffic ratio pay for the same
+/// maps; returns notes on what could not be priced that way or looked wrong.
+fn price_shadowed_stock_runs(runs: &mut [Run], options: &Options) -> Vec<String> {
+    let mut notes = Vec::new();
+    for &lights in &options.lights {
+        let tile_maps: Vec<(PathKind, ShadowMaps)> = runs
+            .iter()
+            .filter(|r| r.path.is_tile() && r.scene.lights == lights && r.scene.casts_shadows())
+            .filter_map(|r| r.shadow_maps.map(|m| (r.path, m)))
+            .collect();
+        for (path, maps) in &tile_maps {
+            // Issue 13's scene: the sun's cascades and one cube per shadowed point light.
+            if maps.cascades == 0 || maps.cubes == 0 {
+                notes.push(format!(
+                    "warning: {} at {lights} lights with shadows reported {}: not the scene's \
+                     shadows (a sun with cascades and shadowed point lights)",
+                    path.label(),
+                    shadow_maps_cell(maps)
+                ));
+            }
+        }
+        let Some(&(source, maps)) = tile_maps.first() else {
+            if runs.iter().any(|r| {
+                r.path.stock().is_some() && r.scene.lights == lights && r.scene.casts_shadows()
+            }) {
+                notes.push(format!(
+                    "no traffic for Bevy's paths with shadows at {lights} lights: no tile run \
+                     reported which shadow maps were rendered (add a tile path to --paths)"
+                ));
+            }
+            continue;
+        };
+        if let Some((other, other_maps)) = tile_maps.iter().find(|(_, m)| *m != maps) {
+            notes.push(format!(
+                "warning: at {lights} lights the tile runs reported different shadow maps: {} \
+                 {}, {} {}; Bevy's paths are priced with the first",
+                source.label(),
+                shadow_maps_cell(&maps),
+                other.label(),
+                shadow_maps_cell(other_maps)
+            ));
+        }
+        for run in runs.iter_mut().filter(|r| {
+            r.path.stock().is_some() && r.scene.lights == lights && r.scene.casts_shadows()
+        }) {
+            let Some(stock) = run.path.stock() else {
+                continue;
+            };
+            let caps = run.caps.unwrap_or_else(DeviceCaps::desktop);
+            let graph = stock.graph_with(
+                options.extent(),
+                Format::Rgba8Srgb,
+                StockBevyOptions {
+                    shadow_maps: maps,
+                    ..StockBevyOptions::default()
+                },
+            );
+            match compile_stock_bevy(&graph, &caps) {
+                Ok(plan) => {
+                    if options.plans {
+                        print_plan(options, run.path, &run.scene, &plan);
+                    }
+                    run.plan = Some(plan);
+                    run.shadow_maps = Some(maps);
+                }
+                Err(e) => notes.push(format!(
+                    "no traffic for {} at {lights} lights with shadows: stock-Bevy model: {e}",
+                    run.path.label()
+                )),
+            }
+        }
+    }
+    notes
+}
+
+/// The shadow maps of a frame, compactly: `4 cascades + 4 cubes`.
+fn shadow_maps_cell(maps: &ShadowMaps) -> String {
+    if maps.pass_count() == 0 {
+        return "none".to_owned();
+    }
+    let mut parts = Vec::new();
+    if maps.cascades > 0 {
+        parts.push(format!("{} cascades", maps.cascades));
+    }
+    if maps.spot_maps > 0 {
+        parts.push(format!("{} spot", maps.spot_maps));
+    }
+    if maps.cubes > 0 {
+        parts.push(format!("{} cubes", maps.cubes));
+    }
+    parts.join(" + ")
+}
+
+fn print_plan(options: &Options, path: PathKind, scene: &BenchScene, plan: &CompiledFrame) {
+    println!(
+        "\nplan of {}{} ({} lights, {}x{}):\n{}",
+        path.label(),
+        if scene.casts_shadows() {
+            " with shadows"
+        } else {
+            ""
+        },
+        scene.lights,
+        options.width,
+        options.height,
+        plan.describe()
+    );
 }
 
 /// The `--meshes 1000,10000` mode: CPU time per frame against the number of unchanged meshes.
@@ -371,6 +510,8 @@ struct Options {
     range: Option<f32>,
     /// `--sun`: a directional light too.
     sun: bool,
+    /// `--shadows`: each light count also with the sun's and four point lights' shadows.
+    shadows: bool,
     /// `--scene grid|dense`.
     layout: BenchLayout,
 }
@@ -389,6 +530,7 @@ impl Options {
             plans: false,
             range: None,
             sun: false,
+            shadows: false,
             layout: BenchLayout::Grid,
         };
         let mut args = std::env::args().skip(1);
@@ -421,6 +563,7 @@ impl Options {
                     options.range = Some(range);
                 }
                 "--sun" => options.sun = true,
+                "--shadows" => options.shadows = true,
                 "--scene" => {
                     options.layout = match value()?.as_str() {
                         "grid" => BenchLayout::Grid,
@@ -444,7 +587,30 @@ impl Options {
         if options.layout == BenchLayout::Dense && options.meshes.len() > 1 {
             return Err("--scene dense has a fixed set of objects: no --meshes list".into());
         }
+        if options.shadows {
+            if options.layout == BenchLayout::Dense {
+                return Err(
+                    "--shadows needs the grid scene: the dense scene's lights cast none \
+                            (no --scene dense)"
+                        .into(),
+                );
+            }
+            if options.meshes.len() > 1 {
+                return Err("--shadows compares paths per light count: no --meshes list".into());
+            }
+            // The shadowed scene is issue 13's: the sun's cascades and four point lights' cubes.
+            options.sun = true;
+        }
         Ok(options)
+    }
+
+    /// The shadow settings each light count is measured with.
+    fn shadow_variants(&self) -> &'static [bool] {
+        if self.shadows {
+            &[false, true]
+        } else {
+            &[false]
+        }
     }
 
     fn extent(&self) -> Extent {
@@ -481,9 +647,14 @@ struct Run {
     software: bool,
     timing: Option<Timing>,
     tile: Option<TileStats>,
-    /// Attachment traffic per frame and its plan: the tile path's compiled frame, or the
-    /// stock-Bevy model's.
+    /// Attachment traffic per frame and its plan: the tile path's priced frame (its compiled
+    /// frame after Bevy's shadow passes), or the stock-Bevy model's.
     plan: Option<CompiledFrame>,
+    /// The device's capabilities, for the stock-Bevy model.
+    caps: Option<DeviceCaps>,
+    /// The shadow maps in `plan`: for the tile path the ones its report says were rendered,
+    /// for Bevy's paths the ones its model was given (None: not known).
+    shadow_maps: Option<ShadowMaps>,
     error: Option<String>,
 }
 
@@ -567,6 +738,8 @@ fn measure(options: &Options, path: PathKind, scene: BenchScene, log: &mut bool)
         timing: None,
         tile: None,
         plan: None,
+        caps: None,
+        shadow_maps: None,
         error: None,
     };
     let first_app = std::mem::replace(log, false);
@@ -587,7 +760,10 @@ fn measure(options: &Options, path: PathKind, scene: BenchScene, log: &mut bool)
             ));
         }
     }
+    // With shadows, Bevy's paths are priced once the tile path has said which maps were rendered
+    // (price_shadowed_stock_runs).
     if run.plan.is_none()
+        && !scene.casts_shadows()
         && let Some(stock) = path.stock()
     {
         // The model does not need the app: price Bevy's path even when the run failed.
@@ -659,9 +835,11 @@ fn measure_in_app(
     let caps = profile
         .as_ref()
         .map_or_else(DeviceCaps::desktop, DeviceProfile::frame_graph_caps);
+    run.caps = Some(caps);
     match path.stock() {
         None => {
             run.plan = tile.plan.take();
+            run.shadow_maps = tile.shadow_maps;
             run.tile = tile.finish();
             if run.tile.is_none() {
                 return Err(
@@ -671,25 +849,21 @@ fn measure_in_app(
                 );
             }
         }
+        // With shadows: priced by price_shadowed_stock_runs.
+        Some(_) if scene.casts_shadows() => {}
         Some(stock) => {
             run.plan = Some(
                 stock
                     .compile(options.extent(), Format::Rgba8Srgb, &caps)
                     .map_err(|e| format!("stock-Bevy model: {e}"))?,
             );
+            run.shadow_maps = Some(ShadowMaps::NONE);
         }
     }
     if options.plans
         && let Some(plan) = &run.plan
     {
-        println!(
-            "\nplan of {} ({} lights, {}x{}):\n{}",
-            path.label(),
-            scene.lights,
-            options.width,
-            options.height,
-            plan.describe()
-        );
+        print_plan(options, path, &scene, plan);
     }
 
     // Tear down: let the renderers release the camera's resources, finish the GPU's work, then
@@ -781,6 +955,7 @@ struct TileAccumulator {
     per_sample_fraction: Option<f32>,
     samples: u32,
     plan: Option<CompiledFrame>,
+    shadow_maps: Option<ShadowMaps>,
 }
 
 impl TileAccumulator {
@@ -810,7 +985,10 @@ impl TileAccumulator {
             .max(report.clusters.max_lights_per_cluster);
         self.per_sample_fraction = report.per_sample_fraction.or(self.per_sample_fraction);
         self.samples = report.samples;
-        self.plan = Some(report.compiled);
+        // The priced frame: the tile pass after Bevy's shadow passes (the plan alone without
+        // shadows).
+        self.plan = Some(report.priced);
+        self.shadow_maps = Some(report.shadow_maps);
     }
 
     fn finish(&mut self) -> Option<TileStats> {
@@ -872,6 +1050,13 @@ fn print_table(runs: &[Run], options: &Options) {
         options.height,
         options.scene(options.meshes[0], 0).describe()
     );
+    if options.shadows {
+        let shadowed = BenchScene {
+            shadows: true,
+            ..options.scene(options.meshes[0], options.lights[0])
+        };
+        println!("shadows on: {}", shadowed.lighting());
+    }
     print_time_table(runs);
     println!();
     print_traffic_table(runs, options);
@@ -893,9 +1078,12 @@ fn print_table(runs: &[Run], options: &Options) {
 
 /// GPU and CPU time per path and light count.
 fn print_time_table(runs: &[Run]) {
-    let mut table = Table::new(&[
-        "lights",
-        "path",
+    let shadows = any_shadows(runs);
+    let mut headers = vec!["lights", "path"];
+    if shadows {
+        headers.push("shadows");
+    }
+    headers.extend([
         "GPU",
         "wall",
         "loop",
@@ -909,13 +1097,16 @@ fn print_time_table(runs: &[Run]) {
         "clusters: grid, lights, max/cluster",
         "per-sample px",
     ]);
+    let mut table = Table::new(&headers);
     for run in runs {
         let ts = run.tile.as_ref().and_then(|t| t.gpu_ms);
         let timing = run.timing.as_ref();
         let tile = run.tile.as_ref();
-        table.row(vec![
-            run.scene.lights.to_string(),
-            run.path.label().to_owned(),
+        let mut row = vec![run.scene.lights.to_string(), run.path.label().to_owned()];
+        if shadows {
+            row.push(shadows_cell(&run.scene).to_owned());
+        }
+        row.extend([
             opt_ms(timing.map(|t| t.wait_ms)),
             opt_ms(timing.map(|t| t.wall_ms)),
             opt_ms(timing.map(|t| t.loop_ms)),
@@ -939,6 +1130,7 @@ fn print_time_table(runs: &[Run]) {
                 },
             ),
         ]);
+        table.row(row);
     }
     table.print();
     for line in [
@@ -958,6 +1150,22 @@ fn print_time_table(runs: &[Run]) {
     ] {
         println!("  {line}");
     }
+    if shadows {
+        println!(
+            "  shadows: on = the sun's shadows through Bevy's default cascades and the first \
+             {SHADOWED_POINT_LIGHTS} point lights' cube maps; their passes are in GPU, wall and \
+             loop (ts: the tile pass's subpasses only)"
+        );
+    }
+}
+
+/// Whether any run drew the shadowed scene.
+fn any_shadows(runs: &[Run]) -> bool {
+    runs.iter().any(|r| r.scene.casts_shadows())
+}
+
+fn shadows_cell(scene: &BenchScene) -> &'static str {
+    if scene.casts_shadows() { "on" } else { "off" }
 }
 
 /// Whether the crate filled in its cluster statistics (all zero before clustered lighting).
@@ -986,19 +1194,31 @@ fn print_traffic_table(runs: &[Run], options: &Options) {
         .copied()
         .filter(|p| p.stock().is_some())
         .collect();
-    let mut headers: Vec<String> = ["lights", "path", "MB/frame", "GB/s@60", "mW@60", "draws"]
-        .iter()
-        .map(|h| (*h).to_owned())
-        .collect();
+    let shadows = any_shadows(runs);
+    let mut headers: Vec<String> = vec!["lights".to_owned(), "path".to_owned()];
+    if shadows {
+        headers.extend(["shadows", "shadow maps", "shadow MB"].map(str::to_owned));
+    }
+    headers.extend(["MB/frame", "GB/s@60", "mW@60", "draws"].map(str::to_owned));
     for p in &bevy_paths {
         headers.push(format!("MB {}/", p.short()));
     }
     let mut table = Table::new(&headers.iter().map(String::as_str).collect::<Vec<_>>());
     for run in runs {
         let cost: Option<&FrameCost> = run.plan.as_ref().map(|p| &p.cost);
-        let mut row = vec![
-            run.scene.lights.to_string(),
-            run.path.label().to_owned(),
+        let mut row = vec![run.scene.lights.to_string(), run.path.label().to_owned()];
+        if shadows {
+            // The maps are in the plan only once they are known (run.shadow_maps).
+            let maps = run.shadow_maps.filter(|_| run.plan.is_some());
+            row.extend([
+                shadows_cell(&run.scene).to_owned(),
+                maps.map_or("-".into(), |m| shadow_maps_cell(&m)),
+                maps.map_or("-".into(), |m| {
+                    format!("{:.2}", bytes_to_mb(m.stored_bytes()))
+                }),
+            ]);
+        }
+        row.extend([
             cost.map_or("-".into(), |c| format!("{:.2}", c.mb())),
             cost.map_or("-".into(), |c| format!("{:.2}", c.gb_per_s(FPS))),
             cost.map_or("-".into(), |c| {
@@ -1007,9 +1227,9 @@ fn print_traffic_table(runs: &[Run], options: &Options) {
             run.tile
                 .as_ref()
                 .map_or("-".into(), |t| format!("{}/{}", t.draws, t.instances)),
-        ];
+        ]);
         for &p in &bevy_paths {
-            let theirs = find_run(runs, p, run.scene.lights)
+            let theirs = find_run(runs, p, run.scene.lights, run.scene.casts_shadows())
                 .and_then(|r| r.plan.as_ref())
                 .map(|p| p.cost.mb());
             row.push(quotient(theirs, cost.map(FrameCost::mb)));
@@ -1018,13 +1238,32 @@ fn print_traffic_table(runs: &[Run], options: &Options) {
     }
     table.print();
     println!(
-        "  MB: attachment traffic per frame (tile: compiled plan; Bevy: stock_bevy model) | GB/s \
-         and mW at {FPS:.0} fps, {DEFAULT_MW_PER_GBPS:.0} mW per GB/s"
+        "  MB: attachment traffic per frame (tile: its priced frame, report.priced; Bevy: \
+         stock_bevy model) | GB/s and mW at {FPS:.0} fps, {DEFAULT_MW_PER_GBPS:.0} mW per GB/s"
     );
     println!(
         "  draws: the tile path's instanced draws/instances | MB X/: that Bevy path's traffic \
-         divided by this row's (above 1: this row moves less)"
+         divided by this row's, shadows alike (above 1: this row moves less)"
     );
+    if shadows {
+        let sizes = runs
+            .iter()
+            .filter_map(|r| r.shadow_maps.filter(|m| m.pass_count() > 0))
+            .map(|m| {
+                format!(
+                    "cascades {0}x{0}, cube faces {1}x{1}",
+                    m.array_size, m.cube_size
+                )
+            })
+            .next()
+            .unwrap_or_else(|| "no shadow maps reported".to_owned());
+        println!(
+            "  shadow maps: the maps the tile report says Bevy rendered ({sizes}, Depth32Float; \
+             one depth-only pass per cascade and cube face), the same maps in Bevy's model | \
+             shadow MB: their stores, part of MB/frame (tile: report.priced, Bevy: \
+             StockBevyOptions::shadow_maps)"
+        );
+    }
 }
 
 /// One comparison of issue 12: `over`'s time divided by `under`'s, by one measure.
@@ -1116,12 +1355,23 @@ fn print_ratios(runs: &[Run], options: &Options) {
             target: ">= 1.5 (dense scene, 16 lights)",
         },
     ];
+    // One column per light count, and with --shadows one more per light count with shadows.
+    let columns: Vec<(usize, bool)> = options
+        .lights
+        .iter()
+        .flat_map(|&l| options.shadow_variants().iter().map(move |&s| (l, s)))
+        .collect();
     let mut headers = vec!["ratio".to_owned(), "measure".to_owned()];
-    headers.extend(options.lights.iter().map(|&l| {
-        if l == 1 {
+    headers.extend(columns.iter().map(|&(l, shadows)| {
+        let lights = if l == 1 {
             "1 light".to_owned()
         } else {
             format!("{l} lights")
+        };
+        if shadows {
+            format!("{lights} + shadows")
+        } else {
+            lights
         }
     }));
     headers.push("issue 12 target".to_owned());
@@ -1136,8 +1386,8 @@ fn print_ratios(runs: &[Run], options: &Options) {
             continue;
         }
         let mut row = vec![r.what.to_owned(), r.measure.to_owned()];
-        for &lights in &options.lights {
-            let value = |p: PathKind| find_run(runs, p, lights).and_then(r.value);
+        for &(lights, shadows) in &columns {
+            let value = |p: PathKind| find_run(runs, p, lights, shadows).and_then(r.value);
             row.push(quotient(value(r.over), value(r.under)));
         }
         row.push(r.target.to_owned());
@@ -1148,6 +1398,9 @@ fn print_ratios(runs: &[Run], options: &Options) {
     println!(
         "  GPU and wall as in the time table; ts light: the lighting subpass's own timestamps"
     );
+    if options.shadows {
+        println!("  N lights + shadows: both paths drawing the shadowed scene");
+    }
     if software {
         println!(
             "  no GPU rows: on this CPU device the frame renders inside app.update(), so the \
@@ -1160,11 +1413,42 @@ fn print_ratios(runs: &[Run], options: &Options) {
          Bevy forward <= 0.8 at 16 and 256 lights, 1x and 4x; on lavapipe, 16-64 lights, tile \
          4x / Bevy forward 4x <= 1.2 (wall)"
     );
+    if options.shadows {
+        println!();
+        print_shadow_cost(runs, options, software);
+    }
 }
 
-fn find_run(runs: &[Run], path: PathKind, lights: usize) -> Option<&Run> {
+/// What shadows cost each path: its time with shadows / without, per light count.
+fn print_shadow_cost(runs: &[Run], options: &Options, software: bool) {
+    let (measure, value): (&str, fn(&Timing) -> f64) = if software {
+        ("wall", |t| t.wall_ms)
+    } else {
+        ("GPU", |t| t.wait_ms)
+    };
+    let mut headers = vec!["path".to_owned(), "measure".to_owned()];
+    headers.extend(options.lights.iter().map(|&l| format!("{l} lights")));
+    let mut table = Table::new(&headers.iter().map(String::as_str).collect::<Vec<_>>());
+    for &path in &options.paths {
+        let mut row = vec![path.label().to_owned(), measure.to_owned()];
+        for &lights in &options.lights {
+            let time = |shadows| {
+                find_run(runs, path, lights, shadows)
+                    .and_then(|r| r.timing.as_ref())
+                    .map(value)
+            };
+            row.push(quotient(time(true), time(false)));
+        }
+        table.row(row);
+    }
+    println!("shadows: each path's time with shadows / without (above 1: what shadows add)");
+    table.print();
+}
+
+/// The run of `path` at `lights` lights, with or without shadows.
+fn find_run(runs: &[Run], path: PathKind, lights: usize, shadows: bool) -> Option<&Run> {
     runs.iter()
-        .find(|r| r.path == path && r.scene.lights == lights)
+        .find(|r| r.path == path && r.scene.lights == lights && r.scene.casts_shadows() == shadows)
 }
 
 /// `a / b` as `0.83x`.

@@ -7,10 +7,16 @@
 //!
 //! Two options change the lighting: `range` gives every point light the same range (issue 12's
 //! scene: 64 PBR objects, a sun and point lights of 6 m range), and `sun` adds a directional
-//! light. `layout: Dense` draws the MSAA benchmark's dense scene instead of the grid (its own
+//! light. `shadows` turns on the shadows of issue 13's shadow benchmark: the sun's, with Bevy's
+//! default cascades (4), and the first [`SHADOWED_POINT_LIGHTS`] point lights' (cube maps, Bevy's
+//! default size). `layout: Dense` draws the MSAA benchmark's dense scene instead of the grid (its own
 //! objects and sun, the point lights in front of its fence: see [`super::dense`]).
 
 use bevy::prelude::*;
+
+/// Point lights that cast shadows in the shadowed bench scene (issue 13: "1 directional with
+/// cascades + 4 shadowed point lights").
+pub const SHADOWED_POINT_LIGHTS: usize = 4;
 
 /// Which objects the benchmark scene holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -31,8 +37,11 @@ pub struct BenchScene {
     /// Every point light's range, metres; None: the layout's own (for the grid, about two grid
     /// cells of the light grid around each light, so it shrinks as lights are added).
     pub range: Option<f32>,
-    /// A directional light (no shadows) besides the point lights (the dense layout has its own).
+    /// A directional light besides the point lights (the dense layout has its own).
     pub sun: bool,
+    /// The sun casts shadows through Bevy's default cascades, and so do the first
+    /// [`SHADOWED_POINT_LIGHTS`] point lights (grid layout only: the sun must be on too).
+    pub shadows: bool,
     /// The objects.
     pub layout: BenchLayout,
 }
@@ -45,6 +54,7 @@ impl BenchScene {
             lights,
             range: None,
             sun: false,
+            shadows: false,
             layout: BenchLayout::Grid,
         }
     }
@@ -64,7 +74,8 @@ impl BenchScene {
         }
     }
 
-    /// The lights, in words: `a sun and point lights of 6 m range`.
+    /// The lights, in words: `a sun and point lights of 6 m range` (with shadows: `a sun with
+    /// shadows (Bevy's default cascades) and point lights of 6 m range, the first 4 shadowed`).
     pub fn lighting(&self) -> String {
         let range = match (self.range, self.layout) {
             (Some(r), _) => format!("{r} m range"),
@@ -72,10 +83,23 @@ impl BenchScene {
             (None, BenchLayout::Dense) => format!("{} m range", super::dense::DENSE_LIGHT_RANGE),
         };
         let sun = self.sun && self.layout == BenchLayout::Grid;
+        if self.casts_shadows() {
+            return format!(
+                "a sun with shadows (Bevy's default cascades) and point lights of {range}, the \
+                 first {} shadowed",
+                SHADOWED_POINT_LIGHTS.min(self.lights)
+            );
+        }
         format!(
             "{}point lights of {range}",
             if sun { "a sun and " } else { "" }
         )
+    }
+
+    /// Whether the scene spawns shadow-casting lights (only the grid layout's sun and lights
+    /// do).
+    pub fn casts_shadows(&self) -> bool {
+        self.shadows && self.sun && self.layout == BenchLayout::Grid
     }
 
     /// Cells along one side of the object grid.
@@ -108,12 +132,14 @@ impl BenchScene {
             );
             return;
         }
+        let shadows = self.casts_shadows();
         if self.sun {
+            // Bevy's default `CascadeShadowConfig` (a required component): 4 cascades.
             world.spawn((
                 Name::new("bench sun"),
                 DirectionalLight {
                     illuminance: 6_000.0,
-                    shadow_maps_enabled: false,
+                    shadow_maps_enabled: shadows,
                     ..default()
                 },
                 Transform::from_xyz(3.0, 6.0, 5.0).looking_at(Vec3::ZERO, Vec3::Y),
@@ -189,7 +215,7 @@ impl BenchScene {
                         intensity: 12_000.0 * cell * cell,
                         range,
                         radius: 0.05,
-                        shadow_maps_enabled: false,
+                        shadow_maps_enabled: shadows && i < SHADOWED_POINT_LIGHTS,
                         ..default()
                     },
                     Transform::from_xyz(
@@ -201,5 +227,61 @@ impl BenchScene {
             })
             .collect();
         world.spawn_batch(lights);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Spawns `scene` into a bare world and returns (suns casting shadows, point lights
+    /// casting shadows, point lights).
+    fn shadow_casters(scene: BenchScene) -> (usize, usize, usize) {
+        let mut world = World::new();
+        world.init_resource::<Assets<Mesh>>();
+        world.init_resource::<Assets<StandardMaterial>>();
+        scene.spawn(&mut world);
+        let suns = world
+            .query::<&DirectionalLight>()
+            .iter(&world)
+            .filter(|l| l.shadow_maps_enabled)
+            .count();
+        let points: Vec<bool> = world
+            .query::<&PointLight>()
+            .iter(&world)
+            .map(|l| l.shadow_maps_enabled)
+            .collect();
+        (suns, points.iter().filter(|&&s| s).count(), points.len())
+    }
+
+    /// Issue 13's shadowed scene: one sun with shadows and exactly four shadowed point lights
+    /// (fewer when there are fewer lights); without `shadows` or without the sun, none.
+    #[test]
+    fn the_shadowed_scene_has_a_shadowed_sun_and_four_shadowed_point_lights() {
+        let plain = BenchScene {
+            sun: true,
+            range: Some(6.0),
+            ..BenchScene::grid(64, 16)
+        };
+        let shadowed = BenchScene {
+            shadows: true,
+            ..plain
+        };
+        assert!(shadowed.casts_shadows() && !plain.casts_shadows());
+        assert_eq!(shadow_casters(plain), (0, 0, 16));
+        assert_eq!(shadow_casters(shadowed), (1, SHADOWED_POINT_LIGHTS, 16));
+        assert_eq!(
+            shadow_casters(BenchScene {
+                lights: 2,
+                ..shadowed
+            }),
+            (1, 2, 2)
+        );
+        let no_sun = BenchScene {
+            sun: false,
+            ..shadowed
+        };
+        assert!(!no_sun.casts_shadows());
+        assert_eq!(shadow_casters(no_sun), (0, 0, 16));
     }
 }

@@ -1601,8 +1601,9 @@ fn content_combined_msaa_and_unmerged() {
 // ------------------------------------------------------------------------------------------
 // Skinned meshes: not posed on the tile path yet, and said so.
 
-/// A skinned cube (one joint) on a tile camera: the frame renders without errors and the mesh
-/// is reported once, by name, as drawn unposed; a light probe in the scene is reported once.
+/// A skinned cube (one joint) in a tile camera's view: the tile path does not pose meshes, so
+/// the cube is listed as missing by name and the `Auto` camera falls back to Bevy, which draws
+/// it; a light probe in the scene is reported once.
 #[test]
 fn content_skinned_mesh_and_light_probes_are_reported() {
     use bevy::mesh::skinning::{SkinnedMesh, SkinnedMeshInverseBindposes};
@@ -1637,7 +1638,7 @@ fn content_skinned_mesh_and_light_probes_are_reported() {
         Transform::default(),
     ));
     world.spawn((bevy::light::LightProbe::default(), Transform::default()));
-    headless.spawn_camera((
+    let camera = headless.spawn_camera((
         Camera3d::default(),
         Transform::from_xyz(0.0, 1.0, 4.0).looking_at(Vec3::ZERO, Vec3::Y),
         TileDeferred::default(),
@@ -1645,22 +1646,32 @@ fn content_skinned_mesh_and_light_probes_are_reported() {
     let frame = headless.render(4);
     headless.render(2);
     let warnings = test.take_warnings();
-    let about: Vec<&String> = warnings
-        .iter()
-        .filter(|w| w.contains("\"skinned cube\"") && w.contains("SkinnedMesh"))
-        .collect();
-    assert_eq!(
-        about.len(),
-        1,
-        "one report of the skinned cube: {warnings:#?}"
+    let world = headless.app.world();
+    let listed = world
+        .get::<bevy_tile_deferred::tile_deferred::missing::TileMissing>(camera)
+        .expect("the tile camera lists what it cannot draw");
+    assert!(
+        listed
+            .items
+            .iter()
+            .any(|item| item.name.as_deref() == Some("skinned cube")
+                && item.what.contains("skinned")),
+        "the skinned cube is listed: {:?}",
+        listed.items
     );
-    assert!(about[0].contains("drawn unposed"), "{}", about[0]);
+    let decision = world
+        .get::<bevy_tile_deferred::tiers::TierDecision>(camera)
+        .expect("a tier decision");
+    assert!(
+        decision.missing_fallback.is_some(),
+        "Auto falls back while the skinned cube is in view: {decision:?}"
+    );
     let probes = warnings
         .iter()
         .filter(|w| w.contains("light probes"))
         .count();
     assert_eq!(probes, 1, "one report of the light probe: {warnings:#?}");
-    // Drawn (unposed): the cube covers the middle of the frame.
+    // Drawn by Bevy: the cube covers the middle of the frame.
     let centre = frame.pixel(frame.width as i32 / 2, frame.height as i32 / 2);
     assert!(
         centre[..3].iter().any(|&c| c > 60),

@@ -82,8 +82,7 @@ void main() {
     for (uint i = 0u; i < n_directional_lights; i = i + 1u) {
         float shadow = 1.0;
         if (SHADOWS && s.shadow_receiver && view.directional_lights[i].shadow_cascades.x > 0u) {
-            shadow = fetch_directional_shadow(view.directional_lights[i], s.world_position, s.N,
-                                              view_z, gl_FragCoord.xy);
+            shadow = fetch_directional_shadow(i, s.world_position, s.N, view_z, gl_FragCoord.xy);
         }
         direct_light += directional_light(view.directional_lights[i], lighting_input) * shadow;
     }

@@ -259,10 +259,13 @@ float fetch_spot_shadow(ClusterableLight light, vec3 frag_position, vec3 surface
                              SPOT_SHADOW_TEXEL_SIZE);
 }
 
-uint get_cascade_index(DirectionalLight light, float view_z) {
-    uint n = light.shadow_cascades.x;
+// The directional functions take the light's index and read the uniform in place, as Bevy's
+// take a pointer: a DirectionalLight passed by value is a 384-byte copy per call, which a
+// driver may keep in per-thread memory when a cascade is picked by a computed index.
+uint get_cascade_index(uint light_id, float view_z) {
+    uint n = view.directional_lights[light_id].shadow_cascades.x;
     for (uint i = 0u; i < n; i = i + 1u) {
-        if (-view_z < light.cascades[i].texel_size_far_bound.y) {
+        if (-view_z < view.directional_lights[light_id].cascades[i].texel_size_far_bound.y) {
             return i;
         }
     }
@@ -270,9 +273,10 @@ uint get_cascade_index(DirectionalLight light, float view_z) {
 }
 
 // world_to_directional_light_local: xy uv, z depth; w == 0 outside the shadow map.
-vec4 world_to_directional_light_local(DirectionalLight light, uint cascade_index,
+vec4 world_to_directional_light_local(uint light_id, uint cascade_index,
                                       vec4 offset_position) {
-    vec4 offset_position_clip = light.cascades[cascade_index].clip_from_world * offset_position;
+    vec4 offset_position_clip =
+        view.directional_lights[light_id].cascades[cascade_index].clip_from_world * offset_position;
     if (offset_position_clip.w <= 0.0) {
         return vec4(0.0);
     }
@@ -286,40 +290,44 @@ vec4 world_to_directional_light_local(DirectionalLight light, uint cascade_index
     return vec4(light_local, offset_position_ndc.z, 1.0);
 }
 
-float sample_directional_cascade(DirectionalLight light, uint cascade_index, vec3 frag_position,
+float sample_directional_cascade(uint light_id, uint cascade_index, vec3 frag_position,
                                  vec3 surface_normal, vec2 frag_coord_xy) {
-    float texel_size = light.cascades[cascade_index].texel_size_far_bound.x;
+    float texel_size =
+        view.directional_lights[light_id].cascades[cascade_index].texel_size_far_bound.x;
+    vec4 biases = view.directional_lights[light_id].shadow_biases_overlap;
     // The normal bias is scaled to the texel size.
-    vec3 normal_offset = light.shadow_biases_overlap.y * texel_size * surface_normal;
-    vec3 depth_offset = light.shadow_biases_overlap.x * light.direction_to_light.xyz;
+    vec3 normal_offset = biases.y * texel_size * surface_normal;
+    vec3 depth_offset = biases.x * view.directional_lights[light_id].direction_to_light.xyz;
     vec4 offset_position = vec4(frag_position + normal_offset + depth_offset, 1.0);
 
-    vec4 light_local = world_to_directional_light_local(light, cascade_index, offset_position);
+    vec4 light_local = world_to_directional_light_local(light_id, cascade_index, offset_position);
     if (light_local.w == 0.0) {
         return 1.0;
     }
-    int array_index = int(light.shadow_cascades.y + cascade_index);
+    int array_index = int(view.directional_lights[light_id].shadow_cascades.y + cascade_index);
     return sample_shadow_map(light_local.xy, light_local.z, array_index, frag_coord_xy,
                              texel_size);
 }
 
 // fetch_directional_shadow; view_z is the view-space z (negative in front of the camera).
-float fetch_directional_shadow(DirectionalLight light, vec3 frag_position, vec3 surface_normal,
+float fetch_directional_shadow(uint light_id, vec3 frag_position, vec3 surface_normal,
                                float view_z, vec2 frag_coord_xy) {
-    uint cascade_index = get_cascade_index(light, view_z);
-    uint n = light.shadow_cascades.x;
+    uint cascade_index = get_cascade_index(light_id, view_z);
+    uint n = view.directional_lights[light_id].shadow_cascades.x;
     if (cascade_index >= n) {
         return 1.0;
     }
-    float shadow = sample_directional_cascade(light, cascade_index, frag_position,
+    float shadow = sample_directional_cascade(light_id, cascade_index, frag_position,
                                               surface_normal, frag_coord_xy);
     // Blend with the next cascade, if there is one.
     uint next_cascade_index = cascade_index + 1u;
     if (next_cascade_index < n) {
-        float this_far_bound = light.cascades[cascade_index].texel_size_far_bound.y;
-        float next_near_bound = (1.0 - light.shadow_biases_overlap.z) * this_far_bound;
+        float this_far_bound =
+            view.directional_lights[light_id].cascades[cascade_index].texel_size_far_bound.y;
+        float next_near_bound =
+            (1.0 - view.directional_lights[light_id].shadow_biases_overlap.z) * this_far_bound;
         if (-view_z >= next_near_bound) {
-            float next_shadow = sample_directional_cascade(light, next_cascade_index,
+            float next_shadow = sample_directional_cascade(light_id, next_cascade_index,
                                                            frag_position, surface_normal,
                                                            frag_coord_xy);
             shadow = mix(shadow, next_shadow,

@@ -7,8 +7,8 @@ use crate::{
     TileRenderReports,
     frame_graph::{
         Access, AttachmentDesc, CompiledFrame, DEFAULT_MW_PER_GBPS, DeviceCaps, Extent, Format,
-        FrameGraph, ImportParams, LoadOp, NativePass, StockBevyPath, StoreOp, TileVerdict,
-        bytes_to_mb, compile, compile_stock_bevy, image_bytes,
+        FrameGraph, ImportParams, LoadOp, NativePass, ShadowMaps, StockBevyOptions, StockBevyPath,
+        StoreOp, TileVerdict, bytes_to_mb, compile, compile_stock_bevy, image_bytes,
     },
     tile_deferred::plan::{self, ViewFrameDesc, names},
 };
@@ -135,7 +135,7 @@ impl FrameClock {
     }
 }
 
-type CounterfactualKey = (ViewFrameDesc, DeviceCaps, u32);
+type CounterfactualKey = (ViewFrameDesc, DeviceCaps, u32, ShadowMaps);
 
 /// The counterfactual plans of a view description, compiled once.
 #[derive(Resource, Default)]
@@ -152,35 +152,53 @@ struct Counterfactuals {
 }
 
 impl CounterfactualCache {
-    fn get(&mut self, desc: ViewFrameDesc, caps: DeviceCaps, msaa: u32) -> Counterfactuals {
+    /// The plans of `desc` at `msaa` samples, each with the frame's shadow maps (`shadows`:
+    /// Bevy renders them whatever the path, so every plan pays their stores).
+    fn get(
+        &mut self,
+        desc: ViewFrameDesc,
+        caps: DeviceCaps,
+        msaa: u32,
+        shadows: ShadowMaps,
+    ) -> Counterfactuals {
         if self.plans.len() > 64 {
             self.plans.clear();
         }
         self.plans
-            .entry((desc, caps, msaa))
+            .entry((desc, caps, msaa, shadows))
             .or_insert_with(|| {
-                let tile = plan::declare(&ViewFrameDesc {
-                    unmerged: false,
-                    ..desc
-                })
+                let stock = |path: StockBevyPath| {
+                    let options = StockBevyOptions {
+                        shadow_maps: shadows,
+                        ..StockBevyOptions::default()
+                    };
+                    let graph = path.graph_with(desc.extent, desc.output_format, options);
+                    compile_stock_bevy(&graph, &caps).ok()
+                };
+                let tile = plan::declare_with_shadows(
+                    &ViewFrameDesc {
+                        unmerged: false,
+                        ..desc
+                    },
+                    &shadows,
+                )
                 .ok();
                 Counterfactuals {
                     merged: tile.as_ref().and_then(|g| compile(g, &caps).ok()),
                     // The unmerged tier's own plan: the passes sample what earlier passes stored.
-                    merging_off: plan::declare(&ViewFrameDesc {
-                        unmerged: true,
-                        ..desc
-                    })
+                    merging_off: plan::declare_with_shadows(
+                        &ViewFrameDesc {
+                            unmerged: true,
+                            ..desc
+                        },
+                        &shadows,
+                    )
                     .ok()
                     .and_then(|g| compile(&g, &caps.with_merging(false)).ok()),
-                    stock_forward: StockBevyPath::Forward {
+                    stock_forward: stock(StockBevyPath::Forward {
                         msaa_samples: msaa.max(1),
-                    }
-                    .compile(desc.extent, desc.output_format, &caps)
-                    .ok(),
-                    stock_deferred: StockBevyPath::Deferred
-                        .compile(desc.extent, desc.output_format, &caps)
-                        .ok(),
+                    }),
+                    stock_deferred: stock(StockBevyPath::Deferred),
                 }
             })
             .clone()
@@ -407,7 +425,9 @@ pub(crate) fn update_panels(
                 if let Some(desc) = desc {
                     panel.resolution = UVec2::new(desc.extent.width, desc.extent.height);
                 }
-                panel.in_use = Some(PlanSummary::of(&panel.tier, &report.compiled, fps));
+                // The frame with Bevy's shadow passes: what it costs, and the passes the tree
+                // lists (each shadow map with its size and store).
+                panel.in_use = Some(PlanSummary::of(&panel.tier, &report.priced, fps));
                 panel.gpu_times = report.gpu_times;
                 panel.cpu_ms = Some(report.cpu_ms);
                 panel.per_sample_fraction = report.per_sample_fraction;
@@ -415,7 +435,7 @@ pub(crate) fn update_panels(
                 panel.render_passes_recorded = Some(report.render_passes_recorded);
                 panel.export = surface_lines(&report.compiled, report.gpu_times.as_ref(), &caps);
                 if let Some(desc) = desc {
-                    let plans = cache.get(desc, caps, requested);
+                    let plans = cache.get(desc, caps, requested, report.shadow_maps);
                     panel.merging_off = plans
                         .merging_off
                         .as_ref()
@@ -434,7 +454,7 @@ pub(crate) fn update_panels(
                     .compiled
                     .attachment_named(names::OUTPUT)
                     .map_or(Format::Bgra8Srgb, |a| a.format);
-                panel.compiled = Some(report.compiled.clone());
+                panel.compiled = Some(report.priced.clone());
             }
             _ if tile.is_some() && decision.is_some_and(|d| d.missing_fallback.is_some()) => {
                 let decision = decision.expect("checked by the guard");
@@ -443,7 +463,7 @@ pub(crate) fn update_panels(
                 output_format = target_format(target, &images);
                 let extent = Extent::new(panel.resolution.x.max(1), panel.resolution.y.max(1));
                 let desc = ViewFrameDesc::new(extent, output_format, requested);
-                let plans = cache.get(desc, caps, requested);
+                let plans = cache.get(desc, caps, requested, ShadowMaps::NONE);
                 panel.in_use = plans
                     .stock_forward
                     .as_ref()
@@ -471,7 +491,7 @@ pub(crate) fn update_panels(
                 output_format = target_format(target, &images);
                 let extent = Extent::new(panel.resolution.x.max(1), panel.resolution.y.max(1));
                 let desc = ViewFrameDesc::new(extent, output_format, requested);
-                let plans = cache.get(desc, caps, requested);
+                let plans = cache.get(desc, caps, requested, ShadowMaps::NONE);
                 panel.in_use = plans
                     .stock_forward
                     .as_ref()

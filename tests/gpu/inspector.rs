@@ -33,14 +33,15 @@ fn close(a: f64, b: f64) -> bool {
     (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0)
 }
 
-/// The panel's numbers are the compiled frame's.
+/// The panel's numbers are the priced frame's (the compiled tile frame with Bevy's shadow passes,
+/// which the showcase's shadows add).
 fn assert_panel_matches_report(
     panel: &CameraPanel,
     report: &TileViewReport,
     profile: Option<&DeviceProfile>,
 ) {
     let in_use = panel.in_use.as_ref().expect("the plan in use is shown");
-    let cost = &report.compiled.cost;
+    let cost = &report.priced.cost;
     assert_eq!(in_use.bytes_per_frame, cost.bytes());
     assert!(close(in_use.mb_per_frame, cost.mb()), "{in_use:?}");
     assert!(
@@ -55,13 +56,18 @@ fn assert_panel_matches_report(
         "{in_use:?}"
     );
     assert!(close(panel.fps, 1000.0 / panel.frame_ms));
-    assert_eq!(in_use.render_passes, report.compiled.render_pass_count());
-    assert_eq!(in_use.native_passes, report.compiled.native_passes.len());
+    assert_eq!(in_use.render_passes, report.priced.render_pass_count());
+    assert_eq!(in_use.native_passes, report.priced.native_passes.len());
+    // Every shadow map Bevy rendered is a pass of the priced frame, listed in the tree.
+    assert_eq!(
+        report.priced.native_passes.len(),
+        report.compiled.native_passes.len() + report.shadow_maps.pass_count() as usize
+    );
     assert_eq!(panel.samples, report.samples);
     assert_eq!(
         panel.compiled.as_ref(),
-        Some(&report.compiled),
-        "the tree shows the compiled frame"
+        Some(&report.priced),
+        "the tree shows the priced frame"
     );
     // GPU times and the per-sample fraction are measured a few frames late and move from frame
     // to frame: the panel shows the values of the report it was computed from.
@@ -102,10 +108,18 @@ fn assert_panel_matches_report(
         .map(DeviceProfile::frame_graph_caps)
         .unwrap_or_default();
     let output = report.compiled.attachment_named("output").unwrap();
-    let stock = StockBevyPath::Forward {
-        msaa_samples: panel.requested_samples,
-    }
-    .compile(output.extent, output.format, &caps)
+    // Bevy's forward path with the same shadow maps.
+    let options = bevy_tile_deferred::frame_graph::StockBevyOptions {
+        shadow_maps: report.shadow_maps,
+        ..Default::default()
+    };
+    let stock = bevy_tile_deferred::frame_graph::compile_stock_bevy(
+        &StockBevyPath::Forward {
+            msaa_samples: panel.requested_samples,
+        }
+        .graph_with(output.extent, output.format, options),
+        &caps,
+    )
     .unwrap();
     let shown = panel
         .stock_bevy

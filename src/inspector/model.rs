@@ -464,19 +464,8 @@ pub(crate) fn update_panels(
                 let extent = Extent::new(panel.resolution.x.max(1), panel.resolution.y.max(1));
                 let desc = ViewFrameDesc::new(extent, output_format, requested);
                 let plans = cache.get(desc, caps, requested, ShadowMaps::NONE);
-                panel.in_use = plans
-                    .stock_forward
-                    .as_ref()
-                    .map(|f| PlanSummary::of(stock_label(requested), f, fps));
-                panel.stock_bevy = panel.in_use.clone();
-                panel.tile_deferred_alternative = plans
-                    .merged
-                    .as_ref()
-                    .map(|f| PlanSummary::of("tile-deferred (once nothing is missing)", f, fps));
-                if let Some(frame) = &plans.stock_forward {
-                    panel.export = surface_lines(frame, None, &caps);
-                }
-                panel.compiled = plans.stock_forward;
+                let alternative = "tile-deferred (once nothing is missing)";
+                show_core3d_plans(&mut panel, plans, alternative, requested, fps, &caps);
             }
             _ => {
                 panel.tier_reason = match (tile.is_some(), on_tile_graph) {
@@ -491,29 +480,24 @@ pub(crate) fn update_panels(
                 output_format = target_format(target, &images);
                 let extent = Extent::new(panel.resolution.x.max(1), panel.resolution.y.max(1));
                 let desc = ViewFrameDesc::new(extent, output_format, requested);
-                let plans = cache.get(desc, caps, requested, ShadowMaps::NONE);
-                panel.in_use = plans
-                    .stock_forward
-                    .as_ref()
-                    .map(|f| PlanSummary::of(stock_label(requested), f, fps));
-                panel.stock_bevy = panel.in_use.clone();
+                let mut plans = cache.get(desc, caps, requested, ShadowMaps::NONE);
                 panel.stock_bevy_deferred = plans
                     .stock_deferred
                     .as_ref()
                     .map(|f| PlanSummary::of("Bevy deferred", f, fps));
-                panel.tile_deferred_alternative = plans
-                    .merged
-                    .as_ref()
-                    .map(|f| PlanSummary::of("tile-deferred (if enabled)", f, fps));
                 panel.merging_off = plans
                     .merging_off
                     .as_ref()
                     .map(|f| PlanSummary::of("tile-deferred, merging off", f, fps));
-                panel.merging_off_frame = plans.merging_off;
-                if let Some(frame) = &plans.stock_forward {
-                    panel.export = surface_lines(frame, None, &caps);
-                }
-                panel.compiled = plans.stock_forward;
+                panel.merging_off_frame = plans.merging_off.take();
+                show_core3d_plans(
+                    &mut panel,
+                    plans,
+                    "tile-deferred (if enabled)",
+                    requested,
+                    fps,
+                    &caps,
+                );
             }
         }
         if host == Some(entity) {
@@ -546,6 +530,31 @@ pub(crate) fn update_panels(
         .retain(|e, _| list.iter().any(|p| p.camera == *e));
     panels.cameras = list;
     panels.updates += 1;
+}
+
+/// A camera Bevy's `Core3d` draws: stock Bevy's forward plan is the one in use (and what the
+/// tree and export show), the tile plan the alternative, labelled `alternative`.
+fn show_core3d_plans(
+    panel: &mut CameraPanel,
+    plans: Counterfactuals,
+    alternative: &str,
+    requested: u32,
+    fps: f64,
+    caps: &DeviceCaps,
+) {
+    panel.in_use = plans
+        .stock_forward
+        .as_ref()
+        .map(|f| PlanSummary::of(stock_label(requested), f, fps));
+    panel.stock_bevy = panel.in_use.clone();
+    panel.tile_deferred_alternative = plans
+        .merged
+        .as_ref()
+        .map(|f| PlanSummary::of(alternative, f, fps));
+    if let Some(frame) = &plans.stock_forward {
+        panel.export = surface_lines(frame, None, caps);
+    }
+    panel.compiled = plans.stock_forward;
 }
 
 fn stock_label(samples: u32) -> String {

@@ -374,12 +374,17 @@ fn samples_shadows(frame: &ViewFrame, drawn: &DrawList) -> bool {
     if frame.debug_view.replaces_lighting() {
         return false;
     }
+    directional_cascades(frame) > 0 || drawn.lights.iter().any(|light| light.shadow[3] >= 0.0)
+}
+
+/// The cascades the view's directional lights sample (Bevy renders them for this view).
+fn directional_cascades(frame: &ViewFrame) -> u32 {
     let view = &frame.gpu_view;
     let directional = (view.counts[0] as usize).min(view.directional_lights.len());
     view.directional_lights[..directional]
         .iter()
-        .any(|light| light.shadow_cascades[0] > 0)
-        || drawn.lights.iter().any(|light| light.shadow[3] >= 0.0)
+        .map(|light| light.shadow_cascades[0])
+        .sum()
 }
 
 /// The shadow maps Bevy rendered this frame that the view samples: its own directional
@@ -389,15 +394,9 @@ fn shadow_maps_rendered(
     drawn: &DrawList,
     textures: &ViewShadowBindings,
 ) -> ShadowMaps {
-    let view = &frame.gpu_view;
-    let directional = (view.counts[0] as usize).min(view.directional_lights.len());
-    let cascades = view.directional_lights[..directional]
-        .iter()
-        .map(|light| light.shadow_cascades[0])
-        .sum();
     let layers = &drawn.shadow_layers;
     let maps = ShadowMaps {
-        cascades,
+        cascades: directional_cascades(frame),
         spot_maps: layers.spot_shadow_maps as u32,
         array_size: textures.directional_light_depth_texture.width(),
         cubes: layers.point_shadow_maps as u32,

@@ -54,6 +54,10 @@ pub struct FidelityCamera {
     pub ambient: Option<AmbientLight>,
     /// How shadow maps are filtered (Bevy's default: Gaussian).
     pub shadow_filter: ShadowFilteringMethod,
+    /// An HDR camera (`Hdr`): Bevy renders to a floating-point texture and tone maps after.
+    pub hdr: bool,
+    /// This camera's samples, in place of the comparison's (`None`: the comparison's).
+    pub msaa: Option<Msaa>,
 }
 
 impl FidelityCamera {
@@ -73,6 +77,8 @@ impl FidelityCamera {
             exposure: Exposure::default(),
             ambient: None,
             shadow_filter: ShadowFilteringMethod::default(),
+            hdr: false,
+            msaa: None,
         }
     }
 

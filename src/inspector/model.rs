@@ -230,6 +230,7 @@ pub(crate) fn view_desc_of(frame: &CompiledFrame) -> Option<ViewFrameDesc> {
         samples: depth.samples,
         msaa_depth_stencil: stencil_split.then_some(depth.format),
         unmerged: plan::samples_attachments(frame),
+        transparent: plan::locate_pass(frame, names::TRANSPARENT).is_some(),
     })
 }
 

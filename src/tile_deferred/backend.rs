@@ -3,7 +3,7 @@
 use super::{
     error::{TileError, TileResult},
     extract::{SamplerKey, TileMaterial},
-    pipelines::{GbufferPipelineKey, PassesKey, PipelineTarget},
+    pipelines::{GbufferPipelineKey, LightingKey, PassesKey, PipelineTarget},
     shaders::{TileLayouts, TileShaders},
     shadows::ShadowMapViews,
 };
@@ -78,7 +78,13 @@ pub(crate) struct PassResources {
     pub render_passes: Vec<vk::RenderPass>,
     /// Where the G-buffer pipelines go (built on demand, per mesh layout and material state).
     pub gbuffer_target: PipelineTarget,
-    pub gbuffer: HashMap<GbufferPipelineKey, vk::Pipeline>,
+    /// Where the transparent pipelines go, where the plan has a transparent pass.
+    pub transparent_target: Option<PipelineTarget>,
+    /// The lighting specialisation the transparent pipelines are built with (the pass's key).
+    pub lighting_key: LightingKey,
+    /// The G-buffer and transparent pipelines built so far (`GbufferPipelineKey::transparent`
+    /// tells them apart).
+    pub mesh_pipelines: HashMap<GbufferPipelineKey, vk::Pipeline>,
     /// The one lighting draw (with the stencil split: of the interior pixels, once each).
     pub lighting: vk::Pipeline,
     pub tonemap: vk::Pipeline,
@@ -394,7 +400,7 @@ impl TileBackend {
     pub fn retire_pass(&mut self, pass: PassResources) {
         self.graveyard.retire(Box::new(move |c: &VulkanContext| {
             let split = pass.stencil_split.unwrap_or_default();
-            for pipeline in pass.gbuffer.into_values().chain([
+            for pipeline in pass.mesh_pipelines.into_values().chain([
                 pass.lighting,
                 pass.tonemap,
                 pass.edge_counter,

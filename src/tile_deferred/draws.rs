@@ -6,7 +6,7 @@ use super::{
     error::{TileError, TileResult},
     extract::TileMaterial,
     gpu_types::{GpuClusterableLight, GpuInstance, instance_flags},
-    pipelines::{GBUFFER_ATTRIBUTES, GbufferPipelineKey},
+    pipelines::{GBUFFER_ATTRIBUTES, GbufferPipelineKey, TransparentPipeline},
     record::MeshBinding,
     scene::TileSceneParams,
     shadows::ShadowLayers,
@@ -39,8 +39,12 @@ pub(super) struct Draw {
 
 /// What the view draws this frame.
 pub(super) struct DrawList {
-    /// Sorted by pipeline, then material, so the recording binds each as few times as it can.
+    /// Opaque and alpha-masked meshes, into the G-buffer. Sorted by pipeline, then material, so
+    /// the recording binds each as few times as it can.
     pub(super) draws: Vec<Draw>,
+    /// Transparent meshes, one draw per mesh, back to front as Bevy sorts `Transparent3d`: by
+    /// the view-space z of the mesh's AABB centre plus the material's `depth_bias`.
+    pub(super) transparent: Vec<Draw>,
     /// Every draw's instances, `Draw::first_instance` indexes into it.
     pub(super) instances: Vec<GpuInstance>,
     /// Point and spot lights, as the lighting subpass reads them (`clusters` assigns them).
@@ -50,58 +54,65 @@ pub(super) struct DrawList {
 }
 
 impl DrawList {
-    /// Batches the view's visible meshes and packs the scene's point and spot lights.
+    /// Batches the view's visible opaque meshes, sorts its transparent ones back to front
+    /// (seen from `view_from_world`), and packs the scene's point and spot lights.
     pub(super) fn gather(
         scene: &TileSceneParams,
         visible: &RenderVisibleEntities,
         samples: vk::SampleCountFlags,
+        view_from_world: &Mat4,
     ) -> Self {
         let mut batches: HashMap<(AssetId<Mesh>, AssetId<StandardMaterial>), Vec<GpuInstance>> =
             HashMap::default();
+        // (sort distance, entity, mesh, material, instance) of each transparent mesh.
+        let mut transparent = Vec::new();
+        let view_z_row = view_from_world.row(2);
         if let Some(class) = visible.get::<Mesh3d>() {
             for (_, main_entity) in &class.entities_cpu_culling {
-                if let Some(instance) = scene.instances.by_entity.get(main_entity) {
-                    batches
+                let Some(instance) = scene.instances.by_entity.get(main_entity) else {
+                    continue;
+                };
+                let gpu_instance = GpuInstance {
+                    world_from_local_rows: affine_rows(&instance.world_from_local),
+                    flags: [
+                        if instance.shadow_receiver {
+                            instance_flags::SHADOW_RECEIVER
+                        } else {
+                            0
+                        },
+                        0,
+                        0,
+                        0,
+                    ],
+                };
+                let material = scene.materials.by_id.get(&instance.material);
+                match material.filter(|m| m.blend.is_some()) {
+                    Some(material) => {
+                        let center = scene.meshes.get(instance.mesh).map_or(Vec3::ZERO, |mesh| {
+                            instance.world_from_local.transform_point3(mesh.aabb_center)
+                        });
+                        // Bevy's `ViewRangefinder3d::distance` plus the depth bias: ascending
+                        // is back to front.
+                        let distance = view_z_row.dot(center.extend(1.0)) + material.depth_bias;
+                        transparent.push((
+                            distance,
+                            *main_entity,
+                            instance.mesh,
+                            instance.material,
+                            gpu_instance,
+                        ));
+                    }
+                    None => batches
                         .entry((instance.mesh, instance.material))
                         .or_default()
-                        .push(GpuInstance {
-                            world_from_local_rows: affine_rows(&instance.world_from_local),
-                            flags: [
-                                if instance.shadow_receiver {
-                                    instance_flags::SHADOW_RECEIVER
-                                } else {
-                                    0
-                                },
-                                0,
-                                0,
-                                0,
-                            ],
-                        });
+                        .push(gpu_instance),
                 }
             }
         }
         let mut instances: Vec<GpuInstance> = Vec::new();
         let mut draws: Vec<Draw> = Vec::new();
         for ((mesh_id, material_id), batch) in batches {
-            let (Some(mesh), Some(material)) = (
-                scene.meshes.get(mesh_id),
-                scene.materials.by_id.get(&material_id),
-            ) else {
-                continue;
-            };
-            if material.blended {
-                continue;
-            }
-            // A mesh whose buffers the allocator has not placed yet (uploaded this frame, or
-            // after a reallocation) is drawn from the next frame on, as Bevy does, instead of
-            // failing the whole view in `mesh_bindings`.
-            let indexed = matches!(mesh.buffer_info, RenderMeshBufferInfo::Indexed { .. });
-            if scene.mesh_allocator.mesh_vertex_slice(&mesh_id).is_none()
-                || (indexed && scene.mesh_allocator.mesh_index_slice(&mesh_id).is_none())
-            {
-                continue;
-            }
-            let Some(pipeline_key) = pipeline_key_for(mesh, material, samples) else {
+            let Some(pipeline_key) = drawable(scene, mesh_id, material_id, samples) else {
                 continue;
             };
             draws.push(Draw {
@@ -114,6 +125,23 @@ impl DrawList {
             instances.extend(batch);
         }
         draws.sort_by(|a, b| (&a.pipeline_key, a.material).cmp(&(&b.pipeline_key, b.material)));
+        // Stable, with the entity as the tie-break, so equal distances draw in the same order
+        // every frame.
+        transparent.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        let transparent = transparent
+            .into_iter()
+            .filter_map(|(_, _, mesh_id, material_id, gpu_instance)| {
+                let pipeline_key = drawable(scene, mesh_id, material_id, samples)?;
+                instances.push(gpu_instance);
+                Some(Draw {
+                    mesh: mesh_id,
+                    material: material_id,
+                    pipeline_key,
+                    first_instance: instances.len() as u32 - 1,
+                    instance_count: 1,
+                })
+            })
+            .collect();
         let shadow_layers = scene.shadow_layers();
         let light_index = |entity: Entity| {
             let indices = scene.light_indices.as_deref()?;
@@ -129,11 +157,47 @@ impl DrawList {
             .collect();
         Self {
             draws,
+            transparent,
             instances,
             lights,
             shadow_layers,
         }
     }
+}
+
+impl DrawList {
+    /// Every draw: the G-buffer's, then the transparent pass's.
+    pub(super) fn all(&self) -> impl Iterator<Item = &Draw> {
+        self.draws.iter().chain(&self.transparent)
+    }
+
+    /// Sets the sample count the pipelines are built for (the plan may lower the camera's).
+    pub(super) fn set_samples(&mut self, samples: vk::SampleCountFlags) {
+        for draw in self.draws.iter_mut().chain(&mut self.transparent) {
+            draw.pipeline_key.samples = samples;
+        }
+    }
+}
+
+/// The pipeline key of a mesh with a material, where both are ready to draw.
+fn drawable(
+    scene: &TileSceneParams,
+    mesh_id: AssetId<Mesh>,
+    material_id: AssetId<StandardMaterial>,
+    samples: vk::SampleCountFlags,
+) -> Option<GbufferPipelineKey> {
+    let mesh = scene.meshes.get(mesh_id)?;
+    let material = scene.materials.by_id.get(&material_id)?;
+    // A mesh whose buffers the allocator has not placed yet (uploaded this frame, or after a
+    // reallocation) is drawn from the next frame on, as Bevy does, instead of failing the whole
+    // view in `mesh_bindings`.
+    let indexed = matches!(mesh.buffer_info, RenderMeshBufferInfo::Indexed { .. });
+    if scene.mesh_allocator.mesh_vertex_slice(&mesh_id).is_none()
+        || (indexed && scene.mesh_allocator.mesh_index_slice(&mesh_id).is_none())
+    {
+        return None;
+    }
+    pipeline_key_for(mesh, material, samples)
 }
 
 /// Vertex attributes the G-buffer shader reads, in location order (Bevy's mesh pipeline reads
@@ -188,6 +252,10 @@ fn pipeline_key_for(
         },
         alpha_mask: material.alpha_mask,
         samples,
+        transparent: material.blend.map(|blend| TransparentPipeline {
+            blend,
+            depth_bias: material.depth_bias as i32,
+        }),
     })
 }
 

@@ -3,9 +3,9 @@
 //! Only entities visible to some camera are extracted, and only while a tile camera exists.
 //! Materials are re-extracted when their asset changes, so run-time edits show up next frame.
 //! What the tile path cannot draw is found and reported in the main world (`missing.rs`);
-//! transparent `StandardMaterial`s are extracted but skipped when drawing.
+//! transparent `StandardMaterial`s are drawn by the transparent pass, sorted as Bevy sorts them.
 
-use super::TileDeferred;
+use super::{TileDeferred, pipelines::TransparentBlend};
 use crate::tile_deferred::gpu_types::{GpuMaterial, material_flags};
 use bevy::{
     asset::AssetEvent,
@@ -133,8 +133,12 @@ pub(crate) struct TileMaterial {
     pub images_pending: bool,
     pub cull_mode: Option<Face>,
     pub alpha_mask: bool,
-    /// Transparent: not drawn by the tile path (reported by `missing::find_missing`).
-    pub blended: bool,
+    /// Transparent (`AlphaMode::Blend`, `Premultiplied`, `Add`, `Multiply`): drawn sorted in
+    /// the transparent pass with this blend, not into the G-buffer.
+    pub blend: Option<TransparentBlend>,
+    /// `StandardMaterial::depth_bias`: added to a transparent mesh's sort distance, and (as
+    /// Bevy's pipelines do) the constant depth bias of its pipeline.
+    pub depth_bias: f32,
     /// Bumped on every change, so descriptor sets are rebuilt.
     pub generation: u64,
 }
@@ -491,12 +495,15 @@ fn convert_material(
     if normal_map_format.is_some_and(is_two_component) {
         flags |= material_flags::TWO_COMPONENT_NORMAL_MAP;
     }
-    let (alpha_mask, cutoff, blended) = match material.alpha_mode {
-        AlphaMode::Opaque => (false, 0.5, false),
-        AlphaMode::Mask(cutoff) => (true, cutoff, false),
+    let (alpha_mask, cutoff, blend) = match material.alpha_mode {
+        AlphaMode::Opaque => (false, 0.5, None),
+        AlphaMode::Mask(cutoff) => (true, cutoff, None),
         // Without MSAA Bevy treats alpha-to-coverage as a mask at 0.5.
-        AlphaMode::AlphaToCoverage => (true, 0.5, false),
-        _ => (false, 0.5, true),
+        AlphaMode::AlphaToCoverage => (true, 0.5, None),
+        AlphaMode::Blend => (false, 0.5, Some(TransparentBlend::Alpha)),
+        AlphaMode::Premultiplied => (false, 0.5, Some(TransparentBlend::Premultiplied)),
+        AlphaMode::Add => (false, 0.5, Some(TransparentBlend::Add)),
+        AlphaMode::Multiply => (false, 0.5, Some(TransparentBlend::Multiply)),
     };
     if alpha_mask {
         flags |= material_flags::ALPHA_MASK;
@@ -531,7 +538,8 @@ fn convert_material(
         images_pending,
         cull_mode: material.cull_mode,
         alpha_mask,
-        blended,
+        blend,
+        depth_bias: material.depth_bias,
         generation,
     }
 }

@@ -216,17 +216,11 @@ pub(crate) struct Lookups {
     ui_target_camera: Option<(TypeId, ReflectComponent)>,
 }
 
-/// What the tile path skips of a transparent `StandardMaterial`: all of it.
-pub(crate) const TRANSPARENT: &str =
-    "transparent StandardMaterial (AlphaMode Blend/Premultiplied/Add/Multiply)";
-
-/// What of a `StandardMaterial` the tile path does not draw, if anything: transparency (the mesh
-/// is skipped), or the first lighting feature its G-buffer has no room for (the mesh would be
-/// drawn without it).
+/// What of a `StandardMaterial` the tile path does not draw, if anything: the first lighting
+/// feature it has no room for (the mesh would be drawn without it). Every `AlphaMode` is drawn:
+/// transparent modes by the transparent pass.
 pub(crate) fn standard_material_missing(material: &StandardMaterial) -> Option<&'static str> {
-    if is_blended(material.alpha_mode) {
-        Some(TRANSPARENT)
-    } else if material.clearcoat > 0.0 {
+    if material.clearcoat > 0.0 {
         Some("StandardMaterial clearcoat")
     } else if material.anisotropy_strength > 0.0 {
         Some("StandardMaterial anisotropy")
@@ -257,15 +251,6 @@ pub(crate) fn undrawable_mesh(
         Some(None) if lightmapped => Some("lightmap (the tile path does not sample it)"),
         Some(None) => None,
     }
-}
-
-/// Whether the tile path skips a `StandardMaterial` of this alpha mode as transparent (as
-/// `extract::convert_material` does): every mode but opaque, mask and alpha-to-coverage.
-fn is_blended(mode: AlphaMode) -> bool {
-    !matches!(
-        mode,
-        AlphaMode::Opaque | AlphaMode::Mask(_) | AlphaMode::AlphaToCoverage
-    )
 }
 
 type TileCameras<'w, 's> = Query<
@@ -436,32 +421,23 @@ mod tests {
 
     #[test]
     fn what_the_tile_path_does_not_draw() {
-        // Opaque, masked and alpha-to-coverage StandardMaterials are drawn.
+        // StandardMaterials of every alpha mode are drawn (the transparent ones by the
+        // transparent pass).
         assert_eq!(undrawable_mesh(Some(None), false, false, false), None);
         for mode in [
             AlphaMode::Opaque,
             AlphaMode::Mask(0.5),
             AlphaMode::AlphaToCoverage,
-        ] {
-            assert!(!is_blended(mode), "{mode:?}");
-            let material = StandardMaterial {
-                alpha_mode: mode,
-                ..default()
-            };
-            assert_eq!(standard_material_missing(&material), None, "{mode:?}");
-        }
-        for mode in [
             AlphaMode::Blend,
             AlphaMode::Premultiplied,
             AlphaMode::Add,
             AlphaMode::Multiply,
         ] {
-            assert!(is_blended(mode), "{mode:?}");
             let material = StandardMaterial {
                 alpha_mode: mode,
                 ..default()
             };
-            assert_eq!(standard_material_missing(&material), Some(TRANSPARENT));
+            assert_eq!(standard_material_missing(&material), None, "{mode:?}");
         }
         // Lighting features the G-buffer has no room for.
         for (material, what) in [
@@ -525,8 +501,8 @@ mod tests {
                 .contains("custom Material")
         );
         assert_eq!(
-            undrawable_mesh(Some(Some(TRANSPARENT)), true, false, false),
-            Some(TRANSPARENT)
+            undrawable_mesh(Some(Some("StandardMaterial clearcoat")), true, false, false),
+            Some("StandardMaterial clearcoat")
         );
         assert!(
             undrawable_mesh(Some(None), true, false, false)

@@ -15,7 +15,7 @@
 //! 10. `report`: what was planned, created and measured
 
 use super::{
-    backend::TileBackend,
+    backend::{MaterialResources, PassResources, TileBackend},
     clusters::ClusterAssignment,
     draws::{self, DrawList},
     environment::{EnvironmentSources, TileEnvironmentMap, ViewEnvironment},
@@ -39,6 +39,7 @@ use ash::vk;
 use bevy::{
     light::Skybox,
     pbr::{DistanceFog, ViewShadowBindings},
+    platform::collections::HashMap,
     prelude::*,
     render::{
         render_resource::TextureView,
@@ -126,14 +127,30 @@ fn render_view(
         .profile
         .as_deref()
         .map_or_else(DeviceCaps::desktop, DeviceProfile::frame_graph_caps);
+    // What is drawn decides whether the frame has a transparent pass. The debug views show
+    // G-buffer and light values: transparent meshes are left out of them.
+    let view_from_world = Mat4::from_cols_array_2d(&frame.gpu_view.view_from_world);
+    let mut drawn = DrawList::gather(
+        scene,
+        visible,
+        conv::samples(frame.desc.samples),
+        &view_from_world,
+    );
+    if frame.debug_view.shader_value() != 0 {
+        drawn.transparent.clear();
+    }
+    let view_desc = plan::ViewFrameDesc {
+        transparent: !drawn.transparent.is_empty(),
+        ..frame.desc
+    };
     let (_, view_state) = resources::view_parts(backend, frame.entity)?;
-    let planned = plan::plan_frame(&frame.desc, &caps, &mut view_state.graph_cache)?;
+    let planned = plan::plan_frame(&view_desc, &caps, &mut view_state.graph_cache)?;
     warn_once_if_msaa_lowered(backend, frame, &planned);
     let PlannedFrame { compiled, desc, .. } = &planned;
+    drawn.set_samples(conv::samples(desc.samples));
 
     // 3. The render passes and their lighting and tonemap pipelines, the lighting specialised
     // for the shadows the frame samples (what is drawn, gathered first, says which).
-    let drawn = DrawList::gather(scene, visible, conv::samples(desc.samples));
     let lighting = LightingKey::new(frame.gpu_view.counts[2], samples_shadows(frame, &drawn));
     let descriptions = render_pass::describe_frame(compiled, (planned.output, frame.output_kind));
     let key = render_passes::ensure_render_passes(backend, &descriptions, compiled, lighting)?;
@@ -166,7 +183,7 @@ fn render_view(
     };
     let clusters = ClusterAssignment::for_view(&frame.gpu_view, frame.viewport, lights);
     let assignment_ms = assigning.elapsed().as_secs_f64() * 1000.0;
-    for draw in &drawn.draws {
+    for draw in drawn.all() {
         materials::ensure_material(backend, scene, draw.material)?;
     }
 
@@ -203,7 +220,7 @@ fn render_view(
 
     // 7. Pipelines for every (mesh layout, material state) drawn.
     let (context, layouts, shaders, pass) = backend.pipeline_parts(&key)?;
-    render_passes::ensure_gbuffer_pipelines(context, layouts, shaders, pass, &drawn.draws)?;
+    render_passes::ensure_mesh_pipelines(context, layouts, shaders, pass, drawn.all())?;
 
     // 8. The wgpu side, on Bevy's encoder: output init and transitions.
     interop::prepare_wgpu_resources(
@@ -212,7 +229,7 @@ fn render_view(
         scene,
         frame,
         output_view,
-        &drawn.draws,
+        &drawn.all().collect::<Vec<_>>(),
         &[lut]
             .into_iter()
             .chain(environment.textures().map(|t| t.image))
@@ -226,6 +243,7 @@ fn render_view(
 
     // 9. The raw pass, on an encoder of its own.
     let mesh_bindings = draws::mesh_bindings(scene, &drawn.draws)?;
+    let transparent_bindings = draws::mesh_bindings(scene, &drawn.transparent)?;
     let view_state = resources::view_mut(&mut backend.views, frame.entity)?;
     let queries = FrameQueries::take(
         view_state,
@@ -243,10 +261,18 @@ fn render_view(
         timestamps: queries.timestamps,
         edge_query: queries.edge_query,
         samples: desc.samples,
-        ..recording_of(backend, frame, &key, &drawn, mesh_bindings)?
+        transparent_pass: desc.transparent,
+        ..recording_of(
+            backend,
+            frame,
+            &key,
+            &drawn,
+            mesh_bindings,
+            transparent_bindings,
+        )?
     };
     backend.zero_buffer_filled = true;
-    let draw_count = recording.draws.len();
+    let draw_count = recording.draws.len() + recording.transparent_draws.len();
     // Test hook: a submission that fails, i.e. a recorded command buffer that never runs.
     let lost = backend
         .context
@@ -305,6 +331,7 @@ fn recording_of(
     key: &PassesKey,
     drawn: &DrawList,
     mesh_bindings: Vec<MeshBinding>,
+    transparent_bindings: Vec<MeshBinding>,
 ) -> TileResult<Recording> {
     let missing = |step| TileError::Missing { step };
     let pass = backend
@@ -342,20 +369,14 @@ fn recording_of(
         fill_zero_buffer: !backend.zero_buffer_filled,
         instance_buffer: vk::Buffer::null(),
         updates: std::mem::take(&mut backend.pending_updates),
-        draws: drawn
-            .draws
-            .iter()
-            .zip(mesh_bindings)
-            .filter_map(|(draw, binding)| {
-                Some(RecordedDraw {
-                    pipeline: *pass.gbuffer.get(&draw.pipeline_key)?,
-                    material_set: backend.materials.get(&draw.material)?.set,
-                    binding,
-                    first_instance: draw.first_instance,
-                    instance_count: draw.instance_count,
-                })
-            })
-            .collect(),
+        draws: recorded_draws(&backend.materials, pass, &drawn.draws, mesh_bindings),
+        transparent_pass: false,
+        transparent_draws: recorded_draws(
+            &backend.materials,
+            pass,
+            &drawn.transparent,
+            transparent_bindings,
+        ),
         timestamps: None,
         samples: 1,
         msaa_flags: frame.msaa_flags,
@@ -365,6 +386,29 @@ fn recording_of(
         edge_counter: pass.edge_counter,
     };
     Ok(recording)
+}
+
+/// `draws` resolved to their pipelines and material sets (a draw whose pipeline or material set
+/// is missing is left out).
+fn recorded_draws(
+    materials: &HashMap<AssetId<StandardMaterial>, MaterialResources>,
+    pass: &PassResources,
+    draws: &[draws::Draw],
+    bindings: Vec<MeshBinding>,
+) -> Vec<RecordedDraw> {
+    draws
+        .iter()
+        .zip(bindings)
+        .filter_map(|(draw, binding)| {
+            Some(RecordedDraw {
+                pipeline: *pass.mesh_pipelines.get(&draw.pipeline_key)?,
+                material_set: materials.get(&draw.material)?.set,
+                binding,
+                first_instance: draw.first_instance,
+                instance_count: draw.instance_count,
+            })
+        })
+        .collect()
 }
 
 /// Whether the view's lighting samples any shadow map this frame: a directional light with

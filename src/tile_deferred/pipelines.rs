@@ -28,6 +28,59 @@ pub(crate) struct GbufferPipelineKey {
     pub cull_mode: vk::CullModeFlags,
     pub alpha_mask: bool,
     pub samples: vk::SampleCountFlags,
+    /// `Some`: a transparent mesh, lit and blended in the transparent pass (`forward.frag`)
+    /// instead of written to the G-buffer.
+    pub transparent: Option<TransparentPipeline>,
+}
+
+/// How a transparent material blends into the tone-mapped colour: Bevy's blend states for its
+/// `AlphaMode`s (bevy_pbr render/mesh.rs), with the shader's premultiplication
+/// (`premultiply_alpha` in pbr_functions.wgsl) done by `forward.frag`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(crate) enum TransparentBlend {
+    /// `AlphaMode::Blend`: src * a + dst * (1 - a).
+    Alpha,
+    /// `AlphaMode::Premultiplied`: src + dst * (1 - a).
+    Premultiplied,
+    /// `AlphaMode::Add`: src * a + dst (premultiplied blending with alpha written as 0).
+    Add,
+    /// `AlphaMode::Multiply`: dst * src * a + dst * (1 - a).
+    Multiply,
+}
+
+impl TransparentBlend {
+    /// `forward.frag`'s `BLEND_MODE` constant.
+    fn shader_value(self) -> u32 {
+        self as u32
+    }
+
+    /// Bevy's `BlendState` for the mode.
+    fn attachment_state(self) -> vk::PipelineColorBlendAttachmentState {
+        use vk::BlendFactor as F;
+        let (src_color, dst_color) = match self {
+            Self::Alpha => (F::SRC_ALPHA, F::ONE_MINUS_SRC_ALPHA),
+            Self::Premultiplied | Self::Add => (F::ONE, F::ONE_MINUS_SRC_ALPHA),
+            Self::Multiply => (F::DST_COLOR, F::ONE_MINUS_SRC_ALPHA),
+        };
+        // Every mode's alpha is `BlendComponent::OVER` (ONE, ONE_MINUS_SRC_ALPHA).
+        vk::PipelineColorBlendAttachmentState::default()
+            .blend_enable(true)
+            .src_color_blend_factor(src_color)
+            .dst_color_blend_factor(dst_color)
+            .color_blend_op(vk::BlendOp::ADD)
+            .src_alpha_blend_factor(F::ONE)
+            .dst_alpha_blend_factor(F::ONE_MINUS_SRC_ALPHA)
+            .alpha_blend_op(vk::BlendOp::ADD)
+            .color_write_mask(vk::ColorComponentFlags::RGBA)
+    }
+}
+
+/// What a transparent pipeline adds to the mesh's: the blend, Bevy's constant depth bias
+/// (`StandardMaterial::depth_bias as i32`) and the lighting specialisation of the frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(crate) struct TransparentPipeline {
+    pub blend: TransparentBlend,
+    pub depth_bias: i32,
 }
 
 /// The render pass and subpass a pipeline is built for.
@@ -130,51 +183,73 @@ pub(super) fn screen_variants(
     (lighting, variant)
 }
 
-fn bool32(value: bool) -> [u8; 4] {
-    u32::from(value).to_ne_bytes()
-}
-
 // Methods of the context (as the call sites in pass.rs use them), but tile-path knowledge: they
 // live here, beside the shaders and layouts they build on.
 impl VulkanContext {
-    /// The G-buffer pipeline for one mesh layout and material state.
-    pub fn create_gbuffer_pipeline(
+    /// The G-buffer pipeline for one mesh layout and material state, or (`key.transparent`)
+    /// the transparent pass's pipeline for it, its fragment stage specialised for `lighting`.
+    pub fn create_mesh_pipeline(
         &self,
         layouts: &TileLayouts,
         shaders: &TileShaders,
         target: PipelineTarget,
         key: &GbufferPipelineKey,
+        lighting: LightingKey,
     ) -> Result<vk::Pipeline, vk::Result> {
         // Constant ids 0..5 of gbuffer.vert and gbuffer.frag.
-        let constants: Vec<u8> = [
-            key.attributes[1].is_some(),
-            key.attributes[2].is_some(),
-            key.attributes[3].is_some(),
-            key.alpha_mask,
-            key.attributes[4].is_some(),
-            key.attributes[5].is_some(),
-        ]
-        .into_iter()
-        .flat_map(bool32)
-        .collect();
-        let map_entries: Vec<vk::SpecializationMapEntry> = (0..constants.len() as u32 / 4)
-            .map(|id| {
-                vk::SpecializationMapEntry::default()
-                    .constant_id(id)
-                    .offset(id * 4)
-                    .size(4)
-            })
-            .collect();
-        let specialization = vk::SpecializationInfo::default()
-            .map_entries(&map_entries)
-            .data(&constants);
+        let mesh_constants = [
+            u32::from(key.attributes[1].is_some()),
+            u32::from(key.attributes[2].is_some()),
+            u32::from(key.attributes[3].is_some()),
+            u32::from(key.alpha_mask),
+            u32::from(key.attributes[4].is_some()),
+            u32::from(key.attributes[5].is_some()),
+        ];
+        let entries = |ids: &[u32]| -> Vec<vk::SpecializationMapEntry> {
+            ids.iter()
+                .enumerate()
+                .map(|(slot, &id)| {
+                    vk::SpecializationMapEntry::default()
+                        .constant_id(id)
+                        .offset(slot as u32 * 4)
+                        .size(4)
+                })
+                .collect()
+        };
+        let mesh_entries = entries(&[0, 1, 2, 3, 4, 5]);
+        let mesh_specialization = vk::SpecializationInfo::default()
+            .map_entries(&mesh_entries)
+            .data(bytemuck::cast_slice(&mesh_constants));
+        // forward.frag: shadows.glsl's 0 and 1, then the mesh's constants at 10..15, with the
+        // blend mode in place of the alpha mask.
+        let [shadow_filter, shadows] = lighting.constants();
+        let forward_constants = [
+            shadow_filter,
+            shadows,
+            mesh_constants[0],
+            mesh_constants[1],
+            mesh_constants[2],
+            key.transparent.map_or(0, |t| t.blend.shader_value()),
+            mesh_constants[4],
+            mesh_constants[5],
+        ];
+        let forward_entries = entries(&[0, 1, 10, 11, 12, 13, 14, 15]);
+        let forward_specialization = vk::SpecializationInfo::default()
+            .map_entries(&forward_entries)
+            .data(bytemuck::cast_slice(&forward_constants));
         let stages = [
             shaders
                 .stage(ShaderId::GbufferVert, Variant::BASE)
-                .specialization_info(&specialization),
-            shaders
-                .stage(ShaderId::GbufferFrag, Variant::BASE)
-                .specialization_info(&specialization),
+                .specialization_info(&mesh_specialization),
+            if key.transparent.is_some() {
+                shaders
+                    .stage(ShaderId::ForwardFrag, Variant::BASE)
+                    .specialization_info(&forward_specialization)
+            } else {
+                shaders
+                    .stage(ShaderId::GbufferFrag, Variant::BASE)
+                    .specialization_info(&mesh_specialization)
+            },
         ];
 
         // Binding 0: the mesh; 1: a zero buffer (stride 0) for missing attributes; 2: instances.
@@ -241,21 +316,26 @@ impl VulkanContext {
         let input_assembly = vk::PipelineInputAssemblyStateCreateInfo::default()
             .topology(key.topology)
             .primitive_restart_enable(key.primitive_restart);
+        let depth_bias = key.transparent.map_or(0, |t| t.depth_bias);
         let rasterization = vk::PipelineRasterizationStateCreateInfo::default()
             .polygon_mode(vk::PolygonMode::FILL)
             .cull_mode(key.cull_mode)
             // Bevy's winding with wgpu's negative viewport height, as wgpu sets it.
             .front_face(vk::FrontFace::COUNTER_CLOCKWISE)
-            .line_width(1.0);
+            .line_width(1.0)
+            .depth_bias_enable(depth_bias != 0)
+            .depth_bias_constant_factor(depth_bias as f32);
+        // Transparent meshes test against the opaque depth and leave it as it is.
         let depth = vk::PipelineDepthStencilStateCreateInfo::default()
             .depth_test_enable(true)
-            .depth_write_enable(true)
+            .depth_write_enable(key.transparent.is_none())
             .depth_compare_op(vk::CompareOp::GREATER_OR_EQUAL);
         let blend_attachments: Vec<vk::PipelineColorBlendAttachmentState> = (0..target
             .color_attachments)
-            .map(|_| {
-                vk::PipelineColorBlendAttachmentState::default()
-                    .color_write_mask(vk::ColorComponentFlags::RGBA)
+            .map(|_| match key.transparent {
+                Some(transparent) => transparent.blend.attachment_state(),
+                None => vk::PipelineColorBlendAttachmentState::default()
+                    .color_write_mask(vk::ColorComponentFlags::RGBA),
             })
             .collect();
         let multisample =

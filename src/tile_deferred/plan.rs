@@ -25,6 +25,7 @@ pub(crate) mod names {
     pub const GBUFFER: &str = "gbuffer";
     pub const LIGHTING: &str = "lighting";
     pub const TONEMAP: &str = "tonemap";
+    pub const TRANSPARENT: &str = "transparent";
     pub const ALBEDO_OCCLUSION: &str = "albedo_occlusion";
     pub const NORMAL: &str = "normal";
     pub const MATERIAL: &str = "material";
@@ -62,6 +63,9 @@ pub(crate) struct ViewFrameDesc {
     /// The unmerged debug tier: the passes read what earlier passes wrote as textures (sampled),
     /// so the compiler keeps them in separate render passes and stores the G-buffer and light.
     pub unmerged: bool,
+    /// The view draws transparent meshes this frame: a forward pass after tonemap blends them
+    /// into the output (with MSAA: into the multisampled colour, resolved after it).
+    pub transparent: bool,
 }
 
 impl ViewFrameDesc {
@@ -77,6 +81,7 @@ impl ViewFrameDesc {
             samples,
             msaa_depth_stencil: None,
             unmerged: false,
+            transparent: false,
         }
     }
 
@@ -208,6 +213,9 @@ pub(crate) fn declare_with_shadows(
         // for a change of its own.
         lighting.depth_read_only(&depth).finish()?;
     }
+    // Transparent meshes are drawn after tonemap, blended over the tone-mapped output as Bevy
+    // blends them over its LDR main texture (each fragment lit, fogged and tone mapped in the
+    // shader: `TONEMAP_IN_SHADER`), depth-tested against the G-buffer depth, not writing it.
     if n > 1 {
         // Tonemapped per sample where samples differ, then resolved in-pass: only the resolved
         // image is stored.
@@ -216,11 +224,19 @@ pub(crate) fn declare_with_shadows(
             read(graph.add_raster_pass(TONEMAP), &light, unmerged),
             &depth,
             unmerged,
-        );
-        tonemap
-            .color(&mut samples, Access::WriteAll, None)
-            .resolve(&samples, &mut output)
-            .finish()?;
+        )
+        .color(&mut samples, Access::WriteAll, None);
+        if desc.transparent {
+            tonemap.finish()?;
+            graph
+                .add_raster_pass(TRANSPARENT)
+                .color(&mut samples, Access::ReadWrite, None)
+                .depth_read_only(&depth)
+                .resolve(&samples, &mut output)
+                .finish()?;
+        } else {
+            tonemap.resolve(&samples, &mut output).finish()?;
+        }
     } else {
         let tonemap = read(
             read(graph.add_raster_pass(TONEMAP), &light, unmerged),
@@ -238,6 +254,13 @@ pub(crate) fn declare_with_shadows(
                 None,
             )
             .finish()?;
+        if desc.transparent {
+            graph
+                .add_raster_pass(TRANSPARENT)
+                .color(&mut output, Access::ReadWrite, None)
+                .depth_read_only(&depth)
+                .finish()?;
+        }
     }
     Ok(graph)
 }
@@ -352,13 +375,14 @@ fn check_shape(
     compiled: &crate::frame_graph::CompiledFrame,
     desc: &ViewFrameDesc,
 ) -> TileResult<()> {
-    let expected = if desc.unmerged { 3 } else { 1 };
+    let passes = if desc.transparent { 4 } else { 3 };
+    let expected = if desc.unmerged { passes } else { 1 };
     let subpasses: usize = compiled
         .native_passes
         .iter()
         .map(|n| n.subpasses.len())
         .sum();
-    if compiled.native_passes.len() != expected || subpasses != 3 {
+    if compiled.native_passes.len() != expected || subpasses != passes {
         return Err(TileError::UnexpectedPlan {
             render_passes: compiled.native_passes.len(),
             expected,
@@ -488,6 +512,61 @@ mod tests {
         let (samples, passes, _) = fitted(4, DeviceCaps::adreno(3 << 20));
         assert_eq!(passes, 1);
         assert!(samples >= 1);
+    }
+
+    /// Transparent meshes add a fourth subpass after tonemap (a resolve moves to it with MSAA):
+    /// still one render pass, still only the output stored; unmerged, a fourth render pass.
+    #[test]
+    fn transparent_subpass_stays_in_the_one_render_pass() {
+        for (samples, caps) in [
+            (1, DeviceCaps::mali_valhall()),
+            (1, DeviceCaps::desktop()),
+            (4, DeviceCaps::desktop()),
+        ] {
+            let transparent = ViewFrameDesc {
+                transparent: true,
+                ..desc(samples)
+            };
+            let frame = compile(&declare(&transparent).unwrap(), &caps).unwrap();
+            assert_eq!(frame.render_pass_count(), 1, "{}", frame.describe());
+            let native = &frame.native_passes[0];
+            let names: Vec<&str> = native.subpasses.iter().map(|s| s.name.as_str()).collect();
+            assert_eq!(
+                names,
+                [
+                    names::GBUFFER,
+                    names::LIGHTING,
+                    names::TONEMAP,
+                    names::TRANSPARENT
+                ]
+            );
+            for attachment in &native.attachments {
+                let stored = attachment.store == StoreOp::Store;
+                assert_eq!(
+                    stored,
+                    attachment.name == names::OUTPUT,
+                    "{}",
+                    frame.describe()
+                );
+            }
+            assert_eq!(frame.cost.total.stored, 1920 * 1080 * 4);
+            assert_eq!(frame.cost.total.loaded, 0);
+            check_shape(&frame, &transparent).unwrap();
+            // The same frame without the transparent pass is a different shape.
+            assert!(check_shape(&frame, &desc(samples)).is_err());
+        }
+        let unmerged = ViewFrameDesc {
+            transparent: true,
+            unmerged: true,
+            ..desc(1)
+        };
+        let frame = compile(
+            &declare(&unmerged).unwrap(),
+            &DeviceCaps::desktop().with_merging(false),
+        )
+        .unwrap();
+        assert_eq!(frame.render_pass_count(), 4, "{}", frame.describe());
+        check_shape(&frame, &unmerged).unwrap();
     }
 
     #[test]

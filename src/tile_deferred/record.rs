@@ -56,6 +56,10 @@ pub(super) struct Recording {
     pub(super) instance_buffer: vk::Buffer,
     pub(super) updates: Vec<(vk::Buffer, Vec<u8>)>,
     pub(super) draws: Vec<RecordedDraw>,
+    /// The plan has a transparent pass (after tonemap).
+    pub(super) transparent_pass: bool,
+    /// The transparent pass's draws, back to front.
+    pub(super) transparent_draws: Vec<RecordedDraw>,
     /// Query pool and first query: marks before the pass and after each subpass.
     pub(super) timestamps: Option<(vk::QueryPool, u32)>,
     /// Samples per pixel of the pass.
@@ -118,6 +122,8 @@ unsafe fn record_into(
         let mut push = recorder.gbuffer(hal_encoder);
         recorder.lighting(&mut push);
         recorder.tonemap(&mut push);
+        recorder.transparent(hal_encoder);
+        recorder.end_frame();
     }
 }
 
@@ -291,7 +297,6 @@ impl Recorder<'_> {
 
     /// Subpass 0: the G-buffer. Returns the push constants the later subpasses start from.
     unsafe fn gbuffer(&self, hal_encoder: &mut hal::vulkan::CommandEncoder) -> GpuPushConstants {
-        use hal::CommandEncoder as _;
         let (device, cb, r) = (self.device, self.cb, self.r);
         let push = GpuPushConstants {
             tonemap: r.tonemap_params,
@@ -303,9 +308,26 @@ impl Recorder<'_> {
             // The G-buffer shader reads the debug view (debug views write no emissive).
             self.push_constants(&push);
             device.cmd_bind_vertex_buffers(cb, 1, &[r.zero_buffer, r.instance_buffer], &[0, 0]);
+            self.mesh_draws(hal_encoder, &r.draws);
+            self.mark(1, vk::PipelineStageFlags::BOTTOM_OF_PIPE);
+        }
+        push
+    }
+
+    /// Instanced mesh draws, binding each pipeline and material set only when it changes.
+    unsafe fn mesh_draws(
+        &self,
+        hal_encoder: &mut hal::vulkan::CommandEncoder,
+        draws: &[RecordedDraw],
+    ) {
+        use hal::CommandEncoder as _;
+        let (device, cb) = (self.device, self.cb);
+        // SAFETY: see `record_into`; the mesh buffers behind the bindings' pointers are alive
+        // while the render system runs (see `draws::mesh_bindings`).
+        unsafe {
             let mut bound_pipeline = vk::Pipeline::null();
             let mut bound_material = vk::DescriptorSet::null();
-            for draw in &r.draws {
+            for draw in draws {
                 if draw.pipeline != bound_pipeline {
                     device.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, draw.pipeline);
                     bound_pipeline = draw.pipeline;
@@ -343,9 +365,7 @@ impl Recorder<'_> {
                     ),
                 }
             }
-            self.mark(1, vk::PipelineStageFlags::BOTTOM_OF_PIPE);
         }
-        push
     }
 
     /// Subpass 1: lighting from the G-buffer, read on tile (unmerged: from memory).
@@ -409,6 +429,34 @@ impl Recorder<'_> {
             push.msaa[0] = 0;
             self.push_constants(push);
             self.device.cmd_draw(self.cb, 3, 1, 0, 0);
+        }
+    }
+
+    /// Subpass 3, where the plan has it: the transparent meshes, back to front, blended over
+    /// the tone-mapped colour. The sets bound so far (view, G-buffer set's environment cubes,
+    /// tonemap set's LUT) and the push constants stay bound.
+    unsafe fn transparent(&self, hal_encoder: &mut hal::vulkan::CommandEncoder) {
+        if !self.r.transparent_pass {
+            return;
+        }
+        // SAFETY: see `record_into`; the hal encoder is only used to bind mesh buffers.
+        unsafe {
+            self.next_pass(3);
+            self.device.cmd_bind_vertex_buffers(
+                self.cb,
+                1,
+                &[self.r.zero_buffer, self.r.instance_buffer],
+                &[0, 0],
+            );
+            self.mesh_draws(hal_encoder, &self.r.transparent_draws);
+        }
+    }
+
+    /// Ends the frame's last render pass and marks its end (the last timestamp covers the
+    /// tonemap and transparent subpasses).
+    unsafe fn end_frame(&self) {
+        // SAFETY: see `record_into`.
+        unsafe {
             self.device.cmd_end_render_pass(self.cb);
             self.mark(3, vk::PipelineStageFlags::BOTTOM_OF_PIPE);
         }

@@ -47,24 +47,30 @@ pub(super) fn ensure_render_passes(
     Ok(key)
 }
 
-/// A G-buffer pipeline in `pass` for every draw's (mesh layout, material state).
-pub(super) fn ensure_gbuffer_pipelines(
+/// A pipeline in `pass` for every draw's (mesh layout, material state): G-buffer pipelines
+/// for opaque draws, transparent-pass pipelines for transparent ones.
+pub(super) fn ensure_mesh_pipelines<'a>(
     context: &VulkanContext,
     layouts: &TileLayouts,
     shaders: &TileShaders,
     pass: &mut PassResources,
-    draws: &[Draw],
+    draws: impl IntoIterator<Item = &'a Draw>,
 ) -> TileResult<()> {
     for draw in draws {
-        if let Entry::Vacant(slot) = pass.gbuffer.entry(draw.pipeline_key.clone()) {
+        let key = &draw.pipeline_key;
+        let (target, what) = match key.transparent {
+            None => (pass.gbuffer_target, "creating a G-buffer pipeline"),
+            Some(_) => (
+                pass.transparent_target.ok_or(TileError::Missing {
+                    step: "finding the transparent pass",
+                })?,
+                "creating a transparent pipeline",
+            ),
+        };
+        if let Entry::Vacant(slot) = pass.mesh_pipelines.entry(key.clone()) {
             slot.insert(step(
-                "creating a G-buffer pipeline",
-                context.create_gbuffer_pipeline(
-                    layouts,
-                    shaders,
-                    pass.gbuffer_target,
-                    &draw.pipeline_key,
-                ),
+                what,
+                context.create_mesh_pipeline(layouts, shaders, target, key, pass.lighting_key),
             )?);
         }
     }
@@ -84,7 +90,11 @@ fn create_pass_resources(
     let mut pass = PassResources {
         render_passes: render_passes.clone(),
         gbuffer_target: shape.target(compiled, names::GBUFFER),
-        gbuffer: HashMap::default(),
+        transparent_target: plan::locate_pass(compiled, names::TRANSPARENT)
+            .is_some()
+            .then(|| shape.target(compiled, names::TRANSPARENT)),
+        lighting_key: lighting,
+        mesh_pipelines: HashMap::default(),
         lighting: vk::Pipeline::null(),
         tonemap: vk::Pipeline::null(),
         stencil_split: shape.stencil_split.then(StencilSplitPipelines::default),

@@ -130,6 +130,8 @@ impl ViewFrame {
                 .map_or(!view.settings.merge_subpasses, |decision| {
                     decision.tier.is_unmerged()
                 }),
+            // Set by the tile pass once it knows what the view draws.
+            transparent: false,
         };
         let tonemapping = view.tonemapping.copied().unwrap_or_default();
         let dither = view.dither.copied().unwrap_or_default();

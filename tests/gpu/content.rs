@@ -31,40 +31,40 @@ use bevy::{
 use bevy_tile_deferred::TileDeferred;
 
 /// The bar without MSAA; with 4x MSAA both images are compared at [`MIN_PSNR_MSAA`].
-const MIN_PSNR: f64 = 36.0;
-const MIN_PSNR_MSAA: f64 = 34.0;
+pub(crate) const MIN_PSNR: f64 = 36.0;
+pub(crate) const MIN_PSNR_MSAA: f64 = 34.0;
 const MAX_P995: u8 = 8;
 
 /// A rectangle of a case's image, as fractions of its size: where the case's feature is.
 #[derive(Clone, Copy, Debug)]
-struct Region {
-    x0: f32,
-    y0: f32,
-    x1: f32,
-    y1: f32,
+pub(crate) struct Region {
+    pub x0: f32,
+    pub y0: f32,
+    pub x1: f32,
+    pub y1: f32,
 }
 
 impl Region {
-    const CENTRE: Self = Self {
+    pub const CENTRE: Self = Self {
         x0: 0.25,
         y0: 0.2,
         x1: 0.75,
         y1: 0.85,
     };
-    const LEFT: Self = Self {
+    pub const LEFT: Self = Self {
         x0: 0.1,
         y0: 0.2,
         x1: 0.5,
         y1: 0.85,
     };
-    const RIGHT: Self = Self {
+    pub const RIGHT: Self = Self {
         x0: 0.5,
         y0: 0.2,
         x1: 0.9,
         y1: 0.85,
     };
 
-    fn crop(self, frame: &Frame) -> Frame {
+    pub fn crop(self, frame: &Frame) -> Frame {
         let (w, h) = (frame.width as f32, frame.height as f32);
         let (x0, x1) = ((self.x0 * w) as u32, (self.x1 * w) as u32);
         let (y0, y1) = ((self.y0 * h) as u32, (self.y1 * h) as u32);
@@ -84,17 +84,17 @@ impl Region {
 }
 
 /// What one case must show in one region of both images.
-struct RegionCheck {
-    case: &'static str,
-    region: Region,
+pub(crate) struct RegionCheck {
+    pub case: &'static str,
+    pub region: Region,
     /// What the feature looks like, for failure messages.
-    shows: &'static str,
+    pub shows: &'static str,
     /// Whether the region's pixels show it.
-    visible: fn(&Frame) -> bool,
+    pub visible: fn(&Frame) -> bool,
 }
 
 /// Distinct colours (each channel quantised to 32 levels) among the frame's pixels.
-fn distinct_colours(frame: &Frame) -> usize {
+pub(crate) fn distinct_colours(frame: &Frame) -> usize {
     let mut seen: Vec<[u8; 3]> = frame
         .rgba
         .chunks_exact(4)
@@ -106,7 +106,7 @@ fn distinct_colours(frame: &Frame) -> usize {
 }
 
 /// Pixels whose strongest channel exceeds the weakest by `by` or more: saturated colours.
-fn saturated_pixels(frame: &Frame, by: u8) -> usize {
+pub(crate) fn saturated_pixels(frame: &Frame, by: u8) -> usize {
     frame
         .rgba
         .chunks_exact(4)
@@ -143,7 +143,7 @@ fn assert_content_matches(headless: HeadlessApp, scene: &FidelityScene, checks: 
 }
 
 /// [`assert_content_matches`] with each case's PSNR bar from `min_psnr(case name)`.
-fn assert_content_matches_to(
+pub(crate) fn assert_content_matches_to(
     headless: HeadlessApp,
     scene: &FidelityScene,
     checks: &[RegionCheck],
@@ -201,7 +201,7 @@ fn assert_content_matches_to(
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
-fn headless() -> HeadlessApp {
+pub(crate) fn headless() -> HeadlessApp {
     HeadlessApp::with_plugins(
         fidelity::IMAGE_SIZE.x,
         fidelity::IMAGE_SIZE.y,
@@ -212,21 +212,24 @@ fn headless() -> HeadlessApp {
 // ------------------------------------------------------------------------------------------
 // Scene helpers.
 
-fn add_mesh(world: &mut World, mesh: impl Into<Mesh>) -> Handle<Mesh> {
+pub(crate) fn add_mesh(world: &mut World, mesh: impl Into<Mesh>) -> Handle<Mesh> {
     world.resource_mut::<Assets<Mesh>>().add(mesh)
 }
 
-fn add_material(world: &mut World, material: StandardMaterial) -> Handle<StandardMaterial> {
+pub(crate) fn add_material(
+    world: &mut World,
+    material: StandardMaterial,
+) -> Handle<StandardMaterial> {
     world
         .resource_mut::<Assets<StandardMaterial>>()
         .add(material)
 }
 
-fn add_image(world: &mut World, image: Image) -> Handle<Image> {
+pub(crate) fn add_image(world: &mut World, image: Image) -> Handle<Image> {
     world.resource_mut::<Assets<Image>>().add(image)
 }
 
-fn spawn(
+pub(crate) fn spawn(
     world: &mut World,
     mesh: &Handle<Mesh>,
     material: &Handle<StandardMaterial>,
@@ -240,7 +243,7 @@ fn spawn(
 }
 
 /// A grey ground, a sun and a warm point light over stage `index`.
-fn spawn_stage(world: &mut World, index: usize) {
+pub(crate) fn spawn_stage(world: &mut World, index: usize) {
     let origin = stage_origin(index);
     let ground = add_mesh(world, Plane3d::default().mesh().size(12.0, 12.0));
     let grey = add_material(
@@ -264,7 +267,7 @@ fn spawn_stage(world: &mut World, index: usize) {
     ));
 }
 
-fn spawn_sun(world: &mut World) {
+pub(crate) fn spawn_sun(world: &mut World) {
     world.spawn((
         DirectionalLight {
             illuminance: 3_000.0,
@@ -325,7 +328,11 @@ fn quad(size: f32, uv1: Option<[[f32; 2]; 4]>) -> Mesh {
 }
 
 /// A square image of `size` texels from `texel(x, y)`, sRGB, sampled as `sampler`.
-fn image(size: u32, sampler: ImageSampler, texel: impl Fn(u32, u32) -> [u8; 4]) -> Image {
+pub(crate) fn image(
+    size: u32,
+    sampler: ImageSampler,
+    texel: impl Fn(u32, u32) -> [u8; 4],
+) -> Image {
     let data = (0..size)
         .flat_map(|y| (0..size).map(move |x| (x, y)))
         .flat_map(|(x, y)| texel(x, y))

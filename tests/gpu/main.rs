@@ -29,4 +29,5 @@ mod tile_fidelity;
 mod tile_lifecycle;
 mod tile_msaa;
 mod tile_window;
+mod transparent;
 mod validation_net;

@@ -114,7 +114,10 @@ pub(crate) fn render_scene_in(
                 if let Some(ambient) = &camera.ambient {
                     entity.insert(ambient.clone());
                 }
-                entity.insert(msaa);
+                entity.insert(camera.msaa.unwrap_or(msaa));
+                if camera.hdr {
+                    entity.insert(bevy::camera::Hdr);
+                }
                 if tile {
                     entity.insert(TileDeferred::default());
                 }

@@ -38,6 +38,9 @@ pub(crate) enum ShaderId {
     GbufferVert,
     /// `gbuffer.frag`: the material, written to the G-buffer.
     GbufferFrag,
+    /// `forward.frag`: a transparent mesh's material, lit, fogged and tone mapped per fragment
+    /// (the transparent pass, drawn with `gbuffer.vert`).
+    ForwardFrag,
     /// `fullscreen.vert`: the full-screen triangle of the lighting, edge classification and
     /// tonemap draws.
     FullscreenVert,
@@ -56,6 +59,7 @@ impl ShaderId {
         match self {
             Self::GbufferVert => "gbuffer.vert",
             Self::GbufferFrag => "gbuffer.frag",
+            Self::ForwardFrag => "forward.frag",
             Self::FullscreenVert => "fullscreen.vert",
             Self::Lighting => "lighting.glsl",
             Self::MsaaClassify => "msaa_classify.glsl",
@@ -67,9 +71,11 @@ impl ShaderId {
     pub const fn stage(self) -> vk::ShaderStageFlags {
         match self {
             Self::GbufferVert | Self::FullscreenVert => vk::ShaderStageFlags::VERTEX,
-            Self::GbufferFrag | Self::Lighting | Self::MsaaClassify | Self::Tonemap => {
-                vk::ShaderStageFlags::FRAGMENT
-            }
+            Self::GbufferFrag
+            | Self::ForwardFrag
+            | Self::Lighting
+            | Self::MsaaClassify
+            | Self::Tonemap => vk::ShaderStageFlags::FRAGMENT,
         }
     }
 }
@@ -159,6 +165,7 @@ pub(crate) const VARIANTS: &[ShaderVariant] = &[
     //       body             msaa   sampled split   module name
     variant!(GbufferVert,     false, false,  Off,    "gbuffer.vert"),
     variant!(GbufferFrag,     false, false,  Off,    "gbuffer.frag"),
+    variant!(ForwardFrag,     false, false,  Off,    "forward.frag"),
     variant!(FullscreenVert,  false, false,  Off,    "fullscreen.vert"),
     variant!(Lighting,        false, false,  Off,    "lighting.frag"),
     variant!(Lighting,        false, true,   Off,    "lighting_sampled.frag"),

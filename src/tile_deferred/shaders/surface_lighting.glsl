@@ -1,0 +1,71 @@
+// The light a lit surface receives, before the view exposure: Bevy's apply_pbr_lighting
+// (pbr_functions.wgsl) without the emissive term. Every directional light, the point and spot
+// lights of the surface's cluster (clusters.glsl; pbr_lighting.wgsl point_light / spot_light),
+// each times its shadow (shadows.glsl) where the surface receives shadows, then the ambient and
+// environment map light. Shared by the lighting subpass (lighting.glsl, from the G-buffer) and the
+// transparent pass (forward.frag, per fragment). `shadow_normal` offsets the shadow lookups (normal
+// bias); `cluster` is cluster_index() of the surface.
+// Requires common.glsl, pbr_lighting.glsl, `view`, clusters.glsl, shadows.glsl and
+// environment.glsl.
+
+#ifndef TILE_DEFERRED_SURFACE_LIGHTING_GLSL
+#define TILE_DEFERRED_SURFACE_LIGHTING_GLSL
+
+vec3 surface_light(LightingInput lighting_input, vec3 world_position, vec3 shadow_normal,
+                   bool shadow_receiver, vec2 frag_coord, uint cluster, vec3 base_color,
+                   float metallic, float reflectance, float perceptual_roughness,
+                   float diffuse_occlusion) {
+    uint clusters = cluster_count();
+    uint words = view.cluster_grid.w;
+    float view_z = (view.view_from_world * vec4(world_position, 1.0)).z;
+
+    // Directional lights (direct)
+    vec3 direct_light = vec3(0.0);
+    uint n_directional_lights = min(view.counts.x, uint(MAX_DIRECTIONAL_LIGHTS));
+    for (uint i = 0u; i < n_directional_lights; i = i + 1u) {
+        float shadow = 1.0;
+        if (SHADOWS && shadow_receiver && view.directional_lights[i].shadow_cascades.x > 0u) {
+            shadow = fetch_directional_shadow(i, world_position, shadow_normal, view_z, frag_coord);
+        }
+        direct_light += directional_light(view.directional_lights[i], lighting_input) * shadow;
+    }
+
+    // Point and spot lights (direct): the set bits of the cluster's masks, in index order.
+    for (uint word = 0u; word < words; word++) {
+        uint bits = cluster_light_masks[word * clusters + cluster];
+        while (bits != 0u) {
+            uint bit = uint(findLSB(bits));
+            bits &= bits - 1u;
+            ClusterableLight light = clusterable_lights[word * 32u + bit];
+            // getRangeFalloff is exactly 0 for distance^2 * inverse_range^2 >= 1.
+            vec3 light_to_frag = light.position_radius.xyz - world_position;
+            if (dot(light_to_frag, light_to_frag) * light.color_inverse_square_range.w >= 1.0) {
+                continue;
+            }
+            bool spot = light.spot_scale_offset_kind.z > 0.5;
+            float shadow = 1.0;
+            if (SHADOWS && shadow_receiver && light.shadow.w >= 0.0) {
+                shadow = spot ? fetch_spot_shadow(light, world_position, shadow_normal, frag_coord)
+                              : fetch_point_shadow(light, world_position, shadow_normal, frag_coord);
+            }
+            if (spot) {
+                direct_light += spot_light(light, lighting_input) * shadow;
+            } else {
+                direct_light += point_light(light, lighting_input) * shadow;
+            }
+        }
+    }
+
+    // Ambient light (indirect). specular_color is F0 = calculate_F0(base_color, metallic, reflectance).
+    vec3 F0 = calculate_F0(base_color, metallic, vec3(reflectance));
+    vec3 indirect_light = ambient_light(lighting_input.NdotV, lighting_input.diffuse_color, F0,
+                                        perceptual_roughness, vec3(diffuse_occlusion),
+                                        view.ambient.rgb);
+
+    // Environment map light (indirect), before the ambient light as in apply_pbr_lighting.
+    indirect_light += environment_map_light(lighting_input, vec3(diffuse_occlusion));
+
+    return direct_light + indirect_light;
+}
+
+#endif // TILE_DEFERRED_SURFACE_LIGHTING_GLSL

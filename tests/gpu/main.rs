@@ -29,4 +29,6 @@ mod tile_fidelity;
 mod tile_lifecycle;
 mod tile_msaa;
 mod tile_window;
+#[cfg(feature = "ui")]
+mod ui_overlay;
 mod validation_net;

@@ -35,6 +35,13 @@ mod interop;
 mod layout_tests;
 mod materials;
 pub mod missing;
+#[cfg_attr(
+    not(any(feature = "ui", feature = "inspector")),
+    expect(
+        dead_code,
+        reason = "only the overlays of features `ui` and `inspector` draw"
+    )
+)]
 pub(crate) mod overlay;
 mod pass;
 mod pipelines;

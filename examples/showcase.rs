@@ -4,7 +4,8 @@
 //!
 //! With a display it opens a window. Without one (or with `--headless`) it renders into an
 //! image, writes `showcase.png` (or the path after `--out`) and prints the device profile, the
-//! frame's plan and its bandwidth.
+//! frame's plan and its bandwidth. With the `ui` feature a bevy_ui label is drawn over the tile
+//! camera by Bevy's own UI pass, after the tile pass.
 //!
 //! ```sh
 //! cargo run --release --example showcase             # window if a display exists
@@ -70,6 +71,7 @@ fn main() {
         .add_systems(Startup, |world: &mut World| {
             scenes::spawn_showcase(world, LIGHT_COUNT)
         })
+        .add_systems(PostStartup, spawn_label)
         .add_systems(
             Update,
             (
@@ -80,6 +82,32 @@ fn main() {
         )
         .run();
 }
+
+/// A bevy_ui label over the tile camera (the only camera, so bevy_ui's default UI camera).
+#[cfg(feature = "ui")]
+fn spawn_label(mut commands: Commands) {
+    commands.spawn((
+        Text::new("bevy_tile_deferred: one render pass, only the output stored"),
+        TextFont {
+            font_size: 22.0.into(),
+            ..default()
+        },
+        TextColor(Color::WHITE),
+        Node {
+            position_type: PositionType::Absolute,
+            left: px(16),
+            bottom: px(16),
+            padding: UiRect::axes(px(10), px(6)),
+            border_radius: BorderRadius::all(px(6)),
+            ..default()
+        },
+        BackgroundColor(Color::srgba(0.0, 0.0, 0.0, 0.55)),
+    ));
+}
+
+/// Without the `ui` feature there is no bevy_ui to draw a label with.
+#[cfg(not(feature = "ui"))]
+fn spawn_label() {}
 
 struct Options {
     headless: bool,

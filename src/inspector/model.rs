@@ -89,6 +89,9 @@ pub struct CameraPanel {
     pub tile_deferred_alternative: Option<PlanSummary>,
     /// The inspector's own drawing, when this camera hosts it.
     pub overlay: Option<PlanSummary>,
+    /// bevy_ui drawn over a tile camera after the tile pass (feature `ui`): its own passes, from
+    /// the camera's report ([`TileViewReport::ui_pass`](crate::TileViewReport::ui_pass)).
+    pub ui_pass: Option<PlanSummary>,
     /// The compiled plan in use (tile frame, or stock Bevy's for a `Core3d` camera).
     pub compiled: Option<CompiledFrame>,
     /// The merging-off plan (for its tree).
@@ -245,61 +248,40 @@ enum OverlayHost {
     TileWindow,
 }
 
-/// The inspector's own passes over a tile camera, priced with the same model: the main texture
-/// cleared (stored), egui drawn into it (loaded and stored), then sampled and blended over the
-/// output (loaded and stored). On a window, the tile pass also stores the swapchain image in an
-/// empty pass before its own, so that wgpu does not zero-fill it before the composite loads it
-/// (see `TileOutputLoadedAfter`): one more store, for the overlay. Over a `Core3d` camera only
-/// the egui pass is its own.
+/// The inspector's own passes, priced with the same model. Over a tile camera, the passes every
+/// overlay takes there (`tile_deferred::overlay::price_overlay`): the main texture cleared
+/// (stored), egui drawn into it (loaded and stored), then sampled and blended over the output
+/// (loaded and stored); on a window, plus the empty pass that stores the output for wgpu. Over a
+/// `Core3d` camera only the egui pass is its own.
 fn overlay_cost(extent: Extent, output_format: Format, host: OverlayHost) -> Option<CompiledFrame> {
-    let tile_host = host != OverlayHost::Core3d;
-    let mut g = FrameGraph::new(extent);
+    use crate::tile_deferred::overlay::{OverlayPassNames, OverlayTarget, price_overlay};
     let main_format = Format::Rgba8Srgb;
-    let stored = ImportParams {
-        contents_needed: !tile_host,
-        needed_after_frame: true,
-        clear_on_first_use: false,
-        discard_on_last_use: false,
+    let names = OverlayPassNames {
+        clear: "inspector clear",
+        draw: "egui_pass",
+        composite: "inspector composite",
     };
-    let mut main = g.import_attachment("main_texture", AttachmentDesc::new(main_format), stored);
-    if tile_host {
-        g.add_raster_pass("inspector clear")
-            .color(
-                &mut main,
-                Access::WriteAll,
-                Some(crate::frame_graph::ClearValue::BLACK),
-            )
-            .finish()
-            .ok()?;
-    }
-    g.add_raster_pass("egui_pass")
-        .color(&mut main, Access::Write, None)
-        .finish()
-        .ok()?;
-    if tile_host {
-        let mut output = g.import_attachment(
-            names::OUTPUT,
-            AttachmentDesc::new(output_format),
-            ImportParams {
+    let target = match host {
+        OverlayHost::TileImage => OverlayTarget::Image,
+        OverlayHost::TileWindow => OverlayTarget::Window,
+        OverlayHost::Core3d => {
+            let mut g = FrameGraph::new(extent);
+            let stored = ImportParams {
                 contents_needed: true,
                 needed_after_frame: true,
                 clear_on_first_use: false,
                 discard_on_last_use: false,
-            },
-        );
-        if host == OverlayHost::TileWindow {
-            g.add_raster_pass("output written for wgpu")
-                .color(&mut output, Access::WriteAll, None)
+            };
+            let mut main =
+                g.import_attachment("main_texture", AttachmentDesc::new(main_format), stored);
+            g.add_raster_pass(names.draw)
+                .color(&mut main, Access::Write, None)
                 .finish()
                 .ok()?;
+            return compile_stock_bevy(&g, &DeviceCaps::desktop()).ok();
         }
-        g.add_raster_pass("inspector composite")
-            .sample(&main)
-            .color(&mut output, Access::Write, None)
-            .finish()
-            .ok()?;
-    }
-    compile_stock_bevy(&g, &DeviceCaps::desktop()).ok()
+    };
+    price_overlay(names, extent, main_format, output_format, target)
 }
 
 /// The format of what a camera writes (windows: the usual sRGB BGRA swapchain).
@@ -376,6 +358,7 @@ pub(crate) fn update_panels(
             stock_bevy_deferred: None,
             tile_deferred_alternative: None,
             overlay: None,
+            ui_pass: None,
             compiled: None,
             merging_off_frame: None,
             gpu_times: None,
@@ -434,6 +417,10 @@ pub(crate) fn update_panels(
                 panel.per_sample_fraction = report.per_sample_fraction;
                 panel.clusters = Some((report.clusters, report.clustered_lights));
                 panel.render_passes_recorded = Some(report.render_passes_recorded);
+                panel.ui_pass = report
+                    .ui_pass
+                    .as_ref()
+                    .map(|f| PlanSummary::of("bevy_ui (its own passes)", f, fps));
                 panel.export = surface_lines(&report.compiled, report.gpu_times.as_ref(), &caps);
                 if let Some(desc) = desc {
                     let plans = cache.get(desc, caps, requested, report.shadow_maps);

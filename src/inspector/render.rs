@@ -4,22 +4,20 @@
 //! the output (upscaling). A tile camera's render pass writes the output directly and never
 //! uses the main texture, so after the tile pass this module clears the main texture to
 //! transparent, runs bevy_egui's `prepare_egui_pass` and `egui_pass` into it, and blends it
-//! (premultiplied alpha, Bevy's blit pipeline) over the output. Only views that carry an egui
+//! (premultiplied alpha, Bevy's blit pipeline) over the output, with the passes bevy_ui's overlay
+//! shares (`tile_deferred::overlay`). Only views that carry an egui
 //! context run these systems: with the inspector hidden nothing is recorded.
 
 use super::TileInspectorSystems;
-use crate::{TileDeferredGraph, TileOutputLoadedAfter};
+use crate::{TileDeferredGraph, TileOutputLoadedAfter, tile_deferred::overlay};
 use bevy::{
-    core_pipeline::blit::{BlitPipeline, BlitPipelineKey},
+    core_pipeline::blit::BlitPipeline,
     ecs::schedule::{InternedSystemSet, ScheduleLabel},
     prelude::*,
     render::{
         Extract, ExtractSchedule, Render, RenderApp, RenderSystems,
         camera::ExtractedCamera,
-        render_resource::{
-            BlendState, CachedRenderPipelineId, LoadOp, PipelineCache, RenderPassDescriptor,
-            SpecializedRenderPipelines,
-        },
+        render_resource::{CachedRenderPipelineId, PipelineCache, SpecializedRenderPipelines},
         renderer::{CurrentView, RenderContext, ViewQuery},
         sync_world::MainEntity,
         view::ViewTarget,
@@ -118,24 +116,17 @@ fn view_shows_egui(
 
 /// The composite loads the tile camera's output after the tile pass: tell the tile pass on the
 /// frames the overlay is drawn, so that a window's swapchain image holds the tile frame for wgpu
-/// (see [`TileOutputLoadedAfter`]); take the marker off when it is not.
+/// (see [`TileOutputLoadedAfter`]; the crate takes it off every view at the end of the frame).
 fn mark_overlaid_tile_views(
     mut commands: Commands,
-    views: Query<(
-        Entity,
-        &ExtractedCamera,
-        Option<&EguiCameraView>,
-        Has<TileOutputLoadedAfter>,
-    )>,
+    views: Query<(Entity, &ExtractedCamera, &EguiCameraView)>,
     egui_views: Query<&EguiViewTarget>,
 ) {
-    for (entity, camera, egui, marked) in &views {
+    for (entity, camera, egui) in &views {
         let overlaid = camera.schedule == TileDeferredGraph.intern()
-            && egui.is_some_and(|egui| egui_views.get(egui.0).is_ok_and(|t| t.0 == entity));
-        if overlaid && !marked {
+            && egui_views.get(egui.0).is_ok_and(|t| t.0 == entity);
+        if overlaid {
             commands.entity(entity).insert(TileOutputLoadedAfter);
-        } else if !overlaid && marked {
-            commands.entity(entity).remove::<TileOutputLoadedAfter>();
         }
     }
 }
@@ -159,35 +150,14 @@ fn prepare_composite_pipelines(
         let Some(format) = target.out_texture_view_format() else {
             continue;
         };
-        let id = pipelines.specialize(
-            &pipeline_cache,
-            &blit,
-            BlitPipelineKey {
-                target_format: format,
-                blend_state: Some(BlendState::PREMULTIPLIED_ALPHA_BLENDING),
-                samples: 1,
-                source_space: None,
-            },
-        );
+        let id = overlay::specialize_composite(&pipeline_cache, &blit, &mut pipelines, format);
         commands.entity(entity).insert(OverlayCompositePipeline(id));
     }
 }
 
-/// Clears the main texture to transparent (and takes its first-use clear, so that `egui_pass`
-/// loads instead of clearing it to the camera's clear colour).
+/// Clears the main texture to transparent before `egui_pass` draws into it.
 fn clear_overlay_target(view: ViewQuery<&ViewTarget>, mut ctx: RenderContext) {
-    let target = view.into_inner();
-    let mut attachment = target.get_unsampled_color_attachment();
-    attachment.ops.load = LoadOp::Clear(wgpu::Color::TRANSPARENT);
-    ctx.command_encoder()
-        .begin_render_pass(&RenderPassDescriptor {
-            label: Some("tile_inspector_clear"),
-            color_attachments: &[Some(attachment)],
-            depth_stencil_attachment: None,
-            timestamp_writes: None,
-            occlusion_query_set: None,
-            multiview_mask: None,
-        });
+    overlay::clear_main_texture(view.into_inner(), &mut ctx, "tile_inspector_clear");
 }
 
 /// Blends the main texture (egui's drawing) over the output the tile pass wrote.
@@ -198,32 +168,13 @@ fn composite_overlay(
     mut ctx: RenderContext,
 ) {
     let (target, pipeline, camera) = view.into_inner();
-    let Some(pipeline) = pipeline_cache.get_render_pipeline(pipeline.0) else {
-        return;
-    };
-    let bind_group = blit.create_bind_group(
-        ctx.render_device(),
-        target.main_texture_view(),
+    overlay::composite_main_texture(
+        target,
+        camera,
+        pipeline.0,
         &pipeline_cache,
+        &blit,
+        &mut ctx,
+        "tile_inspector_composite",
     );
-    let Some(output) = target.out_texture_color_attachment(None) else {
-        return;
-    };
-    let mut pass = ctx
-        .command_encoder()
-        .begin_render_pass(&RenderPassDescriptor {
-            label: Some("tile_inspector_composite"),
-            color_attachments: &[Some(output)],
-            depth_stencil_attachment: None,
-            timestamp_writes: None,
-            occlusion_query_set: None,
-            multiview_mask: None,
-        });
-    if let Some(viewport) = &camera.viewport {
-        let (position, size) = (viewport.physical_position, viewport.physical_size);
-        pass.set_scissor_rect(position.x, position.y, size.x, size.y);
-    }
-    pass.set_pipeline(pipeline);
-    pass.set_bind_group(0, &bind_group, &[]);
-    pass.draw(0..3, 0..1);
 }

@@ -9,7 +9,7 @@
 //! - camera components whose effect it does not render (post-processing, fog, sky,
 //!   environment light, a non-default colour grading);
 //! - bevy_ui nodes drawn over it (Bevy's UI pass runs inside `Core3d`, which a tile camera does
-//!   not run).
+//!   not run), unless the tile path draws them (feature `ui`, [`UiDrawnOverTileCameras`]).
 //!
 //! The router (`route.rs`, which imports this file) then falls an `Auto` camera back to Bevy's
 //! `Core3d` while any of it is in view ([`tiers::apply_missing`](crate::tiers::apply_missing)),
@@ -210,6 +210,11 @@ fn ui_node_camera(reflect: &ReflectComponent, node: EntityRef) -> Option<Entity>
         .filter(|camera| *camera != Entity::PLACEHOLDER)
 }
 
+/// Main-world resource: the tile path draws bevy_ui over tile cameras (feature `ui`, with
+/// bevy_ui_render's plugin in the app), so [`find_missing`] does not report UI nodes.
+#[derive(Resource, Clone, Copy, Debug, Default)]
+pub struct UiDrawnOverTileCameras;
+
 /// What the registry tells [`find_missing`], looked up once.
 pub(crate) struct Lookups {
     camera_features: Vec<(TypeId, String)>,
@@ -296,6 +301,7 @@ pub(crate) fn find_missing(
     components: &Components,
     archetypes: &Archetypes,
     registry: Res<AppTypeRegistry>,
+    ui_drawn: Option<Res<UiDrawnOverTileCameras>>,
     mut lookups: Local<Option<Lookups>>,
 ) {
     if cameras.is_empty() {
@@ -304,7 +310,8 @@ pub(crate) fn find_missing(
     // Plugins have registered their types by the first frame's `PostUpdate`.
     let lookups = lookups.get_or_insert_with(|| Lookups {
         camera_features: camera_features(&registry, NAMED_CAMERA_FEATURES),
-        ui_target_camera: ui_target_camera(&registry),
+        // UI nodes are looked for only where the tile path does not draw them.
+        ui_target_camera: ui_target_camera(&registry).filter(|_| ui_drawn.is_none()),
     });
     let ui_cameras = visible_ui_nodes_by_camera(lookups, components, archetypes, &entities);
     for (camera, visible, previous) in &cameras {
@@ -737,5 +744,31 @@ mod tests {
         ));
         run(&mut world);
         assert_eq!(items(&world, tile), []);
+    }
+
+    #[test]
+    fn ui_nodes_are_not_reported_where_the_tile_path_draws_them() {
+        // With the tile path drawing UI (feature `ui`), a visible node on the camera is not
+        // missing; the same world without the resource reports it.
+        for drawn in [false, true] {
+            let mut world = world_with_registry(true);
+            if drawn {
+                world.insert_resource(UiDrawnOverTileCameras);
+            }
+            let tile = world
+                .spawn((TileDeferred::default(), VisibleEntities::default()))
+                .id();
+            world.spawn((
+                ComputedUiTargetCamera { camera: tile },
+                InheritedVisibility::VISIBLE,
+            ));
+            run(&mut world);
+            let expected = if drawn {
+                vec![]
+            } else {
+                vec![(tile, UI_OVER_TILE_CAMERA.to_string())]
+            };
+            assert_eq!(items(&world, tile), expected);
+        }
     }
 }

@@ -35,6 +35,14 @@ mod interop;
 mod layout_tests;
 mod materials;
 pub mod missing;
+#[cfg_attr(
+    not(any(feature = "ui", feature = "inspector")),
+    expect(
+        dead_code,
+        reason = "only the overlays of features `ui` and `inspector` draw"
+    )
+)]
+pub(crate) mod overlay;
 mod pass;
 mod pipelines;
 pub(crate) mod plan;
@@ -49,6 +57,10 @@ mod transforms;
 #[doc(hidden)]
 pub use scene::{TileFaultInjection, TileNoStencilSplit};
 mod shaders;
+#[cfg(feature = "ui")]
+mod ui_overlay;
+#[cfg(feature = "ui")]
+pub use ui_overlay::TileUiSystems;
 mod view;
 
 use backend::TileBackend;
@@ -202,7 +214,9 @@ pub struct TileDeferredGraph;
 /// need nothing.
 ///
 /// Insert it in the render world each frame such a pass will run (e.g. in
-/// `RenderSystems::Prepare`) and remove it when it will not.
+/// `RenderSystems::Prepare`): it lasts one frame (the crate takes it off every view in
+/// `RenderSystems::Cleanup`), so that several overlays (bevy_ui with feature `ui`, the inspector)
+/// can each ask for it without taking it from one another.
 #[derive(Component, Clone, Copy, Debug, Default)]
 pub struct TileOutputLoadedAfter;
 
@@ -267,7 +281,7 @@ pub(crate) fn build(app: &mut App) {
                     .before(bevy::pbr::check_views_need_specialization),
                 extract::skip_unusable_lights.in_set(RenderSystems::PrepareAssets),
                 extract::skip_empty_meshes.in_set(RenderSystems::PrepareResources),
-                pass::end_frame.in_set(RenderSystems::Cleanup),
+                (pass::end_frame, forget_output_loaded_after).in_set(RenderSystems::Cleanup),
             ),
         );
 }
@@ -326,6 +340,19 @@ pub(crate) fn finish(app: &mut App) {
             )
             .before(per_view_shadow_pass::<EARLY_SHADOW_PASS>),
     );
+    // bevy_ui's pass after the tile pass.
+    #[cfg(feature = "ui")]
+    ui_overlay::finish(app);
+}
+
+/// [`TileOutputLoadedAfter`] lasts one frame: whoever draws after the tile pass inserts it again.
+fn forget_output_loaded_after(
+    mut commands: Commands,
+    views: Query<Entity, With<TileOutputLoadedAfter>>,
+) {
+    for view in &views {
+        commands.entity(view).remove::<TileOutputLoadedAfter>();
+    }
 }
 
 /// Creates the Vulkan backend on a Vulkan device (again after device loss).

@@ -318,6 +318,8 @@ fn render_view(
         cpu_ms: started.elapsed().as_secs_f64() * 1000.0,
         samples: desc.samples,
         per_sample_fraction: queries.per_sample_fraction,
+        // Filled in by the UI's composite, after the tile pass (feature `ui`).
+        ui_pass: None,
     };
     view_state.compiled = Some(planned.compiled);
     Ok(report)

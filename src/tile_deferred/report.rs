@@ -108,6 +108,12 @@ pub struct TileViewReport {
     /// With MSAA: the fraction of the view's pixels lit once per sample (edges), measured on
     /// the GPU by an occlusion query a few frames ago.
     pub per_sample_fraction: Option<f32>,
+    /// bevy_ui drawn over the camera after the tile pass (feature `ui`), priced as its own wgpu
+    /// passes, apart from the tile frame above: the main texture cleared, Bevy's `ui_pass` into
+    /// it, and its composite over the output (which loads and stores the output); on a window,
+    /// plus the empty pass that stores the output for wgpu. None when no UI was drawn over the
+    /// camera that frame.
+    pub ui_pass: Option<CompiledFrame>,
 }
 
 /// Reports of every tile camera (keyed by the main-world camera entity), shared by the render

@@ -30,4 +30,6 @@ mod tile_lifecycle;
 mod tile_msaa;
 mod tile_window;
 mod transparent;
+#[cfg(feature = "ui")]
+mod ui_overlay;
 mod validation_net;

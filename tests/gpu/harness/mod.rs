@@ -9,6 +9,7 @@
 pub mod capture;
 pub mod image_compare;
 pub mod presented;
+pub mod window;
 
 pub use image_compare::{Frame, assert_frames_match};
 

@@ -13,6 +13,7 @@ use crate::{
     vulkan::{
         Graveyard, VulkanContext,
         context::DeadObject,
+        faults::FaultPoint,
         memory::{AttachmentImage, DeviceBuffer},
         timing::TimestampQueries,
     },
@@ -306,10 +307,19 @@ impl TileBackend {
         &mut self,
     ) -> Result<(vk::DescriptorPool, vk::DescriptorSet), vk::Result> {
         let layouts = [self.layouts().material];
+        let allocate = |context: &VulkanContext, pool| {
+            // Test hook: `TileFault::MaterialPoolsExhausted` fills every pool, new ones too.
+            if context.faults.strike(FaultPoint::MaterialSetAllocation) {
+                return Err(vk::Result::ERROR_OUT_OF_POOL_MEMORY);
+            }
+            context
+                .allocate_descriptor_sets(pool, &layouts)
+                .map(|sets| sets[0])
+        };
         for &pool in self.material_pools.iter().rev() {
             // A full pool answers with an error: try the next one, then a new pool.
-            if let Ok(sets) = self.context.allocate_descriptor_sets(pool, &layouts) {
-                return Ok((pool, sets[0]));
+            if let Ok(set) = allocate(&self.context, pool) {
+                return Ok((pool, set));
             }
         }
         const SETS_PER_POOL: u32 = 64;
@@ -328,10 +338,18 @@ impl TileBackend {
             &sizes,
             vk::DescriptorPoolCreateFlags::FREE_DESCRIPTOR_SET,
         )?;
-        self.material_pools.push(pool);
-        // A fresh pool with room for this set.
-        let sets = self.context.allocate_descriptor_sets(pool, &layouts)?;
-        Ok((pool, sets[0]))
+        match allocate(&self.context, pool) {
+            Ok(set) => {
+                self.material_pools.push(pool);
+                Ok((pool, set))
+            }
+            Err(error) => {
+                // A fresh pool without room for one set never will have: keeping it would
+                // add an empty pool at every failed material.
+                self.context.destroy_descriptor_pool(pool);
+                Err(error)
+            }
+        }
     }
 
     /// Queues material resources for destruction after the GPU is done.

@@ -178,9 +178,15 @@ mod tests {
         let hook = FaultHook::default();
         state.arm(TileFault::MaterialPoolsExhausted);
         hook.arm_for_view(Some(state.clone()));
-        assert!(!hook.strike(FaultPoint::DescriptorSetAllocation), "a view set");
+        assert!(
+            !hook.strike(FaultPoint::DescriptorSetAllocation),
+            "a view set"
+        );
         assert!(hook.strike(FaultPoint::MaterialSetAllocation));
-        assert!(hook.strike(FaultPoint::MaterialSetAllocation), "the new pool too");
+        assert!(
+            hook.strike(FaultPoint::MaterialSetAllocation),
+            "the new pool too"
+        );
         hook.view_done();
         assert!(matches!(state.outcome(), FaultOutcome::Struck(_)));
         hook.arm_for_view(Some(state.clone()));

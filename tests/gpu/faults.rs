@@ -152,7 +152,11 @@ fn touch_a_material(headless: &mut HeadlessApp) {
         .resource_mut::<Assets<StandardMaterial>>();
     let id = materials.ids().next().expect("the scene has materials");
     let mut material = materials.get_mut(id).expect("the material exists");
-    material.reflectance = if material.reflectance == 0.5 { 0.52 } else { 0.5 };
+    material.reflectance = if material.reflectance == 0.5 {
+        0.52
+    } else {
+        0.5
+    };
 }
 
 /// Every fault point, without and with MSAA, one at a time in one app.
@@ -189,14 +193,13 @@ fn injected_faults_fall_back_render_the_next_frame_and_leak_nothing() {
             TileFault::Submit,
             TileFault::MaterialPoolsExhausted,
         ]
-            .into_iter()
-            .chain(
-                attachments
-                    .iter()
-                    .cloned()
-                    .map(TileFault::AttachmentAllocation),
-            )
-        {
+        .into_iter()
+        .chain(
+            attachments
+                .iter()
+                .cloned()
+                .map(TileFault::AttachmentAllocation),
+        ) {
             assert!(
                 inject(&test, &mut headless, &injection, fault.clone(), msaa),
                 "{fault:?} {msaa:?}: never reached"

@@ -11,19 +11,17 @@
 //! Each time the tile path draws again once the window is back, and holds exactly the Vulkan
 //! objects (and GPU memory) it held before.
 
-use crate::{
-    harness::{
-        Frame, GpuTest,
-        image_compare::psnr,
-        presented::{self, PresentedAndScreenshot},
-        capture, run_window_test_in_child_process, run_window_test_in_child_process_with_env,
-        window::{Shared, drawn_fraction, latest_report_frame, lit_spheres_window_app},
-    },
+use crate::harness::{
+    Frame, GpuTest, capture,
+    image_compare::psnr,
+    presented::{self, PresentedAndScreenshot},
+    run_window_test_in_child_process, run_window_test_in_child_process_with_env,
+    window::{Shared, drawn_fraction, latest_report_frame, lit_spheres_window_app},
 };
 use bevy::{
     camera::RenderTarget,
-    ecs::system::NonSendMarker,
     diagnostic::FrameCount,
+    ecs::system::NonSendMarker,
     prelude::*,
     window::{PrimaryWindow, WindowRef, WindowResolution},
 };
@@ -70,9 +68,15 @@ fn child_bevy_window_shrunk_to_nothing() {
 fn shrink_to_nothing(tile: bool) {
     let test = GpuTest::start("shrink_to_nothing");
     let shared = Shared::<Seen>::default();
-    lit_spheres_window_app("child_tile_window_shrunk_to_nothing", 320, 180, tile, &shared)
-        .add_systems(Update, drive)
-        .run();
+    lit_spheres_window_app(
+        "child_tile_window_shrunk_to_nothing",
+        320,
+        180,
+        tile,
+        &shared,
+    )
+    .add_systems(Update, drive)
+    .run();
     let seen = shared.take();
     eprintln!("{seen:?}");
     assert!(seen.done, "the run finished: {seen:?}");
@@ -84,7 +88,10 @@ fn shrink_to_nothing(tile: bool) {
     if !tile {
         // Stock Bevy gives the one error the tile run is allowed (if Xvfb ever resizes in
         // time and neither gives it, nothing is lost).
-        eprintln!("Bevy alone: {} x {BEVY_STALE_SWAPCHAIN_EXTENT}", bevys.len());
+        eprintln!(
+            "Bevy alone: {} x {BEVY_STALE_SWAPCHAIN_EXTENT}",
+            bevys.len()
+        );
         return;
     }
     // Phases: before, 0x0, 200x120, restored. The tile path rendered before and after.
@@ -114,7 +121,8 @@ fn drive(
         return;
     };
     let end_phase = |seen: &mut Seen, window: &Window| {
-        seen.report_frames.push(latest_report_frame(&reports, &cameras));
+        seen.report_frames
+            .push(latest_report_frame(&reports, cameras.iter()));
         seen.sizes.push(window.physical_size());
     };
     match frames.0 {
@@ -384,7 +392,10 @@ const STALE_SETTLE_FRAMES: u32 = 6;
 /// same objects and memory once the window has its old size again.
 #[test]
 fn a_swapchain_gone_stale_renders_again_and_leaks_nothing() {
-    for child in ["child_bevy_swapchain_gone_stale", "child_tile_swapchain_gone_stale"] {
+    for child in [
+        "child_bevy_swapchain_gone_stale",
+        "child_tile_swapchain_gone_stale",
+    ] {
         run_window_test_in_child_process_with_env(
             &format!("surface_loss::{child}"),
             &[(capture::WATCH_SWAPCHAIN_ENV, "1")],
@@ -504,8 +515,16 @@ fn go_stale(tile: bool) {
     let frames = &seen.report_frames;
     assert!(frames[0].is_some(), "{summary}");
     assert!(frames[1] > frames[0] && frames[2] > frames[1], "{summary}");
-    assert_eq!(seen.report_sizes[1], Some(UVec2::new(240, 140)), "{summary}");
-    assert_eq!(seen.report_sizes[2], Some(UVec2::new(320, 180)), "{summary}");
+    assert_eq!(
+        seen.report_sizes[1],
+        Some(UVec2::new(240, 140)),
+        "{summary}"
+    );
+    assert_eq!(
+        seen.report_sizes[2],
+        Some(UVec2::new(320, 180)),
+        "{summary}"
+    );
     assert_eq!(
         seen.counts_after.vulkan_objects(),
         seen.counts_before.vulkan_objects(),
@@ -532,7 +551,10 @@ fn resize_behind_bevys_back(window: Entity, width: u32, height: u32) {
     });
 }
 
-#[allow(clippy::too_many_arguments)]
+#[allow(
+    clippy::too_many_arguments,
+    reason = "a Bevy system: each parameter is a separate query or resource"
+)]
 fn drive_stale(
     _on_main_thread: NonSendMarker,
     mut commands: Commands,
@@ -550,7 +572,7 @@ fn drive_stale(
     };
     let end_phase = |seen: &mut Stale| {
         seen.report_frames
-            .push(latest_report_frame(&reports, &cameras));
+            .push(latest_report_frame(&reports, cameras.iter()));
         seen.report_sizes.push(
             cameras
                 .iter()

@@ -174,7 +174,7 @@ fn drive(
     let Ok((window, handle)) = window.single() else {
         return;
     };
-    let report_frame = || latest_report_frame(&reports, &cameras);
+    let report_frame = || latest_report_frame(&reports, cameras.iter());
     seen.phase = match seen.phase {
         Phase::Warming if frames.0 >= WARM_FRAMES => Phase::CapturingBefore,
         Phase::CapturingBefore => match seen.capture.step(&mut commands, TITLE) {

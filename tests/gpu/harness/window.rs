@@ -29,7 +29,9 @@ impl<T: Default> Default for Shared<T> {
 impl<T: Default> Shared<T> {
     /// The record, for a system to update.
     pub fn lock(&self) -> MutexGuard<'_, T> {
-        self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// The record once the app has run (leaves a default one behind).

@@ -13,6 +13,7 @@ use crate::{
     vulkan::{
         Graveyard, VulkanContext,
         context::DeadObject,
+        faults::FaultPoint,
         memory::{AttachmentImage, DeviceBuffer},
         timing::TimestampQueries,
     },
@@ -53,6 +54,8 @@ pub(crate) struct TileBackend {
     pub(crate) pending_updates: Vec<(vk::Buffer, Vec<u8>)>,
     /// Cameras reported once (unsupported settings).
     pub(crate) reported: HashSet<(Entity, &'static str)>,
+    /// How long dropping the backend waits for the GPU ([`TEARDOWN_WAIT`]; tests shorten it).
+    pub(crate) teardown_wait: std::time::Duration,
     // Declared last: dropped after everything above was destroyed in `Drop`.
     pub(crate) context: VulkanContext,
 }
@@ -170,6 +173,7 @@ impl TileBackend {
             frame: 0,
             pending_updates: Vec::new(),
             reported: HashSet::default(),
+            teardown_wait: TEARDOWN_WAIT,
             context,
         };
         // On error, `Drop` releases whatever was created.
@@ -312,10 +316,19 @@ impl TileBackend {
         &mut self,
     ) -> Result<(vk::DescriptorPool, vk::DescriptorSet), vk::Result> {
         let layouts = [self.layouts().material];
+        let allocate = |context: &VulkanContext, pool| {
+            // Test hook: `TileFault::MaterialPoolsExhausted` fills every pool, new ones too.
+            if context.faults.strike(FaultPoint::MaterialSetAllocation) {
+                return Err(vk::Result::ERROR_OUT_OF_POOL_MEMORY);
+            }
+            context
+                .allocate_descriptor_sets(pool, &layouts)
+                .map(|sets| sets[0])
+        };
         for &pool in self.material_pools.iter().rev() {
             // A full pool answers with an error: try the next one, then a new pool.
-            if let Ok(sets) = self.context.allocate_descriptor_sets(pool, &layouts) {
-                return Ok((pool, sets[0]));
+            if let Ok(set) = allocate(&self.context, pool) {
+                return Ok((pool, set));
             }
         }
         const SETS_PER_POOL: u32 = 64;
@@ -334,10 +347,42 @@ impl TileBackend {
             &sizes,
             vk::DescriptorPoolCreateFlags::FREE_DESCRIPTOR_SET,
         )?;
-        self.material_pools.push(pool);
-        // A fresh pool with room for this set.
-        let sets = self.context.allocate_descriptor_sets(pool, &layouts)?;
-        Ok((pool, sets[0]))
+        match allocate(&self.context, pool) {
+            Ok(set) => {
+                self.material_pools.push(pool);
+                Ok((pool, set))
+            }
+            Err(error) => {
+                // A fresh pool without room for one set never will have: keeping it would
+                // add an empty pool at every failed material.
+                self.context.destroy_descriptor_pool(pool);
+                Err(error)
+            }
+        }
+    }
+
+    /// Teardown when the GPU did not finish the crate's work in time: destroying objects a
+    /// command buffer may still use is undefined behaviour, so every Vulkan object and memory
+    /// block the crate holds is left to the driver (freed with the device or the process).
+    fn leak_everything(&mut self, waited: std::time::Duration) {
+        let counts = self.context.live.snapshot();
+        bevy::log::error!(
+            "bevy_tile_deferred: the GPU did not finish the tile path's last frame within \
+             {waited:?}; leaking its {} Vulkan objects ({} bytes of GPU memory) instead of \
+             destroying them while they may be in use",
+            counts.vulkan_objects(),
+            counts.gpu_allocated_bytes
+        );
+        // Forgotten rather than dropped: they hold wgpu views (kept alive for descriptor sets
+        // the GPU may still read) and memory allocations; plain handles just go out of scope.
+        std::mem::forget(std::mem::take(&mut self.views));
+        std::mem::forget(std::mem::take(&mut self.render_passes));
+        std::mem::forget(std::mem::take(&mut self.materials));
+        std::mem::forget(std::mem::take(&mut self.graveyard));
+        std::mem::forget(std::mem::take(&mut self.shadow_map_views));
+        std::mem::forget(self.zero_buffer.take());
+        std::mem::forget(self.shaders.take());
+        self.context.leak_memory = true;
     }
 
     /// Queues material resources for destruction after the GPU is done.
@@ -424,9 +469,17 @@ impl TileBackend {
     }
 }
 
+/// How long teardown waits for the GPU to finish the crate's last frame before it gives up
+/// and leaks the crate's objects (a hung or very slow GPU must not hold the app's exit).
+const TEARDOWN_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
 impl Drop for TileBackend {
     fn drop(&mut self) {
-        self.context.wait_idle();
+        let wait = self.teardown_wait;
+        if !self.graveyard.wait_for_submissions(&self.context, wait) {
+            self.leak_everything(wait);
+            return;
+        }
         for view in self.views.drain().map(|(_, v)| v).collect::<Vec<_>>() {
             self.retire_view(view);
         }

@@ -86,7 +86,15 @@ pub(super) fn ensure_material(
         let key = texture
             .map(|t| t.sampler)
             .unwrap_or_else(super::extract::SamplerKey::bevy_default);
-        samplers[slot] = step("creating a sampler", backend.sampler(&key))?;
+        match backend.sampler(&key) {
+            Ok(sampler) => samplers[slot] = sampler,
+            Err(error) => {
+                // Nothing has used the set or the buffer yet.
+                backend.context.free_descriptor_sets(pool, &[set]);
+                backend.context.destroy_device_buffer(buffer);
+                return Err(TileError::vulkan("creating a sampler", error));
+            }
+        }
     }
     let buffer_info = [vk::DescriptorBufferInfo {
         buffer: buffer.buffer,

@@ -4,10 +4,12 @@ use ash::vk;
 use bevy::render::renderer::{RenderDevice, RenderQueue};
 use std::{
     collections::HashMap,
+    mem::ManuallyDrop,
     sync::{
         Arc, Mutex,
         atomic::{AtomicBool, AtomicI64, Ordering},
     },
+    time::Duration,
 };
 use wgpu::hal::api::Vulkan;
 
@@ -193,8 +195,11 @@ impl DescriptorSetLedger {
 /// The raw device the crate records on, with what it needs to allocate memory.
 pub(crate) struct VulkanContext {
     /// Sub-allocates buffers and non-transient images; dropped (freeing its blocks) before the
-    /// device reference below.
-    pub allocator: Mutex<gpu_allocator::vulkan::Allocator>,
+    /// device reference below, unless [`VulkanContext::leak_memory`] is set.
+    pub allocator: ManuallyDrop<Mutex<gpu_allocator::vulkan::Allocator>>,
+    /// Set when the GPU may still use the crate's memory at teardown (it did not finish in
+    /// time): the allocator's blocks are then never freed.
+    pub leak_memory: bool,
     /// Keeps wgpu's device, and so the `VkDevice` below, alive as long as this context.
     render_device: RenderDevice,
     pub device: ash::Device,
@@ -279,7 +284,8 @@ impl VulkanContext {
             })
             .ok()?;
         Some(Self {
-            allocator: Mutex::new(allocator),
+            allocator: ManuallyDrop::new(Mutex::new(allocator)),
+            leak_memory: false,
             render_device: render_device.clone(),
             device,
             memory_properties,
@@ -302,20 +308,42 @@ impl VulkanContext {
             .map(|(format, _)| *format)
     }
 
-    /// Waits until the GPU has finished everything submitted so far (through wgpu, so no queue
-    /// is touched behind wgpu's back). Used only when objects must go at once (device teardown).
-    pub fn wait_idle(&self) {
+    /// Waits until `done` is set (a [`Graveyard`] flag: the GPU finished the submissions it
+    /// was registered after), at most `timeout`; whether it was. It polls wgpu's device
+    /// without blocking (wgpu runs the flag's callback in a poll), so it waits for that work
+    /// only, not for whatever was submitted after it, and never on a queue behind wgpu's back.
+    pub fn wait_for(&self, done: &AtomicBool, timeout: std::time::Duration) -> bool {
         let started = std::time::Instant::now();
-        let _ = self
-            .render_device
-            .wgpu_device()
-            .poll(wgpu::PollType::wait_indefinitely());
+        let finished = loop {
+            if done.load(Ordering::Acquire) {
+                break true;
+            }
+            if started.elapsed() >= timeout {
+                break false;
+            }
+            if let Err(error) = self.render_device.wgpu_device().poll(wgpu::PollType::Poll) {
+                // A lost device runs nothing more: the flag says whether the work had finished.
+                bevy::log::debug!("bevy_tile_deferred: polling the device at teardown: {error}");
+                break done.load(Ordering::Acquire);
+            }
+            std::thread::sleep(std::time::Duration::from_micros(500));
+        };
         // Shutdown time is measured (tests/gpu/clean_exit.rs): how much of it is the GPU
-        // finishing work queued before the exit, which wgpu would wait for too.
+        // finishing the crate's last frame, which wgpu would wait for too.
         bevy::log::debug!(
             "bevy_tile_deferred: waited for the GPU: teardown_wait_ms={}",
             started.elapsed().as_millis()
         );
+        finished
+    }
+}
+
+impl Drop for VulkanContext {
+    fn drop(&mut self) {
+        if !self.leak_memory {
+            // SAFETY: dropped once, here, and never used after (the context is going).
+            unsafe { ManuallyDrop::drop(&mut self.allocator) };
+        }
     }
 }
 
@@ -331,6 +359,9 @@ pub(crate) type DeadObject = Box<dyn FnOnce(&VulkanContext) + Send + Sync>;
 pub(crate) struct Graveyard {
     unsealed: Vec<DeadObject>,
     sealed: Vec<(Arc<AtomicBool>, Vec<DeadObject>)>,
+    /// Set once the GPU has finished the last frame's submissions (the crate's command
+    /// buffers go with Bevy's): what teardown waits for.
+    last_frame_done: Option<Arc<AtomicBool>>,
 }
 
 impl Graveyard {
@@ -341,13 +372,14 @@ impl Graveyard {
 
     /// Call after the frame's command buffers were submitted.
     pub fn seal_after_submit(&mut self, queue: &RenderQueue) {
-        if self.unsealed.is_empty() {
-            return;
-        }
         let done = Arc::new(AtomicBool::new(false));
         let flag = done.clone();
         queue.on_submitted_work_done(move || flag.store(true, Ordering::Release));
-        self.sealed.push((done, std::mem::take(&mut self.unsealed)));
+        if !self.unsealed.is_empty() {
+            self.sealed
+                .push((done.clone(), std::mem::take(&mut self.unsealed)));
+        }
+        self.last_frame_done = Some(done);
     }
 
     /// Destroys everything whose submissions have completed.
@@ -363,9 +395,17 @@ impl Graveyard {
         self.sealed = still_pending;
     }
 
-    /// Waits for the GPU and destroys everything (device teardown).
+    /// Waits, at most `timeout`, until the GPU has finished every frame the crate recorded
+    /// (device teardown); whether it has (always, when nothing was ever submitted).
+    pub fn wait_for_submissions(&self, context: &VulkanContext, timeout: Duration) -> bool {
+        self.last_frame_done
+            .as_ref()
+            .is_none_or(|done| context.wait_for(done, timeout))
+    }
+
+    /// Destroys everything (device teardown, once [`Graveyard::wait_for_submissions`] said
+    /// the GPU is done).
     pub fn destroy_all(&mut self, context: &VulkanContext) {
-        context.wait_idle();
         for (_, objects) in self.sealed.drain(..) {
             objects.into_iter().for_each(|destroy| destroy(context));
         }

@@ -25,6 +25,11 @@ pub enum TileFault {
     DescriptorPoolExhausted(u32),
     /// The view's command buffer is recorded but never submitted.
     Submit,
+    /// Every material descriptor pool is full for the rest of the view: a material descriptor
+    /// set allocation fails (`ERROR_OUT_OF_POOL_MEMORY`) from each pool the crate has and from
+    /// the new pool it then adds, as when the device is out of descriptor memory altogether.
+    /// Strikes only where a material's set is (re)built in the view.
+    MaterialPoolsExhausted,
 }
 
 /// What became of the last armed fault.
@@ -49,6 +54,8 @@ pub(crate) enum FaultPoint<'a> {
     AttachmentAllocation(&'a str),
     PipelineCreation,
     DescriptorSetAllocation,
+    /// A material's set, from one of the material pools (a new one included).
+    MaterialSetAllocation,
     Submit,
 }
 
@@ -90,11 +97,12 @@ impl FaultHook {
         *self.lock() = state;
     }
 
-    /// Ends the view: a fault that did not strike is disarmed as missed.
+    /// Ends the view: a fault that did not strike is disarmed as missed (one that strikes
+    /// every matching call is disarmed, as struck, once it has).
     pub fn view_done(&self) {
         if let Some(state) = self.lock().take() {
             let mut guard = state.lock();
-            if guard.0.take().is_some() {
+            if guard.0.take().is_some() && guard.1 == FaultOutcome::Armed {
                 guard.1 = FaultOutcome::Missed;
             }
         }
@@ -126,6 +134,12 @@ impl FaultHook {
                     false
                 }
             }
+            (Some(TileFault::MaterialPoolsExhausted), FaultPoint::MaterialSetAllocation) => {
+                // Not spent: every pool stays full until the view is done.
+                guard.1 = FaultOutcome::Struck(format!("{point:?} (every material pool)"));
+                bevy::log::debug!("bevy_tile_deferred: injected fault at {point:?}");
+                return true;
+            }
             _ => false,
         };
         if strikes {
@@ -154,6 +168,29 @@ mod tests {
         assert!(hook.strike(FaultPoint::PipelineCreation));
         assert!(!hook.strike(FaultPoint::PipelineCreation), "spent");
         assert!(matches!(state.outcome(), FaultOutcome::Struck(_)));
+        hook.view_done();
+        assert!(matches!(state.outcome(), FaultOutcome::Struck(_)));
+    }
+
+    #[test]
+    fn exhausted_material_pools_fail_every_material_set_of_the_view_only() {
+        let state = Arc::new(FaultState::default());
+        let hook = FaultHook::default();
+        state.arm(TileFault::MaterialPoolsExhausted);
+        hook.arm_for_view(Some(state.clone()));
+        assert!(
+            !hook.strike(FaultPoint::DescriptorSetAllocation),
+            "a view set"
+        );
+        assert!(hook.strike(FaultPoint::MaterialSetAllocation));
+        assert!(
+            hook.strike(FaultPoint::MaterialSetAllocation),
+            "the new pool too"
+        );
+        hook.view_done();
+        assert!(matches!(state.outcome(), FaultOutcome::Struck(_)));
+        hook.arm_for_view(Some(state.clone()));
+        assert!(!hook.strike(FaultPoint::MaterialSetAllocation), "disarmed");
         hook.view_done();
         assert!(matches!(state.outcome(), FaultOutcome::Struck(_)));
     }

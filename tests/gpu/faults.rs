@@ -1,6 +1,7 @@
 //! Injected faults (issue 17): one Vulkan call of a tile view fails on purpose — the memory of
 //! each attachment image the crate allocates, each pipeline creation, each descriptor set
-//! allocation (pool exhausted), the submission of the view's command buffer. Each time the
+//! allocation (pool exhausted: counted over the view's sets; every material pool, the one the
+//! crate adds for the occasion included), the submission of the view's command buffer. Each time the
 //! camera falls back with the reason logged, the next frame renders, nothing panics, the
 //! validation layer reports nothing (the harness fails the test on any error but the logged
 //! fallback), and once the camera is gone the crate holds exactly the Vulkan objects it held
@@ -67,6 +68,11 @@ fn inject(
     let reports = headless.app.world().resource::<TileRenderReports>().clone();
     let baseline = reports.resource_counts();
     injection.arm(fault.clone());
+    if fault == TileFault::MaterialPoolsExhausted {
+        // Material sets outlive views: a changed material has its set built again, in the
+        // new camera's first view.
+        touch_a_material(headless);
+    }
     let camera = headless.spawn_camera(tile_camera(msaa));
     // The camera's first tile view comes a frame or two after its spawn.
     for _ in 0..5 {
@@ -137,6 +143,22 @@ fn inject(
     struck
 }
 
+/// Changes one of the scene's materials a little (its reflectance, back and forth), so that
+/// its set is rebuilt (an unchanged material keeps its set).
+fn touch_a_material(headless: &mut HeadlessApp) {
+    let mut materials = headless
+        .app
+        .world_mut()
+        .resource_mut::<Assets<StandardMaterial>>();
+    let id = materials.ids().next().expect("the scene has materials");
+    let mut material = materials.get_mut(id).expect("the material exists");
+    material.reflectance = if material.reflectance == 0.5 {
+        0.52
+    } else {
+        0.5
+    };
+}
+
 /// Every fault point, without and with MSAA, one at a time in one app.
 #[test]
 fn injected_faults_fall_back_render_the_next_frame_and_leak_nothing() {
@@ -166,15 +188,18 @@ fn injected_faults_fall_back_render_the_next_frame_and_leak_nothing() {
         settle(&mut headless);
 
         let mut struck = Vec::new();
-        for fault in [TileFault::FrameStart, TileFault::Submit]
-            .into_iter()
-            .chain(
-                attachments
-                    .iter()
-                    .cloned()
-                    .map(TileFault::AttachmentAllocation),
-            )
-        {
+        for fault in [
+            TileFault::FrameStart,
+            TileFault::Submit,
+            TileFault::MaterialPoolsExhausted,
+        ]
+        .into_iter()
+        .chain(
+            attachments
+                .iter()
+                .cloned()
+                .map(TileFault::AttachmentAllocation),
+        ) {
             assert!(
                 inject(&test, &mut headless, &injection, fault.clone(), msaa),
                 "{fault:?} {msaa:?}: never reached"

@@ -9,25 +9,19 @@
 //! attachments and framebuffers; after resuming it draws the same image again, holds exactly the
 //! Vulkan objects it held before, and nothing logs an error.
 
-use crate::{
-    harness::{
-        Frame, GpuTest,
-        image_compare::psnr,
-        presented::{self, PresentedAndScreenshot},
-        run_window_test_in_child_process, test_plugins,
-    },
-    scenes,
+use crate::harness::{
+    Frame, GpuTest,
+    image_compare::psnr,
+    presented::{self, PresentedAndScreenshot},
+    run_window_test_in_child_process,
+    window::{Shared, drawn_fraction, latest_report_frame, lit_spheres_window_app},
 };
 use bevy::{
     diagnostic::FrameCount,
     prelude::*,
-    render::view::Msaa,
-    window::{AppLifecycle, PrimaryWindow, RawHandleWrapper, WindowResolution},
+    window::{AppLifecycle, PrimaryWindow, RawHandleWrapper},
 };
-use bevy_tile_deferred::{
-    TileDeferred, TileDeferredPlugin, TileRenderReports, TileResourceCounts as ResourceCounts,
-};
-use std::sync::{Arc, Mutex};
+use bevy_tile_deferred::{TileDeferred, TileRenderReports, TileResourceCounts as ResourceCounts};
 
 const TITLE: &str = "child_tile_window_suspended_and_resumed";
 /// Frames rendered before anything is measured (pipelines built, the view settled).
@@ -75,37 +69,17 @@ struct Seen {
     handle: Option<RawHandleWrapper>,
 }
 
-#[derive(Resource, Clone, Default)]
-struct Shared(Arc<Mutex<Seen>>);
-
 #[test]
 #[ignore = "run in a child process by \
             a_tile_window_suspended_and_resumed_renders_again_and_leaks_nothing"]
 fn child_tile_window_suspended_and_resumed() {
     let test = GpuTest::start("suspended_and_resumed");
-    let shared = Shared::default();
-    let mut app = App::new();
-    app.add_plugins(test_plugins(Some(Window {
-        resolution: WindowResolution::new(320, 180),
-        title: TITLE.into(),
-        ..default()
-    })))
-    .add_plugins(TileDeferredPlugin)
-    .insert_resource(shared.clone())
-    .add_systems(Startup, |world: &mut World| {
-        scenes::spawn_lit_spheres(world);
-        world.spawn((
-            Camera3d::default(),
-            scenes::reference_camera(),
-            scenes::reference_camera_transform(),
-            Msaa::Sample4,
-            TileDeferred::default(),
-        ));
-    })
-    .add_systems(Update, drive);
-    app.run();
+    let shared = Shared::<Seen>::default();
+    lit_spheres_window_app(TITLE, 320, 180, true, &shared)
+        .add_systems(Update, drive)
+        .run();
 
-    let seen = std::mem::take(&mut *shared.0.lock().unwrap());
+    let seen = shared.take();
     let summary = format!(
         "phase {:?}; objects before {:?}, suspended {:?}, after {:?}; report frames before \
          {:?}, suspended {:?}, after {:?}",
@@ -169,19 +143,10 @@ fn child_tile_window_suspended_and_resumed() {
         &screenshot_after,
         None,
     );
-    let clear = scenes::CLEAR_COLOR.to_srgba().to_u8_array();
-    let drawn = |frame: &Frame| {
-        frame
-            .rgba
-            .chunks_exact(4)
-            .filter(|p| (0..3).any(|c| p[c].abs_diff(clear[c]) > 24))
-            .count() as f64
-            / (frame.width * frame.height) as f64
-    };
+    let drawn = drawn_fraction(&presented_after);
     assert!(
-        drawn(&presented_after) > 0.2,
-        "the resumed window shows the scene, not the clear colour ({:.3} drawn)",
-        drawn(&presented_after)
+        drawn > 0.2,
+        "the resumed window shows the scene, not the clear colour ({drawn:.3} drawn)"
     );
     let similarity = psnr(&presented_before, &presented_after);
     if similarity < 36.0 {
@@ -200,22 +165,16 @@ fn drive(
     window: Query<(Entity, Option<&RawHandleWrapper>), With<PrimaryWindow>>,
     cameras: Query<Entity, With<TileDeferred>>,
     reports: Res<TileRenderReports>,
-    shared: Res<Shared>,
+    shared: Res<Shared<Seen>>,
     mut lifecycle: MessageWriter<AppLifecycle>,
     mut exit: MessageWriter<AppExit>,
 ) {
-    let mut seen = shared.0.lock().unwrap();
+    let mut seen = shared.lock();
     let seen = &mut *seen;
     let Ok((window, handle)) = window.single() else {
         return;
     };
-    let report_frame = || {
-        cameras
-            .iter()
-            .filter_map(|camera| reports.get(camera))
-            .map(|report| report.frame)
-            .max()
-    };
+    let report_frame = || latest_report_frame(&reports, cameras.iter());
     seen.phase = match seen.phase {
         Phase::Warming if frames.0 >= WARM_FRAMES => Phase::CapturingBefore,
         Phase::CapturingBefore => match seen.capture.step(&mut commands, TITLE) {

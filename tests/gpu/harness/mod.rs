@@ -9,6 +9,7 @@
 pub mod capture;
 pub mod image_compare;
 pub mod presented;
+pub mod window;
 
 pub use image_compare::{Frame, assert_frames_match};
 
@@ -304,7 +305,13 @@ fn add_target_image(app: &mut App, width: u32, height: u32) -> Handle<Image> {
 
 /// Runs the ignored test `name` of this binary in a child process and fails if it fails.
 pub fn run_in_child_process(name: &str) {
+    run_in_child_process_with_env(name, &[]);
+}
+
+/// [`run_in_child_process`] with `env` added to the child's environment.
+pub fn run_in_child_process_with_env(name: &str, env: &[(&str, &str)]) {
     let output = std::process::Command::new(std::env::current_exe().expect("the test binary"))
+        .envs(env.iter().copied())
         .args([
             name,
             "--exact",
@@ -328,11 +335,16 @@ pub fn run_in_child_process(name: &str) {
 /// windows open at the same place, and a window covered by another one does not show what it
 /// presents (window tests read it back from the X server).
 pub fn run_window_test_in_child_process(name: &str) {
+    run_window_test_in_child_process_with_env(name, &[]);
+}
+
+/// [`run_window_test_in_child_process`] with `env` added to the child's environment.
+pub fn run_window_test_in_child_process_with_env(name: &str, env: &[(&str, &str)]) {
     assert!(
         std::env::var_os("DISPLAY").is_some(),
         "window tests need an X display: run `bash scripts/test.sh` (it starts Xvfb) or \
          `xvfb-run -a cargo test`"
     );
     let _exclusive = GPU.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-    run_in_child_process(name);
+    run_in_child_process_with_env(name, env);
 }

@@ -208,6 +208,32 @@ impl CounterfactualCache {
     }
 }
 
+/// Where a compiled tile frame has its transparent pass: before tonemap (an HDR camera's,
+/// blending into the light, cleared to the clear colour) or after it.
+fn transparent_pass_of(frame: &CompiledFrame) -> plan::TransparentPass {
+    use crate::frame_graph::{ClearValue, LoadOp};
+    let Some(transparent) = plan::locate_pass(frame, names::TRANSPARENT) else {
+        return plan::TransparentPass::None;
+    };
+    // (native pass, subpass): the unmerged tier has one subpass per native pass.
+    if plan::locate_pass(frame, names::TONEMAP).is_some_and(|tonemap| tonemap > transparent) {
+        let light_clear = frame
+            .native_passes
+            .iter()
+            .find_map(|n| n.attachment_named(names::LIGHT))
+            .and_then(|light| match light.load {
+                LoadOp::Clear(ClearValue::Color([r, g, b, _])) => Some([r, g, b]),
+                _ => None,
+            })
+            .unwrap_or_default();
+        plan::TransparentPass::BeforeTonemap {
+            light_clear: light_clear.map(f32::to_bits),
+        }
+    } else {
+        plan::TransparentPass::AfterTonemap
+    }
+}
+
 /// The view description a compiled tile frame was declared from (the inverse of
 /// `plan::declare`), so that its counterfactuals describe exactly the same view.
 pub(crate) fn view_desc_of(frame: &CompiledFrame) -> Option<ViewFrameDesc> {
@@ -233,7 +259,7 @@ pub(crate) fn view_desc_of(frame: &CompiledFrame) -> Option<ViewFrameDesc> {
         samples: depth.samples,
         msaa_depth_stencil: stencil_split.then_some(depth.format),
         unmerged: plan::samples_attachments(frame),
-        transparent: plan::locate_pass(frame, names::TRANSPARENT).is_some(),
+        transparent: transparent_pass_of(frame),
     })
 }
 

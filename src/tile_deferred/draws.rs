@@ -171,10 +171,15 @@ impl DrawList {
         self.draws.iter().chain(&self.transparent)
     }
 
-    /// Sets the sample count the pipelines are built for (the plan may lower the camera's).
-    pub(super) fn set_samples(&mut self, samples: vk::SampleCountFlags) {
+    /// Sets what the pipelines are built for once the frame is planned: the sample count (the
+    /// plan may lower the camera's), and whether transparent meshes blend into the light (an
+    /// HDR camera) or over the tone-mapped output.
+    pub(super) fn set_target(&mut self, samples: vk::SampleCountFlags, into_light: bool) {
         for draw in self.draws.iter_mut().chain(&mut self.transparent) {
             draw.pipeline_key.samples = samples;
+            if let Some(transparent) = draw.pipeline_key.transparent.as_mut() {
+                transparent.into_light = into_light;
+            }
         }
     }
 }
@@ -255,6 +260,7 @@ fn pipeline_key_for(
         transparent: material.blend.map(|blend| TransparentPipeline {
             blend,
             depth_bias: material.depth_bias as i32,
+            into_light: false,
         }),
     })
 }

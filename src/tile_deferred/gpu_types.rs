@@ -208,8 +208,18 @@ pub mod instance_flags {
 pub struct GpuTonemapParams {
     /// rgb: linear clear colour; a: 1 to write it on background pixels, 0 to keep them.
     pub clear_color: [f32; 4],
-    /// x: operator, y: dither on, z: encode sRGB in the shader.
+    /// x: operator, y: dither on, z: encode sRGB in the shader, w: `tonemap_flags` bits.
     pub mode: [u32; 4],
+}
+
+/// `mode.w` bits of [`GpuTonemapParams`] (`TONEMAP_FLAG_*` in tonemap_pass.glsl).
+pub mod tonemap_flags {
+    /// An HDR camera: the background (clear colour or skybox) is tone mapped and dithered like
+    /// every other pixel, as Bevy's tonemapping pass does to its HDR main texture.
+    pub const HDR_BACKGROUND: u32 = 1 << 0;
+    /// The light accumulation holds the background pixels' light (the clear colour, with the
+    /// transparent meshes blended over it): tonemap reads it there.
+    pub const BACKGROUND_IN_LIGHT: u32 = 1 << 1;
 }
 
 /// The fragment push constants of every tile pipeline: tonemap parameters, then MSAA

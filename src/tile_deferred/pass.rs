@@ -20,9 +20,10 @@ use super::{
     draws::{self, DrawList},
     environment::{EnvironmentSources, TileEnvironmentMap, ViewEnvironment},
     error::{TileError, TileResult},
+    gpu_types::{GpuTonemapParams, tonemap_flags},
     interop, materials,
     pipelines::{LightingKey, PassesKey},
-    plan::{self, PlannedFrame},
+    plan::{self, PlannedFrame, TransparentPass},
     record::{MeshBinding, RecordedDraw, Recording, record},
     render_passes,
     report::{self, FrameQueries, TileViewReport},
@@ -140,14 +141,17 @@ fn render_view(
         drawn.transparent.clear();
     }
     let view_desc = plan::ViewFrameDesc {
-        transparent: !drawn.transparent.is_empty(),
+        transparent: transparent_pass(frame, &drawn, skybox),
         ..frame.desc
     };
     let (_, view_state) = resources::view_parts(backend, frame.entity)?;
     let planned = plan::plan_frame(&view_desc, &caps, &mut view_state.graph_cache)?;
     warn_once_if_msaa_lowered(backend, frame, &planned);
     let PlannedFrame { compiled, desc, .. } = &planned;
-    drawn.set_samples(conv::samples(desc.samples));
+    drawn.set_target(
+        conv::samples(desc.samples),
+        matches!(desc.transparent, TransparentPass::BeforeTonemap { .. }),
+    );
 
     // 3. The render passes and their lighting and tonemap pipelines, the lighting specialised
     // for the shadows the frame samples (what is drawn, gathered first, says which).
@@ -262,6 +266,18 @@ fn render_view(
         edge_query: queries.edge_query,
         samples: desc.samples,
         transparent_pass: desc.transparent,
+        // Tonemap reads an HDR camera's background from the light (clear colour and the
+        // transparent meshes over it).
+        tonemap_params: GpuTonemapParams {
+            mode: {
+                let mut mode = frame.tonemap.mode;
+                if matches!(desc.transparent, TransparentPass::BeforeTonemap { .. }) {
+                    mode[3] |= tonemap_flags::BACKGROUND_IN_LIGHT;
+                }
+                mode
+            },
+            ..frame.tonemap
+        },
         ..recording_of(
             backend,
             frame,
@@ -372,7 +388,7 @@ fn recording_of(
         instance_buffer: vk::Buffer::null(),
         updates: std::mem::take(&mut backend.pending_updates),
         draws: recorded_draws(&backend.materials, pass, &drawn.draws, mesh_bindings),
-        transparent_pass: false,
+        transparent_pass: TransparentPass::None,
         transparent_draws: recorded_draws(
             &backend.materials,
             pass,
@@ -388,6 +404,29 @@ fn recording_of(
         edge_counter: pass.edge_counter,
     };
     Ok(recording)
+}
+
+/// Where the view's transparent meshes go, if it draws any (see [`TransparentPass`]): an HDR
+/// camera blends them into the light, as Bevy blends them into its HDR main texture, where the
+/// light can start as the clear colour (the camera clears its output, and draws no skybox: the
+/// skybox is drawn by tonemap, after the light); otherwise over the tone-mapped output.
+fn transparent_pass(
+    frame: &ViewFrame,
+    drawn: &DrawList,
+    skybox: Option<&Skybox>,
+) -> TransparentPass {
+    if drawn.transparent.is_empty() {
+        return TransparentPass::None;
+    }
+    let clear = frame.tonemap.clear_color;
+    let skybox = skybox.is_some_and(|skybox| skybox.image.is_some());
+    if frame.hdr && !frame.desc.keep_output && clear[3] > 0.5 && !skybox {
+        TransparentPass::BeforeTonemap {
+            light_clear: [clear[0], clear[1], clear[2]].map(f32::to_bits),
+        }
+    } else {
+        TransparentPass::AfterTonemap
+    }
 }
 
 /// `draws` resolved to their pipelines and material sets (a draw whose pipeline or material set

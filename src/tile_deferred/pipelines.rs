@@ -81,6 +81,9 @@ impl TransparentBlend {
 pub(crate) struct TransparentPipeline {
     pub blend: TransparentBlend,
     pub depth_bias: i32,
+    /// An HDR camera's pass: blend linear light into the light accumulation (no tone mapping in
+    /// the shader).
+    pub into_light: bool,
 }
 
 /// The render pass and subpass a pipeline is built for.
@@ -221,7 +224,7 @@ impl VulkanContext {
             .map_entries(&mesh_entries)
             .data(bytemuck::cast_slice(&mesh_constants));
         // forward.frag: shadows.glsl's 0 and 1, then the mesh's constants at 10..15, with the
-        // blend mode in place of the alpha mask.
+        // blend mode in place of the alpha mask, and 16 INTO_LIGHT.
         let [shadow_filter, shadows] = lighting.constants();
         let forward_constants = [
             shadow_filter,
@@ -232,8 +235,9 @@ impl VulkanContext {
             key.transparent.map_or(0, |t| t.blend.shader_value()),
             mesh_constants[4],
             mesh_constants[5],
+            u32::from(key.transparent.is_some_and(|t| t.into_light)),
         ];
-        let forward_entries = entries(&[0, 1, 10, 11, 12, 13, 14, 15]);
+        let forward_entries = entries(&[0, 1, 10, 11, 12, 13, 14, 15, 16]);
         let forward_specialization = vk::SpecializationInfo::default()
             .map_entries(&forward_entries)
             .data(bytemuck::cast_slice(&forward_constants));

@@ -63,9 +63,32 @@ pub(crate) struct ViewFrameDesc {
     /// The unmerged debug tier: the passes read what earlier passes wrote as textures (sampled),
     /// so the compiler keeps them in separate render passes and stores the G-buffer and light.
     pub unmerged: bool,
-    /// The view draws transparent meshes this frame: a forward pass after tonemap blends them
-    /// into the output (with MSAA: into the multisampled colour, resolved after it).
-    pub transparent: bool,
+    /// Where the view's transparent meshes are blended this frame, if it draws any.
+    pub transparent: TransparentPass,
+}
+
+/// Where a view's transparent meshes are blended: as Bevy blends them for the camera.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub(crate) enum TransparentPass {
+    /// No transparent meshes in view: three passes.
+    #[default]
+    None,
+    /// An LDR camera: Bevy tone maps each transparent fragment in its shader and blends it over
+    /// the tone-mapped main texture. A pass after tonemap blends into the output (with MSAA: into
+    /// the multisampled colour, resolved after it).
+    AfterTonemap,
+    /// An HDR camera (`Hdr`): Bevy blends linear light into its floating-point main texture, clear
+    /// colour included, and tone maps the result. A pass between lighting and tonemap blends into
+    /// the light accumulation, which the G-buffer pass clears to `light_clear` (the linear clear
+    /// colour's bits) so that background pixels blend over it; tonemap reads them from it.
+    BeforeTonemap { light_clear: [u32; 3] },
+}
+
+impl TransparentPass {
+    /// The frame has a transparent pass.
+    pub fn is_some(self) -> bool {
+        self != Self::None
+    }
 }
 
 impl ViewFrameDesc {
@@ -81,7 +104,7 @@ impl ViewFrameDesc {
             samples,
             msaa_depth_stencil: None,
             unmerged: false,
-            transparent: false,
+            transparent: TransparentPass::None,
         }
     }
 
@@ -178,12 +201,20 @@ pub(crate) fn declare_with_shadows(
     );
     // Background pixels keep undefined G-buffer contents: lighting and tonemap skip pixels whose
     // depth is the cleared far plane, so nothing needs clearing but depth.
+    // Before an HDR camera's transparent pass, background pixels hold the clear colour.
+    let light_clear = match desc.transparent {
+        TransparentPass::BeforeTonemap { light_clear } => {
+            let [r, g, b] = light_clear.map(f32::from_bits);
+            Some(ClearValue::Color([r, g, b, 0.0]))
+        }
+        _ => None,
+    };
     graph
         .add_raster_pass(GBUFFER)
         .color(&mut albedo, Access::Write, None)
         .color(&mut normal, Access::Write, None)
         .color(&mut material, Access::Write, None)
-        .color(&mut light, Access::Write, None)
+        .color(&mut light, Access::Write, light_clear)
         .depth(
             &mut depth,
             Access::ReadWrite,
@@ -213,9 +244,18 @@ pub(crate) fn declare_with_shadows(
         // for a change of its own.
         lighting.depth_read_only(&depth).finish()?;
     }
-    // Transparent meshes are drawn after tonemap, blended over the tone-mapped output as Bevy
-    // blends them over its LDR main texture (each fragment lit, fogged and tone mapped in the
-    // shader: `TONEMAP_IN_SHADER`), depth-tested against the G-buffer depth, not writing it.
+    // Transparent meshes are depth-tested against the G-buffer depth, without writing it. An
+    // HDR camera's are blended into the light before tonemap; an LDR camera's after it, over the
+    // tone-mapped output as Bevy blends them over its LDR main texture (each fragment lit,
+    // fogged and tone mapped in the shader: `TONEMAP_IN_SHADER`).
+    if let TransparentPass::BeforeTonemap { .. } = desc.transparent {
+        graph
+            .add_raster_pass(TRANSPARENT)
+            .color(&mut light, Access::ReadWrite, None)
+            .depth_read_only(&depth)
+            .finish()?;
+    }
+    let after_tonemap = desc.transparent == TransparentPass::AfterTonemap;
     if n > 1 {
         // Tonemapped per sample where samples differ, then resolved in-pass: only the resolved
         // image is stored.
@@ -226,7 +266,7 @@ pub(crate) fn declare_with_shadows(
             unmerged,
         )
         .color(&mut samples, Access::WriteAll, None);
-        if desc.transparent {
+        if after_tonemap {
             tonemap.finish()?;
             graph
                 .add_raster_pass(TRANSPARENT)
@@ -254,7 +294,7 @@ pub(crate) fn declare_with_shadows(
                 None,
             )
             .finish()?;
-        if desc.transparent {
+        if after_tonemap {
             graph
                 .add_raster_pass(TRANSPARENT)
                 .color(&mut output, Access::ReadWrite, None)
@@ -375,7 +415,7 @@ fn check_shape(
     compiled: &crate::frame_graph::CompiledFrame,
     desc: &ViewFrameDesc,
 ) -> TileResult<()> {
-    let passes = if desc.transparent { 4 } else { 3 };
+    let passes = if desc.transparent.is_some() { 4 } else { 3 };
     let expected = if desc.unmerged { passes } else { 1 };
     let subpasses: usize = compiled
         .native_passes
@@ -524,7 +564,7 @@ mod tests {
             (4, DeviceCaps::desktop()),
         ] {
             let transparent = ViewFrameDesc {
-                transparent: true,
+                transparent: TransparentPass::AfterTonemap,
                 ..desc(samples)
             };
             let frame = compile(&declare(&transparent).unwrap(), &caps).unwrap();
@@ -555,8 +595,38 @@ mod tests {
             // The same frame without the transparent pass is a different shape.
             assert!(check_shape(&frame, &desc(samples)).is_err());
         }
+        // An HDR camera's transparent pass comes before tonemap, blending into the light, which
+        // the G-buffer pass clears to the clear colour: still one pass, only the output stored.
+        for samples in [1, 4] {
+            let hdr = ViewFrameDesc {
+                transparent: TransparentPass::BeforeTonemap {
+                    light_clear: [0.25_f32, 0.5, 1.0].map(f32::to_bits),
+                },
+                ..desc(samples)
+            };
+            let frame = compile(&declare(&hdr).unwrap(), &DeviceCaps::desktop()).unwrap();
+            assert_eq!(frame.render_pass_count(), 1, "{}", frame.describe());
+            let native = &frame.native_passes[0];
+            let names: Vec<&str> = native.subpasses.iter().map(|s| s.name.as_str()).collect();
+            assert_eq!(
+                names,
+                [
+                    names::GBUFFER,
+                    names::LIGHTING,
+                    names::TRANSPARENT,
+                    names::TONEMAP
+                ]
+            );
+            let light = native.attachment_named(names::LIGHT).unwrap();
+            assert_eq!(
+                light.load,
+                LoadOp::Clear(ClearValue::Color([0.25, 0.5, 1.0, 0.0]))
+            );
+            assert_eq!(frame.cost.total.stored, 1920 * 1080 * 4);
+            check_shape(&frame, &hdr).unwrap();
+        }
         let unmerged = ViewFrameDesc {
-            transparent: true,
+            transparent: TransparentPass::AfterTonemap,
             unmerged: true,
             ..desc(1)
         };

@@ -4,6 +4,7 @@
 use super::{
     backend::StencilSplitPipelines,
     gpu_types::{GpuPushConstants, GpuTonemapParams},
+    plan::TransparentPass,
 };
 use crate::vulkan::VulkanContext;
 use ash::vk;
@@ -56,8 +57,8 @@ pub(super) struct Recording {
     pub(super) instance_buffer: vk::Buffer,
     pub(super) updates: Vec<(vk::Buffer, Vec<u8>)>,
     pub(super) draws: Vec<RecordedDraw>,
-    /// The plan has a transparent pass (after tonemap).
-    pub(super) transparent_pass: bool,
+    /// Where the plan has its transparent pass, if it has one.
+    pub(super) transparent_pass: TransparentPass,
     /// The transparent pass's draws, back to front.
     pub(super) transparent_draws: Vec<RecordedDraw>,
     /// Query pool and first query: marks before the pass and after each subpass.
@@ -121,8 +122,17 @@ unsafe fn record_into(
         recorder.begin_frame();
         let mut push = recorder.gbuffer(hal_encoder);
         recorder.lighting(&mut push);
-        recorder.tonemap(&mut push);
-        recorder.transparent(hal_encoder);
+        match r.transparent_pass {
+            TransparentPass::None => recorder.tonemap(&mut push, 2),
+            TransparentPass::BeforeTonemap { .. } => {
+                recorder.transparent(hal_encoder, 2);
+                recorder.tonemap(&mut push, 3);
+            }
+            TransparentPass::AfterTonemap => {
+                recorder.tonemap(&mut push, 2);
+                recorder.transparent(hal_encoder, 3);
+            }
+        }
         recorder.end_frame();
     }
 }
@@ -418,11 +428,12 @@ impl Recorder<'_> {
         }
     }
 
-    /// Subpass 2: tonemap into the output.
-    unsafe fn tonemap(&self, push: &mut GpuPushConstants) {
+    /// Logical pass `index` (2, or 3 after an HDR camera's transparent pass): tonemap into the
+    /// output.
+    unsafe fn tonemap(&self, push: &mut GpuPushConstants, index: usize) {
         // SAFETY: see `record_into`.
         unsafe {
-            self.next_pass(2);
+            self.next_pass(index);
             self.bind_set(3, self.r.tonemap_set);
             self.device
                 .cmd_bind_pipeline(self.cb, vk::PipelineBindPoint::GRAPHICS, self.r.tonemap);
@@ -432,16 +443,16 @@ impl Recorder<'_> {
         }
     }
 
-    /// Subpass 3, where the plan has it: the transparent meshes, back to front, blended over
-    /// the tone-mapped colour. The sets bound so far (view, G-buffer set's environment cubes,
-    /// tonemap set's LUT) and the push constants stay bound.
-    unsafe fn transparent(&self, hal_encoder: &mut hal::vulkan::CommandEncoder) {
-        if !self.r.transparent_pass {
-            return;
-        }
+    /// Logical pass `index`: the transparent meshes, back to front, blended into the light (2,
+    /// an HDR camera) or over the tone-mapped colour (3). The view set, the G-buffer set (the
+    /// environment cubes) and the push constants stay bound; the tonemap set (the LUT, which
+    /// the shader reads for an LDR camera) is bound here for an HDR camera's pass, which comes
+    /// first.
+    unsafe fn transparent(&self, hal_encoder: &mut hal::vulkan::CommandEncoder, index: usize) {
         // SAFETY: see `record_into`; the hal encoder is only used to bind mesh buffers.
         unsafe {
-            self.next_pass(3);
+            self.next_pass(index);
+            self.bind_set(3, self.r.tonemap_set);
             self.device.cmd_bind_vertex_buffers(
                 self.cb,
                 1,

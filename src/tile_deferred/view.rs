@@ -3,7 +3,7 @@
 
 use super::{
     MsaaShading, TileDebugView, TileDeferred,
-    gpu_types::{GpuTonemapParams, GpuView, msaa_flags},
+    gpu_types::{GpuTonemapParams, GpuView, msaa_flags, tonemap_flags},
     plan::{self, ViewFrameDesc},
     scene::TileSceneParams,
     shadows,
@@ -64,6 +64,8 @@ pub(super) struct ViewFrame {
     pub(super) msaa_note: Option<String>,
     pub(super) msaa_flags: u32,
     pub(super) debug_view: TileDebugView,
+    /// The camera is HDR (`Hdr`): Bevy tone maps its whole main texture, background included.
+    pub(super) hdr: bool,
     pub(super) output_kind: OutputKind,
     pub(super) target_extent: vk::Extent2D,
     pub(super) viewport: UVec4,
@@ -131,7 +133,7 @@ impl ViewFrame {
                     decision.tier.is_unmerged()
                 }),
             // Set by the tile pass once it knows what the view draws.
-            transparent: false,
+            transparent: plan::TransparentPass::None,
         };
         let tonemapping = view.tonemapping.copied().unwrap_or_default();
         let dither = view.dither.copied().unwrap_or_default();
@@ -142,6 +144,7 @@ impl ViewFrame {
             msaa_note,
             msaa_flags: shader_msaa_flags(view.settings),
             debug_view: view.settings.debug_view,
+            hdr: view.camera.hdr,
             output_kind,
             target_extent,
             viewport,
@@ -155,7 +158,11 @@ impl ViewFrame {
                     tonemapping_mode(tonemapping),
                     u32::from(dither == DebandDither::Enabled),
                     u32::from(conv::needs_shader_srgb_encode(output_format)),
-                    0,
+                    if view.camera.hdr {
+                        tonemap_flags::HDR_BACKGROUND
+                    } else {
+                        0
+                    },
                 ],
             },
             tonemapping,

@@ -80,6 +80,14 @@ fn transparent_cases() -> Vec<FidelityCase> {
             "alpha_modes_msaa",
             with(ALPHA_MODES, |c| c.msaa = Some(Msaa::Sample4)),
         ),
+        FidelityCase::single("alpha_modes_hdr", with(ALPHA_MODES, |c| c.hdr = true)),
+        FidelityCase::single(
+            "alpha_modes_hdr_msaa",
+            with(ALPHA_MODES, |c| {
+                c.hdr = true;
+                c.msaa = Some(Msaa::Sample4);
+            }),
+        ),
         FidelityCase::single("fading_textured", FidelityCamera::stage(FADING_TEXTURED)),
         FidelityCase::single(
             "intersecting_many",
@@ -252,7 +260,12 @@ fn spawn_transparent(world: &mut World) {
 
 fn checks() -> Vec<RegionCheck> {
     let mut checks = Vec::new();
-    for case in ["alpha_modes", "alpha_modes_msaa"] {
+    for case in [
+        "alpha_modes",
+        "alpha_modes_msaa",
+        "alpha_modes_hdr",
+        "alpha_modes_hdr_msaa",
+    ] {
         let shows = [
             "the red Blend sphere",
             "the green Premultiplied cube",

@@ -1,13 +1,14 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 
-// The transparent pass (after tonemap, drawn with gbuffer.vert): one transparent StandardMaterial
-// mesh, shaded per fragment as Bevy's forward mesh pipeline shades it for an LDR camera
-// (pbr.wgsl fragment): the surface (material.glsl), apply_pbr_lighting (surface_light() of
-// surface_lighting.glsl plus the emissive term), then main_pass_post_lighting_processing: distance
-// fog, in-shader tone mapping and deband dither (TONEMAP_IN_SHADER), and premultiply_alpha for the
-// blend mode. The pipeline blends the result into the tone-mapped colour with Bevy's BlendState,
-// depth-tested against the G-buffer depth without writing it.
+// The transparent pass (drawn with gbuffer.vert): one transparent StandardMaterial mesh, shaded per
+// fragment as Bevy's forward mesh pipeline shades it (pbr.wgsl fragment): the surface
+// (material.glsl), apply_pbr_lighting (surface_light() of surface_lighting.glsl plus the emissive
+// term), then main_pass_post_lighting_processing: distance fog, for an LDR camera in-shader tone
+// mapping and deband dither (TONEMAP_IN_SHADER), and premultiply_alpha for the blend mode. The
+// pipeline blends the result with Bevy's BlendState, depth-tested against the G-buffer depth
+// without writing it: an LDR camera's after tonemap, into the tone-mapped colour; an HDR camera's
+// (INTO_LIGHT) before it, into the light accumulation.
 //
 // Specialisation constants: 0 and 1 are shadows.glsl's; 10..15 are gbuffer.vert's 0..5 (the mesh's
 // attributes) with BLEND_MODE in place of its alpha mask.
@@ -22,6 +23,9 @@ layout(constant_id = 12) const bool HAS_TANGENTS = false;
 layout(constant_id = 13) const uint BLEND_MODE = 0u;
 layout(constant_id = 14) const bool HAS_COLORS = false;
 layout(constant_id = 15) const bool HAS_UV1 = false;
+// An HDR camera's pass (before tonemap): the pre-exposed linear light is blended into the light
+// accumulation, as Bevy blends it into its HDR main texture, and tone mapped with it afterwards.
+layout(constant_id = 16) const bool INTO_LIGHT = false;
 
 #define BLEND_ALPHA 0u
 #define BLEND_PREMULTIPLIED 1u
@@ -88,11 +92,13 @@ void main() {
     if (fog_mode() != FOG_MODE_OFF) {
         color.rgb = apply_fog(color.rgb, world_position);
     }
-    color = tone_mapping(color, params.mode.x);
-    if (params.mode.y == 1u) {
-        vec3 rgb = powsafe(color.rgb, 1.0 / 2.2);
-        rgb += screen_space_dither(gl_FragCoord.xy);
-        color.rgb = powsafe(rgb, 2.2);
+    if (!INTO_LIGHT) {
+        color = tone_mapping(color, params.mode.x);
+        if (params.mode.y == 1u) {
+            vec3 rgb = powsafe(color.rgb, 1.0 / 2.2);
+            rgb += screen_space_dither(gl_FragCoord.xy);
+            color.rgb = powsafe(rgb, 2.2);
+        }
     }
     if (BLEND_MODE == BLEND_ADD) {
         color = vec4(color.rgb * color.a, 0.0);
@@ -100,5 +106,6 @@ void main() {
         color = vec4(color.rgb * color.a, color.a);
     }
     // A UNORM output stores sRGB-encoded values (its blending then happens on encoded values).
-    out_color = params.mode.z == 1u ? vec4(linear_to_srgb(color.rgb), color.a) : color;
+    bool encode_srgb = !INTO_LIGHT && params.mode.z == 1u;
+    out_color = encode_srgb ? vec4(linear_to_srgb(color.rgb), color.a) : color;
 }

@@ -53,6 +53,26 @@ vec3 fogged_light(vec3 light, float depth, vec2 frag_coord) {
     return apply_fog(light, world_position_from_depth(view, frag_coord, depth));
 }
 
+// mode.w bits (gpu_types::tonemap_flags).
+#define TONEMAP_FLAG_HDR_BACKGROUND 1u
+#define TONEMAP_FLAG_BACKGROUND_IN_LIGHT 2u
+
+bool background_in_light() {
+    return (params.mode.w & TONEMAP_FLAG_BACKGROUND_IN_LIGHT) != 0u;
+}
+
+// What a background pixel (or sample) shows, `background` being its clear colour or skybox and
+// `light` its light accumulation. An LDR camera shows the background as it is (Bevy neither tone
+// maps nor dithers it); an HDR camera tone maps and dithers it like every pixel, as Bevy's
+// tonemapping pass does to its HDR main texture, with the transparent meshes blended over it in
+// the light where the light holds the background (the clear colour it was cleared to).
+vec3 background_display(vec3 background, vec3 light) {
+    if ((params.mode.w & TONEMAP_FLAG_HDR_BACKGROUND) == 0u || params.msaa.w != DEBUG_VIEW_NONE) {
+        return background;
+    }
+    return tone_map_and_dither(background_in_light() ? light : background);
+}
+
 vec3 display_color(vec3 light) {
     uint debug_view = params.msaa.w;
     if (debug_view == DEBUG_VIEW_NONE) {
@@ -82,7 +102,9 @@ void main() {
             discard;
         }
         vec3 clear_rgb = background_color(gl_FragCoord.xy, params.clear_color.rgb);
-        out_color = vec4(encode_srgb ? linear_to_srgb(clear_rgb) : clear_rgb, 1.0);
+        vec3 light = background_in_light() ? TILE_READ(light_accumulation).rgb : clear_rgb;
+        vec3 color = background_display(clear_rgb, light);
+        out_color = vec4(encode_srgb ? linear_to_srgb(color) : color, 1.0);
         return;
     }
 
@@ -130,8 +152,9 @@ void main() {
     bool interior = true;
     for (int i = 1; i < sample_count; ++i) {
         bool background = TILE_READ_SAMPLE(depth_input, i).r == 0.0;
+        bool lit = !background || background_in_light();
         if (background != background0
-            || (!background && any(notEqual(TILE_READ_SAMPLE(light_accumulation, i).rgb, light0)))) {
+            || (lit && any(notEqual(TILE_READ_SAMPLE(light_accumulation, i).rgb, light0)))) {
             interior = false;
             break;
         }
@@ -139,7 +162,8 @@ void main() {
 
     vec3 color;
     if (interior) {
-        color = background0 ? clear_rgb : display_color(fogged_light(light0, depth0, gl_FragCoord.xy));
+        color = background0 ? background_display(clear_rgb, light0)
+                            : display_color(fogged_light(light0, depth0, gl_FragCoord.xy));
     } else {
         // Each sample clamped to [0, 1] as the 8-bit output would store it, so that one very
         // bright sample (TONEMAP_NONE, or an emissive over the clear colour) cannot outweigh the
@@ -149,7 +173,7 @@ void main() {
             vec3 sample_color;
             float depth = TILE_READ_SAMPLE(depth_input, i).r;
             if (depth == 0.0) {
-                sample_color = clear_rgb;
+                sample_color = background_display(clear_rgb, TILE_READ_SAMPLE(light_accumulation, i).rgb);
             } else {
                 vec3 light = TILE_READ_SAMPLE(light_accumulation, i).rgb;
                 sample_color = display_color(fogged_light(light, depth, gl_FragCoord.xy));

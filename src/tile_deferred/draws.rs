@@ -256,6 +256,7 @@ fn pipeline_key_for(
             None => vk::CullModeFlags::NONE,
         },
         alpha_mask: material.alpha_mask,
+        alpha_to_coverage: material.alpha_to_coverage,
         samples,
         transparent: material.blend.map(|blend| TransparentPipeline {
             blend,

@@ -133,6 +133,9 @@ pub(crate) struct TileMaterial {
     pub images_pending: bool,
     pub cull_mode: Option<Face>,
     pub alpha_mask: bool,
+    /// `AlphaMode::AlphaToCoverage`: with MSAA the alpha decides how many samples the fragment
+    /// covers; without, it is the mask at 0.5 (`alpha_mask`), as Bevy treats it.
+    pub alpha_to_coverage: bool,
     /// Transparent (`AlphaMode::Blend`, `Premultiplied`, `Add`, `Multiply`): drawn sorted in
     /// the transparent pass with this blend, not into the G-buffer.
     pub blend: Option<TransparentBlend>,
@@ -538,6 +541,7 @@ fn convert_material(
         images_pending,
         cull_mode: material.cull_mode,
         alpha_mask,
+        alpha_to_coverage: material.alpha_mode == AlphaMode::AlphaToCoverage,
         blend,
         depth_bias: material.depth_bias,
         generation,

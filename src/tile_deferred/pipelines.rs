@@ -27,6 +27,9 @@ pub(crate) struct GbufferPipelineKey {
     pub primitive_restart: bool,
     pub cull_mode: vk::CullModeFlags,
     pub alpha_mask: bool,
+    /// `AlphaMode::AlphaToCoverage`: with MSAA (`samples` above 1) the fragment covers as many
+    /// samples as its alpha says (`gbuffer.frag`); without, `alpha_mask` at 0.5 applies.
+    pub alpha_to_coverage: bool,
     pub samples: vk::SampleCountFlags,
     /// `Some`: a transparent mesh, lit and blended in the transparent pass (`forward.frag`)
     /// instead of written to the G-buffer.
@@ -150,6 +153,13 @@ impl ScreenState {
     }
 }
 
+/// The G-buffer module of `AlphaMode::AlphaToCoverage` with MSAA (it writes the sample mask).
+pub(super) const ALPHA_TO_COVERAGE: Variant = Variant {
+    msaa: true,
+    sampled: false,
+    split: Split::Off,
+};
+
 /// The MSAA stencil split's own variants: the edge classification (stencil marking) and the
 /// edge pixels' lighting, per sample; both read input attachments.
 pub(super) const SPLIT_CLASSIFY: Variant = Variant {
@@ -200,11 +210,13 @@ impl VulkanContext {
         lighting: LightingKey,
     ) -> Result<vk::Pipeline, vk::Result> {
         // Constant ids 0..5 of gbuffer.vert and gbuffer.frag.
+        let alpha_to_coverage =
+            key.alpha_to_coverage && key.samples != vk::SampleCountFlags::TYPE_1;
         let mesh_constants = [
             u32::from(key.attributes[1].is_some()),
             u32::from(key.attributes[2].is_some()),
             u32::from(key.attributes[3].is_some()),
-            u32::from(key.alpha_mask),
+            u32::from(key.alpha_mask && !alpha_to_coverage),
             u32::from(key.attributes[4].is_some()),
             u32::from(key.attributes[5].is_some()),
         ];
@@ -251,7 +263,14 @@ impl VulkanContext {
                     .specialization_info(&forward_specialization)
             } else {
                 shaders
-                    .stage(ShaderId::GbufferFrag, Variant::BASE)
+                    .stage(
+                        ShaderId::GbufferFrag,
+                        if alpha_to_coverage {
+                            ALPHA_TO_COVERAGE
+                        } else {
+                            Variant::BASE
+                        },
+                    )
                     .specialization_info(&mesh_specialization)
             },
         ];

@@ -2,7 +2,8 @@
 //! Bevy's `transparency_3d` example: every blended `AlphaMode` over opaque geometry, fading
 //! alpha, a textured blended quad, intersecting transparent objects, transparent objects in
 //! front of and behind opaque ones, and many transparent objects; without MSAA, with 4x MSAA
-//! (against Bevy forward 4x), with `Hdr`, and on the unmerged tier.
+//! (against Bevy forward 4x), with `Hdr`, and on the unmerged tier. `AlphaToCoverage` too (an
+//! opaque mode, drawn into the G-buffer), with and without MSAA.
 //!
 //! Each case is drawn by both renderers in one app (`content::assert_content_matches_to`): the
 //! whole frame and the region of each transparent object must match, and each region must show
@@ -25,6 +26,7 @@ mod stage {
     pub const ALPHA_MODES: usize = 0;
     pub const FADING_TEXTURED: usize = 1;
     pub const INTERSECTING_MANY: usize = 2;
+    pub const ALPHA_TO_COVERAGE: usize = 3;
 }
 
 /// Four vertical strips of the image, left to right: where the stages put their objects.
@@ -97,13 +99,26 @@ fn transparent_cases() -> Vec<FidelityCase> {
             "intersecting_many_msaa",
             with(INTERSECTING_MANY, |c| c.msaa = Some(Msaa::Sample4)),
         ),
+        FidelityCase::single(
+            "alpha_to_coverage",
+            FidelityCamera::stage(ALPHA_TO_COVERAGE),
+        ),
+        FidelityCase::single(
+            "alpha_to_coverage_msaa",
+            with(ALPHA_TO_COVERAGE, |c| c.msaa = Some(Msaa::Sample4)),
+        ),
     ]
 }
 
 fn spawn_transparent(world: &mut World) {
     use stage::*;
     spawn_sun(world);
-    for index in [ALPHA_MODES, FADING_TEXTURED, INTERSECTING_MANY] {
+    for index in [
+        ALPHA_MODES,
+        FADING_TEXTURED,
+        INTERSECTING_MANY,
+        ALPHA_TO_COVERAGE,
+    ] {
         spawn_stage(world, index);
     }
     let sphere = add_mesh(world, Sphere::new(0.6).mesh().uv(32, 16));
@@ -227,6 +242,28 @@ fn spawn_transparent(world: &mut World) {
         );
     }
     spawn(world, &sphere, &white, row(INTERSECTING_MANY, 2, 0.7, -0.6));
+    // AlphaMode::AlphaToCoverage (opaque, drawn into the G-buffer): with 4x MSAA the alpha
+    // covers that share of each pixel's samples; without MSAA it is a mask at 0.5.
+    for (slot, alpha) in [0.3, 0.55, 0.8].into_iter().enumerate() {
+        let material = add_material(
+            world,
+            StandardMaterial {
+                base_color: Color::srgba(0.9, 0.3, 0.1, alpha),
+                alpha_mode: AlphaMode::AlphaToCoverage,
+                ..default()
+            },
+        );
+        spawn(
+            world,
+            &sphere,
+            &material,
+            row(ALPHA_TO_COVERAGE, slot, 0.9, 0.0),
+        );
+    }
+    // Not tested: an AlphaToCoverage quad whose alpha comes from a texture gradient. Bevy's
+    // forward 4x on lavapipe drew it like a mask at 0.5 (half the quad opaque, half absent),
+    // while its uniform-alpha spheres cover samples by alpha as here; unexplained.
+
     let small = add_mesh(world, Cuboid::new(0.3, 0.3, 0.3));
     for i in 0..24 {
         let hue = i as f32 * 37.0 % 360.0;
@@ -305,6 +342,38 @@ fn checks() -> Vec<RegionCheck> {
                 region: *region,
                 shows,
                 visible: |f| saturated_pixels(f, 40) > 60,
+            });
+        }
+    }
+    // Without MSAA alpha-to-coverage is a mask at 0.5, as in Bevy: the 0.3 sphere is gone.
+    for (case, faint) in [
+        ("alpha_to_coverage", None),
+        ("alpha_to_coverage_msaa", Some("the faint orange sphere")),
+    ] {
+        checks.push(match faint {
+            Some(shows) => RegionCheck {
+                case,
+                region: STRIPS[0],
+                shows,
+                visible: |f| saturated_pixels(f, 40) > 40,
+            },
+            None => RegionCheck {
+                case,
+                region: STRIPS[0],
+                shows: "nothing orange (the 0.3 sphere masked out)",
+                visible: |f| saturated_pixels(f, 40) < 10,
+            },
+        });
+        for (region, shows) in STRIPS[1..3]
+            .iter()
+            .copied()
+            .zip(["the orange sphere", "the strong orange sphere"])
+        {
+            checks.push(RegionCheck {
+                case,
+                region,
+                shows,
+                visible: |f| saturated_pixels(f, 40) > 40,
             });
         }
     }

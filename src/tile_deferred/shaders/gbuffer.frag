@@ -52,6 +52,26 @@ void main() {
     vec4 base_color = surface.base_color;
 
     // alpha_discard: opaque -> alpha 1; mask -> discard below the cutoff, else alpha 1.
+#ifdef MSAA
+    // The module compiled with MSAA draws AlphaMode::AlphaToCoverage with MSAA: sample s of the
+    // pixel's N is covered where alpha > s / N (Mesa llvmpipe's alpha-to-coverage; hardware
+    // patterns differ by vendor, not in how many samples a given alpha covers by more than one).
+    // In the shader, because the hardware's would take the alpha from output 0, where the G-buffer
+    // keeps the diffuse occlusion. Its own module: a shader that declares the sample mask must
+    // write it on every path, which the other G-buffer pipelines need not pay for.
+    uint samples = clamp(params.msaa.y, 1u, 32u);
+    uint covered = 0u;
+    for (uint s = 0u; s < samples; s++) {
+        if (base_color.a > float(s) / float(samples)) {
+            covered |= 1u << s;
+        }
+    }
+    if (covered == 0u) {
+        discard;
+    }
+    gl_SampleMask[0] = int(covered);
+    base_color.a = 1.0;
+#else
     if (ALPHA_MASK) {
         if (base_color.a >= material.roughness_metallic_reflectance_cutoff.w) {
             base_color.a = 1.0;
@@ -61,6 +81,7 @@ void main() {
     } else {
         base_color.a = 1.0;
     }
+#endif
     vec3 N = surface.N;
 
     if (surface.unlit) {

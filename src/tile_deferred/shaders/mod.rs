@@ -165,6 +165,7 @@ pub(crate) const VARIANTS: &[ShaderVariant] = &[
     //       body             msaa   sampled split   module name
     variant!(GbufferVert,     false, false,  Off,    "gbuffer.vert"),
     variant!(GbufferFrag,     false, false,  Off,    "gbuffer.frag"),
+    variant!(GbufferFrag,     true,  false,  Off,    "gbuffer_coverage_ms.frag"),
     variant!(ForwardFrag,     false, false,  Off,    "forward.frag"),
     variant!(FullscreenVert,  false, false,  Off,    "fullscreen.vert"),
     variant!(Lighting,        false, false,  Off,    "lighting.frag"),

@@ -175,8 +175,9 @@ pub struct OrbitingLight {
 }
 
 /// The showcase scene: the lit spheres, with the sun and the warm light casting shadows (Bevy
-/// renders the maps, the tile path samples them), plus `light_count` coloured point lights
-/// that orbit it.
+/// renders the maps, the tile path samples them), three transparent objects (a glass ball, a
+/// tinted pane and an additive glow, lit per fragment by the transparent pass), plus
+/// `light_count` coloured point lights that orbit it.
 ///
 /// The shadow maps are sized for a phone, not Bevy's desktop defaults: two cascades of
 /// 1024x1024 over the 20 m the camera sees and 512x512 cube faces. Each map is stored once a
@@ -206,6 +207,7 @@ pub fn spawn_showcase(world: &mut World, light_count: usize) {
     for mut light in world.query::<&mut PointLight>().iter_mut(world) {
         light.shadow_maps_enabled = true;
     }
+    spawn_showcase_glass(world);
     let small_sphere = world
         .resource_mut::<Assets<Mesh>>()
         .add(Sphere::new(0.08).mesh().ico(2).unwrap());
@@ -240,6 +242,58 @@ pub fn spawn_showcase(world: &mut World, light_count: usize) {
             MeshMaterial3d(emissive),
             Transform::from_translation(orbit_position(&orbit, 0.0)),
             orbit,
+        ));
+    }
+}
+
+/// The showcase's transparent objects, one per kind of blending games use most.
+fn spawn_showcase_glass(world: &mut World) {
+    let glass = [
+        (
+            "glass ball",
+            Mesh::from(Sphere::new(0.7)),
+            StandardMaterial {
+                base_color: Color::srgba(0.7, 0.85, 1.0, 0.3),
+                alpha_mode: AlphaMode::Blend,
+                perceptual_roughness: 0.08,
+                reflectance: 0.8,
+                ..default()
+            },
+            Transform::from_xyz(-2.2, 0.7, 2.4),
+        ),
+        (
+            "tinted pane",
+            Mesh::from(Cuboid::new(2.4, 1.6, 0.05)),
+            StandardMaterial {
+                base_color: Color::srgba(0.15, 0.4, 0.2, 0.45),
+                alpha_mode: AlphaMode::Premultiplied,
+                perceptual_roughness: 0.2,
+                ..default()
+            },
+            Transform::from_xyz(1.8, 0.8, 2.8).with_rotation(Quat::from_rotation_y(-0.5)),
+        ),
+        (
+            "glow",
+            Mesh::from(Sphere::new(0.35)),
+            StandardMaterial {
+                base_color: Color::srgba(1.0, 0.55, 0.15, 0.6),
+                alpha_mode: AlphaMode::Add,
+                unlit: true,
+                ..default()
+            },
+            Transform::from_xyz(0.0, 2.6, 0.0),
+        ),
+    ];
+    for (name, mesh, material, transform) in glass {
+        let mesh = world.resource_mut::<Assets<Mesh>>().add(mesh);
+        let material = world
+            .resource_mut::<Assets<StandardMaterial>>()
+            .add(material);
+        world.spawn((
+            Name::new(name),
+            Mesh3d(mesh),
+            MeshMaterial3d(material),
+            transform,
         ));
     }
 }

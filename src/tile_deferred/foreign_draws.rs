@@ -36,8 +36,8 @@ use std::sync::{Arc, Mutex};
 
 /// What `find_missing` reports on a tile camera whose `Transparent3d` phase holds draws of
 /// another render plugin.
-pub(crate) const FOREIGN_TRANSPARENT_DRAWS: &str = "gizmos (Transparent3d draws of a render plugin, e.g. bevy_gizmos; the tile path does not \
-     draw them)";
+pub(crate) const FOREIGN_TRANSPARENT_DRAWS: &str = "Transparent3d draws of a render plugin (gizmos and the like; the tile path does not draw \
+     them)";
 
 /// Shared by the main and render worlds: per tile camera (main-world entity), how many
 /// `Transparent3d` items of its last rendered frame the tile path does not draw (only cameras

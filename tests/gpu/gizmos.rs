@@ -4,7 +4,8 @@
 //! queued for a tile camera (its `Transparent3d` phase), reports them in `TileMissing`, falls an
 //! `Auto` camera back to `Core3d` while there are any (so its picture is Bevy's, gizmos drawn
 //! and depth-tested against the meshes), and keeps a forced tier rendering, logging them once.
-//! With the gizmo plugin in the app and nothing drawn, the tile path keeps its cameras.
+//! With the gizmo plugin in the app and nothing drawn, or gizmos drawn on render layers the
+//! camera does not see, the tile path keeps its cameras.
 //!
 //! The scene: lit meshes and, while `DrawGizmos` is on, a magenta line, sphere and grid, the
 //! line passing behind the cube (depth-tested away there). Cameras, all in one app, HDR off:
@@ -14,7 +15,12 @@
 //! not draw them could not pass; the forced tile image shows none, the item listed instead.
 
 use crate::harness::{Frame, GpuTest, HeadlessApp, image_compare};
-use bevy::{camera::RenderTarget, prelude::*, render::view::Msaa};
+use bevy::{
+    camera::{RenderTarget, visibility::RenderLayers},
+    gizmos::config::{DefaultGizmoConfigGroup, GizmoConfigStore},
+    prelude::*,
+    render::view::Msaa,
+};
 use bevy_tile_deferred::{
     TileDeferred, TileRenderReports,
     tiers::{MISSING_RETURN_FRAMES, RenderTier, TierDecision, TierSetting},
@@ -316,10 +322,33 @@ fn gizmos_over_a_tile_camera_are_never_silently_missing() {
     for _ in 0..MISSING_RETURN_FRAMES + 3 {
         headless.update();
     }
-    for (name, camera) in tile_cameras {
-        let d = decision(&headless, camera);
-        assert!(d.tier.is_tile(), "{name}: {}", d.summary());
-        assert_eq!(d.missing_fallback, None, "{name}");
-        assert!(missing(&headless, camera).is_empty(), "{name}");
+    let assert_all_tile = |headless: &HeadlessApp, when: &str| {
+        for (name, camera) in tile_cameras {
+            let d = decision(headless, camera);
+            assert!(d.tier.is_tile(), "{name} {when}: {}", d.summary());
+            assert_eq!(d.missing_fallback, None, "{name} {when}");
+            assert!(missing(headless, camera).is_empty(), "{name} {when}");
+        }
+    };
+    assert_all_tile(&headless, "after the gizmos stopped");
+
+    // Gizmos drawn on render layers no camera sees: Bevy draws none, nothing is missing.
+    headless
+        .app
+        .world_mut()
+        .resource_mut::<GizmoConfigStore>()
+        .config_mut::<DefaultGizmoConfigGroup>()
+        .0
+        .render_layers = RenderLayers::layer(5);
+    headless.app.insert_resource(DrawGizmos(true));
+    for _ in 0..4 {
+        headless.update();
     }
+    assert_all_tile(&headless, "with gizmos on other render layers");
+    let bevy = headless.read_image(&targets[0]);
+    assert_eq!(
+        gizmo_pixels(&bevy).0,
+        0,
+        "Bevy draws no gizmos there either"
+    );
 }

@@ -245,6 +245,23 @@ fn gizmos_over_a_tile_camera_are_never_silently_missing() {
     // tile tier and lists them (the render world finds them; the main world hears of them on
     // the next frame it routes).
     headless.app.insert_resource(DrawGizmos(true));
+    // The render world finds them while rendering a frame, the main world hears of them when
+    // it routes a later one (pipelined rendering: the render world runs beside the next main
+    // frame): the frames an `Auto` camera renders on the tile path without them.
+    let mut frames_without = 0;
+    loop {
+        headless.update();
+        if !decision(&headless, auto).tier.is_tile() {
+            break;
+        }
+        frames_without += 1;
+        assert!(frames_without <= 4, "the Auto camera does not fall back");
+    }
+    eprintln!("gizmos: the Auto camera rendered {frames_without} tile frame(s) without them");
+    assert!(
+        frames_without <= 2,
+        "{frames_without} tile frames without the gizmos"
+    );
     for _ in 0..4 {
         headless.update();
     }

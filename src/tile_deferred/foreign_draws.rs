@@ -9,7 +9,7 @@
 //! the gizmo plugin fills it; the tile schedule never draws that phase. The crate does not need
 //! to compile bevy_gizmos to see this: an item of a tile camera's phase whose draw function is
 //! not bevy_pbr's `DrawMaterial` (the meshes, which the tile path draws itself or
-//! [`find_missing`](super::missing::find_missing) reports mesh by mesh) is something another
+//! `find_missing` (`missing.rs`) reports mesh by mesh) is something another
 //! plugin draws there. Only actual content is found: bevy_gizmos_render queues nothing for a
 //! group without lines, a disabled group, or a view outside the gizmo's render layers, so an
 //! app with the gizmo plugin and nothing drawn keeps its tile cameras.

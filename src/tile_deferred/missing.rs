@@ -9,7 +9,9 @@
 //! - camera components whose effect it does not render (post-processing, fog, sky,
 //!   environment light, a non-default colour grading);
 //! - bevy_ui nodes drawn over it (Bevy's UI pass runs inside `Core3d`, which a tile camera does
-//!   not run), unless the tile path draws them (feature `ui`, [`UiDrawnOverTileCameras`]).
+//!   not run), unless the tile path draws them (feature `ui`, [`UiDrawnOverTileCameras`]);
+//! - gizmos: `Transparent3d` draws another render plugin queued for it on its last rendered
+//!   frame, counted in the render world (see `foreign_draws.rs`).
 //!
 //! The router (`route.rs`, which imports this file) then falls an `Auto` camera back to Bevy's
 //! `Core3d` while any of it is in view ([`tiers::apply_missing`](crate::tiers::apply_missing)),
@@ -18,7 +20,10 @@
 //! The tables below are the tile path's feature coverage: remove a row when the tile path
 //! learns to draw it.
 
-use super::TileDeferred;
+use super::{
+    TileDeferred,
+    foreign_draws::{FOREIGN_TRANSPARENT_DRAWS, ForeignTransparentDraws},
+};
 use bevy::{
     camera::visibility::VisibleEntities,
     ecs::{
@@ -302,6 +307,7 @@ pub(crate) fn find_missing(
     archetypes: &Archetypes,
     registry: Res<AppTypeRegistry>,
     ui_drawn: Option<Res<UiDrawnOverTileCameras>>,
+    foreign_draws: Option<Res<ForeignTransparentDraws>>,
     mut lookups: Local<Option<Lookups>>,
 ) {
     if cameras.is_empty() {
@@ -383,6 +389,9 @@ pub(crate) fn find_missing(
         }
         if ui_cameras.contains_key(&camera) {
             on_camera(UI_OVER_TILE_CAMERA);
+        }
+        if foreign_draws.as_ref().is_some_and(|d| d.count(camera) > 0) {
+            on_camera(FOREIGN_TRANSPARENT_DRAWS);
         }
         if previous.is_none_or(|previous| previous.items != items) {
             let frames_clear = previous.map_or(0, |previous| previous.frames_clear);

@@ -29,6 +29,7 @@ mod draws;
 mod environment;
 mod error;
 mod extract;
+mod foreign_draws;
 pub mod gpu_types;
 mod interop;
 #[cfg(test)]
@@ -227,8 +228,9 @@ pub(crate) fn build(app: &mut App) {
         ExtractComponentPlugin::<TileDeferred>::default(),
         ExtractComponentPlugin::<TierDecision>::default(),
     ))
-    .insert_resource(reports.clone())
-    .add_systems(
+    .insert_resource(reports.clone());
+    foreign_draws::build(app);
+    app.add_systems(
         PostUpdate,
         (missing::find_missing, route::route_cameras)
             .chain()

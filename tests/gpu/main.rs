@@ -16,6 +16,8 @@ mod debug_views;
 mod device_probe;
 mod faults;
 mod forward_reference;
+#[cfg(feature = "gizmos")]
+mod gizmos;
 #[cfg(feature = "inspector")]
 mod inspector;
 mod missing;

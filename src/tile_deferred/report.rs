@@ -43,7 +43,8 @@ pub struct TileGpuTimes {
     pub gbuffer_ms: f64,
     /// Lighting subpass, ms.
     pub lighting_ms: f64,
-    /// Tonemap subpass, ms.
+    /// Tonemap subpass, and the transparent subpass where the frame has one (before or after
+    /// tonemap: one timestamp closes both), ms.
     pub tonemap_ms: f64,
 }
 

@@ -56,6 +56,10 @@ pub(crate) struct TileBackend {
     pub(crate) reported: HashSet<(Entity, &'static str)>,
     /// How long dropping the backend waits for the GPU ([`TEARDOWN_WAIT`]; tests shorten it).
     pub(crate) teardown_wait: std::time::Duration,
+    /// The done flags of the last frames that drew a tile view and that the GPU may still be
+    /// running, oldest first (`pass::pace_frames`).
+    pub(crate) frames_in_flight:
+        std::collections::VecDeque<std::sync::Arc<std::sync::atomic::AtomicBool>>,
     // Declared last: dropped after everything above was destroyed in `Drop`.
     pub(crate) context: VulkanContext,
 }
@@ -174,6 +178,7 @@ impl TileBackend {
             pending_updates: Vec::new(),
             reported: HashSet::default(),
             teardown_wait: TEARDOWN_WAIT,
+            frames_in_flight: Default::default(),
             context,
         };
         // On error, `Drop` releases whatever was created.

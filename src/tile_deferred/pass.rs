@@ -579,7 +579,51 @@ pub(crate) fn end_frame(
     backend
         .initialized_outputs
         .retain(|_, used| frame.saturating_sub(*used) <= KEEP_FRAMES);
-    backend.graveyard.seal_after_submit(&queue);
+    let done = backend.graveyard.seal_after_submit(&queue);
     backend.graveyard.collect(&backend.context);
+    let in_flight = pace_frames(backend, done);
+    reports
+        .most_frames_in_flight
+        .fetch_max(in_flight, std::sync::atomic::Ordering::Relaxed);
     backend.frame += 1;
+}
+
+/// Tile frames the GPU may have queued before the render world waits for the oldest.
+const MAX_FRAMES_IN_FLIGHT: usize = 3;
+/// The longest the render world waits for one frame (a hung GPU must not hang the app).
+const PACING_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Frame pacing: at most [`MAX_FRAMES_IN_FLIGHT`] frames that drew a tile view are queued on the
+/// GPU. A window's swapchain paces an app by itself; an app drawing into images that never
+/// waits for the GPU (a benchmark, a server, a headless test) otherwise queues frames as fast as
+/// its CPU records them, and at shutdown wgpu waits for all of them, panicking past its own
+/// timeout (wgpu-core queue.rs: "We timed out while waiting on the last successful submission to
+/// complete!"; the H200 did, 4K tile cameras, 300 frames queued). Frames without a tile view
+/// (Bevy's own cameras only) are not paced: the crate does not change what they cost. Returns
+/// how many were in flight before pacing.
+fn pace_frames(
+    backend: &mut TileBackend,
+    done: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> usize {
+    use std::sync::atomic::Ordering;
+    let frame = backend.frame;
+    if backend.views.values().any(|view| view.last_used == frame) {
+        backend.frames_in_flight.push_back(done);
+    }
+    backend
+        .frames_in_flight
+        .retain(|done| !done.load(Ordering::Acquire));
+    let in_flight = backend.frames_in_flight.len();
+    while backend.frames_in_flight.len() > MAX_FRAMES_IN_FLIGHT {
+        let Some(oldest) = backend.frames_in_flight.pop_front() else {
+            break;
+        };
+        if !backend.context.poll_until(&oldest, PACING_TIMEOUT) {
+            warn!(
+                "bevy_tile_deferred: the GPU did not finish a frame within {PACING_TIMEOUT:?}; \
+                 not waiting for it any longer"
+            );
+        }
+    }
+    in_flight
 }

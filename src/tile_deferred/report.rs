@@ -125,9 +125,20 @@ pub struct TileRenderReports {
     pub(crate) live: Arc<Mutex<Option<Arc<LiveObjects>>>>,
     /// Cameras whose tile path failed this frame, with why (the main world lowers their tier).
     pub(crate) failures: Arc<Mutex<HashMap<Entity, String>>>,
+    /// The most frames drawing a tile view the GPU had not finished at the end of a frame.
+    pub(crate) most_frames_in_flight: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl TileRenderReports {
+    /// The most frames drawing a tile view that the GPU had queued and not finished at once, at
+    /// the end of a frame, before the render world paced itself: at most 4 (the crate lets 3
+    /// queue, and waits for the oldest once a fourth is submitted), however fast the app records
+    /// frames.
+    pub fn most_frames_in_flight(&self) -> usize {
+        self.most_frames_in_flight
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// The last report of `camera` (a main-world entity).
     pub fn get(&self, camera: Entity) -> Option<TileViewReport> {
         self.views.lock().ok()?.get(&camera).cloned()

@@ -314,7 +314,21 @@ impl VulkanContext {
     /// only, not for whatever was submitted after it, and never on a queue behind wgpu's back.
     pub fn wait_for(&self, done: &AtomicBool, timeout: std::time::Duration) -> bool {
         let started = std::time::Instant::now();
-        let finished = loop {
+        let finished = self.poll_until(done, timeout);
+        // Shutdown time is measured (tests/gpu/clean_exit.rs): how much of it is the GPU
+        // finishing the crate's last frame, which wgpu would wait for too.
+        bevy::log::debug!(
+            "bevy_tile_deferred: waited for the GPU: teardown_wait_ms={}",
+            started.elapsed().as_millis()
+        );
+        finished
+    }
+
+    /// Polls wgpu's device without blocking until `done` is set, at most `timeout`; whether it
+    /// was.
+    pub fn poll_until(&self, done: &AtomicBool, timeout: std::time::Duration) -> bool {
+        let started = std::time::Instant::now();
+        loop {
             if done.load(Ordering::Acquire) {
                 break true;
             }
@@ -323,18 +337,11 @@ impl VulkanContext {
             }
             if let Err(error) = self.render_device.wgpu_device().poll(wgpu::PollType::Poll) {
                 // A lost device runs nothing more: the flag says whether the work had finished.
-                bevy::log::debug!("bevy_tile_deferred: polling the device at teardown: {error}");
+                bevy::log::debug!("bevy_tile_deferred: polling the device: {error}");
                 break done.load(Ordering::Acquire);
             }
             std::thread::sleep(std::time::Duration::from_micros(500));
-        };
-        // Shutdown time is measured (tests/gpu/clean_exit.rs): how much of it is the GPU
-        // finishing the crate's last frame, which wgpu would wait for too.
-        bevy::log::debug!(
-            "bevy_tile_deferred: waited for the GPU: teardown_wait_ms={}",
-            started.elapsed().as_millis()
-        );
-        finished
+        }
     }
 }
 
@@ -371,7 +378,7 @@ impl Graveyard {
     }
 
     /// Call after the frame's command buffers were submitted.
-    pub fn seal_after_submit(&mut self, queue: &RenderQueue) {
+    pub fn seal_after_submit(&mut self, queue: &RenderQueue) -> Arc<AtomicBool> {
         let done = Arc::new(AtomicBool::new(false));
         let flag = done.clone();
         queue.on_submitted_work_done(move || flag.store(true, Ordering::Release));
@@ -379,7 +386,8 @@ impl Graveyard {
             self.sealed
                 .push((done.clone(), std::mem::take(&mut self.unsealed)));
         }
-        self.last_frame_done = Some(done);
+        self.last_frame_done = Some(done.clone());
+        done
     }
 
     /// Destroys everything whose submissions have completed.

@@ -13,8 +13,8 @@
 //! `VkDeviceMemory` blocks holding it), the crate's live Vulkan objects by kind and its
 //! descriptor sets, and the Rust heap (the crate's, Bevy's and wgpu's live allocations, counted
 //! by this binary's allocator). It exits with status 1 if any of the crate's counts grew since
-//! the start (compared exactly), the Rust heap grew by more than 1% (its blocks by 0.2%) or
-//! resident memory by more than 10% (see `HEAP_TOLERANCE` and `RSS_TOLERANCE` in
+//! the start (compared exactly), the Rust heap grew by more than 384 KiB or 100 blocks, or
+//! resident memory by more than 10% (see `HEAP_TOLERANCE_BYTES` and `RSS_TOLERANCE` in
 //! `scenes/soak.rs` for why). Resident memory is not asserted on Mesa lavapipe before 23.0,
 //! which grows it by itself (`rss_grows_in_driver`).
 //!
@@ -107,11 +107,11 @@ fn main() {
         && let (Some(before), Some(after)) = (start.heap, end.heap)
     {
         println!(
-            "Rust heap {:+.1} KiB ({:+.2}%), {:+} blocks from start to end (tolerance +{:.0}%)",
+            "Rust heap {:+.1} KiB, {:+} blocks from start to end (tolerance +{} KiB, +{} blocks)",
             (after.bytes as f64 - before.bytes as f64) / 1024.0,
-            (after.bytes as f64 / before.bytes as f64 - 1.0) * 100.0,
             after.blocks as i64 - before.blocks as i64,
-            soak::HEAP_TOLERANCE * 100.0
+            soak::HEAP_TOLERANCE_BYTES / 1024,
+            soak::HEAP_TOLERANCE_BLOCKS
         );
     }
     let problems = soak::problems(&samples, rss_exempt.is_some());

@@ -35,3 +35,7 @@ mod transparent;
 #[cfg(feature = "ui")]
 mod ui_overlay;
 mod validation_net;
+
+/// Counts the Rust heap for the soak (`scenes::soak::rust_heap`).
+#[global_allocator]
+static ALLOCATOR: scenes::soak::CountingAllocator = scenes::soak::CountingAllocator;

@@ -1,13 +1,15 @@
 //! The soak in short (issue 17): the `soak` example's churning scene, resizes and tier
 //! switches, scaled down to what CI can afford on lavapipe, with the crate's Vulkan objects,
 //! descriptor sets and GPU bytes compared exactly between checkpoints that restore the same
-//! state, and resident memory within the soak's tolerance.
+//! state, and the Rust heap and resident memory within the soak's tolerances (resident memory
+//! except on a driver that grows it by itself: see `soak::rss_grows_in_driver`).
 
 use crate::{
     harness::{GpuTest, HeadlessApp},
     scenes::soak::{self, SoakPlan, SoakSample},
 };
-use std::time::Instant;
+use bevy_tile_deferred::DeviceProfile;
+use std::{sync::OnceLock, time::Instant};
 
 /// 360 frames at 128x72: the warm-up tours every tier at every size, then resizes every 25
 /// frames and tier switches every 50 (the example's 500 and 1,000 scaled by 1/20).
@@ -19,7 +21,16 @@ fn ci_plan() -> SoakPlan {
     }
 }
 
-fn run_soak(name: &'static str) -> Vec<SoakSample> {
+/// The checkpoints, and why resident memory is not asserted on this driver (if it is not).
+type Soak = (Vec<SoakSample>, Option<String>);
+
+/// The soak, run once for both tests (whichever runs first, holding the GPU): CI pays for one.
+fn soak_once() -> &'static Soak {
+    static SOAK: OnceLock<Soak> = OnceLock::new();
+    SOAK.get_or_init(|| run_soak("soak"))
+}
+
+fn run_soak(name: &'static str) -> Soak {
     let plan = ci_plan();
     plan.validate().expect("a valid plan");
     let mut headless = HeadlessApp::new(plan.width, plan.height);
@@ -34,7 +45,12 @@ fn run_soak(name: &'static str) -> Vec<SoakSample> {
         started.elapsed().as_secs_f64()
     );
     assert_eq!(samples.len(), 3, "every checkpoint was reached");
-    samples
+    let profile = headless
+        .app
+        .world()
+        .get_resource::<DeviceProfile>()
+        .expect("the device profile");
+    (samples, soak::rss_grows_in_driver(profile))
 }
 
 /// Nothing the crate owns grows: the same Vulkan objects of every kind, descriptor sets and
@@ -42,9 +58,9 @@ fn run_soak(name: &'static str) -> Vec<SoakSample> {
 #[test]
 fn soak_keeps_the_crates_objects_and_gpu_memory_flat() {
     let _test = GpuTest::start("soak_keeps_the_crates_objects_and_gpu_memory_flat");
-    let samples = run_soak("soak");
+    let (samples, _) = soak_once();
     let start = &samples[0];
-    for sample in &samples {
+    for sample in samples {
         assert_eq!(
             sample.tier,
             Some(soak::TIERS[0].0),
@@ -65,19 +81,34 @@ fn soak_keeps_the_crates_objects_and_gpu_memory_flat() {
     assert!(start.counts.descriptor_sets > 0 && start.counts.gpu_allocated_bytes > 0);
 }
 
-/// Resident memory stays within the soak's tolerance ([`soak::RSS_TOLERANCE`]).
+/// The Rust heap (the crate's, Bevy's and wgpu's allocations, counted by the test binary's
+/// allocator) stays within [`soak::HEAP_TOLERANCE_BYTES`] and
+/// [`soak::HEAP_TOLERANCE_BLOCKS`], and resident memory within
+/// [`soak::RSS_TOLERANCE`] except on a driver known to grow it by itself (Mesa lavapipe before
+/// 23.0: see [`soak::rss_grows_in_driver`]), where the log says so and shows how much.
 #[test]
-#[ignore = "fails on lavapipe (Mesa 22.3): the process grows by 3-6 MiB per tile-path frame \
-            (the crate's objects and GPU bytes stay flat; Bevy forward stays flat). perf shows \
-            lavapipe's queue thread JIT-compiling shaders (LLVM MCJIT) every frame: Mesa 22.3 \
-            recompiles a pipeline stage whose control flow reads push constants or a small \
-            UBO on every bind and never frees the result (later Mesa caches the variants)"]
-fn soak_keeps_resident_memory_flat() {
-    let _test = GpuTest::start("soak_keeps_resident_memory_flat");
-    let samples = run_soak("soak-rss");
-    let problems: Vec<String> = soak::problems(&samples)
+fn soak_keeps_the_rust_heap_and_resident_memory_flat() {
+    let _test = GpuTest::start("soak_keeps_the_rust_heap_and_resident_memory_flat");
+    let (samples, rss_exempt) = soak_once();
+    for sample in samples {
+        assert!(
+            sample.heap.is_some_and(|heap| heap.blocks > 0),
+            "{}: the Rust heap was counted (the test binary installs soak::CountingAllocator)",
+            sample.label
+        );
+    }
+    if let Some(reason) = &rss_exempt {
+        let (start, end) = (&samples[0], &samples[2]);
+        if let (Some(before), Some(after)) = (start.rss_kib, end.rss_kib) {
+            eprintln!(
+                "soak: RSS {:+.1} MiB from start to end, not asserted: {reason}",
+                (after as f64 - before as f64) / 1024.0
+            );
+        }
+    }
+    let problems: Vec<String> = soak::problems(samples, rss_exempt.is_some())
         .into_iter()
-        .filter(|p| p.contains("RSS"))
+        .filter(|p| p.contains("RSS") || p.contains("Rust heap"))
         .collect();
     assert!(problems.is_empty(), "{problems:#?}");
 }

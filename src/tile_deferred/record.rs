@@ -445,14 +445,19 @@ impl Recorder<'_> {
 
     /// Logical pass `index`: the transparent meshes, back to front, blended into the light (2,
     /// an HDR camera) or over the tone-mapped colour (3). The view set, the G-buffer set (the
-    /// environment cubes) and the push constants stay bound; the tonemap set (the LUT, which
-    /// the shader reads for an LDR camera) is bound here for an HDR camera's pass, which comes
-    /// first.
+    /// environment cubes), the push constants and, after tonemap, the tonemap set (the LUT the
+    /// shader reads for an LDR camera) stay bound; an HDR camera's pass comes before tonemap and
+    /// binds the tonemap set itself (its pipelines' layout has it).
     unsafe fn transparent(&self, hal_encoder: &mut hal::vulkan::CommandEncoder, index: usize) {
         // SAFETY: see `record_into`; the hal encoder is only used to bind mesh buffers.
         unsafe {
             self.next_pass(index);
-            self.bind_set(3, self.r.tonemap_set);
+            if matches!(
+                self.r.transparent_pass,
+                TransparentPass::BeforeTonemap { .. }
+            ) {
+                self.bind_set(3, self.r.tonemap_set);
+            }
             self.device.cmd_bind_vertex_buffers(
                 self.cb,
                 1,

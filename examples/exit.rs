@@ -17,12 +17,10 @@ mod scenes;
 
 use bevy::{
     app::ScheduleRunnerPlugin,
-    camera::RenderTarget,
     prelude::*,
     render::{
         RenderPlugin,
         settings::{Backends, WgpuSettings},
-        view::Msaa,
     },
     window::ExitCondition,
     winit::WinitPlugin,
@@ -61,29 +59,12 @@ fn main() -> AppExit {
     if !options.bevy {
         app.add_plugins(TileDeferredPlugin);
     }
-    scenes::spawn_lit_spheres(app.world_mut());
-    for (order, msaa) in [(0, Msaa::Off), (1, Msaa::Sample4)] {
-        let image =
-            app.world_mut()
-                .resource_mut::<Assets<Image>>()
-                .add(scenes::headless::target_image(
-                    options.width,
-                    options.height,
-                ));
-        let mut camera = app.world_mut().spawn((
-            Camera3d::default(),
-            Camera {
-                order,
-                ..scenes::reference_camera()
-            },
-            scenes::reference_camera_transform(),
-            msaa,
-            RenderTarget::Image(image.into()),
-        ));
-        if !options.bevy {
-            camera.insert(TileDeferred::default());
-        }
-    }
+    scenes::headless::spawn_exit_scene(
+        app.world_mut(),
+        !options.bevy,
+        options.width,
+        options.height,
+    );
     let frames = options.frames;
     let started = Instant::now();
     app.add_systems(

@@ -71,3 +71,28 @@ pub fn update_and_wait(app: &mut App) {
         })
         .expect("the GPU finishes the frame");
 }
+
+/// The clean-exit scenario (`examples/exit.rs`, `tests/gpu/clean_exit.rs`): the lit spheres seen
+/// by a 1x and a 4x MSAA camera, each drawing into its own `width` x `height` image, both tile
+/// cameras when `tile`.
+pub fn spawn_exit_scene(world: &mut World, tile: bool, width: u32, height: u32) {
+    super::spawn_lit_spheres(world);
+    for (order, msaa) in [(0, Msaa::Off), (1, Msaa::Sample4)] {
+        let image = world
+            .resource_mut::<Assets<Image>>()
+            .add(target_image(width, height));
+        let mut camera = world.spawn((
+            Camera3d::default(),
+            Camera {
+                order,
+                ..super::reference_camera()
+            },
+            super::reference_camera_transform(),
+            msaa,
+            bevy::camera::RenderTarget::Image(image.into()),
+        ));
+        if tile {
+            camera.insert(bevy_tile_deferred::TileDeferred::default());
+        }
+    }
+}

@@ -9,9 +9,9 @@
 
 use crate::{
     harness::{GpuTest, test_plugins},
-    scenes::{self, headless::target_image},
+    scenes,
 };
-use bevy::{app::ScheduleRunnerPlugin, camera::RenderTarget, prelude::*, render::view::Msaa};
+use bevy::{app::ScheduleRunnerPlugin, prelude::*};
 use bevy_tile_deferred::{TileDeferred, TileDeferredPlugin, TileRenderReports};
 use std::{
     process::{Command, Stdio},
@@ -42,26 +42,7 @@ fn run_and_exit(tile: bool) {
     if tile {
         app.add_plugins(TileDeferredPlugin);
     }
-    scenes::spawn_lit_spheres(app.world_mut());
-    for (order, msaa) in [(0, Msaa::Off), (1, Msaa::Sample4)] {
-        let image = app
-            .world_mut()
-            .resource_mut::<Assets<Image>>()
-            .add(target_image(WIDTH, HEIGHT));
-        let mut camera = app.world_mut().spawn((
-            Camera3d::default(),
-            Camera {
-                order,
-                ..scenes::reference_camera()
-            },
-            scenes::reference_camera_transform(),
-            msaa,
-            RenderTarget::Image(image.into()),
-        ));
-        if tile {
-            camera.insert(TileDeferred::default());
-        }
-    }
+    scenes::headless::spawn_exit_scene(app.world_mut(), tile, WIDTH, HEIGHT);
     let started = Instant::now();
     app.add_systems(
         Update,

@@ -143,6 +143,9 @@ pub enum GpuModel {
     ImgCSeries,
     /// IMG D-Series (DXT/DXS/DXD).
     ImgDSeries,
+    /// Samsung Xclipse with its model number (920, 930, 940, 950): AMD RDNA in Exynos, whatever
+    /// vendor id the driver reports (Samsung's or AMD's).
+    Xclipse(u32),
     /// Apple M-series (Mac) with its generation.
     AppleM(u32),
     /// Apple A-series (iPhone/iPad) with its generation.
@@ -202,6 +205,9 @@ impl GpuModel {
             if lower.contains("rogue") || lower.contains(" g") {
                 return Self::PowerVrRogue;
             }
+        }
+        if let Some(number) = lower.split("xclipse").nth(1).and_then(first_number) {
+            return Self::Xclipse(number);
         }
         if let Some(rest) = lower.strip_prefix("apple ") {
             if let Some(number) = rest.strip_prefix('m').and_then(first_number) {
@@ -404,10 +410,66 @@ mod tests {
             GpuModel::Unknown,
         ),
         (
+            0x1010,
+            "PowerVR Rogue GM9446",
+            GpuVendor::Imagination,
+            GpuModel::PowerVrRogue,
+        ),
+        (
+            0,
+            "PowerVR Rogue GE8322",
+            GpuVendor::Imagination,
+            GpuModel::PowerVrRogue,
+        ),
+        (
+            0x1010,
+            "PowerVR C-Series CXT-48-1536",
+            GpuVendor::Imagination,
+            GpuModel::ImgCSeries,
+        ),
+        (
+            0x1010,
+            "PowerVR D-Series DXT-48-1536",
+            GpuVendor::Imagination,
+            GpuModel::ImgDSeries,
+        ),
+        (
+            0,
+            "IMG DXT-48-1536",
+            GpuVendor::Imagination,
+            GpuModel::ImgDSeries,
+        ),
+        (
             0x144D,
             "Samsung Xclipse 920",
             GpuVendor::Samsung,
-            GpuModel::Unknown,
+            GpuModel::Xclipse(920),
+        ),
+        (
+            0x144D,
+            "Samsung Xclipse 930",
+            GpuVendor::Samsung,
+            GpuModel::Xclipse(930),
+        ),
+        (
+            0x144D,
+            "Samsung Xclipse 950",
+            GpuVendor::Samsung,
+            GpuModel::Xclipse(950),
+        ),
+        // Some Xclipse drivers report AMD's vendor id: the vendor is AMD's, the model still
+        // Xclipse (the tier rules go by the model).
+        (
+            0x1002,
+            "Samsung Xclipse 940",
+            GpuVendor::Amd,
+            GpuModel::Xclipse(940),
+        ),
+        (
+            0,
+            "Samsung Xclipse 940",
+            GpuVendor::Samsung,
+            GpuModel::Xclipse(940),
         ),
         (
             0x1234,

@@ -225,5 +225,8 @@ fn android_gpu_names_parse_to_their_models() {
         GpuModel::parse("PowerVR Rogue GE8320"),
         GpuModel::PowerVrRogue
     );
-    assert_eq!(GpuModel::parse("Samsung Xclipse 920"), GpuModel::Unknown);
+    assert_eq!(
+        GpuModel::parse("Samsung Xclipse 920"),
+        GpuModel::Xclipse(920)
+    );
 }

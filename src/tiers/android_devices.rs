@@ -8,9 +8,33 @@
 //! - Mali (Arm): Midgard and G71/G72 render MSAA without subpasses; Samsung's Exynos drivers for
 //!   G76/G77 fall back to forward. Later Bifrost (G52), Valhall and fifth-generation GPUs
 //!   (Immortalis) render tile MSAA.
-//! - PowerVR / IMG: no rule; Rogue, B-, C- and D-Series render tile MSAA.
-//! - Xclipse (Samsung, AMD RDNA): no rule; it is not a tiler, so the tile path renders correctly
-//!   but saves no DRAM traffic there (no known driver bug is recorded, so it is not demoted).
+//! - PowerVR / IMG: Rogue (GE8xxx, GM9xxx) renders the tile path without MSAA: Flutter saw
+//!   rendering artifacts on a 9000-series Rogue go away with MSAA off (flutter/flutter#162033),
+//!   and keeps every PowerVR before the C-Series off Vulkan (#161841, #165520, #191808).
+//!   B-, C- and D-Series have no rule and render tile MSAA: what is documented against them is
+//!   not about the tile path's features. Flutter's B-Series reports (#191808: glyph atlas
+//!   corruption, slow frames, GPU memory) are about Vulkan as a whole, which Bevy's forward path
+//!   would use too; ANGLE's PowerVR workarounds (src/libANGLE/renderer/vulkan/vk_renderer.cpp)
+//!   turn off dynamic rendering, imageless framebuffers, vertex-input and primitive-topology
+//!   dynamic state and graphics pipeline libraries, none of which the tile path uses; Impeller's
+//!   `input_attachment_self_dependency_broken` (every PowerVR) is a subpass reading its own
+//!   colour attachment, which the tile path never does (its lighting subpass writes only the
+//!   stencil of the depth it reads); ANGLE records that IMG hardware is not coherent when a
+//!   fragment reads other samples of its pixel in the same pass, which the tile path only does
+//!   across a subpass dependency. Nothing found documents a PowerVR bug with several subpasses,
+//!   input attachments, transient attachments, `VK_KHR_create_renderpass2` or depth/stencil
+//!   resolve, and no Imagination document on them was found.
+//! - Xclipse (Samsung, AMD RDNA): `Auto` picks Bevy's forward path. ANGLE counts Samsung's GPU
+//!   as an immediate-mode renderer with NVIDIA, AMD and Intel (vk_renderer.cpp), so the merged
+//!   subpasses keep nothing on chip there; and ANGLE skips its gl_SampleID, per-sample shading
+//!   and multisampled framebuffer-fetch tests on the Galaxy S22 and S24 Exynos
+//!   (src/tests/angle_end2end_tests_expectations.txt), the features of the tile MSAA lighting.
+//!   A forced tile tier still runs. Whether Xclipse drivers expose `LAZILY_ALLOCATED` memory was
+//!   not found documented (the tile path falls back to ordinary memory where they do not).
+//!   Flutter also keeps the first Xclipse drivers (Vulkan 1.1) off Vulkan altogether
+//!   (flutter/flutter#161334, #161981), which a tier cannot fix: Bevy's forward path uses Vulkan
+//!   too. The rules match the Xclipse model, not the vendor id, so AMD desktop GPUs, NVIDIA and
+//!   lavapipe keep the tile path.
 
 use super::{PlanRequirements, RenderTier, TierSetting, choose_tier};
 use crate::device::{
@@ -157,12 +181,48 @@ fn android_gpus_get_the_tier_their_vendor_rules_give() {
             "",
             GpuVendor::Imagination,
             true,
+            RenderTier::TileDeferred,
+            "PowerVR Rogue",
+        ),
+        (
+            0x1010,
+            "PowerVR Rogue GM9446",
+            "",
+            GpuVendor::Imagination,
+            true,
+            RenderTier::TileDeferred,
+            "flutter/flutter#162033",
+        ),
+        (
+            0x1010,
+            "PowerVR B-Series BXM-8-256",
+            "",
+            GpuVendor::Imagination,
+            true,
             msaa4,
             "Vulkan",
         ),
         (
             0x1010,
-            "PowerVR B-Series BXM-8-256",
+            "PowerVR C-Series CXT-48-1536",
+            "",
+            GpuVendor::Imagination,
+            true,
+            msaa4,
+            "Vulkan",
+        ),
+        (
+            0x1010,
+            "PowerVR D-Series DXT-48-1536",
+            "",
+            GpuVendor::Imagination,
+            true,
+            msaa4,
+            "Vulkan",
+        ),
+        (
+            0x1010,
+            "IMG DXT-48-1536",
             "",
             GpuVendor::Imagination,
             true,
@@ -175,18 +235,36 @@ fn android_gpus_get_the_tier_their_vendor_rules_give() {
             "",
             GpuVendor::Samsung,
             false,
-            msaa4,
-            "Vulkan",
+            RenderTier::Forward,
+            "immediate-mode",
         ),
-        // Some Xclipse drivers report AMD's vendor id: the same decision.
+        (
+            0x144D,
+            "Samsung Xclipse 930",
+            "",
+            GpuVendor::Samsung,
+            false,
+            RenderTier::Forward,
+            "immediate-mode",
+        ),
+        // Some Xclipse drivers report AMD's vendor id: the same decision, by the model.
         (
             0x1002,
             "Samsung Xclipse 940",
             "",
             GpuVendor::Amd,
             false,
-            msaa4,
-            "Vulkan",
+            RenderTier::Forward,
+            "immediate-mode",
+        ),
+        (
+            0x144D,
+            "Samsung Xclipse 950",
+            "",
+            GpuVendor::Samsung,
+            false,
+            RenderTier::Forward,
+            "gl_SampleID",
         ),
     ];
     for (vendor_id, name, driver_info, vendor, tile_based, tier, reason) in table {
@@ -226,7 +304,24 @@ fn android_gpu_names_parse_to_their_models() {
         GpuModel::PowerVrRogue
     );
     assert_eq!(
+        GpuModel::parse("PowerVR Rogue GM9446"),
+        GpuModel::PowerVrRogue
+    );
+    assert_eq!(
+        GpuModel::parse("PowerVR C-Series CXT-48-1536"),
+        GpuModel::ImgCSeries
+    );
+    assert_eq!(
+        GpuModel::parse("PowerVR D-Series DXT-48-1536"),
+        GpuModel::ImgDSeries
+    );
+    assert_eq!(GpuModel::parse("IMG DXT-48-1536"), GpuModel::ImgDSeries);
+    assert_eq!(
         GpuModel::parse("Samsung Xclipse 920"),
         GpuModel::Xclipse(920)
+    );
+    assert_eq!(
+        GpuModel::parse("Samsung Xclipse 950"),
+        GpuModel::Xclipse(950)
     );
 }

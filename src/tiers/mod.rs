@@ -4,7 +4,9 @@
 //! path's frame asks of it ([`PlanRequirements`]), the camera's requested MSAA and the user's
 //! [`TierSetting`], by rules written as data: each names its reason and, where there is one, the
 //! source that documents the vendor behaviour. Known driver bugs are [`Quirks`] the backend
-//! obeys. [`decide`] is the whole policy, a pure function; the tile path applies its result, a
+//! obeys. On a mobile GPU that is not a tiler (Samsung Xclipse) the tile path is correct but
+//! saves nothing, so `Auto` prefers Bevy's forward path there while a forced tile tier still
+//! runs. [`decide`] is the whole policy, a pure function; the tile path applies its result, a
 //! component on the camera ([`TierDecision`]) that the inspector shows and the log records when
 //! it changes.
 //!
@@ -234,6 +236,9 @@ enum Effect {
     ForwardOnly,
     /// The tile path runs, but not with MSAA.
     NoTileMsaa,
+    /// The tile path runs correctly but gains nothing on this GPU: `Auto` picks Bevy's forward
+    /// path; a forced tile tier is still honoured (for A/B runs).
+    PreferForward,
     /// A driver workaround; the tier is unchanged.
     Quirk(Quirks),
 }
@@ -352,6 +357,56 @@ const RULES: &[Rule] = &[
              (Arm community forum): the tile path would save nothing",
         ),
     },
+    // PowerVR Rogue (GE8xxx, GM9xxx): Flutter found rendering artifacts on a 9000-series Rogue
+    // phone (CPH1945) that went away with MSAA off (flutter/flutter#162033); Impeller's Vulkan
+    // MSAA is a transient (memoryless where the device has it) multisampled attachment resolved
+    // in the pass, as the tile path's is. Flutter then kept every PowerVR older than C-Series off Vulkan
+    // (#161841, #165520; B-Series again in #191808). The report names a GM9xxx; the rule covers
+    // the Rogue family (GE8xxx too), whose drivers Flutter treats alike. Nothing documents a
+    // Rogue bug with subpasses or input attachments themselves, so the tile path stays.
+    Rule {
+        applies: |p, _| p.model == GpuModel::PowerVrRogue,
+        effect: Effect::NoTileMsaa,
+        reason: Reason::Text(
+            "PowerVR Rogue (GE8xxx/GM9xxx): MSAA rendered artifacts on a GM9xxx until it was \
+             turned off (flutter/flutter#162033)",
+        ),
+    },
+    // Samsung Xclipse (AMD RDNA in Exynos): on the Vulkan drivers of the Galaxy S22 (Xclipse
+    // 920) and S24 Exynos (Xclipse 940) ANGLE skips its tests of gl_SampleID
+    // (SampleVariablesTest.SampleID, TextureMultisampleTest.MaskedDrawWithSampleID), of
+    // per-sample shading (TextureSampleShadingTest.Basic) and of multisampled framebuffer fetch,
+    // which ANGLE implements with input attachments (FramebufferFetchES31.MultiSampled):
+    // google/angle src/tests/angle_end2end_tests_expectations.txt, added by commits 95294b2468,
+    // 33dc1606ee ("Skip end2end failures on S22"), 8597a5fdcc and 5c58505be7 (S24). The tile
+    // path's MSAA lighting is exactly that: subpassLoad of each sample at gl_SampleID with
+    // sample-rate shading, and gl_SampleMask writes in its fallback.
+    Rule {
+        applies: |p, _| matches!(p.model, GpuModel::Xclipse(_)),
+        effect: Effect::NoTileMsaa,
+        reason: Reason::Text(
+            "Samsung Xclipse: ANGLE skips its gl_SampleID, per-sample shading and multisampled \
+             framebuffer-fetch tests on the Galaxy S22 and S24 (google/angle \
+             angle_end2end_tests_expectations.txt)",
+        ),
+    },
+    // Samsung Xclipse is not a tiler: ANGLE's vk_renderer.cpp classifies Samsung (0x144D) as
+    // an immediate-mode renderer with NVIDIA, AMD and Intel, not with the tile-based Arm,
+    // PowerVR, Qualcomm, Broadcom and Apple, and notes that render-to-texture MSAA emulation "is
+    // only really useful on tiling hardware, but is exposed on ... Samsung's AMD-based GPU".
+    // There the merged subpasses keep nothing on chip: the G-buffer is written to and read from
+    // memory, which Bevy's forward path does not do. Matched by the model, so only the mobile
+    // Xclipse parts (which some drivers report with AMD's vendor id); desktop AMD, NVIDIA and
+    // lavapipe keep the tile path.
+    Rule {
+        applies: |p, _| matches!(p.model, GpuModel::Xclipse(_)),
+        effect: Effect::PreferForward,
+        reason: Reason::Text(
+            "Samsung Xclipse is an immediate-mode GPU (AMD RDNA; ANGLE's vk_renderer.cpp), \
+             not a tiler: the merged G-buffer goes through memory, so Auto prefers Bevy's \
+             forward path",
+        ),
+    },
 ];
 
 /// The MSAA sample counts the tile path can use on this device (colour and depth).
@@ -372,10 +427,12 @@ pub fn choose_tier(
     let mut reasons = Vec::new();
     let mut quirks = Quirks::default();
     let mut forward_only = false;
+    let mut prefer_forward = false;
     let mut no_tile_msaa = false;
     for rule in RULES.iter().filter(|rule| (rule.applies)(profile, plan)) {
         match rule.effect {
             Effect::ForwardOnly => forward_only = true,
+            Effect::PreferForward => prefer_forward = true,
             Effect::NoTileMsaa => no_tile_msaa = requested_samples > 1,
             Effect::Quirk(quirk) => quirks.insert(quirk),
         }
@@ -383,7 +440,7 @@ pub fn choose_tier(
             reasons.push(rule.reason.describe(plan));
         }
     }
-    let best = if forward_only {
+    let best = if forward_only || prefer_forward {
         RenderTier::Forward
     } else if requested_samples <= 1 || no_tile_msaa {
         RenderTier::TileDeferred
@@ -667,9 +724,19 @@ mod tests {
                 "Samsung",
             ),
             (
+                vulkan(0x1010, "PowerVR Rogue GE8320", msaa_1_2_4, msaa_1_2_4),
+                RenderTier::TileDeferred,
+                "flutter/flutter#162033",
+            ),
+            (
                 vulkan(0x1010, "PowerVR B-Series BXM-8-256", msaa_1_2_4, msaa_1_2_4),
                 msaa4,
                 "Vulkan",
+            ),
+            (
+                vulkan(0x144D, "Samsung Xclipse 920", msaa_1_2_4_8, msaa_1_2_4_8),
+                RenderTier::Forward,
+                "immediate-mode",
             ),
             (
                 vulkan(0x1010, "IMG DXT-48-1536", msaa_1_2_4, msaa_1_2_4),
@@ -774,6 +841,113 @@ mod tests {
             TierSetting::Auto,
         );
         assert_eq!(mali.quirks, Quirks::default());
+    }
+
+    /// Devices no vendor rule names: their decision must not mention PowerVR Rogue or Xclipse.
+    fn unnamed_devices() -> Vec<DeviceProfile> {
+        vec![
+            vulkan(0x5143, "Adreno (TM) 740", 0b1111, 0b1111),
+            vulkan(0x13B5, "Mali-G78", 0b1111, 0b1111),
+            vulkan(0x10DE, "NVIDIA H200", 0b1111111, 0b1111111),
+            vulkan(
+                0x1002,
+                "AMD Radeon RX 7900 XTX (RADV NAVI31)",
+                0b1111,
+                0b1111,
+            ),
+            vulkan(
+                0x8086,
+                "Intel(R) UHD Graphics 630 (CFL GT2)",
+                0b1111,
+                0b1111,
+            ),
+            lavapipe(),
+            vulkan(0x1010, "PowerVR B-Series BXM-8-256", 0b111, 0b111),
+            vulkan(0x1010, "PowerVR C-Series CXT-48-1536", 0b111, 0b111),
+            vulkan(0x1010, "PowerVR D-Series DXT-48-1536", 0b111, 0b111),
+        ]
+    }
+
+    #[test]
+    fn the_powervr_rogue_rule_drops_tile_msaa_on_rogue_only() {
+        for name in [
+            "PowerVR Rogue GE8320",
+            "PowerVR Rogue GE8322",
+            "PowerVR Rogue GM9446",
+        ] {
+            let rogue = vulkan(0x1010, name, 0b111, 0b111);
+            let decision = choose_tier(&rogue, &plan(), 4, TierSetting::Auto);
+            assert_eq!(decision.tier, RenderTier::TileDeferred, "{name}");
+            assert!(decision.summary().contains("PowerVR Rogue"), "{decision:?}");
+            // Without MSAA the tile path is unchanged and the rule says nothing.
+            let decision = choose_tier(&rogue, &plan(), 1, TierSetting::Auto);
+            assert_eq!(decision.tier, RenderTier::TileDeferred, "{name}");
+            assert!(!decision.summary().contains("Rogue"), "{decision:?}");
+            // A forced MSAA tier is honoured, as on every device with a NoTileMsaa rule.
+            let forced = TierSetting::Force(RenderTier::TileDeferredMsaa { samples: 4 });
+            assert_eq!(
+                choose_tier(&rogue, &plan(), 4, forced).tier,
+                RenderTier::TileDeferredMsaa { samples: 4 }
+            );
+        }
+        for profile in unnamed_devices() {
+            let decision = choose_tier(&profile, &plan(), 4, TierSetting::Auto);
+            assert_eq!(
+                decision.tier,
+                RenderTier::TileDeferredMsaa { samples: 4 },
+                "{}",
+                profile.device_name
+            );
+            assert!(!decision.summary().contains("Rogue"), "{decision:?}");
+        }
+    }
+
+    #[test]
+    fn the_xclipse_rules_prefer_forward_on_xclipse_only() {
+        let msaa4 = RenderTier::TileDeferredMsaa { samples: 4 };
+        for (vendor_id, name) in [
+            (0x144D, "Samsung Xclipse 920"),
+            (0x144D, "Samsung Xclipse 930"),
+            (0x1002, "Samsung Xclipse 940"),
+            (0x144D, "Samsung Xclipse 950"),
+        ] {
+            let xclipse = vulkan(vendor_id, name, 0b1111, 0b1111);
+            // Auto: Bevy's forward path, with both reasons at 4x...
+            let decision = choose_tier(&xclipse, &plan(), 4, TierSetting::Auto);
+            assert_eq!(decision.tier, RenderTier::Forward, "{name}");
+            assert!(
+                decision.summary().contains("immediate-mode"),
+                "{decision:?}"
+            );
+            assert!(decision.summary().contains("gl_SampleID"), "{decision:?}");
+            assert_eq!(decision.quirks, Quirks::default());
+            // ...and without MSAA, without the MSAA one.
+            let decision = choose_tier(&xclipse, &plan(), 1, TierSetting::Auto);
+            assert_eq!(decision.tier, RenderTier::Forward, "{name}");
+            assert!(
+                decision.summary().contains("immediate-mode"),
+                "{decision:?}"
+            );
+            assert!(!decision.summary().contains("gl_SampleID"), "{decision:?}");
+            // A forced tile tier still runs: the tile path is correct there, only not cheaper.
+            for forced in [msaa4, RenderTier::TileDeferred] {
+                let decision = choose_tier(&xclipse, &plan(), 4, TierSetting::Force(forced));
+                assert_eq!(decision.tier, forced, "{name}");
+                assert!(
+                    !decision.summary().contains("cannot run it"),
+                    "{decision:?}"
+                );
+            }
+            // The unmerged debug tier has nothing to do with an Auto camera on Forward.
+            let decision = decide(&xclipse, &plan(), 4, TierSetting::Auto, false, None, None);
+            assert_eq!(decision.tier, RenderTier::Forward, "{name}");
+        }
+        // Desktop GPUs, lavapipe and the other phone GPUs keep the tile path.
+        for profile in unnamed_devices() {
+            let decision = choose_tier(&profile, &plan(), 4, TierSetting::Auto);
+            assert_eq!(decision.tier, msaa4, "{}", profile.device_name);
+            assert!(!decision.summary().contains("Xclipse"), "{decision:?}");
+        }
     }
 
     #[test]

@@ -83,7 +83,7 @@ pub(crate) fn aspect_of(format: vk::Format) -> vk::ImageAspectFlags {
 /// `None` when the device has no such type (desktop GPUs, software rasterisers, some older
 /// Adreno drivers): the image then takes ordinary device-local memory.
 ///
-/// On tile-based GPUs (Mali, Adreno, PowerVR, Xclipse) such memory is backed only while a render
+/// On tile-based GPUs (Mali, Adreno, PowerVR) such memory is backed only while a render
 /// pass needs it, and a transient attachment's contents never leave tile memory: the image
 /// costs no DRAM at all.
 pub(crate) fn lazily_allocated_memory_type(

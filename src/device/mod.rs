@@ -375,6 +375,9 @@ impl DeviceProfile {
         }
         // VK_ATTACHMENT_STORE_OP_NONE is core in Vulkan 1.3.
         caps.store_op_none = self.api_version.is_some_and(|v| v.at_least(1, 3));
+        // An immediate-mode GPU runs a subpass with a new depth attachment like any other; a
+        // tiler is assumed to end its merged pass there (unverified on phones).
+        caps.depth_change_merges = !self.vendor.is_tile_based();
         caps
     }
 }

@@ -54,6 +54,13 @@ pub struct DeviceCaps {
     /// attachment then has this many layers: they share a bin on tile and
     /// multiply the bandwidth.
     pub views: u32,
+    /// Whether a subpass may use a different depth attachment than the
+    /// subpasses before it in the same render pass. Vulkan allows it, and an
+    /// immediate-mode GPU runs it as it runs any subpass. A tiler keeps one
+    /// depth-stencil buffer per tile (Mali's ZS tile buffer, Adreno's GMEM
+    /// depth), so the model assumes its driver ends the merged pass there:
+    /// `false` in every preset, set by the device profile for non-tilers.
+    pub depth_change_merges: bool,
 }
 
 impl DeviceCaps {
@@ -68,6 +75,7 @@ impl DeviceCaps {
             store_op_none: false,
             depth_stencil_resolve: true,
             views: 1,
+            depth_change_merges: false,
         }
     }
 
@@ -96,6 +104,7 @@ impl DeviceCaps {
             store_op_none: true,
             depth_stencil_resolve: true,
             views: 1,
+            depth_change_merges: false,
         }
     }
 
@@ -111,6 +120,7 @@ impl DeviceCaps {
             store_op_none: true,
             depth_stencil_resolve: true,
             views: 1,
+            depth_change_merges: false,
         }
     }
 
@@ -118,6 +128,13 @@ impl DeviceCaps {
     /// the counterfactual unmerged plan the inspector compares against).
     pub const fn with_merging(mut self, merge: bool) -> Self {
         self.merge_subpasses = merge;
+        self
+    }
+
+    /// The same caps with depth-attachment changes merged or not (see
+    /// [`depth_change_merges`](Self::depth_change_merges)).
+    pub const fn with_depth_change_merges(mut self, merges: bool) -> Self {
+        self.depth_change_merges = merges;
         self
     }
 

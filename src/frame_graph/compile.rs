@@ -798,8 +798,18 @@ fn dependencies(
                 reads.push((pos, s.read_stages));
             }
         }
-        // Last subpass using the attachment -> external.
         let last = *in_group.last().unwrap_or(&first);
+        // The store op writes the attachment at the end of its last subpass (a don't-care store
+        // too), ordered after that subpass's own accesses only: readers in earlier subpasses
+        // since the last write that no later subpass depends on (a pass that only reads the
+        // attachment, such as a depth export) are ordered before it here.
+        if att.store != StoreOp::None {
+            let (ss, sa) = store_stage_access(depth);
+            for &(rp, rs) in reads.iter().filter(|(rp, _)| *rp != last) {
+                deps.add(sub(rp), sub(last), rs, AccessMask::NONE, ss, sa, true);
+            }
+        }
+        // Last subpass using the attachment -> external.
         let next_pos = touches.iter().find(|t| t.pos >= grp.end).map(|t| t.pos);
         let dst = match next_pos {
             Some(np) => {

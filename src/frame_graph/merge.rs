@@ -54,7 +54,9 @@ pub enum BreakReason {
         /// The MSAA attachment.
         attachment: String,
     },
-    /// The two sides use different depth attachments.
+    /// The two sides use different depth attachments, on a device whose
+    /// driver is assumed to end the merged pass there
+    /// ([`DeviceCaps::depth_change_merges`]).
     DifferentDepth {
         /// Depth attachment of the native pass so far.
         prev: String,
@@ -457,6 +459,7 @@ pub fn can_merge(
     }
     if let (Some(a), Some(b)) = (prev.depth, next.depth)
         && a != b
+        && !caps.depth_change_merges
     {
         return Err(BreakReason::DifferentDepth {
             prev: prev.name(a),

@@ -790,6 +790,36 @@ fn can_merge_refuses_a_second_depth_attachment() {
 }
 
 #[test]
+fn a_new_depth_attachment_merges_where_the_device_allows_it() {
+    // A pass that reads the depth as an input attachment and writes a second depth attachment
+    // (the tile path's depth export for Bevy's overlays): merged on an immediate-mode GPU,
+    // refused, with the reason, on a tiler.
+    let mut g = FrameGraph::new(HD);
+    let mut c = g.import_attachment("c", rgba8(), ImportParams::output());
+    let mut d1 = g.create_attachment("d1", d24());
+    let mut d2 = g.import_attachment("d2", d24(), ImportParams::output());
+    g.add_raster_pass("one")
+        .color(&mut c, Access::WriteAll, None)
+        .depth(&mut d1, Access::ReadWrite, Some(ClearValue::DEPTH_ONE))
+        .finish()
+        .unwrap();
+    g.add_raster_pass("two")
+        .input(&d1)
+        .depth(&mut d2, Access::WriteAll, None)
+        .finish()
+        .unwrap();
+    let imr = compile(&g, &DeviceCaps::desktop().with_depth_change_merges(true)).unwrap();
+    assert_eq!(imr.render_pass_count(), 1, "{}", imr.describe());
+    assert_eq!(
+        merge_into(&g, &DeviceCaps::mali_valhall(), &["one"], "two"),
+        Err(BreakReason::DifferentDepth {
+            prev: "d1".into(),
+            next: "d2".into()
+        })
+    );
+}
+
+#[test]
 fn can_merge_refuses_passes_that_share_nothing() {
     let mut g = FrameGraph::new(HD);
     let mut a = g.create_attachment("a", rgba8());

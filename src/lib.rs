@@ -42,7 +42,8 @@ pub use device::{DeviceProfile, GpuModel, GpuVendor, GraphicsBackend};
 #[cfg(feature = "inspector")]
 pub use inspector::TileInspectorPlugin;
 pub use tile_deferred::{
-    MsaaShading, TileDebugView, TileDeferred, TileDeferredGraph, TileOutputLoadedAfter,
+    MsaaShading, TileDebugView, TileDeferred, TileDeferredGraph, TileGizmoSystems,
+    TileOutputLoadedAfter,
     report::{TileClusterStats, TileGpuTimes, TileRenderReports, TileViewReport},
 };
 #[doc(hidden)]

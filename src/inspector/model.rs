@@ -92,6 +92,9 @@ pub struct CameraPanel {
     /// bevy_ui drawn over a tile camera after the tile pass (feature `ui`): its own passes, from
     /// the camera's report ([`TileViewReport::ui_pass`](crate::TileViewReport::ui_pass)).
     pub ui_pass: Option<PlanSummary>,
+    /// Bevy's gizmos drawn over a tile camera after the tile pass: their own passes, from the
+    /// camera's report ([`TileViewReport::gizmo_pass`](crate::TileViewReport::gizmo_pass)).
+    pub gizmo_pass: Option<PlanSummary>,
     /// The compiled plan in use (tile frame, or stock Bevy's for a `Core3d` camera).
     pub compiled: Option<CompiledFrame>,
     /// The merging-off plan (for its tree).
@@ -260,6 +263,7 @@ pub(crate) fn view_desc_of(frame: &CompiledFrame) -> Option<ViewFrameDesc> {
         msaa_depth_stencil: stencil_split.then_some(depth.format),
         unmerged: plan::samples_attachments(frame),
         transparent: transparent_pass_of(frame),
+        export_depth: plan::locate_pass(frame, plan::names::DEPTH_EXPORT).is_some(),
     })
 }
 
@@ -385,6 +389,7 @@ pub(crate) fn update_panels(
             tile_deferred_alternative: None,
             overlay: None,
             ui_pass: None,
+            gizmo_pass: None,
             compiled: None,
             merging_off_frame: None,
             gpu_times: None,
@@ -447,6 +452,10 @@ pub(crate) fn update_panels(
                     .ui_pass
                     .as_ref()
                     .map(|f| PlanSummary::of("bevy_ui (its own passes)", f, fps));
+                panel.gizmo_pass = report
+                    .gizmo_pass
+                    .as_ref()
+                    .map(|f| PlanSummary::of("gizmos (their own passes)", f, fps));
                 panel.export = surface_lines(&report.compiled, report.gpu_times.as_ref(), &caps);
                 if let Some(desc) = desc {
                     let plans = cache.get(desc, caps, requested, report.shadow_maps);

@@ -101,6 +101,9 @@ pub(crate) struct PassResources {
     /// MSAA without the stencil split (null otherwise): the classification draw, without
     /// stencil or colour writes, that the occlusion query counts the edge pixels with.
     pub edge_counter: vk::Pipeline,
+    /// Where the plan has a depth export (gizmo frames; null otherwise): the tile depth written
+    /// into Bevy's depth texture.
+    pub depth_export: vk::Pipeline,
     pub last_used: u64,
 }
 
@@ -123,10 +126,11 @@ pub(crate) struct ViewResources {
     /// Attachments the view owns (everything but the output), sized to the target.
     pub attachments: Vec<(ResourceId, AttachmentImage)>,
     pub attachments_extent: vk::Extent2D,
-    /// Framebuffers by output view (`None` for the unmerged tier's render passes that do not
-    /// write the output) and render pass (a framebuffer is only valid with render passes
-    /// compatible with the one it was made for).
-    pub framebuffers: HashMap<(Option<TextureViewId>, vk::RenderPass), (vk::Framebuffer, u64)>,
+    /// Framebuffers by the imported views they hold (the output, and on gizmo frames Bevy's
+    /// depth texture; none for the unmerged tier's render passes that write neither) and render
+    /// pass (a framebuffer is only valid with render passes compatible with the one it was made
+    /// for).
+    pub framebuffers: HashMap<(Vec<TextureViewId>, vk::RenderPass), (vk::Framebuffer, u64)>,
     pub view_buffer: DeviceBuffer,
     pub light_buffer: DeviceBuffer,
     /// The light clusters' masks (`clusters::ClusterAssignment::masks`).
@@ -454,6 +458,7 @@ impl TileBackend {
                 pass.lighting,
                 pass.tonemap,
                 pass.edge_counter,
+                pass.depth_export,
                 split.classify,
                 split.lighting_per_sample,
             ]) {

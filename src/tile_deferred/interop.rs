@@ -8,8 +8,9 @@ use crate::vulkan::render_pass::OutputKind;
 use bevy::platform::collections::HashMap;
 use bevy::render::{
     render_resource::{
-        CommandEncoder, LoadOp, Operations, RenderPassColorAttachment, RenderPassDescriptor,
-        StoreOp, TextureView, TextureViewId,
+        CommandEncoder, LoadOp, Operations, RenderPassColorAttachment,
+        RenderPassDepthStencilAttachment, RenderPassDescriptor, StoreOp, TextureView,
+        TextureViewId,
     },
     renderer::RenderContext,
     texture::GpuImage,
@@ -102,7 +103,7 @@ pub(super) fn prepare_wgpu_resources(
     frame_number: u64,
     scene: &TileSceneParams,
     frame: &ViewFrame,
-    output_view: &TextureView,
+    (output_view, overlay_depth): (&TextureView, Option<&TextureView>),
     draws: &[&Draw],
     sampled: &[&GpuImage],
     shadow_maps: [&wgpu::Texture; 2],
@@ -116,15 +117,50 @@ pub(super) fn prepare_wgpu_resources(
         output_view,
         encoder,
     );
+    if let Some(depth) = overlay_depth {
+        init_overlay_depth(initialized_outputs, frame_number, depth, encoder);
+    }
     transition_resources(
         scene,
         frame,
-        output_view,
+        (output_view, overlay_depth),
         draws,
         sampled,
         shadow_maps,
         encoder,
     );
+}
+
+/// The first time Bevy's depth texture of a view is exported into, a wgpu pass that clears and
+/// stores it, so that wgpu counts it as written and never zero-fills it over the exported depth
+/// before the gizmo pass loads it (the gizmo pass stores it, so it stays written). One clear per
+/// depth texture, the first frame it is exported into.
+fn init_overlay_depth(
+    initialized: &mut HashMap<TextureViewId, u64>,
+    frame_number: u64,
+    depth: &TextureView,
+    encoder: &mut CommandEncoder,
+) {
+    if initialized.contains_key(&depth.id()) {
+        initialized.insert(depth.id(), frame_number);
+        return;
+    }
+    encoder.begin_render_pass(&RenderPassDescriptor {
+        label: Some("tile_deferred_view_depth_init"),
+        color_attachments: &[],
+        depth_stencil_attachment: Some(RenderPassDepthStencilAttachment {
+            view: depth,
+            depth_ops: Some(Operations {
+                load: LoadOp::Clear(0.0),
+                store: StoreOp::Store,
+            }),
+            stencil_ops: None,
+        }),
+        timestamp_writes: None,
+        occlusion_query_set: None,
+        multiview_mask: None,
+    });
+    initialized.insert(depth.id(), frame_number);
 }
 
 /// The first time an image output's view is seen, a wgpu pass that stores it, so that wgpu
@@ -177,7 +213,7 @@ fn init_output(
 fn transition_resources(
     scene: &TileSceneParams,
     frame: &ViewFrame,
-    output_view: &TextureView,
+    (output_view, overlay_depth): (&TextureView, Option<&TextureView>),
     draws: &[&Draw],
     sampled: &[&GpuImage],
     shadow_maps: [&wgpu::Texture; 2],
@@ -217,6 +253,13 @@ fn transition_resources(
             selector: None,
             state: wgpu::TextureUses::COLOR_TARGET,
         });
+    // Bevy's depth texture, written by the depth export: a depth target, as the gizmo pass uses
+    // it after.
+    let depth_transition = overlay_depth.map(|depth| wgpu::TextureTransition {
+        texture: depth.texture(),
+        selector: None,
+        state: wgpu::TextureUses::DEPTH_STENCIL_WRITE,
+    });
     encoder.transition_resources(
         buffers.iter().map(|buffer| wgpu::BufferTransition {
             buffer: *buffer,
@@ -229,6 +272,7 @@ fn transition_resources(
                 selector: None,
                 state: wgpu::TextureUses::RESOURCE,
             })
-            .chain(output_transition),
+            .chain(output_transition)
+            .chain(depth_transition),
     );
 }

@@ -390,8 +390,8 @@ pub(crate) fn find_missing(
         if ui_cameras.contains_key(&camera) {
             on_camera(UI_OVER_TILE_CAMERA);
         }
-        if foreign_draws.as_ref().is_some_and(|d| d.count(camera) > 0) {
-            on_camera(FOREIGN_TRANSPARENT_DRAWS);
+        if let Some(why) = foreign_draws.as_ref().and_then(|d| d.undrawable(camera)) {
+            on_camera(&format!("{FOREIGN_TRANSPARENT_DRAWS}: {why}"));
         }
         if previous.is_none_or(|previous| previous.items != items) {
             let frames_clear = previous.map_or(0, |previous| previous.frames_clear);

@@ -36,13 +36,6 @@ mod interop;
 mod layout_tests;
 mod materials;
 pub mod missing;
-#[cfg_attr(
-    not(any(feature = "ui", feature = "inspector")),
-    expect(
-        dead_code,
-        reason = "only the overlays of features `ui` and `inspector` draw"
-    )
-)]
 pub(crate) mod overlay;
 mod pass;
 mod pipelines;
@@ -60,6 +53,7 @@ pub use scene::{TileFaultInjection, TileNoStencilSplit};
 mod shaders;
 #[cfg(feature = "ui")]
 mod ui_overlay;
+pub use foreign_draws::TileGizmoSystems;
 #[cfg(feature = "ui")]
 pub use ui_overlay::TileUiSystems;
 mod view;
@@ -257,6 +251,17 @@ pub(crate) fn build(app: &mut App) {
     );
     render_app
         .add_schedule(schedule)
+        // Gizmos (other plugins' `Transparent3d` draws) after the tile pass.
+        .add_systems(
+            TileDeferredGraph,
+            foreign_draws::draw_foreign_transparent.in_set(TileGizmoSystems),
+        )
+        .configure_sets(
+            TileDeferredGraph,
+            TileGizmoSystems
+                .after(pass::tile_deferred_pass)
+                .run_if(foreign_draws::view_draws_gizmos),
+        )
         .init_resource::<extract::TileMeshInstances>()
         .init_resource::<extract::TileMaterials>()
         .init_resource::<environment::TileEnvironmentSamplers>()
@@ -283,6 +288,7 @@ pub(crate) fn build(app: &mut App) {
                     .before(bevy::pbr::check_views_need_specialization),
                 extract::skip_unusable_lights.in_set(RenderSystems::PrepareAssets),
                 extract::skip_empty_meshes.in_set(RenderSystems::PrepareResources),
+                overlay::prepare_composite_pipelines.in_set(RenderSystems::Prepare),
                 (pass::end_frame, forget_output_loaded_after).in_set(RenderSystems::Cleanup),
             ),
         );

@@ -15,7 +15,7 @@
 //! the output, which the tile frame itself stores once. They are reported apart from the tile
 //! frame, whose plan stays one render pass that stores only the output.
 
-use super::plan::names;
+use super::{TileDeferredGraph, plan::names};
 use crate::frame_graph::{
     Access, AttachmentDesc, ClearValue, CompiledFrame, DeviceCaps, Extent, Format, FrameGraph,
     ImportParams, compile_stock_bevy,
@@ -31,6 +31,10 @@ use bevy::{
         renderer::RenderContext,
         view::ViewTarget,
     },
+};
+use bevy::{
+    ecs::schedule::ScheduleLabel,
+    prelude::{Commands, Component, Entity, Query, Res, ResMut},
 };
 
 /// The names of an overlay's three passes in its priced plan.
@@ -60,6 +64,13 @@ pub(crate) enum OverlayTarget {
 /// (loaded and stored), then sampled and blended over the output (loaded and stored); on a
 /// window, plus the empty pass that stores the output for wgpu. None if the graph does not
 /// compile (it always does for these formats).
+#[cfg_attr(
+    not(any(feature = "ui", feature = "inspector")),
+    expect(
+        dead_code,
+        reason = "only the overlays of features `ui` and `inspector` use it"
+    )
+)]
 pub(crate) fn price_overlay(
     names: OverlayPassNames,
     extent: Extent,
@@ -110,6 +121,36 @@ pub(crate) fn price_overlay(
     compile_stock_bevy(&g, &DeviceCaps::desktop()).ok()
 }
 
+/// The composite pipeline of a tile view (Bevy's blit into its output's format, premultiplied
+/// alpha), prepared for every view on the tile schedule: the overlays drawn after the tile pass
+/// (gizmos, bevy_ui) blend the main texture over the output with it.
+#[derive(Component)]
+pub(crate) struct OverlayCompositePipeline(pub CachedRenderPipelineId);
+
+/// Specialises [`OverlayCompositePipeline`] for every tile view (cached: one pipeline per
+/// output format).
+pub(crate) fn prepare_composite_pipelines(
+    mut commands: Commands,
+    views: Query<(Entity, &ViewTarget, &ExtractedCamera)>,
+    pipeline_cache: Res<PipelineCache>,
+    blit: Option<Res<BlitPipeline>>,
+    pipelines: Option<ResMut<SpecializedRenderPipelines<BlitPipeline>>>,
+) {
+    let (Some(blit), Some(mut pipelines)) = (blit, pipelines) else {
+        return;
+    };
+    for (entity, target, camera) in &views {
+        if camera.schedule != TileDeferredGraph.intern() {
+            continue;
+        }
+        let Some(format) = target.out_texture_view_format() else {
+            continue;
+        };
+        let id = specialize_composite(&pipeline_cache, &blit, &mut pipelines, format);
+        commands.entity(entity).insert(OverlayCompositePipeline(id));
+    }
+}
+
 /// The composite pipeline (Bevy's blit, premultiplied-alpha blending) for an output of `format`.
 pub(crate) fn specialize_composite(
     pipeline_cache: &PipelineCache,
@@ -131,6 +172,13 @@ pub(crate) fn specialize_composite(
 
 /// Clears the view's main texture to transparent, taking its first-use clear so that the
 /// overlay pass that follows loads instead of clearing it to the camera's clear colour.
+#[cfg_attr(
+    not(any(feature = "ui", feature = "inspector")),
+    expect(
+        dead_code,
+        reason = "only the overlays of features `ui` and `inspector` use it"
+    )
+)]
 pub(crate) fn clear_main_texture(target: &ViewTarget, ctx: &mut RenderContext, label: &str) {
     let mut attachment = target.get_unsampled_color_attachment();
     attachment.ops.load = LoadOp::Clear(wgpu::Color::TRANSPARENT);

@@ -24,7 +24,7 @@ use super::{
     interop, materials,
     pipelines::{LightingKey, PassesKey},
     plan::{self, PlannedFrame, TransparentPass},
-    record::{MeshBinding, RecordedDraw, Recording, record},
+    record::{MeshBinding, RecordedDraw, Recording, Step, record},
     render_passes,
     report::{self, FrameQueries, TileViewReport},
     resources,
@@ -80,6 +80,11 @@ pub(crate) fn tile_deferred_pass(
     // Test hook: a fault armed by `TileFaultInjection` may strike this view's Vulkan calls.
     let faults = scene.fault.as_deref().map(|fault| fault.for_view());
     backend.context.faults.arm_for_view(faults);
+    // On frames that draw gizmos after the pass, the tile depth goes into Bevy's depth texture.
+    let overlay_depth = view
+        .view_depth
+        .filter(|_| view.draws_gizmos)
+        .map(|depth| depth.view());
     let rendered = render_view(
         &mut backend,
         &scene,
@@ -87,7 +92,7 @@ pub(crate) fn tile_deferred_pass(
         view.visible,
         view.shadow_maps,
         (view.skybox, view.fog, view.environment_map),
-        output_view,
+        (output_view, overlay_depth),
         &mut ctx,
     );
     backend.context.faults.view_done();
@@ -113,7 +118,7 @@ fn render_view(
         Option<&DistanceFog>,
         Option<&TileEnvironmentMap>,
     ),
-    output_view: &TextureView,
+    (output_view, overlay_depth): (&TextureView, Option<&TextureView>),
     ctx: &mut RenderContext,
 ) -> TileResult<TileViewReport> {
     let started = std::time::Instant::now();
@@ -142,6 +147,7 @@ fn render_view(
     }
     let view_desc = plan::ViewFrameDesc {
         transparent: transparent_pass(frame, &drawn, skybox),
+        export_depth: overlay_depth.is_some(),
         ..frame.desc
     };
     let (_, view_state) = resources::view_parts(backend, frame.entity)?;
@@ -174,7 +180,11 @@ fn render_view(
         frame,
         &planned,
         &render_passes,
-        output_view,
+        &[(plan::names::OUTPUT, output_view)]
+            .into_iter()
+            // Bevy's depth texture, where the plan exports the tile depth into it.
+            .chain(overlay_depth.map(|depth| (plan::names::VIEW_DEPTH, depth)))
+            .collect::<Vec<_>>(),
     )?;
 
     // 5. The clusters the lights reach, and the materials the draws use.
@@ -232,7 +242,7 @@ fn render_view(
         frame_number,
         scene,
         frame,
-        output_view,
+        (output_view, overlay_depth),
         &drawn.all().collect::<Vec<_>>(),
         &[lut]
             .into_iter()
@@ -266,6 +276,12 @@ fn render_view(
         edge_query: queries.edge_query,
         samples: desc.samples,
         transparent_pass: desc.transparent,
+        steps: compiled
+            .native_passes
+            .iter()
+            .flat_map(|native| &native.subpasses)
+            .filter_map(|subpass| Step::of(&subpass.name))
+            .collect(),
         // Tonemap reads an HDR camera's background from the light (clear colour and the
         // transparent meshes over it).
         tonemap_params: GpuTonemapParams {
@@ -336,6 +352,8 @@ fn render_view(
         per_sample_fraction: queries.per_sample_fraction,
         // Filled in by the UI's composite, after the tile pass (feature `ui`).
         ui_pass: None,
+        // Filled in by the gizmo pass, after the tile pass.
+        gizmo_pass: None,
     };
     view_state.compiled = Some(planned.compiled);
     Ok(report)
@@ -402,6 +420,8 @@ fn recording_of(
         edge_query: None,
         stencil_split: pass.stencil_split,
         edge_counter: pass.edge_counter,
+        depth_export: pass.depth_export,
+        steps: Vec::new(),
     };
     Ok(recording)
 }

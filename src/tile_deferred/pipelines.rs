@@ -122,13 +122,15 @@ pub(crate) enum ScreenStencil {
     Equal(u32),
 }
 
-/// How a screen pipeline uses the subpass's depth attachment (never written).
+/// How a screen pipeline uses the subpass's depth attachment.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum ScreenDepth {
     /// The subpass has no depth-stencil attachment (the stencil must be `Off`).
     NoAttachment,
     /// The attachment is there (read-only, or stencil only) but depth is not tested.
     Untested,
+    /// Depth is written where the shader puts it (`gl_FragDepth`), untested: the depth export.
+    Written,
 }
 
 /// The fixed-function state of a screen pipeline.
@@ -423,7 +425,8 @@ impl VulkanContext {
                 .write_mask(write_mask)
                 .reference(reference)
         };
-        // Depth is never written: the shaders read it as an input attachment (or texture).
+        // Depth is written only by the depth export; the other screen draws read it as an input
+        // attachment (or texture).
         let stencil = match state.stencil {
             ScreenStencil::Off => vk::StencilOpState::default(),
             ScreenStencil::Mark(reference) => stencil_op(
@@ -438,8 +441,9 @@ impl VulkanContext {
         };
         let depth_stencil = (state.depth != ScreenDepth::NoAttachment).then(|| {
             vk::PipelineDepthStencilStateCreateInfo::default()
-                .depth_test_enable(false)
-                .depth_write_enable(false)
+                .depth_test_enable(state.depth == ScreenDepth::Written)
+                .depth_compare_op(vk::CompareOp::ALWAYS)
+                .depth_write_enable(state.depth == ScreenDepth::Written)
                 .stencil_test_enable(state.stencil != ScreenStencil::Off)
                 .front(stencil)
                 .back(stencil)

@@ -34,6 +34,11 @@ pub(crate) mod names {
     pub const OUTPUT: &str = "output";
     /// The multisampled colour the tonemap subpass writes and resolves into the output.
     pub const OUTPUT_SAMPLES: &str = "output_samples";
+    /// The pass that copies the tile depth into Bevy's depth texture for the overlays drawn
+    /// after the tile pass (gizmos).
+    pub const DEPTH_EXPORT: &str = "depth_export";
+    /// Bevy's `ViewDepthTexture` of the camera, imported.
+    pub const VIEW_DEPTH: &str = "view_depth";
 }
 
 /// What shapes a view's frame.
@@ -65,6 +70,11 @@ pub(crate) struct ViewFrameDesc {
     pub unmerged: bool,
     /// Where the view's transparent meshes are blended this frame, if it draws any.
     pub transparent: TransparentPass,
+    /// The frame ends with [`names::DEPTH_EXPORT`]: a subpass that reads the tile depth as an
+    /// input attachment and writes it, every sample, into Bevy's depth texture of the camera
+    /// (stored), so that Bevy's gizmos, drawn after the tile pass, are depth-tested against the
+    /// scene as in `Core3d`. Only on frames that draw them, and only in the merged tiers.
+    pub export_depth: bool,
 }
 
 /// Where a view's transparent meshes are blended: as Bevy blends them for the camera.
@@ -105,6 +115,7 @@ impl ViewFrameDesc {
             msaa_depth_stencil: None,
             unmerged: false,
             transparent: TransparentPass::None,
+            export_depth: false,
         }
     }
 
@@ -302,6 +313,24 @@ pub(crate) fn declare_with_shadows(
                 .finish()?;
         }
     }
+    if desc.export_depth {
+        // Bevy's depth texture has the camera's samples and `Depth32Float`; every sample is
+        // written (gl_FragDepth per sample). The compiler schedules the pass where it fits
+        // after the G-buffer; the recording follows its order.
+        let mut view_depth = graph.import_attachment(
+            VIEW_DEPTH,
+            tile(Format::Depth32Float),
+            ImportParams {
+                contents_needed: false,
+                needed_after_frame: true,
+                clear_on_first_use: false,
+                discard_on_last_use: false,
+            },
+        );
+        read(graph.add_raster_pass(DEPTH_EXPORT), &depth, unmerged)
+            .depth(&mut view_depth, Access::WriteAll, None)
+            .finish()?;
+    }
     Ok(graph)
 }
 
@@ -415,14 +444,20 @@ fn check_shape(
     compiled: &crate::frame_graph::CompiledFrame,
     desc: &ViewFrameDesc,
 ) -> TileResult<()> {
-    let passes = if desc.transparent.is_some() { 4 } else { 3 };
+    let passes = 3 + usize::from(desc.transparent.is_some()) + usize::from(desc.export_depth);
     let expected = if desc.unmerged { passes } else { 1 };
     let subpasses: usize = compiled
         .native_passes
         .iter()
         .map(|n| n.subpasses.len())
         .sum();
-    if compiled.native_passes.len() != expected || subpasses != passes {
+    // The recording starts with the G-buffer pass (`record::Step`).
+    let gbuffer_first = compiled
+        .native_passes
+        .first()
+        .and_then(|native| native.subpasses.first())
+        .is_some_and(|subpass| subpass.name == names::GBUFFER);
+    if compiled.native_passes.len() != expected || subpasses != passes || !gbuffer_first {
         return Err(TileError::UnexpectedPlan {
             render_passes: compiled.native_passes.len(),
             expected,
@@ -637,6 +672,78 @@ mod tests {
         .unwrap();
         assert_eq!(frame.render_pass_count(), 4, "{}", frame.describe());
         check_shape(&frame, &unmerged).unwrap();
+    }
+
+    #[test]
+    fn depth_export_is_a_last_subpass_storing_bevys_depth_texture() {
+        // Gizmo frames: the tile depth is written into Bevy's depth texture by a last subpass
+        // of the same render pass, on a device that merges a new depth attachment.
+        let imr = DeviceCaps::desktop().with_depth_change_merges(true);
+        for (samples, transparent) in [
+            (1, TransparentPass::None),
+            (1, TransparentPass::AfterTonemap),
+            (4, TransparentPass::None),
+            (4, TransparentPass::AfterTonemap),
+        ] {
+            let export = ViewFrameDesc {
+                export_depth: true,
+                transparent,
+                msaa_depth_stencil: (samples > 1).then_some(Format::Depth32FloatStencil8),
+                ..desc(samples)
+            };
+            let frame = compile(&declare(&export).unwrap(), &imr).unwrap();
+            assert_eq!(frame.render_pass_count(), 1, "{}", frame.describe());
+            check_shape(&frame, &export).unwrap();
+            let native = &frame.native_passes[0];
+            // Wherever the compiler schedules it after the G-buffer (it reads only the depth).
+            let export = native
+                .subpasses
+                .iter()
+                .position(|s| s.name == names::DEPTH_EXPORT)
+                .unwrap();
+            assert!(export > 0, "{}", frame.describe());
+            let view_depth = native.attachment_named(names::VIEW_DEPTH).unwrap();
+            assert_eq!(
+                (view_depth.load, view_depth.store),
+                (LoadOp::DontCare, StoreOp::Store)
+            );
+            assert_eq!(view_depth.samples, samples);
+            // The tile depth stays on tile: it is read as an input attachment, never stored.
+            let depth = native.attachment_named(names::DEPTH).unwrap();
+            assert!(
+                depth.transient && depth.store != StoreOp::Store,
+                "{}",
+                frame.describe()
+            );
+            // The price: the output and one 32-bit depth per sample.
+            let pixels = 1920 * 1080;
+            assert_eq!(
+                frame.cost.total.stored,
+                pixels * 4 + pixels * 4 * u64::from(samples),
+                "{}",
+                frame.describe()
+            );
+            // The output is still written (resolved) by the last subpass.
+            let last = native.subpasses.last().unwrap();
+            let output = native
+                .attachments
+                .iter()
+                .position(|a| a.name == names::OUTPUT)
+                .unwrap();
+            assert!(
+                last.color.contains(&output) || last.resolve.contains(&Some(output)),
+                "{}",
+                frame.describe()
+            );
+        }
+        // A tiler is assumed to end its pass at a new depth attachment: the export cannot read
+        // the tile depth there, and the plan says so rather than storing it.
+        let export = ViewFrameDesc {
+            export_depth: true,
+            ..desc(1)
+        };
+        let mut cache = crate::frame_graph::FrameGraphCache::default();
+        assert!(plan_frame(&export, &DeviceCaps::mali_valhall(), &mut cache).is_err());
     }
 
     #[test]

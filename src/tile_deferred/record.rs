@@ -31,6 +31,32 @@ pub(super) struct RecordedDraw {
     pub(super) instance_count: u32,
 }
 
+/// A logical pass of the frame, in the order the compiled plan runs them (each a subpass of the
+/// one render pass, or (unmerged) a render pass of its own).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Step {
+    Gbuffer,
+    Lighting,
+    Transparent,
+    Tonemap,
+    DepthExport,
+}
+
+impl Step {
+    /// The step of the plan's logical pass `name` (see `plan::names`).
+    pub(super) fn of(name: &str) -> Option<Self> {
+        use super::plan::names;
+        Some(match name {
+            names::GBUFFER => Self::Gbuffer,
+            names::LIGHTING => Self::Lighting,
+            names::TRANSPARENT => Self::Transparent,
+            names::TONEMAP => Self::Tonemap,
+            names::DEPTH_EXPORT => Self::DepthExport,
+            _ => return None,
+        })
+    }
+}
+
 /// One `VkRenderPass` of the frame with its framebuffer.
 pub(super) struct RecordedPass {
     pub(super) render_pass: vk::RenderPass,
@@ -75,6 +101,10 @@ pub(super) struct Recording {
     pub(super) stencil_split: Option<StencilSplitPipelines>,
     /// With MSAA and per-sample-index draws: the edge-counting classification pipeline.
     pub(super) edge_counter: vk::Pipeline,
+    /// Where the plan has the depth export (gizmo frames; null otherwise).
+    pub(super) depth_export: vk::Pipeline,
+    /// The plan's logical passes in the order it runs them (the G-buffer first).
+    pub(super) steps: Vec<Step>,
 }
 
 /// Records the frame on a new encoder used only through `as_hal_mut`, and returns its command
@@ -121,16 +151,14 @@ unsafe fn record_into(
         recorder.uploads();
         recorder.begin_frame();
         let mut push = recorder.gbuffer(hal_encoder);
-        recorder.lighting(&mut push);
-        match r.transparent_pass {
-            TransparentPass::None => recorder.tonemap(&mut push, 2),
-            TransparentPass::BeforeTonemap { .. } => {
-                recorder.transparent(hal_encoder, 2);
-                recorder.tonemap(&mut push, 3);
-            }
-            TransparentPass::AfterTonemap => {
-                recorder.tonemap(&mut push, 2);
-                recorder.transparent(hal_encoder, 3);
+        // `plan::check_shape` made sure the G-buffer pass comes first.
+        for (index, step) in r.steps.iter().enumerate().skip(1) {
+            match step {
+                Step::Gbuffer => {}
+                Step::Lighting => recorder.lighting(&mut push, index),
+                Step::Transparent => recorder.transparent(hal_encoder, index),
+                Step::Tonemap => recorder.tonemap(&mut push, index),
+                Step::DepthExport => recorder.depth_export(index),
             }
         }
         recorder.end_frame();
@@ -378,12 +406,13 @@ impl Recorder<'_> {
         }
     }
 
-    /// Subpass 1: lighting from the G-buffer, read on tile (unmerged: from memory).
-    unsafe fn lighting(&self, push: &mut GpuPushConstants) {
+    /// Logical pass `index` (1): lighting from the G-buffer, read on tile (unmerged: from
+    /// memory).
+    unsafe fn lighting(&self, push: &mut GpuPushConstants, index: usize) {
         let (device, cb, r) = (self.device, self.cb, self.r);
         // SAFETY: see `record_into`.
         unsafe {
-            self.next_pass(1);
+            self.next_pass(index);
             self.bind_set(2, r.gbuffer_set);
             // The MSAA stencil split (Lauritzen): one draw classifies each pixel and marks edge
             // pixels with stencil 1 on all samples (the occlusion query around it counts N
@@ -468,8 +497,20 @@ impl Recorder<'_> {
         }
     }
 
+    /// Logical pass `index`: the tile depth, read as an input attachment through the tonemap
+    /// set, written into Bevy's depth texture for the gizmos drawn after the pass. The next
+    /// pass rebinds what it needs (the tonemap and transparent passes bind their pipelines).
+    unsafe fn depth_export(&self, index: usize) {
+        // SAFETY: see `record_into`.
+        unsafe {
+            self.next_pass(index);
+            self.bind_set(3, self.r.tonemap_set);
+            self.draw_fullscreen(self.r.depth_export);
+        }
+    }
+
     /// Ends the frame's last render pass and marks its end (the last timestamp covers the
-    /// tonemap and transparent subpasses).
+    /// tonemap, transparent and depth export subpasses).
     unsafe fn end_frame(&self) {
         // SAFETY: see `record_into`.
         unsafe {

@@ -99,6 +99,7 @@ fn create_pass_resources(
         tonemap: vk::Pipeline::null(),
         stencil_split: shape.stencil_split.then(StencilSplitPipelines::default),
         edge_counter: vk::Pipeline::null(),
+        depth_export: vk::Pipeline::null(),
         last_used: backend.frame,
     };
     let (Some(layouts), Some(shaders)) = (&backend.layouts, &backend.shaders) else {
@@ -254,6 +255,29 @@ fn create_screen_pipelines(
             ScreenState {
                 depth: untested,
                 ..ScreenState::plain(ScreenBlend::NoColorWrites)
+            },
+        )?;
+    }
+    if plan::locate_pass(compiled, names::DEPTH_EXPORT).is_some() {
+        // Every sample's depth, written as read (the test always passes).
+        pass.depth_export = context.create_screen_pipeline(
+            layouts,
+            shape.target(compiled, names::DEPTH_EXPORT),
+            [
+                fullscreen,
+                shaders.stage(
+                    ShaderId::DepthExport,
+                    Variant {
+                        msaa: multisampled,
+                        ..Variant::BASE
+                    },
+                ),
+            ],
+            ScreenState {
+                blend: ScreenBlend::NoColorWrites,
+                depth: ScreenDepth::Written,
+                stencil: ScreenStencil::Off,
+                per_sample: multisampled,
             },
         )?;
     }

@@ -115,6 +115,11 @@ pub struct TileViewReport {
     /// plus the empty pass that stores the output for wgpu. None when no UI was drawn over the
     /// camera that frame.
     pub ui_pass: Option<CompiledFrame>,
+    /// Bevy's gizmos (other plugins' `Transparent3d` draws) drawn over the camera after the tile
+    /// pass, priced as their own wgpu passes: the gizmo pass loads and stores Bevy's depth
+    /// texture (which the tile frame's depth export stored), clears and draws the main texture,
+    /// and the composite loads and stores the output. None on frames without them.
+    pub gizmo_pass: Option<CompiledFrame>,
 }
 
 /// Reports of every tile camera (keyed by the main-world camera entity), shared by the render

@@ -606,25 +606,35 @@ pub(super) fn framebuffers(
     frame: &ViewFrame,
     planned: &PlannedFrame,
     render_passes: &[vk::RenderPass],
-    output_view: &TextureView,
+    imported_views: &[(&str, &TextureView)],
 ) -> TileResult<Vec<RecordedPass>> {
-    // SAFETY: the guard only reads the raw handle and is dropped at once; the view itself is
-    // kept alive below until the GPU has finished this frame.
-    let output_raw = unsafe {
-        output_view
-            .as_hal::<Vulkan>()
-            .map(|hal_view| hal_view.raw_handle())
+    let mut imported = Vec::with_capacity(imported_views.len());
+    for (name, texture_view) in imported_views {
+        let Some(resource) = planned.compiled.attachment_named(name).map(|a| a.id) else {
+            continue;
+        };
+        // SAFETY: the guard only reads the raw handle and is dropped at once; the view itself
+        // is kept alive below until the GPU has finished this frame.
+        let raw = unsafe {
+            texture_view
+                .as_hal::<Vulkan>()
+                .map(|hal_view| hal_view.raw_handle())
+        }
+        .ok_or(TileError::Missing {
+            step: "reading an imported attachment's view",
+        })?;
+        // wgpu destroys a view as soon as it is dropped and its *tracked* uses are done; our
+        // framebuffer's use is invisible to it. Bevy makes a new view of the swapchain image
+        // (and of a screenshot's capture texture) every frame and drops it after presenting,
+        // so the view is held until the GPU has finished this frame.
+        let keep_alive = (*texture_view).clone();
+        graveyard.retire(Box::new(move |_: &VulkanContext| drop(keep_alive)));
+        imported.push(ImportedView {
+            resource,
+            id: texture_view.id(),
+            raw,
+        });
     }
-    .ok_or(TileError::Missing {
-        step: "reading the output view",
-    })?;
-    // wgpu destroys a view as soon as it is dropped and its *tracked* uses are done; our
-    // framebuffer's use is invisible to it. Bevy makes a new view of the swapchain image (and of
-    // a screenshot's capture texture) every frame and drops it after presenting, so the view is
-    // held until the GPU has finished this frame.
-    let keep_alive = output_view.clone();
-    graveyard.retire(Box::new(move |_: &VulkanContext| drop(keep_alive)));
-    let output = (planned.output, output_view.id(), output_raw);
     planned
         .compiled
         .native_passes
@@ -641,7 +651,7 @@ pub(super) fn framebuffers(
                     frame,
                     native,
                     render_pass,
-                    output,
+                    (planned.output, &imported),
                 )?,
                 clear_values: native
                     .attachments
@@ -658,9 +668,17 @@ pub(super) fn framebuffers(
         .collect()
 }
 
-/// The framebuffer of one native pass. Views that persist (image targets, the view's own
-/// attachments) keep theirs; a pass writing a view Bevy makes anew each frame (swapchain images,
-/// screenshot captures) gets one that is retired with the frame.
+/// A wgpu view the frame imports as an attachment (the output, Bevy's depth texture), with the
+/// plan's resource and the raw handle.
+struct ImportedView {
+    resource: ResourceId,
+    id: TextureViewId,
+    raw: vk::ImageView,
+}
+
+/// The framebuffer of one native pass. Views that persist (image targets, Bevy's depth texture,
+/// the view's own attachments) keep theirs; a pass writing a view Bevy makes anew each frame
+/// (swapchain images, screenshot captures) gets one that is retired with the frame.
 fn framebuffer(
     context: &VulkanContext,
     graveyard: &mut Graveyard,
@@ -669,10 +687,14 @@ fn framebuffer(
     frame: &ViewFrame,
     native: &crate::frame_graph::NativePass,
     render_pass: vk::RenderPass,
-    (output_id, output_view_id, output_raw): (ResourceId, TextureViewId, vk::ImageView),
+    (output, imported): (ResourceId, &[ImportedView]),
 ) -> TileResult<vk::Framebuffer> {
-    let writes_output = native.attachment(output_id).is_some();
-    let key = (writes_output.then_some(output_view_id), render_pass);
+    let attached: Vec<&ImportedView> = imported
+        .iter()
+        .filter(|view| native.attachment(view.resource).is_some())
+        .collect();
+    let writes_output = native.attachment(output).is_some();
+    let key = (attached.iter().map(|view| view.id).collect(), render_pass);
     if let Some((framebuffer, used)) = view_state.framebuffers.get_mut(&key) {
         *used = frame_number;
         return Ok(*framebuffer);
@@ -681,8 +703,8 @@ fn framebuffer(
         .attachments
         .iter()
         .map(|a| {
-            if a.resource == output_id {
-                output_raw
+            if let Some(view) = attached.iter().find(|view| view.resource == a.resource) {
+                view.raw
             } else {
                 view_state
                     .attachments

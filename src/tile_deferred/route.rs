@@ -172,13 +172,27 @@ pub(super) fn route_cameras(
 /// The tile path owns a tile camera's MSAA: Bevy's view preparation sees `Msaa::Off`, so it
 /// allocates no multisampled textures the tile path would never use (and none at a count the
 /// device lacks). The tier keeps the requested count.
+///
+/// A view that drew gizmos lately keeps the tile tier's count instead: Bevy's pipelines draw the
+/// gizmos into Bevy's textures after the tile pass (see
+/// [`GizmoMsaaViews`](super::foreign_draws::GizmoMsaaViews)).
 pub(super) fn take_over_msaa(
-    mut views: Query<(&mut Msaa, Option<&TierDecision>), With<TileDeferred>>,
+    mut views: Query<(Entity, &mut Msaa, Option<&TierDecision>), With<TileDeferred>>,
+    gizmo_views: Res<super::foreign_draws::GizmoMsaaViews>,
 ) {
-    for (mut msaa, decision) in &mut views {
+    for (entity, mut msaa, decision) in &mut views {
         let tile = decision.is_none_or(|decision| decision.tier.is_tile());
-        if tile && *msaa != Msaa::Off {
-            *msaa = Msaa::Off;
+        if !tile {
+            continue;
+        }
+        let wanted = match decision {
+            Some(decision) if gizmo_views.keeps_msaa(entity) => {
+                Msaa::from_samples(decision.tier.tile_samples())
+            }
+            _ => Msaa::Off,
+        };
+        if *msaa != wanted {
+            *msaa = wanted;
         }
     }
 }

@@ -12,8 +12,9 @@
 
 use super::{
     TileDeferredGraph, TileOutputLoadedAfter,
+    foreign_draws::TileGizmoSystems,
     missing::UiDrawnOverTileCameras,
-    overlay::{self, OverlayPassNames, OverlayTarget},
+    overlay::{self, OverlayCompositePipeline, OverlayPassNames, OverlayTarget},
     pass::tile_deferred_pass,
     report::TileRenderReports,
 };
@@ -27,7 +28,7 @@ use bevy::{
         Render, RenderApp, RenderSystems,
         camera::ExtractedCamera,
         render_phase::ViewSortedRenderPhases,
-        render_resource::{CachedRenderPipelineId, PipelineCache, SpecializedRenderPipelines},
+        render_resource::PipelineCache,
         renderer::{CurrentView, RenderContext, ViewQuery},
         sync_world::MainEntity,
         view::{ExtractedView, ViewTarget},
@@ -48,10 +49,6 @@ pub(crate) const UI_PASS_NAMES: OverlayPassNames = OverlayPassNames {
 #[derive(SystemSet, Clone, Debug, PartialEq, Eq, Hash)]
 pub struct TileUiSystems;
 
-/// The composite pipeline of a tile view that shows UI.
-#[derive(Component)]
-struct UiCompositePipeline(CachedRenderPipelineId);
-
 /// Installs the UI pass in the tile schedule (from the plugin's `finish`, once bevy_ui_render has
 /// built). Without bevy_ui_render's `UiRenderPlugin` nothing draws UI anywhere, and nothing is
 /// installed.
@@ -66,10 +63,7 @@ pub(super) fn finish(app: &mut App) {
         return;
     }
     render_app
-        .add_systems(
-            Render,
-            (prepare_composite_pipelines, mark_ui_tile_views).in_set(RenderSystems::Prepare),
-        )
+        .add_systems(Render, mark_ui_tile_views.in_set(RenderSystems::Prepare))
         .add_systems(
             TileDeferredGraph,
             (clear_ui_target, ui_pass, composite_ui)
@@ -80,6 +74,8 @@ pub(super) fn finish(app: &mut App) {
             TileDeferredGraph,
             TileUiSystems
                 .after(tile_deferred_pass)
+                // Bevy draws the UI over the gizmos.
+                .after(TileGizmoSystems)
                 .run_if(view_draws_ui),
         );
     // The tile path now draws UI over its cameras: `find_missing` stops reporting it.
@@ -134,28 +130,6 @@ fn mark_ui_tile_views(
     }
 }
 
-fn prepare_composite_pipelines(
-    mut commands: Commands,
-    views: Query<(Entity, &ViewTarget, &ExtractedCamera), With<UiCameraView>>,
-    pipeline_cache: Res<PipelineCache>,
-    blit: Option<Res<BlitPipeline>>,
-    pipelines: Option<ResMut<SpecializedRenderPipelines<BlitPipeline>>>,
-) {
-    let (Some(blit), Some(mut pipelines)) = (blit, pipelines) else {
-        return;
-    };
-    for (entity, target, camera) in &views {
-        if camera.schedule != TileDeferredGraph.intern() {
-            continue;
-        }
-        let Some(format) = target.out_texture_view_format() else {
-            continue;
-        };
-        let id = overlay::specialize_composite(&pipeline_cache, &blit, &mut pipelines, format);
-        commands.entity(entity).insert(UiCompositePipeline(id));
-    }
-}
-
 /// Clears the main texture to transparent before `ui_pass` draws into it.
 fn clear_ui_target(view: ViewQuery<&ViewTarget>, mut ctx: RenderContext) {
     overlay::clear_main_texture(view.into_inner(), &mut ctx, "tile_ui_clear");
@@ -168,7 +142,7 @@ fn composite_ui(
         &ViewTarget,
         &ExtractedCamera,
         &MainEntity,
-        Option<&UiCompositePipeline>,
+        Option<&OverlayCompositePipeline>,
     )>,
     pipeline_cache: Res<PipelineCache>,
     blit: Res<BlitPipeline>,

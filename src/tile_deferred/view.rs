@@ -53,6 +53,11 @@ pub(crate) struct TileViewQuery {
     pub(super) fog: Option<&'static bevy::pbr::DistanceFog>,
     /// Extracted by `environment::extract_environment`.
     pub(super) environment_map: Option<&'static super::environment::TileEnvironmentMap>,
+    /// Bevy's depth texture of the camera (`prepare_core_3d_depth_textures` makes one for every
+    /// `Camera3d`); the tile path writes it only on frames that draw gizmos.
+    pub(super) view_depth: Option<&'static bevy::render::view::ViewDepthTexture>,
+    /// This frame draws Bevy's gizmos after the tile pass (`gizmos`).
+    pub(super) draws_gizmos: Has<super::foreign_draws::GizmosOverTile>,
 }
 
 /// Per-frame facts about the view, computed once.
@@ -134,6 +139,7 @@ impl ViewFrame {
                 }),
             // Set by the tile pass once it knows what the view draws.
             transparent: plan::TransparentPass::None,
+            export_depth: false,
         };
         let tonemapping = view.tonemapping.copied().unwrap_or_default();
         let dither = view.dither.copied().unwrap_or_default();

@@ -1,22 +1,25 @@
-//! Gizmos over a tile camera (feature `gizmos`, issue 14): never silently missing.
+//! Gizmos over a tile camera (feature `gizmos`, issue 14): drawn as Bevy draws them, or never
+//! silently missing.
 //!
-//! The tile path does not draw Bevy's gizmos yet. What it does: it finds the gizmo draws Bevy
-//! queued for a tile camera (its `Transparent3d` phase), reports them in `TileMissing`, falls an
-//! `Auto` camera back to `Core3d` while there are any (so its picture is Bevy's, gizmos drawn
-//! and depth-tested against the meshes), and keeps a forced tier rendering, logging them once.
-//! With the gizmo plugin in the app and nothing drawn, or gizmos drawn on render layers the
-//! camera does not see, the tile path keeps its cameras.
+//! The tile path finds the gizmo draws Bevy queued for a tile camera (its `Transparent3d`
+//! phase). Where it can, it draws them after its pass with Bevy's own draw functions: the tile
+//! pass ends with a depth export subpass into Bevy's depth texture, and the gizmos are drawn into
+//! the main texture over that depth and blended over the output. Where it cannot (an HDR camera,
+//! whose gizmos Bevy tone maps with the scene), it reports them in `TileMissing`, falls an `Auto`
+//! camera back to `Core3d` while there are any, and keeps a forced tier rendering, logging them
+//! once. With the gizmo plugin in the app and nothing drawn, or gizmos drawn on render layers the
+//! camera does not see, nothing changes.
 //!
 //! The scene: lit meshes and, while `DrawGizmos` is on, a magenta line, sphere and grid, the
-//! line passing behind the cube (depth-tested away there). Cameras, all in one app, HDR off:
-//! Bevy's (`Core3d`), an `Auto` tile camera, a forced tile camera, and a Bevy / `Auto` pair at
-//! 4x MSAA. The `Auto` images must match Bevy's (>= 36 dB PSNR, p99.5 <= 8/255, the whole frame
-//! and the gizmos' region) and show the gizmos (magenta pixels), so that a fallback that did
-//! not draw them could not pass; the forced tile image shows none, the item listed instead.
+//! line passing behind the cube (depth-tested away there). Cameras, all in one app: Bevy's
+//! (`Core3d`), an `Auto` and a forced tile camera at 1x, a Bevy / `Auto` pair at 4x MSAA, and a
+//! Bevy / `Auto` / forced trio with `Hdr`. The tile images must match Bevy's (>= 36 dB PSNR,
+//! p99.5 <= 8/255; 4x: >= 34 dB, the MSAA bar; the whole frame and the gizmos' region) and show
+//! the gizmos (magenta pixels), so that a pass that did not draw them could not pass.
 
 use crate::harness::{Frame, GpuTest, HeadlessApp, image_compare};
 use bevy::{
-    camera::{RenderTarget, visibility::RenderLayers},
+    camera::{Hdr, RenderTarget, visibility::RenderLayers},
     gizmos::config::{DefaultGizmoConfigGroup, GizmoConfigStore},
     prelude::*,
     render::view::Msaa,
@@ -146,18 +149,18 @@ fn crop(frame: &Frame, rect: URect) -> Frame {
 }
 
 /// Compares two frames; the failure message (with saved images) when below the bar.
-fn compare(name: &str, actual: &Frame, expected: &Frame) -> Option<String> {
+fn compare(name: &str, actual: &Frame, expected: &Frame, min_psnr: f64) -> Option<String> {
     let psnr = image_compare::psnr(actual, expected);
     let p995 = image_compare::channel_difference_percentile(actual, expected, 99.5);
     eprintln!("{name}: PSNR {psnr:.2} dB, p99.5 {p995}");
-    (psnr < MIN_PSNR || p995 > MAX_P995).then(|| {
+    (psnr < min_psnr || p995 > MAX_P995).then(|| {
         let paths = [
             actual.save_png(&format!("{name}-actual")),
             expected.save_png(&format!("{name}-expected")),
             image_compare::difference_image(actual, expected).save_png(&format!("{name}-diff")),
         ];
         format!(
-            "{name}: PSNR {psnr:.2} dB (need >= {MIN_PSNR}), p99.5 {p995} (need <= {MAX_P995}); \
+            "{name}: PSNR {psnr:.2} dB (need >= {min_psnr}), p99.5 {p995} (need <= {MAX_P995}); \
              images: {}",
             paths.map(|p| p.display().to_string()).join(", ")
         )
@@ -182,9 +185,12 @@ fn missing(headless: &HeadlessApp, camera: Entity) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// The 4x MSAA bar against Bevy forward 4x.
+const MIN_PSNR_MSAA: f64 = 34.0;
+
 #[test]
-fn gizmos_over_a_tile_camera_are_never_silently_missing() {
-    let test = GpuTest::start("gizmos_over_a_tile_camera_are_never_silently_missing");
+fn gizmos_over_a_tile_camera_are_drawn_or_never_silently_missing() {
+    let test = GpuTest::start("gizmos_over_a_tile_camera_are_drawn_or_never_silently_missing");
     let mut headless = HeadlessApp::new(WIDTH, HEIGHT);
     headless
         .app
@@ -192,21 +198,21 @@ fn gizmos_over_a_tile_camera_are_never_silently_missing() {
         .add_systems(Update, draw_gizmos);
     headless.update();
     spawn_scene(headless.app.world_mut());
-    // (name, tile setting, MSAA): Bevy's camera first in each pair.
+    let forced_tile = Some(TierSetting::Force(RenderTier::TileDeferred));
+    // (name, tile setting, MSAA, HDR): Bevy's camera first in each group.
     let cameras_spec = [
-        ("bevy", None, Msaa::Off),
-        ("auto", Some(TierSetting::Auto), Msaa::Off),
-        (
-            "forced",
-            Some(TierSetting::Force(RenderTier::TileDeferred)),
-            Msaa::Off,
-        ),
-        ("bevy-msaa4", None, Msaa::Sample4),
-        ("auto-msaa4", Some(TierSetting::Auto), Msaa::Sample4),
+        ("bevy", None, Msaa::Off, false),
+        ("auto", Some(TierSetting::Auto), Msaa::Off, false),
+        ("forced", forced_tile, Msaa::Off, false),
+        ("bevy-msaa4", None, Msaa::Sample4, false),
+        ("auto-msaa4", Some(TierSetting::Auto), Msaa::Sample4, false),
+        ("bevy-hdr", None, Msaa::Off, true),
+        ("auto-hdr", Some(TierSetting::Auto), Msaa::Off, true),
+        ("forced-hdr", forced_tile, Msaa::Off, true),
     ];
     let mut targets = Vec::new();
     let mut cameras = Vec::new();
-    for (name, tier, msaa) in cameras_spec {
+    for (name, tier, msaa, hdr) in cameras_spec {
         let target = headless.add_target(WIDTH, HEIGHT);
         let world = headless.app.world_mut();
         let mut camera = world.spawn((
@@ -219,19 +225,44 @@ fn gizmos_over_a_tile_camera_are_never_silently_missing() {
         if let Some(tier) = tier {
             camera.insert(TileDeferred { tier, ..default() });
         }
+        if hdr {
+            camera.insert(Hdr);
+        }
         cameras.push(camera.id());
         targets.push(target);
     }
-    let [_, auto, forced, _, auto_msaa4] = cameras[..] else {
+    let [_, auto, forced, _, auto_msaa4, _, auto_hdr, forced_hdr] = cameras[..] else {
         unreachable!()
     };
-    let tile_cameras = [
+    let drawing = [
         ("auto", auto),
         ("forced", forced),
         ("auto-msaa4", auto_msaa4),
     ];
+    let tile_cameras = [
+        ("auto", auto),
+        ("forced", forced),
+        ("auto-msaa4", auto_msaa4),
+        ("auto-hdr", auto_hdr),
+        ("forced-hdr", forced_hdr),
+    ];
+    let stored = |headless: &HeadlessApp, camera: Entity| -> Vec<String> {
+        let reports = headless.app.world().resource::<TileRenderReports>();
+        let report = reports.get(camera).expect("a tile report");
+        assert_eq!(report.render_passes_recorded, 1);
+        assert_eq!(report.compiled.render_pass_count(), 1);
+        let mut stored: Vec<String> = report
+            .attachments
+            .iter()
+            .filter(|a| a.store_op == "STORE")
+            .map(|a| a.name.clone())
+            .collect();
+        stored.sort();
+        stored
+    };
 
-    // The gizmo plugin is in the app, nothing is drawn: the tile path keeps every camera.
+    // The gizmo plugin is in the app, nothing is drawn: the tile path keeps every camera, and
+    // its frames store only the output.
     for _ in 0..4 {
         headless.update();
     }
@@ -239,25 +270,26 @@ fn gizmos_over_a_tile_camera_are_never_silently_missing() {
         let d = decision(&headless, camera);
         assert!(d.tier.is_tile(), "{name} without gizmos: {}", d.summary());
         assert!(missing(&headless, camera).is_empty(), "{name}");
+        assert_eq!(stored(&headless, camera), ["output"], "{name}");
     }
 
-    // Gizmos drawn: the Auto cameras fall back to Core3d for them, the forced one keeps its
-    // tile tier and lists them (the render world finds them; the main world hears of them on
-    // the next frame it routes).
+    // Gizmos drawn. The LDR tile cameras keep their tier and draw them; the HDR `Auto` camera
+    // falls back to Core3d for them (the render world finds them; the main world hears of them
+    // on the next frame it routes), the forced HDR one keeps its tier and lists them.
     headless.app.insert_resource(DrawGizmos(true));
-    // The render world finds them while rendering a frame, the main world hears of them when
-    // it routes a later one (pipelined rendering: the render world runs beside the next main
-    // frame): the frames an `Auto` camera renders on the tile path without them.
     let mut frames_without = 0;
     loop {
         headless.update();
-        if !decision(&headless, auto).tier.is_tile() {
+        if !decision(&headless, auto_hdr).tier.is_tile() {
             break;
         }
         frames_without += 1;
-        assert!(frames_without <= 4, "the Auto camera does not fall back");
+        assert!(
+            frames_without <= 4,
+            "the HDR Auto camera does not fall back"
+        );
     }
-    eprintln!("gizmos: the Auto camera rendered {frames_without} tile frame(s) without them");
+    eprintln!("gizmos: the HDR Auto camera rendered {frames_without} tile frame(s) without them");
     // 2 when the main world routes right after the render world counted, 3 when pipelined
     // rendering finishes that frame a frame later (seen in CI on a loaded machine).
     assert!(
@@ -267,76 +299,127 @@ fn gizmos_over_a_tile_camera_are_never_silently_missing() {
     for _ in 0..4 {
         headless.update();
     }
-    for (name, camera) in [("auto", auto), ("auto-msaa4", auto_msaa4)] {
+    for (name, camera) in drawing {
         let d = decision(&headless, camera);
-        assert_eq!(d.tier, RenderTier::Forward, "{name}: {}", d.summary());
-        let why = &d.missing_fallback.as_ref().expect("why it fell back").why;
-        assert!(why.contains("gizmos"), "{name}: {why}");
+        assert!(d.tier.is_tile(), "{name} with gizmos: {}", d.summary());
+        assert!(
+            missing(&headless, camera).is_empty(),
+            "{name}: {:?}",
+            missing(&headless, camera)
+        );
+        // The depth export stores Bevy's depth texture in the same render pass; the gizmos'
+        // own passes are priced apart.
+        assert_eq!(
+            stored(&headless, camera),
+            ["output", "view_depth"],
+            "{name}"
+        );
+        let reports = headless.app.world().resource::<TileRenderReports>();
+        let report = reports.get(camera).expect("a tile report");
+        let gizmo_pass = report
+            .gizmo_pass
+            .as_ref()
+            .expect("the gizmo passes are priced");
+        assert_eq!(
+            gizmo_pass.render_pass_count(),
+            2,
+            "{}",
+            gizmo_pass.describe()
+        );
     }
-    let forced_decision = decision(&headless, forced);
+    let d = decision(&headless, auto_hdr);
+    assert_eq!(d.tier, RenderTier::Forward, "auto-hdr: {}", d.summary());
+    let why = &d.missing_fallback.as_ref().expect("why it fell back").why;
+    assert!(
+        why.contains("gizmos") && why.contains("HDR"),
+        "auto-hdr: {why}"
+    );
+    let forced_decision = decision(&headless, forced_hdr);
     assert_eq!(forced_decision.tier, RenderTier::TileDeferred);
-    let listed = missing(&headless, forced);
+    let listed = missing(&headless, forced_hdr);
     assert_eq!(listed.len(), 1, "{listed:?}");
     assert!(
-        listed[0].contains(&format!("{forced} (\"forced\")")) && listed[0].contains("gizmos"),
+        listed[0].contains(&format!("{forced_hdr} (\"forced-hdr\")"))
+            && listed[0].contains("gizmos"),
         "{listed:?}"
     );
+    assert_eq!(stored(&headless, forced_hdr), ["output"]);
     let warnings = test.take_warnings();
     for (name, camera) in tile_cameras {
         let lines = warnings
             .iter()
             .filter(|w| w.contains(&format!("camera {camera} ")) && w.contains("gizmos"))
             .count();
-        assert_eq!(lines, 1, "{name} is logged once: {warnings:#?}");
+        let expected = usize::from(camera == auto_hdr || camera == forced_hdr);
+        assert_eq!(
+            lines, expected,
+            "{name} is logged {expected} times: {warnings:#?}"
+        );
     }
 
     let frames = headless.read_images(&targets);
-    let [bevy, auto_frame, forced_frame, bevy_msaa4, auto_msaa4_frame] = &frames[..] else {
+    let [
+        bevy,
+        auto_frame,
+        forced_frame,
+        bevy_msaa4,
+        auto_msaa4_frame,
+        bevy_hdr,
+        auto_hdr_frame,
+        forced_hdr_frame,
+    ] = &frames[..]
+    else {
         unreachable!()
     };
     let mut failures = Vec::new();
-    for (name, actual, expected) in [
-        ("gizmos-auto", auto_frame, bevy),
-        ("gizmos-auto-msaa4", auto_msaa4_frame, bevy_msaa4),
+    // The gizmos' region, from Bevy's LDR image (the HDR cameras tone map their magenta).
+    let (_, bevy_region) = gizmo_pixels(bevy);
+    let bevy_region = bevy_region.expect("Bevy draws the gizmos");
+    for (name, actual, expected, bar) in [
+        ("gizmos-auto", auto_frame, bevy, MIN_PSNR),
+        ("gizmos-forced", forced_frame, bevy, MIN_PSNR),
+        (
+            "gizmos-auto-msaa4",
+            auto_msaa4_frame,
+            bevy_msaa4,
+            MIN_PSNR_MSAA,
+        ),
+        ("gizmos-auto-hdr", auto_hdr_frame, bevy_hdr, MIN_PSNR),
     ] {
-        failures.extend(compare(name, actual, expected));
+        failures.extend(compare(name, actual, expected, bar));
+        let hdr = std::ptr::eq(expected, bevy_hdr);
         let (expected_count, region) = gizmo_pixels(expected);
         let (actual_count, _) = gizmo_pixels(actual);
         eprintln!("{name}: gizmo pixels {actual_count} (Bevy {expected_count}), region {region:?}");
-        assert!(expected_count >= 300, "{name}: Bevy draws the gizmos");
-        assert!(
-            actual_count * 10 >= expected_count * 9,
-            "{name}: the Auto camera shows the gizmos ({actual_count} of {expected_count})"
-        );
-        let region = region.expect("gizmo pixels");
+        if !hdr {
+            assert!(expected_count >= 300, "{name}: Bevy draws the gizmos");
+            assert!(
+                actual_count * 10 >= expected_count * 9,
+                "{name}: the tile camera shows the gizmos ({actual_count} of {expected_count})"
+            );
+        }
+        let region = region.unwrap_or(bevy_region);
         failures.extend(compare(
             &format!("{name}-region"),
             &crop(actual, region),
             &crop(expected, region),
+            bar,
         ));
     }
-    // The forced tile camera keeps rendering the scene, without the gizmos (listed above), in
-    // the tile frame's one render pass storing only the output: finding them adds no pass.
-    let (forced_count, _) = gizmo_pixels(forced_frame);
-    assert_eq!(forced_count, 0, "the tile path does not draw gizmos");
-    let report = headless
-        .app
-        .world()
-        .resource::<TileRenderReports>()
-        .get(forced)
-        .expect("a tile report");
-    assert_eq!(report.render_passes_recorded, 1);
-    assert_eq!(report.compiled.render_pass_count(), 1);
-    let stored: Vec<&str> = report
-        .attachments
-        .iter()
-        .filter(|a| a.store_op == "STORE")
-        .map(|a| a.name.as_str())
-        .collect();
-    assert_eq!(stored, ["output"], "{:?}", report.attachments);
+    // The forced HDR tile camera keeps rendering the scene, without the gizmos (listed above).
+    let without = image_compare::psnr(
+        &crop(forced_hdr_frame, bevy_region),
+        &crop(bevy_hdr, bevy_region),
+    );
+    eprintln!("gizmos-forced-hdr-region (no gizmos) vs Bevy: PSNR {without:.2} dB");
+    assert!(
+        without < 30.0,
+        "the HDR tile camera does not draw gizmos: {without:.2} dB"
+    );
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 
-    // No more gizmos: back to the tile path after the fallback's hysteresis.
+    // No more gizmos: back to one render pass storing only the output, and the HDR camera back
+    // to the tile path after the fallback's hysteresis.
     headless.app.insert_resource(DrawGizmos(false));
     for _ in 0..MISSING_RETURN_FRAMES + 3 {
         headless.update();
@@ -347,6 +430,12 @@ fn gizmos_over_a_tile_camera_are_never_silently_missing() {
             assert!(d.tier.is_tile(), "{name} {when}: {}", d.summary());
             assert_eq!(d.missing_fallback, None, "{name} {when}");
             assert!(missing(headless, camera).is_empty(), "{name} {when}");
+            assert_eq!(stored(headless, camera), ["output"], "{name} {when}");
+            let reports = headless.app.world().resource::<TileRenderReports>();
+            assert!(
+                reports.get(camera).unwrap().gizmo_pass.is_none(),
+                "{name} {when}"
+            );
         }
     };
     assert_all_tile(&headless, "after the gizmos stopped");

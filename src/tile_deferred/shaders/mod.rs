@@ -50,6 +50,8 @@ pub(crate) enum ShaderId {
     MsaaClassify,
     /// `tonemap_pass.glsl`: tone mapping into the output.
     Tonemap,
+    /// `depth_export.frag`: the tile depth into Bevy's depth texture, for the gizmos.
+    DepthExport,
 }
 
 impl ShaderId {
@@ -64,6 +66,7 @@ impl ShaderId {
             Self::Lighting => "lighting.glsl",
             Self::MsaaClassify => "msaa_classify.glsl",
             Self::Tonemap => "tonemap_pass.glsl",
+            Self::DepthExport => "depth_export.frag",
         }
     }
 
@@ -75,7 +78,8 @@ impl ShaderId {
             | Self::ForwardFrag
             | Self::Lighting
             | Self::MsaaClassify
-            | Self::Tonemap => vk::ShaderStageFlags::FRAGMENT,
+            | Self::Tonemap
+            | Self::DepthExport => vk::ShaderStageFlags::FRAGMENT,
         }
     }
 }
@@ -180,6 +184,8 @@ pub(crate) const VARIANTS: &[ShaderVariant] = &[
     variant!(Tonemap,         false, true,   Off,    "tonemap_sampled.frag"),
     variant!(Tonemap,         true,  false,  Off,    "tonemap_ms.frag"),
     variant!(Tonemap,         true,  true,   Off,    "tonemap_ms_sampled.frag"),
+    variant!(DepthExport,     false, false,  Off,    "depth_export.frag"),
+    variant!(DepthExport,     true,  false,  Off,    "depth_export_ms.frag"),
 ];
 
 /// The shader modules of [`VARIANTS`], created once.

@@ -104,7 +104,20 @@ pub(crate) struct PassResources {
     /// Where the plan has a depth export (gizmo frames; null otherwise): the tile depth written
     /// into Bevy's depth texture.
     pub depth_export: vk::Pipeline,
+    /// Where an HDR camera's transparent pass comes before tonemap (and the lighting subpass
+    /// can shade per sample): the skybox and fog draws that bring them into the light first.
+    pub light_finish: Option<LightFinishPipelines>,
     pub last_used: u64,
+}
+
+/// The lighting subpass's last draws before an HDR camera's transparent pass
+/// (`shaders/light_finish.frag`): the skybox into background samples, and the fog's extinction
+/// and inscattering on surface samples.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct LightFinishPipelines {
+    pub sky: vk::Pipeline,
+    pub fog_multiply: vk::Pipeline,
+    pub fog_add: vk::Pipeline,
 }
 
 /// The pipelines only the MSAA stencil split uses.
@@ -454,7 +467,11 @@ impl TileBackend {
     pub fn retire_pass(&mut self, pass: PassResources) {
         self.graveyard.retire(Box::new(move |c: &VulkanContext| {
             let split = pass.stencil_split.unwrap_or_default();
+            let finish = pass.light_finish.unwrap_or_default();
             for pipeline in pass.mesh_pipelines.into_values().chain([
+                finish.sky,
+                finish.fog_multiply,
+                finish.fog_add,
                 pass.lighting,
                 pass.tonemap,
                 pass.edge_counter,

@@ -220,6 +220,9 @@ pub mod tonemap_flags {
     /// The light accumulation holds the background pixels' light (the clear colour, with the
     /// transparent meshes blended over it): tonemap reads it there.
     pub const BACKGROUND_IN_LIGHT: u32 = 1 << 1;
+    /// The lighting subpass applied the camera's fog to the light (an HDR camera's transparent
+    /// pass blends over fogged surfaces, as in Bevy): tonemap does not fog again.
+    pub const FOG_IN_LIGHT: u32 = 1 << 2;
 }
 
 /// The fragment push constants of every tile pipeline: tonemap parameters, then MSAA

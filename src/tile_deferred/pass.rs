@@ -146,7 +146,7 @@ fn render_view(
         drawn.transparent.clear();
     }
     let view_desc = plan::ViewFrameDesc {
-        transparent: transparent_pass(frame, &drawn, skybox),
+        transparent: transparent_pass(frame, &drawn, skybox, fog.is_some()),
         export_depth: overlay_depth.is_some(),
         ..frame.desc
     };
@@ -266,6 +266,8 @@ fn render_view(
         desc.samples,
         frame.viewport,
     );
+    // An HDR camera's transparent pass blends into the light (see `transparent_pass`).
+    let into_light = matches!(desc.transparent, TransparentPass::BeforeTonemap { .. });
     let recording = Recording {
         passes,
         view_set: bindings.view_set,
@@ -282,18 +284,23 @@ fn render_view(
             .flat_map(|native| &native.subpasses)
             .filter_map(|subpass| Step::of(&subpass.name))
             .collect(),
-        // Tonemap reads an HDR camera's background from the light (clear colour and the
-        // transparent meshes over it).
+        // Tonemap reads an HDR camera's background from the light (clear colour or skybox,
+        // and the transparent meshes over it), already fogged.
         tonemap_params: GpuTonemapParams {
             mode: {
                 let mut mode = frame.tonemap.mode;
-                if matches!(desc.transparent, TransparentPass::BeforeTonemap { .. }) {
+                if into_light {
                     mode[3] |= tonemap_flags::BACKGROUND_IN_LIGHT;
+                }
+                if into_light && fog.is_some() {
+                    mode[3] |= tonemap_flags::FOG_IN_LIGHT;
                 }
                 mode
             },
             ..frame.tonemap
         },
+        sky_into_light: into_light && skybox.is_some_and(|skybox| skybox.image.is_some()),
+        fog_into_light: into_light && fog.is_some(),
         ..recording_of(
             backend,
             frame,
@@ -421,6 +428,9 @@ fn recording_of(
         stencil_split: pass.stencil_split,
         edge_counter: pass.edge_counter,
         depth_export: pass.depth_export,
+        light_finish: pass.light_finish,
+        sky_into_light: false,
+        fog_into_light: false,
         steps: Vec::new(),
     };
     Ok(recording)
@@ -428,19 +438,24 @@ fn recording_of(
 
 /// Where the view's transparent meshes go, if it draws any (see [`TransparentPass`]): an HDR
 /// camera blends them into the light, as Bevy blends them into its HDR main texture, where the
-/// light can start as the clear colour (the camera clears its output, and draws no skybox: the
-/// skybox is drawn by tonemap, after the light); otherwise over the tone-mapped output.
+/// light starts as the clear colour (the camera clears its output) or the skybox, over surfaces
+/// already fogged (the lighting subpass draws the skybox and the fog into the light first:
+/// per sample with MSAA, which needs the stencil split's sample-rate shading); otherwise over
+/// the tone-mapped output.
 fn transparent_pass(
     frame: &ViewFrame,
     drawn: &DrawList,
     skybox: Option<&Skybox>,
+    fog: bool,
 ) -> TransparentPass {
     if drawn.transparent.is_empty() {
         return TransparentPass::None;
     }
     let clear = frame.tonemap.clear_color;
     let skybox = skybox.is_some_and(|skybox| skybox.image.is_some());
-    if frame.hdr && !frame.desc.keep_output && clear[3] > 0.5 && !skybox {
+    let per_sample = frame.desc.samples == 1 || frame.desc.stencil_split();
+    let into_light = per_sample || !(skybox || fog);
+    if frame.hdr && !frame.desc.keep_output && (clear[3] > 0.5 || skybox) && into_light {
         TransparentPass::BeforeTonemap {
             light_clear: [clear[0], clear[1], clear[2]].map(f32::to_bits),
         }

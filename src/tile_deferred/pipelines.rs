@@ -109,6 +109,8 @@ pub(crate) enum ScreenBlend {
     Additive,
     /// No colour writes (the stencil marking draw).
     NoColorWrites,
+    /// Multiply by the source colour (ZERO + SRC_COLOR): the fog's extinction on the light.
+    Multiply,
 }
 
 /// The stencil state of a screen pipeline.
@@ -154,6 +156,12 @@ impl ScreenState {
         }
     }
 }
+
+/// `light_finish.frag`'s `KIND` specialisation constant: the skybox into background samples,
+/// then the fog's extinction (multiplied) and inscattering (added) on surface samples.
+pub(super) const LIGHT_FINISH_SKY: u32 = 0;
+pub(super) const LIGHT_FINISH_FOG_MULTIPLY: u32 = 1;
+pub(super) const LIGHT_FINISH_FOG_ADD: u32 = 2;
 
 /// The G-buffer module of `AlphaMode::AlphaToCoverage` with MSAA (it writes the sample mask).
 pub(super) const ALPHA_TO_COVERAGE: Variant = Variant {
@@ -395,7 +403,17 @@ impl VulkanContext {
             .cull_mode(vk::CullModeFlags::NONE)
             .front_face(vk::FrontFace::COUNTER_CLOCKWISE)
             .line_width(1.0);
-        let blend = if state.blend == ScreenBlend::Additive {
+        let blend = if state.blend == ScreenBlend::Multiply {
+            vk::PipelineColorBlendAttachmentState::default()
+                .blend_enable(true)
+                .src_color_blend_factor(vk::BlendFactor::ZERO)
+                .dst_color_blend_factor(vk::BlendFactor::SRC_COLOR)
+                .color_blend_op(vk::BlendOp::ADD)
+                .src_alpha_blend_factor(vk::BlendFactor::ZERO)
+                .dst_alpha_blend_factor(vk::BlendFactor::ONE)
+                .alpha_blend_op(vk::BlendOp::ADD)
+                .color_write_mask(vk::ColorComponentFlags::RGBA)
+        } else if state.blend == ScreenBlend::Additive {
             vk::PipelineColorBlendAttachmentState::default()
                 .blend_enable(true)
                 .src_color_blend_factor(vk::BlendFactor::ONE)

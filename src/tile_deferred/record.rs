@@ -2,7 +2,7 @@
 //! `as_hal_mut` (wgpu panics if one encoder mixes wgpu commands and raw recording).
 
 use super::{
-    backend::StencilSplitPipelines,
+    backend::{LightFinishPipelines, StencilSplitPipelines},
     gpu_types::{GpuPushConstants, GpuTonemapParams},
     plan::TransparentPass,
 };
@@ -103,6 +103,11 @@ pub(super) struct Recording {
     pub(super) edge_counter: vk::Pipeline,
     /// Where the plan has the depth export (gizmo frames; null otherwise).
     pub(super) depth_export: vk::Pipeline,
+    /// Before an HDR camera's transparent pass: the lighting subpass draws the skybox
+    /// (`sky_into_light`) and the fog (`fog_into_light`) into the light with these.
+    pub(super) light_finish: Option<LightFinishPipelines>,
+    pub(super) sky_into_light: bool,
+    pub(super) fog_into_light: bool,
     /// The plan's logical passes in the order it runs them (the G-buffer first).
     pub(super) steps: Vec<Step>,
 }
@@ -452,6 +457,22 @@ impl Recorder<'_> {
                 push.msaa[0] = sample;
                 self.push_constants(push);
                 self.draw_fullscreen(r.lighting);
+            }
+            // An HDR camera's transparent pass comes next: Bevy blends it over the skybox and
+            // over fogged surfaces, so they go into the light now (the skybox cube is in the
+            // tonemap set).
+            if let Some(finish) = &r.light_finish
+                && (r.sky_into_light || r.fog_into_light)
+            {
+                // One shader module for the three draws: each statically uses the cube.
+                self.bind_set(3, r.tonemap_set);
+                if r.sky_into_light {
+                    self.draw_fullscreen(finish.sky);
+                }
+                if r.fog_into_light {
+                    self.draw_fullscreen(finish.fog_multiply);
+                    self.draw_fullscreen(finish.fog_add);
+                }
             }
             self.mark(2, vk::PipelineStageFlags::BOTTOM_OF_PIPE);
         }

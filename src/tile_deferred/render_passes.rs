@@ -4,12 +4,13 @@
 //! material state drawn.
 
 use super::{
-    backend::{PassResources, StencilSplitPipelines, TileBackend},
+    backend::{LightFinishPipelines, PassResources, StencilSplitPipelines, TileBackend},
     draws::Draw,
     error::{TileError, TileResult, step},
     pipelines::{
-        LightingKey, PassesKey, PipelineTarget, SPLIT_CLASSIFY, SPLIT_EDGES, ScreenBlend,
-        ScreenDepth, ScreenState, ScreenStencil, screen_variants,
+        LIGHT_FINISH_FOG_ADD, LIGHT_FINISH_FOG_MULTIPLY, LIGHT_FINISH_SKY, LightingKey, PassesKey,
+        PipelineTarget, SPLIT_CLASSIFY, SPLIT_EDGES, ScreenBlend, ScreenDepth, ScreenState,
+        ScreenStencil, screen_variants,
     },
     plan::{self, names},
     shaders::{ShaderId, TileLayouts, TileShaders, Variant},
@@ -100,6 +101,7 @@ fn create_pass_resources(
         stencil_split: shape.stencil_split.then(StencilSplitPipelines::default),
         edge_counter: vk::Pipeline::null(),
         depth_export: vk::Pipeline::null(),
+        light_finish: None,
         last_used: backend.frame,
     };
     let (Some(layouts), Some(shaders)) = (&backend.layouts, &backend.shaders) else {
@@ -257,6 +259,63 @@ fn create_screen_pipelines(
                 ..ScreenState::plain(ScreenBlend::NoColorWrites)
             },
         )?;
+    }
+    // An HDR camera's transparent pass before tonemap: the skybox and the fog go into the light
+    // first (per sample with MSAA, which the stencil split's device has).
+    let transparent_before_tonemap = matches!(
+        (
+            plan::locate_pass(compiled, names::TRANSPARENT),
+            plan::locate_pass(compiled, names::TONEMAP)
+        ),
+        (Some(transparent), Some(tonemap)) if transparent < tonemap
+    );
+    if transparent_before_tonemap && (!multisampled || stencil_split) {
+        let finish = |kind: u32| -> Result<vk::Pipeline, vk::Result> {
+            let entry = [vk::SpecializationMapEntry {
+                constant_id: 0,
+                offset: 0,
+                size: 4,
+            }];
+            let data = kind.to_ne_bytes();
+            let specialization = vk::SpecializationInfo::default()
+                .map_entries(&entry)
+                .data(&data);
+            let stage = shaders
+                .stage(
+                    ShaderId::LightFinish,
+                    Variant {
+                        msaa: multisampled,
+                        sampled: shape.sampled_attachments,
+                        ..Variant::BASE
+                    },
+                )
+                .specialization_info(&specialization);
+            context.create_screen_pipeline(
+                layouts,
+                lighting,
+                [fullscreen, stage],
+                ScreenState {
+                    blend: match kind {
+                        LIGHT_FINISH_SKY => ScreenBlend::Replace,
+                        LIGHT_FINISH_FOG_MULTIPLY => ScreenBlend::Multiply,
+                        _ => ScreenBlend::Additive,
+                    },
+                    depth: untested,
+                    stencil: ScreenStencil::Off,
+                    per_sample: multisampled,
+                },
+            )
+        };
+        // Stored as they are made, so that an error leaves them for `retire_pass` to destroy.
+        let mut pipelines = LightFinishPipelines {
+            sky: finish(LIGHT_FINISH_SKY)?,
+            ..Default::default()
+        };
+        pass.light_finish = Some(pipelines);
+        pipelines.fog_multiply = finish(LIGHT_FINISH_FOG_MULTIPLY)?;
+        pass.light_finish = Some(pipelines);
+        pipelines.fog_add = finish(LIGHT_FINISH_FOG_ADD)?;
+        pass.light_finish = Some(pipelines);
     }
     if plan::locate_pass(compiled, names::DEPTH_EXPORT).is_some() {
         // Every sample's depth, written as read (the test always passes).

@@ -942,7 +942,7 @@ fn skybox_cases() -> Vec<FidelityCase> {
 
 /// A 16 x 16 cube map, each face its own hue with a gradient across it (so that a wrong
 /// face, orientation or direction shows), linear-filtered by the app's default sampler.
-fn sky_cube() -> Image {
+pub(crate) fn sky_cube() -> Image {
     const SIZE: u32 = 16;
     let hues = [0.0, 60.0, 120.0, 180.0, 240.0, 300.0];
     let data: Vec<u8> = hues
@@ -980,7 +980,7 @@ fn sky_cube() -> Image {
 }
 
 /// The stage a camera looks at, from its position (the cases' cameras stay near their stage).
-fn stage_of(transform: &Transform) -> usize {
+pub(crate) fn stage_of(transform: &Transform) -> usize {
     (transform.translation.x / fidelity::STAGE_SPACING)
         .round()
         .max(0.0) as usize

@@ -461,3 +461,198 @@ fn transparent_objects_stay_in_the_one_render_pass() {
         assert!(report.draws >= 6, "{samples:?}: {} draws", report.draws);
     }
 }
+
+// ------------------------------------------------------------------------------------------
+// An HDR camera's transparent meshes over fog and a skybox.
+
+mod environment_stage {
+    /// Exponential fog with directional inscattering.
+    pub const FOG: usize = 0;
+    /// Atmospheric fog (per-channel extinction and inscattering).
+    pub const ATMOSPHERIC: usize = 1;
+    /// A skybox behind the transparent meshes.
+    pub const SKYBOX: usize = 2;
+}
+
+const TRANSPARENT_ENVIRONMENT: FidelityScene = FidelityScene {
+    name: "transparent_environment",
+    spawn: spawn_transparent_environment,
+    cases: transparent_environment_cases,
+};
+
+fn transparent_environment_cases() -> Vec<FidelityCase> {
+    use environment_stage::*;
+    let camera = |index, hdr: bool, msaa: bool| {
+        let mut camera = FidelityCamera::stage(index);
+        camera.hdr = hdr;
+        if msaa {
+            camera.msaa = Some(Msaa::Sample4);
+        }
+        if index == SKYBOX {
+            // Looking a little up, so that the sky is behind the upper halves of the meshes.
+            let origin = stage_origin(index);
+            camera.transform = Transform::from_translation(origin + Vec3::new(0.0, 0.6, 6.5))
+                .looking_at(origin + Vec3::new(0.0, 1.6, 0.0), Vec3::Y);
+        }
+        camera
+    };
+    [
+        ("hdr_fog", FOG, true, false),
+        ("hdr_fog_msaa", FOG, true, true),
+        ("ldr_fog", FOG, false, false),
+        ("hdr_atmospheric", ATMOSPHERIC, true, false),
+        ("hdr_atmospheric_msaa", ATMOSPHERIC, true, true),
+        ("ldr_atmospheric", ATMOSPHERIC, false, false),
+        ("hdr_skybox", SKYBOX, true, false),
+        ("hdr_skybox_msaa", SKYBOX, true, true),
+        ("ldr_skybox", SKYBOX, false, false),
+    ]
+    .into_iter()
+    .map(|(name, index, hdr, msaa)| FidelityCase::single(name, camera(index, hdr, msaa)))
+    .collect()
+}
+
+/// A row of transparent meshes (every blended mode) at growing distances over an opaque wall,
+/// on each stage; fog on the first two stages' cameras, a skybox on the third's.
+fn spawn_transparent_environment(world: &mut World) {
+    use bevy::{
+        light::Skybox,
+        pbr::{DistanceFog, FogFalloff},
+    };
+    use environment_stage::*;
+    spawn_sun(world);
+    let sphere = add_mesh(world, Sphere::new(0.55).mesh().uv(32, 16));
+    let wall = add_mesh(world, Cuboid::new(7.5, 1.4, 0.2));
+    let white = add_material(
+        world,
+        StandardMaterial {
+            base_color: Color::srgb(0.85, 0.85, 0.85),
+            perceptual_roughness: 0.6,
+            ..default()
+        },
+    );
+    let modes = [
+        (AlphaMode::Blend, Color::srgba(0.95, 0.1, 0.1, 0.5)),
+        (
+            AlphaMode::Premultiplied,
+            Color::srgba(0.05, 0.45, 0.05, 0.6),
+        ),
+        (AlphaMode::Add, Color::srgba(0.1, 0.3, 1.0, 0.8)),
+        (AlphaMode::Multiply, Color::srgba(1.0, 0.85, 0.1, 0.9)),
+    ];
+    let materials: Vec<Handle<StandardMaterial>> = modes
+        .into_iter()
+        .map(|(alpha_mode, base_color)| {
+            add_material(
+                world,
+                StandardMaterial {
+                    base_color,
+                    alpha_mode,
+                    perceptual_roughness: 0.3,
+                    ..default()
+                },
+            )
+        })
+        .collect();
+    for index in [FOG, ATMOSPHERIC, SKYBOX] {
+        spawn_stage(world, index);
+        // The wall low, so that the skybox stage shows sky above it.
+        spawn(
+            world,
+            &wall,
+            &white,
+            Transform::from_translation(stage_origin(index) + Vec3::new(0.0, 0.7, -3.0)),
+        );
+        for (slot, material) in materials.iter().enumerate() {
+            // Nearer to farther, left to right: the fog thickens along the row.
+            spawn(
+                world,
+                &sphere,
+                material,
+                row(index, slot, 1.0, 1.5 - 1.4 * slot as f32),
+            );
+        }
+    }
+    let cube = add_image(world, crate::content::sky_cube());
+    // Every camera gets its stage's fog or skybox (cameras are spawned by the harness, after
+    // this).
+    world.add_observer(
+        move |add: On<Add, Camera3d>, mut commands: Commands, transforms: Query<&Transform>| {
+            let Ok(transform) = transforms.get(add.entity) else {
+                return;
+            };
+            let mut camera = commands.entity(add.entity);
+            match crate::content::stage_of(transform) {
+                FOG => {
+                    camera.insert(DistanceFog {
+                        color: Color::srgba(0.55, 0.6, 0.7, 1.0),
+                        directional_light_color: Color::srgba(1.0, 0.85, 0.5, 0.6),
+                        directional_light_exponent: 10.0,
+                        falloff: FogFalloff::Exponential { density: 0.12 },
+                    });
+                }
+                ATMOSPHERIC => {
+                    camera.insert(DistanceFog {
+                        color: Color::srgba(0.55, 0.6, 0.7, 1.0),
+                        directional_light_color: Color::srgba(1.0, 0.85, 0.5, 0.6),
+                        directional_light_exponent: 20.0,
+                        falloff: FogFalloff::from_visibility_colors(
+                            12.0,
+                            Color::srgb(0.35, 0.5, 0.66),
+                            Color::srgb(0.8, 0.844, 1.0),
+                        ),
+                    });
+                }
+                _ => {
+                    camera.insert(Skybox {
+                        image: Some(cube.clone()),
+                        brightness: 1_000.0,
+                        rotation: Quat::IDENTITY,
+                    });
+                }
+            }
+        },
+    );
+}
+
+/// An HDR camera blends its transparent meshes into the light, as Bevy blends them into its HDR
+/// main texture: over surfaces already fogged (exponential fog with inscattering, atmospheric
+/// fog) and over the skybox; with and without MSAA, and the LDR camera for comparison. Whole
+/// frame and each object's region against Bevy forward.
+#[test]
+fn transparent_objects_over_fog_and_skybox_match_bevy() {
+    let _test = GpuTest::start("transparent_objects_over_fog_and_skybox_match_bevy");
+    let mut checks = Vec::new();
+    for case in [
+        "hdr_fog",
+        "hdr_fog_msaa",
+        "ldr_fog",
+        "hdr_atmospheric",
+        "hdr_atmospheric_msaa",
+        "ldr_atmospheric",
+        "hdr_skybox",
+        "hdr_skybox_msaa",
+        "ldr_skybox",
+    ] {
+        for (region, shows) in STRIPS.into_iter().zip([
+            "the near Blend sphere",
+            "the Premultiplied sphere",
+            "the Add sphere",
+            "the far Multiply sphere",
+        ]) {
+            checks.push(RegionCheck {
+                case,
+                region,
+                shows,
+                visible: |f| saturated_pixels(f, 20) > 40,
+            });
+        }
+    }
+    assert_content_matches_to(headless(), &TRANSPARENT_ENVIRONMENT, &checks, |case| {
+        if case.contains("msaa") {
+            MIN_PSNR_MSAA
+        } else {
+            MIN_PSNR
+        }
+    });
+}

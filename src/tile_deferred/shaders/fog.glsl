@@ -1,7 +1,8 @@
 // The camera's DistanceFog: bevy_pbr 0.19.1 pbr_functions.wgsl apply_fog and fog.wgsl, applied
 // by the tonemap subpass to a surface pixel's accumulated light before tone mapping (where
 // Bevy's main_pass_post_lighting_processing applies it: to the exposed light and emissive of
-// every material, lit or unlit, and never to the background). The world position is
+// every material, lit or unlit, and never to the background); before an HDR camera's
+// transparent pass, by the lighting subpass instead (light_finish.frag). The world position is
 // reconstructed from depth. view.fog_* mirror Bevy's GpuFog; mode 0 is no fog.
 // Requires common.glsl and the view uniform (skybox.glsl declares it for the tonemap pass).
 // Directional lights' shadows do not attenuate the inscattering (the tile path has no shadows

@@ -52,6 +52,9 @@ pub(crate) enum ShaderId {
     Tonemap,
     /// `depth_export.frag`: the tile depth into Bevy's depth texture, for the gizmos.
     DepthExport,
+    /// `light_finish.frag`: the skybox and the fog brought into the light before an HDR
+    /// camera's transparent pass (specialised by kind).
+    LightFinish,
 }
 
 impl ShaderId {
@@ -67,6 +70,7 @@ impl ShaderId {
             Self::MsaaClassify => "msaa_classify.glsl",
             Self::Tonemap => "tonemap_pass.glsl",
             Self::DepthExport => "depth_export.frag",
+            Self::LightFinish => "light_finish.frag",
         }
     }
 
@@ -79,7 +83,8 @@ impl ShaderId {
             | Self::Lighting
             | Self::MsaaClassify
             | Self::Tonemap
-            | Self::DepthExport => vk::ShaderStageFlags::FRAGMENT,
+            | Self::DepthExport
+            | Self::LightFinish => vk::ShaderStageFlags::FRAGMENT,
         }
     }
 }
@@ -186,6 +191,10 @@ pub(crate) const VARIANTS: &[ShaderVariant] = &[
     variant!(Tonemap,         true,  true,   Off,    "tonemap_ms_sampled.frag"),
     variant!(DepthExport,     false, false,  Off,    "depth_export.frag"),
     variant!(DepthExport,     true,  false,  Off,    "depth_export_ms.frag"),
+    variant!(LightFinish,     false, false,  Off,    "light_finish.frag"),
+    variant!(LightFinish,     false, true,   Off,    "light_finish_sampled.frag"),
+    variant!(LightFinish,     true,  false,  Off,    "light_finish_ms.frag"),
+    variant!(LightFinish,     true,  true,   Off,    "light_finish_ms_sampled.frag"),
 ];
 
 /// The shader modules of [`VARIANTS`], created once.

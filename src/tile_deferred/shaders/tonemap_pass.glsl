@@ -46,8 +46,10 @@ vec3 light_count_heat(float count) {
 // is (no tone mapping, no dither), or the light count of the heat map.
 // The light of a surface pixel (or sample) at `depth` with the camera's distance fog applied
 // (fog.glsl); debug views show their values unfogged.
+// mode.w bit 2 (TONEMAP_FLAG_FOG_IN_LIGHT): the lighting subpass already fogged the light.
 vec3 fogged_light(vec3 light, float depth, vec2 frag_coord) {
-    if (params.msaa.w != DEBUG_VIEW_NONE || fog_mode() == FOG_MODE_OFF) {
+    if (params.msaa.w != DEBUG_VIEW_NONE || fog_mode() == FOG_MODE_OFF
+        || (params.mode.w & 4u) != 0u) {
         return light;
     }
     return apply_fog(light, world_position_from_depth(view, frag_coord, depth));

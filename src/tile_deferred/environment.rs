@@ -20,7 +20,7 @@ use super::{
 };
 use ash::vk;
 use bevy::{
-    light::{EnvironmentMapLight, GeneratedEnvironmentMapLight, LightProbe, Skybox},
+    light::{EnvironmentMapLight, LightProbe, Skybox},
     pbr::{DistanceFog, FogFalloff},
     platform::collections::HashMap,
     prelude::*,
@@ -61,14 +61,16 @@ type TileCameraEnvironments<'w, 's> = Query<
     With<TileDeferred>,
 >;
 
-/// Light probes and generated environment maps, which the tile path does not draw yet.
-type UnsupportedEnvironment<'w, 's> =
-    Query<'w, 's, (), Or<(With<LightProbe>, With<GeneratedEnvironmentMapLight>)>>;
+/// Light probes, which the tile path does not draw yet. (A `GeneratedEnvironmentMapLight` is
+/// drawn: bevy_pbr inserts an `EnvironmentMapLight` beside it whose cubes its compute passes
+/// fill in the `Render` schedule, outside any camera's schedule, and the tile path samples them
+/// as any environment map.)
+type UnsupportedEnvironment<'w, 's> = Query<'w, 's, (), With<LightProbe>>;
 
 /// Reads what the tile cameras' skyboxes and environment maps need beyond Bevy's render-world
 /// data: the images' sampler settings (the render world's `GpuImage` holds only the wgpu
 /// sampler made from them) and the environment map itself. Says once when the scene has light
-/// probes or a generated environment map, which tile cameras do not see.
+/// probes, which tile cameras do not see.
 pub(crate) fn extract_environment(
     mut commands: Commands,
     cameras: Extract<TileCameraEnvironments>,
@@ -82,9 +84,9 @@ pub(crate) fn extract_environment(
     if !cameras.is_empty() && !unsupported.is_empty() && !*warned {
         *warned = true;
         warn!(
-            "bevy_tile_deferred: the scene has light probes (LightProbe) or a generated \
-             environment map (GeneratedEnvironmentMapLight); the tile-deferred path lights with \
-             the camera's own EnvironmentMapLight only, so tile cameras do not see them"
+            "bevy_tile_deferred: the scene has light probes (LightProbe); the tile-deferred path \
+             lights with the camera's own EnvironmentMapLight only, so tile cameras do not see \
+             them"
         );
     }
     let default_sampler = default_sampler.as_deref().map(|d| &d.0);

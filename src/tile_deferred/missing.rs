@@ -30,11 +30,11 @@ use bevy::{
         archetype::Archetypes, component::Components, reflect::ReflectComponent, world::EntityRef,
     },
     light::{
-        Atmosphere, AtmosphereEnvironmentMapLight, ClusteredDecal, GeneratedEnvironmentMapLight,
-        VolumetricFog, cluster::ClusterVisibilityClass,
+        Atmosphere, AtmosphereEnvironmentMapLight, ClusteredDecal, VolumetricFog,
+        cluster::ClusterVisibilityClass,
     },
     mesh::{morph::MeshMorphWeights, skinning::SkinnedMesh},
-    pbr::{Lightmap, ScreenSpaceAmbientOcclusion, ScreenSpaceReflections},
+    pbr::{DistanceFog, Lightmap, ScreenSpaceAmbientOcclusion, ScreenSpaceReflections},
     platform::collections::HashMap,
     prelude::*,
     reflect::ReflectRef,
@@ -98,7 +98,7 @@ impl TileMissing {
 
 /// Camera components whose effect the tile path does not render, named by type: the crates
 /// this crate compiles against.
-fn typed_camera_features() -> [(TypeId, &'static str); 6] {
+fn typed_camera_features() -> [(TypeId, &'static str); 5] {
     [
         (
             TypeId::of::<ScreenSpaceAmbientOcclusion>(),
@@ -110,10 +110,6 @@ fn typed_camera_features() -> [(TypeId, &'static str); 6] {
         ),
         (TypeId::of::<VolumetricFog>(), "fog: VolumetricFog"),
         (TypeId::of::<Atmosphere>(), "sky: Atmosphere"),
-        (
-            TypeId::of::<GeneratedEnvironmentMapLight>(),
-            "environment light: GeneratedEnvironmentMapLight",
-        ),
         (
             TypeId::of::<AtmosphereEnvironmentMapLight>(),
             "environment light: AtmosphereEnvironmentMapLight",
@@ -274,6 +270,10 @@ type TileCameras<'w, 's> = Query<
     With<TileDeferred>,
 >;
 
+/// A `StandardMaterial` with `fog_enabled: false` seen by a camera with `DistanceFog`.
+const FOG_DISABLED: &str = "StandardMaterial::fog_enabled = false under the camera's DistanceFog (the tile path fogs \
+     every surface)";
+
 /// What the tile path does not draw of a clusterable object in a camera's clusters (shadows of
 /// point, spot and directional lights are drawn since issue 13).
 const CLUSTERED_DECAL: &str = "clustered decal";
@@ -337,7 +337,19 @@ pub(crate) fn find_missing(
                     .get(&material.0)
                     .and_then(standard_material_missing)
             });
-            let what = undrawable_mesh(standard, skinned, morphed, lightmapped);
+            let mut what = undrawable_mesh(standard, skinned, morphed, lightmapped);
+            // The tile path fogs every surface of a camera with fog (in its tonemap or lighting
+            // subpass, per pixel): a material Bevy leaves unfogged is not drawn as Bevy draws it.
+            let unfogged = || {
+                meshes
+                    .get(entity)
+                    .ok()
+                    .and_then(|(_, _, material, ..)| materials.get(&material?.0))
+                    .is_some_and(|material| !material.fog_enabled)
+            };
+            if what.is_none() && camera_ref.contains::<DistanceFog>() && unfogged() {
+                what = Some(FOG_DISABLED);
+            }
             if let Some(what) = what {
                 items.push(MissingFeature {
                     entity,

@@ -246,7 +246,13 @@ fn create_screen_pipelines(
     pass.tonemap = context.create_screen_pipeline(
         layouts,
         shape.target(compiled, names::TONEMAP),
-        [fullscreen, shaders.stage(ShaderId::Tonemap, variant)],
+        // The fog's inscattering is shadowed (shadows.glsl): the lighting's specialisation.
+        [
+            fullscreen,
+            shaders
+                .stage(ShaderId::Tonemap, variant)
+                .specialization_info(&specialization),
+        ],
         ScreenState::plain(ScreenBlend::Replace),
     )?;
     if multisampled && !stencil_split {
@@ -271,15 +277,16 @@ fn create_screen_pipelines(
     );
     if transparent_before_tonemap && (!multisampled || stencil_split) {
         let finish = |kind: u32| -> Result<vk::Pipeline, vk::Result> {
-            let entry = [vk::SpecializationMapEntry {
-                constant_id: 0,
-                offset: 0,
+            // shadows.glsl's two constants (the fog's shadowed inscattering), then KIND.
+            let entries = [0, 1, 2].map(|id| vk::SpecializationMapEntry {
+                constant_id: id,
+                offset: id * 4,
                 size: 4,
-            }];
-            let data = kind.to_ne_bytes();
+            });
+            let data = [constants[0], constants[1], kind];
             let specialization = vk::SpecializationInfo::default()
-                .map_entries(&entry)
-                .data(&data);
+                .map_entries(&entries)
+                .data(bytemuck::cast_slice(&data));
             let stage = shaders
                 .stage(
                     ShaderId::LightFinish,

@@ -1158,12 +1158,13 @@ fn fog_cases() -> Vec<FidelityCase> {
 
 fn spawn_fog(world: &mut World) {
     spawn_sun(world);
-    // A low sun ahead of the cameras: they look into its inscattering.
+    // A low sun ahead of the cameras: they look into its inscattering, which the cubes' shadows
+    // (cast towards the cameras) attenuate, as Bevy's apply_fog does.
     world.spawn((
         DirectionalLight {
             illuminance: 1_500.0,
             color: Color::srgb(1.0, 0.8, 0.6),
-            shadow_maps_enabled: false,
+            shadow_maps_enabled: true,
             ..default()
         },
         Transform::from_xyz(0.0, 3.0, -30.0).looking_at(Vec3::ZERO, Vec3::Y),
@@ -1466,6 +1467,84 @@ fn content_environment_map() {
         })
         .collect();
     assert_content_matches(headless(), &ENVIRONMENT_MAP, &checks);
+}
+
+// ------------------------------------------------------------------------------------------
+// Scene: a generated environment map (`GeneratedEnvironmentMapLight`).
+
+const GENERATED_ENVIRONMENT_MAP: FidelityScene = FidelityScene {
+    name: "generated_environment_map",
+    spawn: spawn_generated_environment_map,
+    cases: generated_environment_map_cases,
+};
+
+fn generated_environment_map_cases() -> Vec<FidelityCase> {
+    let origin = stage_origin(0) + Vec3::new(0.0, 1.4, 0.0);
+    let front = FidelityCamera::looking(origin + Vec3::new(0.0, 0.6, 4.6), origin);
+    let mut msaa = front.clone();
+    msaa.msaa = Some(Msaa::Sample4);
+    vec![
+        FidelityCase::single("generated_environment_map", front),
+        FidelityCase::single("generated_environment_map_msaa", msaa),
+    ]
+}
+
+fn spawn_generated_environment_map(world: &mut World) {
+    let sphere = add_mesh(world, Sphere::new(0.33).mesh().uv(32, 16));
+    let origin = stage_origin(0) + Vec3::new(0.0, 1.4, 0.0);
+    for (row, metallic) in [0.0, 0.35, 0.7, 1.0].into_iter().enumerate() {
+        for (column, roughness) in [0.08, 0.3, 0.5, 0.75, 1.0].into_iter().enumerate() {
+            let material = add_material(
+                world,
+                StandardMaterial {
+                    base_color: Color::srgb(0.9, 0.75, 0.55),
+                    perceptual_roughness: roughness,
+                    metallic,
+                    ..default()
+                },
+            );
+            let at = origin + Vec3::new(column as f32 * 0.78 - 1.56, 1.05 - row as f32 * 0.7, 0.0);
+            spawn(world, &sphere, &material, Transform::from_translation(at));
+        }
+    }
+    // The source cube Bevy filters on the GPU (square, a power of two, one level).
+    let source = add_image(world, environment_cube(64, 1, 0.0));
+    world.add_observer(move |add: On<Add, Camera3d>, mut commands: Commands| {
+        commands
+            .entity(add.entity)
+            .insert(GeneratedEnvironmentMapLight {
+                environment_map: source.clone(),
+                intensity: 1_500.0,
+                rotation: Quat::from_rotation_y(0.7),
+                ..default()
+            });
+    });
+}
+
+/// A `GeneratedEnvironmentMapLight`: Bevy filters the source cube into diffuse and specular
+/// cubes on the GPU (outside any camera's schedule) and gives the camera an
+/// `EnvironmentMapLight` of them; the tile path lights with it as with any environment map,
+/// without falling back. With and without MSAA, against Bevy forward.
+#[test]
+fn content_generated_environment_map() {
+    let _test = GpuTest::start("content_generated_environment_map");
+    let lit_grid = |f: &Frame| distinct_colours(f) >= 60 && saturated_pixels(f, 40) > 300;
+    let checks: Vec<RegionCheck> = generated_environment_map_cases()
+        .iter()
+        .map(|case| RegionCheck {
+            case: case.name,
+            region: Region::CENTRE,
+            shows: "spheres lit and reflecting the generated environment",
+            visible: lit_grid,
+        })
+        .collect();
+    assert_content_matches_to(headless(), &GENERATED_ENVIRONMENT_MAP, &checks, |case| {
+        if case.contains("msaa") {
+            MIN_PSNR_MSAA
+        } else {
+            MIN_PSNR
+        }
+    });
 }
 
 // ------------------------------------------------------------------------------------------

@@ -376,3 +376,59 @@ fn post_processing_makes_auto_fall_back() {
     }
     assert_eq!(decision(&headless, camera).tier, RenderTier::TileDeferred);
 }
+
+/// A `StandardMaterial` with `fog_enabled: false` under a camera's `DistanceFog`: Bevy leaves it
+/// unfogged, the tile path fogs every surface, so an `Auto` camera falls back while it is in view
+/// (and not before the camera has fog).
+#[test]
+fn an_unfogged_material_under_fog_makes_auto_fall_back() {
+    use bevy::pbr::DistanceFog;
+    let test = GpuTest::start("an_unfogged_material_under_fog_makes_auto_fall_back");
+    let (mut headless, camera, _) = app(Some(TierSetting::Auto), OUT_OF_VIEW);
+    let world = headless.app.world_mut();
+    let mesh = world
+        .resource_mut::<Assets<Mesh>>()
+        .add(Cuboid::new(1.0, 1.0, 1.0));
+    let material = world
+        .resource_mut::<Assets<StandardMaterial>>()
+        .add(StandardMaterial {
+            base_color: Color::srgb(0.2, 0.8, 0.3),
+            fog_enabled: false,
+            ..default()
+        });
+    let unfogged = world
+        .spawn((
+            Name::new("unfogged cube"),
+            Mesh3d(mesh),
+            MeshMaterial3d(material),
+            Transform::from_xyz(0.0, 0.5, 0.0),
+        ))
+        .id();
+    headless.render(3);
+    assert_eq!(
+        decision(&headless, camera).tier,
+        RenderTier::TileDeferred,
+        "no fog: fog_enabled changes nothing"
+    );
+    headless
+        .app
+        .world_mut()
+        .entity_mut(camera)
+        .insert(DistanceFog::default());
+    headless.render(3);
+    let fell = decision(&headless, camera);
+    assert_eq!(fell.tier, RenderTier::Forward, "{fell:?}");
+    let listed = missing(&headless, camera);
+    assert!(
+        listed
+            .iter()
+            .any(|m| m.entity == unfogged && m.what.contains("fog_enabled")),
+        "{listed:?}"
+    );
+    assert!(
+        test.take_warnings()
+            .iter()
+            .any(|w| w.contains("fog_enabled")),
+        "logged"
+    );
+}

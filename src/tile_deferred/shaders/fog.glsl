@@ -4,9 +4,9 @@
 // every material, lit or unlit, and never to the background); before an HDR camera's
 // transparent pass, by the lighting subpass instead (light_finish.frag). The world position is
 // reconstructed from depth. view.fog_* mirror Bevy's GpuFog; mode 0 is no fog.
-// Requires common.glsl and the view uniform (skybox.glsl declares it for the tonemap pass).
-// Directional lights' shadows do not attenuate the inscattering (the tile path has no shadows
-// yet).
+// Requires common.glsl, the view uniform (skybox.glsl declares it for the tonemap pass) and
+// shadows.glsl: as in Bevy, each directional light's inscattering is attenuated by its shadow at
+// the fragment (sampled with the view direction as the normal).
 
 #ifndef TILE_DEFERRED_FOG_GLSL
 #define TILE_DEFERRED_FOG_GLSL
@@ -31,7 +31,7 @@ vec4 scattering_adjusted_fog_color(vec3 scattering) {
     return base_color;
 }
 
-vec3 apply_fog(vec3 input_color, vec3 fragment_world_position) {
+vec3 apply_fog(vec3 input_color, vec3 fragment_world_position, vec2 frag_coord) {
     uint mode = fog_mode();
     if (mode == FOG_MODE_OFF) {
         return input_color;
@@ -43,13 +43,22 @@ vec3 apply_fog(vec3 input_color, vec3 fragment_world_position) {
     vec3 scattering = vec3(0.0);
     if (view.fog_directional_light_color.a > 0.0) {
         vec3 view_to_world_normalized = view_to_world / distance;
+        // pbr_functions.wgsl apply_fog: the shadow at the fragment, the view direction as the
+        // normal, the cascade chosen by the view-space z.
+        float view_z = (view.view_from_world * vec4(fragment_world_position, 1.0)).z;
+        vec3 view_direction_normal = normalize(-view_to_world);
         uint n_directional_lights = min(view.counts.x, uint(MAX_DIRECTIONAL_LIGHTS));
         for (uint i = 0u; i < n_directional_lights; i = i + 1u) {
             DirectionalLight light = view.directional_lights[i];
+            float shadow = 1.0;
+            if (SHADOWS && light.shadow_cascades.x > 0u) {
+                shadow = fetch_directional_shadow(i, fragment_world_position,
+                                                  view_direction_normal, view_z, frag_coord);
+            }
             scattering += pow(
                 max(dot(view_to_world_normalized, light.direction_to_light.xyz), 0.0),
                 view.fog_be_exponent.w
-            ) * light.color.rgb * view.exposure.x;
+            ) * light.color.rgb * view.exposure.x * shadow;
         }
     }
 

@@ -90,7 +90,7 @@ void main() {
     // main_pass_post_lighting_processing: fog, tone mapping and dither in the shader (an LDR
     // camera's mesh pipeline), then the premultiplication of the blend mode.
     if (fog_mode() != FOG_MODE_OFF) {
-        color.rgb = apply_fog(color.rgb, world_position);
+        color.rgb = apply_fog(color.rgb, world_position, gl_FragCoord.xy);
     }
     if (!INTO_LIGHT) {
         color = tone_mapping(color, params.mode.x);

@@ -20,10 +20,12 @@
 // background and surface samples each get their own. The depth is the G-buffer's (set 2 binding
 // 3, the lighting subpass's fourth input attachment); the skybox cube is the tonemap set's.
 
-layout(constant_id = 0) const uint KIND = 0u;
+// 0 and 1 are shadows.glsl's (the fog's inscattering is shadowed).
+layout(constant_id = 2) const uint KIND = 0u;
 
 #include "common.glsl"
 #include "skybox.glsl"
+#include "shadows.glsl"
 #include "fog.glsl"
 #include "attachment_read.glsl"
 
@@ -49,9 +51,9 @@ void main() {
         discard;
     }
     vec3 world_position = world_position_from_depth(view, pixel_centre, depth);
-    vec3 offset = apply_fog(vec3(0.0), world_position);
+    vec3 offset = apply_fog(vec3(0.0), world_position, pixel_centre);
     if (KIND == 1u) {
-        out_color = vec4(apply_fog(vec3(1.0), world_position) - offset, 1.0);
+        out_color = vec4(apply_fog(vec3(1.0), world_position, pixel_centre) - offset, 1.0);
     } else {
         out_color = vec4(offset, 0.0);
     }

@@ -10,6 +10,7 @@
 #include "common.glsl"
 #include "tonemap.glsl"
 #include "skybox.glsl"
+#include "shadows.glsl"
 #include "fog.glsl"
 
 // The path of a non-background pixel (or sample), before the sRGB encode: tone mapping, then
@@ -52,7 +53,7 @@ vec3 fogged_light(vec3 light, float depth, vec2 frag_coord) {
         || (params.mode.w & 4u) != 0u) {
         return light;
     }
-    return apply_fog(light, world_position_from_depth(view, frag_coord, depth));
+    return apply_fog(light, world_position_from_depth(view, frag_coord, depth), frag_coord);
 }
 
 // mode.w bits (gpu_types::tonemap_flags).

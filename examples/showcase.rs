@@ -27,7 +27,7 @@ use bevy::{
 };
 use bevy_tile_deferred::{
     DeviceProfile, TileDeferred, TileDeferredPlugin, TileRenderReports,
-    frame_graph::DEFAULT_MW_PER_GBPS,
+    frame_graph::DEFAULT_MW_PER_GBPS, tiers::TierDecision, tile_deferred::missing::TileMissing,
 };
 use std::{path::PathBuf, time::Duration};
 
@@ -178,13 +178,20 @@ fn spawn_headless_camera(
     ));
 }
 
+/// A tile camera, its tier and what the tile path would not draw in its view.
+type TileCameraState = (
+    Entity,
+    Option<&'static TierDecision>,
+    Option<&'static TileMissing>,
+);
+
 fn capture_when_warm(
     mut commands: Commands,
     frames: Res<FrameCount>,
     target: Res<HeadlessTarget>,
     mut capture: ResMut<HeadlessCapture>,
     reports: Res<TileRenderReports>,
-    cameras: Query<Entity, With<TileDeferred>>,
+    cameras: Query<TileCameraState, With<TileDeferred>>,
     skies: Query<&EnvironmentMapLight>,
     assets: Res<AssetServer>,
 ) {
@@ -200,7 +207,15 @@ fn capture_when_warm(
         return;
     }
     capture.requested = true;
-    for camera in &cameras {
+    for (camera, decision, missing) in &cameras {
+        if let Some(decision) = decision {
+            println!("camera {camera}: {}", decision.summary());
+        }
+        let missing = missing.and_then(TileMissing::summary);
+        println!(
+            "camera {camera}: missing on the tile path: {}",
+            missing.as_deref().unwrap_or("nothing")
+        );
         print_plan(&reports, camera);
     }
     let path = capture.path.clone();

@@ -173,8 +173,8 @@ pub const ENVIRONMENT_INTENSITY: f32 = 1_000.0;
 
 /// What the showcase's camera sees around the scene: the shipped sky as its `Skybox`, and the
 /// same sky as its `EnvironmentMapLight` (the skybox is the specular cube's first mip, as Bevy's
-/// examples draw the pisa map). The images load in the background; until both are loaded the
-/// camera draws neither, as Bevy does.
+/// examples draw the pisa map). The images load in the background: as in Bevy, the skybox is
+/// drawn once the specular cube has loaded, the environment light once both cubes have.
 pub fn showcase_sky(assets: &AssetServer) -> (Skybox, EnvironmentMapLight) {
     let specular: Handle<Image> = assets.load(SKY_SPECULAR_PATH);
     (

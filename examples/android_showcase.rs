@@ -1,10 +1,11 @@
-//! The Android app: the showcase scene (PBR spheres, 48 coloured lights orbiting them, an orbiting
-//! camera) rendered by the tile-deferred path with 4x MSAA, and the inspector overlay, in one
-//! NativeActivity library so that one APK carries both.
+//! The Android app: the showcase scene (PBR spheres, 48 coloured lights orbiting them, a sky, an
+//! orbiting camera) rendered by the tile-deferred path with 4x MSAA, and the inspector overlay,
+//! in one NativeActivity library so that one APK carries both.
 //!
 //! A phone has no F3 key: a three-finger tap shows and hides the overlay, and the overlay's
-//! close button hides it. The overlay starts hidden, as on desktop. The scenes are procedural,
-//! so the APK needs no assets.
+//! close button hides it. The overlay starts hidden, as on desktop. The scene is procedural;
+//! its sky (`assets/environment_maps/`) is packaged into the APK's assets by
+//! `scripts/android-apk.sh`.
 //!
 //! It is a `cdylib` example (see `Cargo.toml`): `#[bevy_main]` exports the `android_main` that
 //! NativeActivity calls. Build and package it with `scripts/android-apk.sh` (README, "Shipping
@@ -38,6 +39,7 @@ fn main() {
 
 fn setup(world: &mut World) {
     scenes::spawn_showcase(world, LIGHT_COUNT);
+    let sky = scenes::showcase_sky(world.resource::<AssetServer>());
     world.spawn((
         Name::new("tile camera"),
         Camera3d::default(),
@@ -47,5 +49,6 @@ fn setup(world: &mut World) {
         // multisampled attachments never reach DRAM.
         Msaa::Sample4,
         TileDeferred::default(),
+        sky,
     ));
 }

@@ -37,6 +37,7 @@ fn main() {
 
 fn setup(world: &mut World) {
     scenes::spawn_showcase(world, LIGHT_COUNT);
+    let sky = scenes::showcase_sky(world.resource::<AssetServer>());
     world.spawn((
         Name::new("tile camera"),
         Camera3d::default(),
@@ -44,6 +45,7 @@ fn setup(world: &mut World) {
         scenes::reference_camera_transform(),
         Msaa::Off,
         TileDeferred::default(),
+        sky,
     ));
 }
 

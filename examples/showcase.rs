@@ -1,6 +1,7 @@
-//! The showcase: a PBR scene with coloured lights orbiting it, seen by an orbiting camera
-//! rendered by the tile-deferred path (G-buffer, lighting and tonemap in one Vulkan render
-//! pass; only the final image leaves tile memory).
+//! The showcase: a PBR scene with coloured lights orbiting it under a sky (a `Skybox` and an
+//! `EnvironmentMapLight` from `assets/environment_maps/`), seen by an orbiting camera rendered by
+//! the tile-deferred path (G-buffer, lighting and tonemap in one Vulkan render pass; only the
+//! final image leaves tile memory).
 //!
 //! With a display it opens a window. Without one (or with `--headless`) it renders into an
 //! image, writes `showcase.png` (or the path after `--out`) and prints the device profile, the
@@ -26,13 +27,14 @@ use bevy::{
 };
 use bevy_tile_deferred::{
     DeviceProfile, TileDeferred, TileDeferredPlugin, TileRenderReports,
-    frame_graph::DEFAULT_MW_PER_GBPS,
+    frame_graph::DEFAULT_MW_PER_GBPS, tiers::TierDecision, tile_deferred::missing::TileMissing,
 };
 use std::{path::PathBuf, time::Duration};
 
 /// Orbiting coloured point lights.
 const LIGHT_COUNT: usize = 48;
-/// Frames rendered before the headless capture (pipelines warm, lights moved).
+/// Frames rendered before the headless capture once the sky has loaded (pipelines warm, lights
+/// moved).
 const HEADLESS_FRAMES: u32 = 30;
 
 // On Android, `bevy_main` exports the `android_main` entry point NativeActivity calls.
@@ -54,6 +56,7 @@ fn main() {
         .insert_resource(HeadlessCapture {
             path: options.out.clone(),
             requested: false,
+            warm_from: 0,
         })
         .add_systems(Startup, spawn_headless_camera)
         .add_systems(Update, capture_when_warm);
@@ -134,13 +137,14 @@ impl Options {
     }
 }
 
-fn spawn_window_camera(mut commands: Commands) {
+fn spawn_window_camera(mut commands: Commands, assets: Res<AssetServer>) {
     commands.spawn((
         Camera3d::default(),
         scenes::reference_camera(),
         scenes::reference_camera_transform(),
         Msaa::Off,
         TileDeferred::default(),
+        scenes::showcase_sky(&assets),
     ));
 }
 
@@ -148,12 +152,18 @@ fn spawn_window_camera(mut commands: Commands) {
 struct HeadlessCapture {
     path: PathBuf,
     requested: bool,
+    /// The frame the sky was last seen still loading.
+    warm_from: u32,
 }
 
 #[derive(Resource)]
 struct HeadlessTarget(Handle<Image>);
 
-fn spawn_headless_camera(mut commands: Commands, mut images: ResMut<Assets<Image>>) {
+fn spawn_headless_camera(
+    mut commands: Commands,
+    mut images: ResMut<Assets<Image>>,
+    assets: Res<AssetServer>,
+) {
     let image = scenes::headless::target_image(1280, 720);
     let handle = images.add(image);
     commands.insert_resource(HeadlessTarget(handle.clone()));
@@ -163,9 +173,17 @@ fn spawn_headless_camera(mut commands: Commands, mut images: ResMut<Assets<Image
         scenes::reference_camera_transform(),
         Msaa::Off,
         TileDeferred::default(),
+        scenes::showcase_sky(&assets),
         RenderTarget::Image(handle.into()),
     ));
 }
+
+/// A tile camera, its tier and what the tile path would not draw in its view.
+type TileCameraState = (
+    Entity,
+    Option<&'static TierDecision>,
+    Option<&'static TileMissing>,
+);
 
 fn capture_when_warm(
     mut commands: Commands,
@@ -173,13 +191,31 @@ fn capture_when_warm(
     target: Res<HeadlessTarget>,
     mut capture: ResMut<HeadlessCapture>,
     reports: Res<TileRenderReports>,
-    cameras: Query<Entity, With<TileDeferred>>,
+    cameras: Query<TileCameraState, With<TileDeferred>>,
+    skies: Query<&EnvironmentMapLight>,
+    assets: Res<AssetServer>,
 ) {
-    if capture.requested || frames.0 < HEADLESS_FRAMES {
+    // The sky loads in the background: capture once it is drawn, not the clear colour.
+    let sky_loaded = skies.iter().all(|sky| {
+        assets.is_loaded_with_dependencies(&sky.diffuse_map)
+            && assets.is_loaded_with_dependencies(&sky.specular_map)
+    });
+    if !sky_loaded {
+        capture.warm_from = frames.0;
+    }
+    if capture.requested || frames.0 < capture.warm_from + HEADLESS_FRAMES {
         return;
     }
     capture.requested = true;
-    for camera in &cameras {
+    for (camera, decision, missing) in &cameras {
+        if let Some(decision) = decision {
+            println!("camera {camera}: {}", decision.summary());
+        }
+        let missing = missing.and_then(TileMissing::summary);
+        println!(
+            "camera {camera}: missing on the tile path: {}",
+            missing.as_deref().unwrap_or("nothing")
+        );
         print_plan(&reports, camera);
     }
     let path = capture.path.clone();

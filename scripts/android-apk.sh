@@ -82,6 +82,14 @@ esac
 [ -n "$out" ] || out=$target_dir/$target/$profile_dir/apk
 mkdir -p "$out"
 
+# The folders of assets/ (shared with the desktop examples) each example loads.
+shared_assets() {
+    case "$1" in
+        # The showcase's sky (examples/scenes/mod.rs, `showcase_sky`).
+        android_showcase) echo environment_maps ;;
+    esac
+}
+
 example_args=()
 for example in "${examples[@]}"; do
     # NativeActivity loads lib$example.so by name: a system library's name would load that.
@@ -102,9 +110,22 @@ for example in "${examples[@]}"; do
     python3 "$shared/check-so.py" "$ndk" "$lib" --api "$api"
 
     apk=$out/$example.apk
+    # Bevy's AssetServer reads the APK's assets/ on Android, under the paths it reads assets/ by
+    # on the desktop: the shared folders of assets/ the example loads, plus its own files
+    # (assets/$example, packaged at the root), staged into one folder.
+    staged=$out/$example.assets
+    rm -rf "$staged"
+    mkdir -p "$staged"
+    for folder in $(shared_assets "$example"); do
+        [ -d "assets/$folder" ] || { echo "error: assets/$folder not found" >&2; exit 1; }
+        mkdir -p "$staged/$(dirname "$folder")"
+        cp -r "assets/$folder" "$staged/$folder"
+    done
+    [ ! -d "assets/$example" ] || cp -r "assets/$example/." "$staged/"
+    # Notes about the files (their sources and licences) stay in the repository.
+    find "$staged" -name '*.md' -delete
     asset_args=()
-    # Bevy's AssetServer reads the APK's assets/ on Android; an example's files go in assets/$example.
-    [ ! -d "assets/$example" ] || asset_args=(--assets "assets/$example")
+    [ -z "$(ls -A "$staged")" ] || asset_args=(--assets "$staged")
     bash "$shared/build-apk.sh" "$lib" "$apk" --vulkan --min-sdk "$api" \
         --package "org.bevy_tile_deferred.$example" --label "bevy_tile_deferred $example" \
         "${asset_args[@]}"
@@ -112,6 +133,15 @@ for example in "${examples[@]}"; do
     aapt dump badging "$apk"
     if ! aapt list "$apk" | grep -qx "lib/arm64-v8a/lib$example.so"; then
         echo "error: $apk lacks lib/arm64-v8a/lib$example.so" >&2
+        exit 1
+    fi
+    echo "== $example: aapt list assets/"
+    (cd "$staged" && find . -type f | sed 's|^\./|assets/|' | sort) >"$out/$example.assets.list"
+    aapt list "$apk" | grep '^assets/' | sort >"$out/$example.apk-assets.list" || true
+    cat "$out/$example.apk-assets.list"
+    if ! cmp -s "$out/$example.assets.list" "$out/$example.apk-assets.list"; then
+        echo "error: $apk's assets/ differ from the staged ones:" >&2
+        diff "$out/$example.assets.list" "$out/$example.apk-assets.list" >&2 || true
         exit 1
     fi
     echo "== $example: zipalign -c, apksigner verify"

@@ -10,7 +10,7 @@ pub mod soak;
 
 use bevy::{
     camera::ClearColorConfig,
-    light::{CascadeShadowConfigBuilder, DirectionalLightShadowMap, PointLightShadowMap},
+    light::{CascadeShadowConfigBuilder, DirectionalLightShadowMap, PointLightShadowMap, Skybox},
     prelude::*,
 };
 
@@ -161,6 +161,37 @@ pub fn spawn_lit_spheres(world: &mut World) {
     ));
 }
 
+/// The showcase's sky cube (256x256 faces, 9 mips: the sky, then prefiltered for roughness), made
+/// by `scripts/make-environment-maps.py`; under `assets/`.
+pub const SKY_SPECULAR_PATH: &str = "environment_maps/sky_specular_rgb9e5_zstd.ktx2";
+/// The showcase's sky, cosine-averaged (32x32 faces); under `assets/`.
+pub const SKY_DIFFUSE_PATH: &str = "environment_maps/sky_diffuse_rgb9e5_zstd.ktx2";
+/// `Skybox::brightness` of the showcase: Bevy's examples' value for maps of this radiance.
+pub const SKYBOX_BRIGHTNESS: f32 = 1_000.0;
+/// `EnvironmentMapLight::intensity` of the showcase (Bevy's examples use 900 to 2000).
+pub const ENVIRONMENT_INTENSITY: f32 = 1_000.0;
+
+/// What the showcase's camera sees around the scene: the shipped sky as its `Skybox`, and the
+/// same sky as its `EnvironmentMapLight` (the skybox is the specular cube's first mip, as Bevy's
+/// examples draw the pisa map). The images load in the background: as in Bevy, the skybox is
+/// drawn once the specular cube has loaded, the environment light once both cubes have.
+pub fn showcase_sky(assets: &AssetServer) -> (Skybox, EnvironmentMapLight) {
+    let specular: Handle<Image> = assets.load(SKY_SPECULAR_PATH);
+    (
+        Skybox {
+            image: Some(specular.clone()),
+            brightness: SKYBOX_BRIGHTNESS,
+            ..default()
+        },
+        EnvironmentMapLight {
+            diffuse_map: assets.load(SKY_DIFFUSE_PATH),
+            specular_map: specular,
+            intensity: ENVIRONMENT_INTENSITY,
+            ..default()
+        },
+    )
+}
+
 /// Marks the coloured lights of the showcase that orbit the scene.
 #[derive(Component)]
 pub struct OrbitingLight {
@@ -177,7 +208,8 @@ pub struct OrbitingLight {
 /// The showcase scene: the lit spheres, with the sun and the warm light casting shadows (Bevy
 /// renders the maps, the tile path samples them), three transparent objects (a glass ball, a
 /// tinted pane and an additive glow, lit per fragment by the transparent pass), plus
-/// `light_count` coloured point lights that orbit it.
+/// `light_count` coloured point lights that orbit it. The camera is the caller's; the
+/// showcase's has [`showcase_sky`].
 ///
 /// The shadow maps are sized for a phone, not Bevy's desktop defaults: two cascades of
 /// 1024x1024 over the 20 m the camera sees and 512x512 cube faces. Each map is stored once a

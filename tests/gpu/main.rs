@@ -22,6 +22,7 @@ mod gizmos;
 mod inspector;
 mod missing;
 mod robustness;
+mod showcase;
 mod soak;
 mod surface_loss;
 mod suspend;

@@ -6,16 +6,32 @@
 //! images (its colour in its region), so UI that both renderers left out could not pass. The
 //! tile frame's report must still be one render pass storing only the output, with the UI's own
 //! passes priced apart, and UI must not be listed as missing.
+//!
+//! The same UI over the lit spheres on a tile camera in a window (1x and 4x MSAA, under Xvfb):
+//! what is presented must be Bevy's screenshot, show every element over the tile frame, and
+//! leave the frame unchanged outside the UI; the UI's passes are priced with the window's extra
+//! pass.
 
-use crate::harness::{Frame, GpuTest, HeadlessApp, image_compare};
+use crate::{
+    harness::{
+        Frame, GpuTest, HeadlessApp, image_compare,
+        presented::{self, PresentedAndScreenshot},
+        run_window_test_in_child_process, test_plugins,
+        window::{self as harness_window, Shared},
+    },
+    scenes,
+};
 use bevy::{
     camera::{Hdr, RenderTarget},
+    diagnostic::FrameCount,
     prelude::*,
     render::view::Msaa,
     ui::{ComputedNode, UiGlobalTransform},
+    window::WindowResolution,
 };
 use bevy_tile_deferred::{
-    TileDeferred, TileRenderReports, tiers::TierDecision, tile_deferred::missing::TileMissing,
+    TileDeferred, TileDeferredPlugin, TileRenderReports, TileViewReport, tiers::TierDecision,
+    tile_deferred::missing::TileMissing,
 };
 
 const WIDTH: u32 = 320;
@@ -26,6 +42,8 @@ const MAX_P995: u8 = 8;
 const OPAQUE_SRGB: [u8; 3] = [230, 120, 20];
 /// The label's colour.
 const LABEL_SRGB: [u8; 3] = [255, 255, 255];
+/// The panel's translucent background.
+const PANEL_BACKGROUND: Color = Color::srgba(0.1, 0.3, 0.9, 0.55);
 
 /// One way of rendering both cameras.
 #[derive(Clone, Copy, Debug)]
@@ -132,7 +150,7 @@ fn spawn_ui(world: &mut World, camera: Entity) -> [Entity; 3] {
                 border_radius: BorderRadius::all(px(12)),
                 ..default()
             },
-            BackgroundColor(Color::srgba(0.1, 0.3, 0.9, 0.55)),
+            BackgroundColor(PANEL_BACKGROUND),
             BorderColor::all(Color::srgb(1.0, 0.85, 0.1)),
             ChildOf(root),
         ))
@@ -176,12 +194,16 @@ fn spawn_ui(world: &mut World, camera: Entity) -> [Entity; 3] {
 /// An element's rectangle in physical pixels (its node's box, 2 pixels larger for anti-aliased
 /// edges), clamped to the image.
 fn element_rect(world: &World, element: Entity) -> URect {
-    let node = world.get::<ComputedNode>(element).expect("laid out");
-    let centre = world
-        .get::<UiGlobalTransform>(element)
-        .expect("laid out")
-        .affine()
-        .translation;
+    node_rect(
+        element,
+        world.get::<ComputedNode>(element).expect("laid out"),
+        world.get::<UiGlobalTransform>(element).expect("laid out"),
+    )
+}
+
+/// [`element_rect`] from the element's laid-out node and transform.
+fn node_rect(element: Entity, node: &ComputedNode, transform: &UiGlobalTransform) -> URect {
+    let centre = transform.affine().translation;
     let half = node.size / 2.0 + 2.0;
     let min = (centre - half).max(Vec2::ZERO).floor().as_uvec2();
     let max = (centre + half)
@@ -222,11 +244,17 @@ fn pixels_of(frame: &Frame, srgb: [u8; 3], tolerance: u8) -> usize {
 /// Whether `frame` (an element's region) shows the element: the opaque node's colour over most
 /// of its box, the label's white glyphs, the panel's yellow border.
 fn shows(element: &str, frame: &Frame) -> bool {
+    let (found, needed) = element_pixels(element, frame);
+    found >= needed
+}
+
+/// The pixels of `frame` (an element's region) in the element's colour, and how many show it.
+fn element_pixels(element: &str, frame: &Frame) -> (usize, usize) {
     let pixels = (frame.width * frame.height) as usize;
     match element {
-        "opaque" => pixels_of(frame, OPAQUE_SRGB, 2) * 10 >= pixels * 7,
-        "label" => pixels_of(frame, LABEL_SRGB, 24) >= 60,
-        "panel" => pixels_of(frame, [255, 237, 28], 24) >= 300,
+        "opaque" => (pixels_of(frame, OPAQUE_SRGB, 2), (pixels * 7).div_ceil(10)),
+        "label" => (pixels_of(frame, LABEL_SRGB, 24), 60),
+        "panel" => (pixels_of(frame, [255, 237, 28], 24), 300),
         _ => unreachable!(),
     }
 }
@@ -369,4 +397,335 @@ fn ui_over_a_tile_camera_matches_bevy() {
         );
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// In a window (issue 14): the same UI over the lit spheres on a tile camera drawing into a
+// window, hidden and then shown. What is presented (the X server's copy of the window, the
+// swapchain image) must be Bevy's screenshot of it: the tile pass stores the swapchain image in
+// an empty wgpu pass first, or wgpu would zero-fill it before the UI's composite loads it. So
+// the presented UI must show each element, the translucent panel must be blended over the tile
+// frame (not over black), and outside the UI the window must show the tile frame unchanged.
+
+#[test]
+fn ui_over_a_tile_camera_in_a_window() {
+    run_window_test_in_child_process("ui_overlay::child_ui_over_a_tile_camera_in_a_window");
+}
+
+#[test]
+fn ui_over_an_msaa_tile_camera_in_a_window() {
+    run_window_test_in_child_process("ui_overlay::child_ui_over_an_msaa_tile_camera_in_a_window");
+}
+
+#[test]
+#[ignore = "run in a child process by ui_over_a_tile_camera_in_a_window (one winit event loop \
+            per process)"]
+fn child_ui_over_a_tile_camera_in_a_window() {
+    ui_window_run(
+        "child_ui_over_a_tile_camera_in_a_window",
+        "ui-window",
+        Msaa::Off,
+    );
+}
+
+#[test]
+#[ignore = "run in a child process by ui_over_an_msaa_tile_camera_in_a_window (one winit event \
+            loop per process)"]
+fn child_ui_over_an_msaa_tile_camera_in_a_window() {
+    ui_window_run(
+        "child_ui_over_an_msaa_tile_camera_in_a_window",
+        "ui-window-msaa4",
+        Msaa::Sample4,
+    );
+}
+
+/// What the window run saw; read once `app.run()` returns.
+#[derive(Default)]
+struct UiWindowRun {
+    /// The window's title (window tests find their window by it).
+    title: &'static str,
+    camera: Option<Entity>,
+    /// The UI's root node (hidden at first) and its elements, in [`ELEMENTS`] order.
+    root: Option<Entity>,
+    elements: Option<[Entity; 3]>,
+    /// The frame from which the current state is settled.
+    settled_at: Option<u32>,
+    capture: PresentedAndScreenshot,
+    /// (presented, screenshot) with the UI hidden, then shown.
+    hidden: Option<(Frame, Frame)>,
+    shown: Option<(Frame, Frame)>,
+    /// The elements' regions, laid out, with the UI shown.
+    rects: Option<[URect; 3]>,
+    /// The camera's tier decision (summary), whether it is a tile tier, what it lacks.
+    tier: Option<(bool, String)>,
+    missing: Vec<String>,
+    report: Option<TileViewReport>,
+}
+
+/// Runs the lit spheres under a tile camera with `msaa` in a `WIDTH` x `HEIGHT` window with the
+/// UI over it, captures the presented window and a screenshot with the UI hidden and shown, and
+/// checks them (images written as `<images>-<hidden|shown>-presented.png` and `-screenshot.png`).
+fn ui_window_run(name: &'static str, images: &str, msaa: Msaa) {
+    let test = GpuTest::start(name);
+    let shared = Shared::<UiWindowRun>::default();
+    shared.lock().title = name;
+    let mut app = App::new();
+    app.add_plugins(test_plugins(Some(Window {
+        resolution: WindowResolution::new(WIDTH, HEIGHT),
+        title: name.into(),
+        ..default()
+    })))
+    .add_plugins(TileDeferredPlugin)
+    .insert_resource(shared.clone())
+    .add_systems(Startup, move |world: &mut World| {
+        scenes::spawn_lit_spheres(world);
+        let camera = world
+            .spawn((
+                Camera3d::default(),
+                scenes::reference_camera(),
+                scenes::reference_camera_transform(),
+                msaa,
+                TileDeferred::default(),
+            ))
+            .id();
+        let elements = spawn_ui(world, camera);
+        let root = world
+            .get::<ChildOf>(elements[0])
+            .expect("the elements are children of the root")
+            .parent();
+        world.entity_mut(root).insert(Visibility::Hidden);
+        let shared = world.resource::<Shared<UiWindowRun>>().clone();
+        let mut run = shared.lock();
+        run.camera = Some(camera);
+        run.root = Some(root);
+        run.elements = Some(elements);
+    })
+    .add_systems(Update, drive_ui_window_run);
+    app.run();
+
+    let run = shared.take();
+    let errors = test.take_errors_except_swapchain_noise();
+    assert!(errors.is_empty(), "errors in the window run: {errors:#?}");
+    let (hidden, hidden_screenshot) = run.hidden.expect("captured with the UI hidden");
+    let (shown, shown_screenshot) = run.shown.expect("captured with the UI shown");
+    let rects = run.rects.expect("the UI was laid out");
+
+    // (1) What the window shows is Bevy's screenshot of it, with the UI hidden and shown; (2)
+    // nowhere is it wgpu's zero fill (the UI has no black).
+    for (state, presented, screenshot) in [
+        ("hidden", &hidden, &hidden_screenshot),
+        ("shown", &shown, &shown_screenshot),
+    ] {
+        let step = format!("{images}-{state}");
+        presented.save_png(&format!("{step}-presented"));
+        screenshot.save_png(&format!("{step}-screenshot"));
+        assert_eq!(
+            (presented.width, presented.height),
+            (WIDTH, HEIGHT),
+            "{step}: the window's size"
+        );
+        presented::assert_presented_matches_screenshot(&step, presented, screenshot, None);
+        let ((_, _), (differ, total)) =
+            presented::differing_inside_and_out(presented, screenshot, None);
+        let (black, pixels) = presented::black_outside(presented, None);
+        eprintln!(
+            "{step}: {differ} of {total} pixels differ from the screenshot, {black} of {pixels} \
+             black"
+        );
+        assert!(
+            black * 100 < pixels,
+            "{step}: {black} of {pixels} presented pixels are black"
+        );
+    }
+
+    // Each element shows in its region of the presented window (and of the screenshot), and
+    // did not before the UI was shown.
+    let mut failures = Vec::new();
+    for (element, rect) in ELEMENTS.iter().zip(rects) {
+        for (what, frame, expected) in [
+            ("presented", &shown, true),
+            ("screenshot", &shown_screenshot, true),
+            ("presented without the UI", &hidden, false),
+        ] {
+            let region = crop(frame, rect);
+            let (found, needed) = element_pixels(element, &region);
+            eprintln!(
+                "{images}: {element} {rect:?}, {what}: {found} of {} pixels in its colour \
+                 (shows it from {needed})",
+                rect.width() * rect.height()
+            );
+            if shows(element, &region) != expected {
+                let path = region.save_png(&format!("{images}-{element}-{what}"));
+                failures.push(format!(
+                    "{images}: the {what} window {} the {element} in {rect:?} ({})",
+                    if expected {
+                        "does not show"
+                    } else {
+                        "already shows"
+                    },
+                    path.display()
+                ));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+
+    // Outside the UI the window shows the tile frame it showed without the UI.
+    let outside_ui = |x: u32, y: u32| !rects.iter().any(|r| r.contains(UVec2::new(x, y)));
+    let (mut differ, mut total) = (0, 0);
+    for y in 0..HEIGHT {
+        for x in (0..WIDTH).filter(|&x| outside_ui(x, y)) {
+            let (a, b) = (
+                hidden.pixel(x as i32, y as i32),
+                shown.pixel(x as i32, y as i32),
+            );
+            differ += usize::from((0..3).any(|c| a[c].abs_diff(b[c]) > 8));
+            total += 1;
+        }
+    }
+    eprintln!("{images}: outside the UI {differ} of {total} pixels changed when it was shown");
+    assert!(
+        differ * 500 <= total,
+        "{images}: showing the UI changed {differ} of {total} pixels outside it"
+    );
+    let drawn = harness_window::drawn_fraction(&hidden);
+    eprintln!("{images}: {drawn:.2} of the window differs from the clear colour");
+    assert!(
+        drawn > 0.2,
+        "{images}: the lit spheres are drawn ({drawn:.2})"
+    );
+
+    // Inside the panel's border its translucent background is blended over the tile frame
+    // (in linear light: sRGB render targets), not over black.
+    let panel = rects[0];
+    let inner = URect::from_corners(panel.min + 15, panel.max - 15);
+    let background = PANEL_BACKGROUND.to_linear();
+    let alpha = background.alpha;
+    let (mut close, mut worst, mut pixels) = (0, 0, 0);
+    for y in inner.min.y..inner.max.y {
+        for x in inner.min.x..inner.max.x {
+            let under = hidden.pixel(x as i32, y as i32);
+            let under = Color::srgb_u8(under[0], under[1], under[2]).to_linear();
+            let expected = Color::LinearRgba(LinearRgba::rgb(
+                background.red * alpha + under.red * (1.0 - alpha),
+                background.green * alpha + under.green * (1.0 - alpha),
+                background.blue * alpha + under.blue * (1.0 - alpha),
+            ))
+            .to_srgba()
+            .to_u8_array();
+            let actual = shown.pixel(x as i32, y as i32);
+            let d = (0..3)
+                .map(|c| actual[c].abs_diff(expected[c]))
+                .max()
+                .unwrap();
+            worst = worst.max(d);
+            close += usize::from(d <= 4);
+            pixels += 1;
+        }
+    }
+    eprintln!(
+        "{images}: panel interior {inner:?}: {close} of {pixels} pixels within 4 of the \
+         background blended over the tile frame (worst {worst})"
+    );
+    assert!(
+        close * 100 >= pixels * 95,
+        "{images}: the panel is not blended over the tile frame: {close} of {pixels} pixels \
+         within 4 (worst {worst})"
+    );
+
+    // (3) The camera rendered with the tile path, with nothing missing; its frame is one render
+    // pass storing only the output, and the UI's passes are priced with the window's extra pass.
+    let (is_tile, summary) = run.tier.expect("the tier was decided");
+    assert!(is_tile, "{images}: {summary}");
+    assert!(
+        run.missing.is_empty(),
+        "{images}: reported missing: {:?}",
+        run.missing
+    );
+    let report = run.report.expect("a tile report");
+    assert_eq!(report.samples, msaa.samples(), "{images}");
+    assert_eq!(report.render_passes_recorded, 1, "{images}");
+    assert_eq!(report.compiled.render_pass_count(), 1, "{images}");
+    let stored: Vec<&str> = report
+        .attachments
+        .iter()
+        .filter(|a| a.store_op == "STORE")
+        .map(|a| a.name.as_str())
+        .collect();
+    assert_eq!(stored, ["output"], "{images}: {:?}", report.attachments);
+    let ui = report.ui_pass.as_ref().expect("the UI's passes are priced");
+    // Clear, "output written for wgpu", ui_pass, composite.
+    assert_eq!(ui.render_pass_count(), 4, "{images}: {}", ui.describe());
+    // Main texture (RGBA8, HDR off): stored by the clear, loaded and stored by ui_pass, read by
+    // the composite; output (the 4-byte swapchain image): stored by the empty pass, loaded and
+    // stored by the composite.
+    let pixels = u64::from(WIDTH * HEIGHT);
+    assert_eq!(
+        ui.cost.bytes(),
+        7 * pixels * 4,
+        "{images}: {}",
+        ui.describe()
+    );
+    eprintln!(
+        "{images}: {summary}; tile frame {} render pass(es) at {}x, stores {stored:?}; UI passes \
+         {} ({:.2} MB)",
+        report.compiled.render_pass_count(),
+        report.samples,
+        ui.render_pass_count(),
+        ui.cost.bytes() as f64 / 1e6
+    );
+}
+
+fn drive_ui_window_run(
+    mut commands: Commands,
+    frames: Res<FrameCount>,
+    shared: Res<Shared<UiWindowRun>>,
+    mut visibility: Query<&mut Visibility>,
+    nodes: Query<(&ComputedNode, &UiGlobalTransform)>,
+    decisions: Query<(&TierDecision, Option<&TileMissing>)>,
+    reports: Res<TileRenderReports>,
+    mut exit: MessageWriter<AppExit>,
+) {
+    let mut run = shared.lock();
+    let run = &mut *run;
+    if run.shown.is_some() || frames.0 > 600 {
+        exit.write(AppExit::Success);
+        return;
+    }
+    // Set the state (the UI hidden, then shown), then give it frames to settle.
+    let Some(settled_at) = run.settled_at else {
+        if run.hidden.is_some()
+            && let Some(mut root) = run.root.and_then(|root| visibility.get_mut(root).ok())
+        {
+            *root = Visibility::Inherited;
+        }
+        run.settled_at = Some(frames.0 + 20);
+        return;
+    };
+    if frames.0 < settled_at {
+        return;
+    }
+    let title = run.title;
+    let Some(captured) = run.capture.step(&mut commands, title) else {
+        return;
+    };
+    if run.hidden.is_none() {
+        run.hidden = Some(captured);
+        run.settled_at = None;
+        return;
+    }
+    let elements = run.elements.expect("the UI was spawned");
+    run.rects = Some(elements.map(|element| {
+        let (node, transform) = nodes.get(element).expect("laid out");
+        node_rect(element, node, transform)
+    }));
+    let camera = run.camera.expect("the camera was spawned");
+    if let Ok((decision, missing)) = decisions.get(camera) {
+        run.tier = Some((decision.tier.is_tile(), decision.summary()));
+        run.missing = missing
+            .map(|m| m.items.iter().map(|item| format!("{item:?}")).collect())
+            .unwrap_or_default();
+    }
+    run.report = reports.get(camera);
+    run.shown = Some(captured);
 }

@@ -136,6 +136,8 @@ pub(crate) struct ViewResources {
     /// The light clusters' masks (`clusters::ClusterAssignment::masks`).
     pub cluster_buffer: DeviceBuffer,
     pub instance_buffer: DeviceBuffer,
+    /// Joint matrices and morph data of the view's instances (`draws::AnimationData`).
+    pub animation_buffer: DeviceBuffer,
     pub pool: vk::DescriptorPool,
     pub view_set: vk::DescriptorSet,
     pub gbuffer_set: vk::DescriptorSet,
@@ -437,6 +439,7 @@ impl TileBackend {
                 view.light_buffer,
                 view.cluster_buffer,
                 view.instance_buffer,
+                view.animation_buffer,
             ],
         );
         objects.push(Box::new(move |c: &VulkanContext| {

@@ -85,7 +85,7 @@ fn ensure_view<'a>(
 ) -> TileResult<&'a mut ViewResources> {
     if !views.contains_key(&entity) {
         // On an error, what was created so far is destroyed (nothing has used it yet).
-        let mut created: Vec<DeviceBuffer> = Vec::with_capacity(4);
+        let mut created: Vec<DeviceBuffer> = Vec::with_capacity(5);
         let release = |created: Vec<DeviceBuffer>| {
             created
                 .into_iter()
@@ -112,6 +112,11 @@ fn ensure_view<'a>(
                 1024 * size_of::<GpuInstance>() as u64,
                 vk::BufferUsageFlags::VERTEX_BUFFER,
             ),
+            (
+                "tile animation",
+                ANIMATION_INITIAL_BYTES,
+                vk::BufferUsageFlags::STORAGE_BUFFER,
+            ),
         ] {
             match context.create_device_buffer(name, size, usage) {
                 Ok(buffer) => created.push(buffer),
@@ -128,10 +133,15 @@ fn ensure_view<'a>(
                 return Err(error);
             }
         };
-        let [view_buffer, light_buffer, cluster_buffer, instance_buffer]: [DeviceBuffer; 4] =
-            created
-                .try_into()
-                .unwrap_or_else(|_| unreachable!("four buffers were created"));
+        let [
+            view_buffer,
+            light_buffer,
+            cluster_buffer,
+            instance_buffer,
+            animation_buffer,
+        ]: [DeviceBuffer; 5] = created
+            .try_into()
+            .unwrap_or_else(|_| unreachable!("five buffers were created"));
         let view = ViewResources {
             graph_cache: FrameGraphCache::default(),
             priced_cache: FrameGraphCache::default(),
@@ -145,6 +155,7 @@ fn ensure_view<'a>(
             light_buffer,
             cluster_buffer,
             instance_buffer,
+            animation_buffer,
             pool,
             view_set: sets[0],
             gbuffer_set: sets[1],
@@ -178,6 +189,7 @@ fn write_buffer_descriptors(context: &VulkanContext, view: &ViewResources) {
         }]
     };
     let (lights, clusters) = (storage(&view.light_buffer), storage(&view.cluster_buffer));
+    let animation = storage(&view.animation_buffer);
     let writes = [
         vk::WriteDescriptorSet::default()
             .dst_set(view.view_set)
@@ -194,6 +206,11 @@ fn write_buffer_descriptors(context: &VulkanContext, view: &ViewResources) {
             .dst_binding(2)
             .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
             .buffer_info(&clusters),
+        vk::WriteDescriptorSet::default()
+            .dst_set(view.view_set)
+            .dst_binding(5)
+            .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
+            .buffer_info(&animation),
     ];
     // SAFETY: the set is not in use by any pending command buffer: it is written only when
     // created or right after its buffers were replaced (the old set's users retired with them).
@@ -205,7 +222,12 @@ pub(super) enum BufferSlot {
     Lights,
     Clusters,
     Instances,
+    /// Joint matrices and morph data (`draws::AnimationData`).
+    Animation,
 }
+
+/// The animation buffer's first size: 64 joint matrices (a storage buffer may not be empty).
+const ANIMATION_INITIAL_BYTES: u64 = 64 * 64;
 
 /// Grows a per-view buffer; the old buffer and the view's descriptor pool are retired (the
 /// sets may be in use by a frame in flight), and new sets are allocated and written.
@@ -219,6 +241,7 @@ pub(super) fn ensure_buffer_capacity(
         BufferSlot::Lights => view.light_buffer.size,
         BufferSlot::Clusters => view.cluster_buffer.size,
         BufferSlot::Instances => view.instance_buffer.size,
+        BufferSlot::Animation => view.animation_buffer.size,
     };
     if needed <= current {
         return Ok(());
@@ -228,6 +251,7 @@ pub(super) fn ensure_buffer_capacity(
         BufferSlot::Lights => ("tile lights", vk::BufferUsageFlags::STORAGE_BUFFER),
         BufferSlot::Clusters => ("tile light clusters", vk::BufferUsageFlags::STORAGE_BUFFER),
         BufferSlot::Instances => ("tile instances", vk::BufferUsageFlags::VERTEX_BUFFER),
+        BufferSlot::Animation => ("tile animation", vk::BufferUsageFlags::STORAGE_BUFFER),
     };
     let buffer = step(
         "growing a view buffer",
@@ -237,12 +261,16 @@ pub(super) fn ensure_buffer_capacity(
         BufferSlot::Lights => std::mem::replace(&mut view.light_buffer, buffer),
         BufferSlot::Clusters => std::mem::replace(&mut view.cluster_buffer, buffer),
         BufferSlot::Instances => std::mem::replace(&mut view.instance_buffer, buffer),
+        BufferSlot::Animation => std::mem::replace(&mut view.animation_buffer, buffer),
     };
     device.graveyard.retire(Box::new(move |c: &VulkanContext| {
         c.destroy_device_buffer(old)
     }));
-    if matches!(slot, BufferSlot::Lights | BufferSlot::Clusters) {
-        // The view set references the light buffers: write a fresh set from a fresh pool.
+    if matches!(
+        slot,
+        BufferSlot::Lights | BufferSlot::Clusters | BufferSlot::Animation
+    ) {
+        // The view set references the storage buffers: write a fresh set from a fresh pool.
         let sampled = view.sampled_sets;
         reallocate_view_sets(device, view, sampled)?;
     }
@@ -261,7 +289,7 @@ fn allocate_view_sets(
     let (inputs, samplers) = if sampled { (0, 2 + 10) } else { (6, 2 + 4) };
     let sizes = [
         (vk::DescriptorType::UNIFORM_BUFFER, 1),
-        (vk::DescriptorType::STORAGE_BUFFER, 2),
+        (vk::DescriptorType::STORAGE_BUFFER, 3),
         (vk::DescriptorType::INPUT_ATTACHMENT, inputs),
         (vk::DescriptorType::COMBINED_IMAGE_SAMPLER, samplers),
     ]
@@ -778,6 +806,13 @@ pub(super) fn prepare_view_data(
         BufferSlot::Instances,
         (draws.instances.len().max(1) * size_of::<GpuInstance>()) as u64,
     )?;
+    let animation = &draws.animation.data;
+    ensure_buffer_capacity(
+        device,
+        view,
+        BufferSlot::Animation,
+        (animation.len() * size_of::<[f32; 4]>()) as u64,
+    )?;
     // After the buffers grew: growing the light buffer replaces the view's sets.
     let raw_view = |texture: &ViewTexture| {
         // SAFETY: as for the LUT; the view sets hold clones of these views.
@@ -834,6 +869,12 @@ pub(super) fn prepare_view_data(
         updates.push((
             view.instance_buffer.buffer,
             bytemuck::cast_slice(&draws.instances).to_vec(),
+        ));
+    }
+    if !animation.is_empty() {
+        updates.push((
+            view.animation_buffer.buffer,
+            bytemuck::cast_slice(animation).to_vec(),
         ));
     }
     Ok(ViewBindings {

@@ -80,6 +80,7 @@ pub(super) fn forget_failed_view_updates(backend: &mut TileBackend, view: Entity
         view.light_buffer.buffer,
         view.cluster_buffer.buffer,
         view.instance_buffer.buffer,
+        view.animation_buffer.buffer,
     ];
     backend
         .pending_updates

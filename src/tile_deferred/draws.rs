@@ -4,7 +4,7 @@
 
 use super::{
     error::{TileError, TileResult},
-    extract::{TileMaterial, TileMeshInstance},
+    extract::{MorphTargets, TileMaterial, TileMeshInstance},
     gpu_types::{GpuClusterableLight, GpuInstance, instance_flags},
     pipelines::{GBUFFER_ATTRIBUTES, GbufferPipelineKey, TransparentPipeline},
     record::MeshBinding,
@@ -23,6 +23,7 @@ use bevy::{
     render::{
         mesh::{RenderMesh, RenderMeshBufferInfo},
         render_resource::Face,
+        sync_world::MainEntity,
         view::RenderVisibleEntities,
     },
 };
@@ -69,7 +70,14 @@ impl DrawList {
             (AssetId<Mesh>, AssetId<StandardMaterial>, bool),
             Vec<GpuInstance>,
         > = HashMap::default();
-        let mut animation = AnimationData::default();
+        let mut animation = visible
+            .get::<Mesh3d>()
+            .map_or_else(AnimationData::default, |class| {
+                AnimationData::with_morph_meshes(
+                    scene,
+                    class.entities_cpu_culling.iter().map(|(_, main)| main),
+                )
+            });
         // (sort distance, entity, mesh, material, instance) of each transparent mesh.
         let mut transparent = Vec::new();
         let view_z_row = view_from_world.row(2);
@@ -173,19 +181,63 @@ impl DrawList {
     }
 }
 
-/// The view's animation data, as `gbuffer.vert` reads it (set 0 binding 5, vec4s): each skinned
-/// instance's joint matrices (4 columns each), each morphed instance's header
+/// The view's animation data, as `gbuffer.vert` reads it: per frame (set 0 binding 5, vec4s)
+/// each skinned instance's joint matrices (4 columns each), each morphed instance's header
 /// (first vertex, weight count, vertex count, where its mesh's displacements start; as bits)
-/// and weights (4 to a vec4), and the displacements of each morphed mesh once (Bevy's
-/// `MorphAttributes`: position, normal, tangent, each padded to a vec4).
+/// and weights (4 to a vec4); and (binding 6) the displacements of each morphed mesh in view
+/// once (Bevy's `MorphAttributes`: position, normal, tangent, each padded to a vec4), which a
+/// view uploads again only when the meshes it draws change.
 #[derive(Default)]
 pub(super) struct AnimationData {
     pub(super) data: Vec<[f32; 4]>,
-    /// Where each morphed mesh's displacements start.
+    /// The displacements of the morphed meshes in view, by ascending generation.
+    pub(super) morph_meshes: Vec<MorphTargets>,
+    /// Where each morphed mesh's displacements start in the displacement buffer.
     displacements: HashMap<AssetId<Mesh>, u32>,
 }
 
 impl AnimationData {
+    /// Lays out the displacements of the morphed meshes among `entities` (in generation order,
+    /// so that the same meshes give the same buffer whatever order they are seen in).
+    fn with_morph_meshes<'a>(
+        scene: &TileSceneParams,
+        entities: impl Iterator<Item = &'a MainEntity>,
+    ) -> Self {
+        let instances = &scene.instances;
+        let mut meshes: Vec<(AssetId<Mesh>, &MorphTargets)> = entities
+            .filter_map(|entity| instances.by_entity.get(entity))
+            .filter(|instance| instance.morph_weights.is_some_and(|(_, n)| n > 0))
+            .filter_map(|instance| {
+                let targets = instances.morph_targets.get(&instance.mesh)?;
+                Some((instance.mesh, targets))
+            })
+            .collect();
+        meshes.sort_by_key(|(_, targets)| targets.generation);
+        meshes.dedup_by_key(|(_, targets)| targets.generation);
+        let mut data = Self::default();
+        let mut at = 0;
+        for (mesh, targets) in meshes {
+            data.displacements.insert(mesh, at);
+            at += 3 * targets.attributes.len() as u32;
+            data.morph_meshes.push(targets.clone());
+        }
+        data
+    }
+
+    /// The generations of the displacements, identifying the displacement buffer's contents.
+    pub(super) fn morph_generations(&self) -> Vec<u64> {
+        self.morph_meshes.iter().map(|m| m.generation).collect()
+    }
+
+    /// The displacement buffer's contents, as vec4s.
+    pub(super) fn displacement_bytes(&self) -> Vec<u8> {
+        let mut bytes = Vec::new();
+        for mesh in &self.morph_meshes {
+            bytes.extend_from_slice(bytemuck::cast_slice(&mesh.attributes));
+        }
+        bytes
+    }
+
     /// Appends what `instance` needs; returns where its joints and its morph header start
     /// (`GpuInstance::flags` y and z; 0 where it has none).
     fn push_instance(
@@ -213,32 +265,22 @@ impl AnimationData {
             .mesh_vertex_slice(&instance.mesh)
             .map_or(0, |slice| slice.range.start);
         let vertex_count = mesh.vertex_count.max(1);
-        let targets = instances.morph_targets.get(&instance.mesh);
-        let available = targets.map_or(0, |t| t.len() as u32 / vertex_count);
+        let displacements = self.displacements.get(&instance.mesh).copied();
+        let available = displacements
+            .and_then(|_| instances.morph_targets.get(&instance.mesh))
+            .map_or(0, |targets| targets.attributes.len() as u32 / vertex_count);
         let weights = instance.morph_weights.map_or(&[][..], |(start, count)| {
             &instances.morph_weights[start as usize..(start + count) as usize]
         });
-        // As many weights as the mesh has targets (Bevy reads `weights.len()` of them).
+        // As many weights as Bevy reads (`weights.len()`), within the targets the mesh has.
         let weights = &weights[..weights.len().min(available as usize)];
-        let displacements = match targets {
-            Some(targets) if !weights.is_empty() => {
-                *self.displacements.entry(instance.mesh).or_insert_with(|| {
-                    let at = self.data.len() as u32;
-                    self.data.extend(targets.iter().flat_map(|t| {
-                        [t.position, t.normal, t.tangent].map(|v| v.extend(0.0).to_array())
-                    }));
-                    at
-                })
-            }
-            _ => 0,
-        };
         let header = self.data.len() as u32;
         self.data.push(
             [
                 first_vertex,
                 weights.len() as u32,
                 vertex_count,
-                displacements,
+                displacements.unwrap_or(0),
             ]
             .map(f32::from_bits),
         );

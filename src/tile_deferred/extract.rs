@@ -64,7 +64,18 @@ pub(crate) struct TileMeshInstances {
     /// The morph target displacements of the meshes that have them (Bevy's layout: target-major,
     /// `vertex_count` per target), copied from the main world once per mesh (again when the mesh
     /// changes).
-    pub morph_targets: HashMap<AssetId<Mesh>, Arc<[MorphAttributes]>>,
+    pub morph_targets: HashMap<AssetId<Mesh>, MorphTargets>,
+    /// The generation the next copied displacements get.
+    morph_generation: u64,
+}
+
+/// A mesh's morph target displacements, as copied from the main world.
+#[derive(Clone)]
+pub(crate) struct MorphTargets {
+    /// Unique to this copy: a view re-uploads the displacements it holds only when the
+    /// generations it draws change.
+    pub generation: u64,
+    pub attributes: Arc<[MorphAttributes]>,
 }
 
 /// The joint matrices of a skin, as Bevy's `extract_skins` computes them (bevy_pbr
@@ -389,8 +400,16 @@ pub(crate) fn extract_tile_meshes(
                     .ok()
                     .map(|targets| Arc::from(&targets[..]))
             });
-            if let Some(targets) = targets {
-                instances.morph_targets.insert(mesh.id(), targets);
+            if let Some(attributes) = targets {
+                instances.morph_generation += 1;
+                let generation = instances.morph_generation;
+                instances.morph_targets.insert(
+                    mesh.id(),
+                    MorphTargets {
+                        generation,
+                        attributes,
+                    },
+                );
             }
         }
         instances.by_entity.insert(

@@ -24,11 +24,14 @@ layout(set = 0, binding = 0, std140) uniform ViewUniform {
 
 // The view's animation data (draws.rs `AnimationData`): joint matrices (4 columns each) of every
 // skinned instance, and per morphed instance a header uvec4(first vertex, weight count, vertex
-// count, index of its mesh's displacements) followed by its weights, 4 to a vec4; the meshes'
-// displacements are Bevy's `MorphAttributes`, 3 vec4 (position, normal, tangent) per vertex
-// and target, target-major.
+// count, index of its mesh's displacements) followed by its weights, 4 to a vec4.
 layout(set = 0, binding = 5, std430) readonly buffer AnimationData {
     vec4 animation[];
+};
+// The morphed meshes' displacements: Bevy's `MorphAttributes`, 3 vec4 (position, normal,
+// tangent) per vertex and target, target-major.
+layout(set = 0, binding = 6, std430) readonly buffer MorphDisplacements {
+    vec4 displacements[];
 };
 
 layout(location = 0) in vec3 in_position;
@@ -73,7 +76,7 @@ mat4 skin_model(uint base, uvec4 indexes, vec4 weights) {
 // Component `component` (0 position, 1 normal, 2 tangent) of target `target`'s displacement of
 // `vertex` (morph.wgsl's get_morph_target).
 vec3 morph_displacement(uvec4 header, uint target, uint vertex, uint component) {
-    return animation[header.w + 3u * (target * header.z + vertex) + component].xyz;
+    return displacements[header.w + 3u * (target * header.z + vertex) + component].xyz;
 }
 
 void main() {

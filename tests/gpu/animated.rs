@@ -6,7 +6,10 @@
 //!   skinning;
 //! - two instances of one sphere with two morph targets at different non-trivial weights (one
 //!   through `MeshMorphWeights::Value`, one through a referenced `MorphWeights`);
-//! - a transparent (`AlphaMode::Blend`) skinned cylinder in front of an opaque wall.
+//! - a transparent (`AlphaMode::Blend`) skinned cylinder in front of an opaque wall;
+//! - a skinned cylinder with a morph target too, beside a skinned one, under a shadow-casting
+//!   spot light: Bevy's shadow pass skins and morphs the casters, the tile lighting samples
+//!   the map on the skinned surfaces and the ground.
 //!
 //! Each at 1x (>= 36 dB) and at 4x MSAA (>= 34 dB against Bevy forward 4x), whole frame and each
 //! mesh's region (`content::assert_content_matches_to`); and the tile cameras draw them on a
@@ -40,6 +43,7 @@ mod stage {
     pub const SKINNED: usize = 0;
     pub const MORPHED: usize = 1;
     pub const TRANSPARENT: usize = 2;
+    pub const SHADOWED: usize = 3;
 }
 
 /// The halves of a stage camera's image where the two meshes of a stage stand.
@@ -76,6 +80,8 @@ fn animated_cases() -> Vec<FidelityCase> {
         FidelityCase::single("morphed_msaa", msaa(MORPHED)),
         FidelityCase::single("skinned_transparent", FidelityCamera::stage(TRANSPARENT)),
         FidelityCase::single("skinned_transparent_msaa", msaa(TRANSPARENT)),
+        FidelityCase::single("skinned_morphed_shadowed", FidelityCamera::stage(SHADOWED)),
+        FidelityCase::single("skinned_morphed_shadowed_msaa", msaa(SHADOWED)),
     ]
 }
 
@@ -173,10 +179,36 @@ fn morphed_sphere() -> Mesh {
     mesh
 }
 
+/// [`skinned_cylinder`] with one morph target: a bulge around its middle (position along the
+/// outward normal, and the normal tilted up).
+fn skinned_morphed_cylinder() -> Mesh {
+    let mut mesh = skinned_cylinder();
+    let Some(VertexAttributeValues::Float32x3(positions)) =
+        mesh.attribute(Mesh::ATTRIBUTE_POSITION)
+    else {
+        panic!("the cylinder has float3 positions");
+    };
+    let bulge = positions
+        .iter()
+        .map(|p| {
+            let p = Vec3::from_array(*p);
+            let around = Vec3::new(p.x, 0.0, p.z).normalize_or_zero();
+            let amount = (1.0 - (p.y / 0.5).abs()).max(0.0);
+            MorphAttributes::from([
+                around * 0.2 * amount,
+                Vec3::new(0.0, 0.4 * amount, 0.0),
+                Vec3::ZERO,
+            ])
+        })
+        .collect();
+    mesh.set_morph_targets(bulge);
+    mesh
+}
+
 fn spawn_animated(world: &mut World) {
     use stage::*;
     spawn_sun(world);
-    for index in [SKINNED, MORPHED, TRANSPARENT] {
+    for index in [SKINNED, MORPHED, TRANSPARENT, SHADOWED] {
         spawn_stage(world, index);
     }
     let cylinder = add_mesh(world, skinned_cylinder());
@@ -290,6 +322,54 @@ fn spawn_animated(world: &mut World) {
         origin + Vec3::new(1.1, HALF + 0.05, 0.0),
         Transform::from_rotation(Quat::from_rotation_z(0.5)),
     );
+
+    // Skinned and morphed together, beside a skinned cylinder, under a shadow-casting spot
+    // light from the front left: both cast onto the ground and the right one.
+    let origin = stage_origin(SHADOWED);
+    world.spawn((
+        SpotLight {
+            intensity: 600_000.0,
+            range: 14.0,
+            outer_angle: 0.9,
+            inner_angle: 0.6,
+            shadow_maps_enabled: true,
+            ..default()
+        },
+        Transform::from_translation(origin + Vec3::new(-2.5, 4.0, 2.5))
+            .looking_at(origin + Vec3::new(0.3, 0.4, -0.3), Vec3::Y),
+    ));
+    let both = add_mesh(world, skinned_morphed_cylinder());
+    let bulge = world
+        .spawn(MorphWeights::new(vec![0.8], None).unwrap())
+        .id();
+    spawn_skinned(
+        world,
+        &both,
+        &orange,
+        &bindposes,
+        origin + Vec3::new(-0.9, HALF + 0.05, 0.0),
+        Transform::from_rotation(Quat::from_rotation_z(-0.6)).with_scale(Vec3::new(1.2, 1.0, 0.9)),
+    );
+    let morphed = world
+        .query_filtered::<Entity, With<SkinnedMesh>>()
+        .iter(world)
+        .find(|entity| {
+            world
+                .get::<Mesh3d>(*entity)
+                .is_some_and(|mesh| mesh.0 == both)
+        })
+        .expect("the skinned and morphed cylinder");
+    world
+        .entity_mut(morphed)
+        .insert(MeshMorphWeights::Reference(bulge));
+    spawn_skinned(
+        world,
+        &cylinder,
+        &teal,
+        &bindposes,
+        origin + Vec3::new(1.0, HALF + 0.05, -0.4),
+        Transform::from_rotation(Quat::from_rotation_x(0.5)),
+    );
 }
 
 fn checks() -> Vec<RegionCheck> {
@@ -325,6 +405,14 @@ fn checks() -> Vec<RegionCheck> {
                 "the opaque skinned cylinder",
             ],
         ),
+        (
+            "skinned_morphed_shadowed",
+            ["the bulging skinned cylinder", "the shadowed teal cylinder"],
+        ),
+        (
+            "skinned_morphed_shadowed_msaa",
+            ["the bulging skinned cylinder", "the shadowed teal cylinder"],
+        ),
     ] {
         for (region, shows) in [LEFT, RIGHT].into_iter().zip(shows) {
             checks.push(RegionCheck {
@@ -338,7 +426,8 @@ fn checks() -> Vec<RegionCheck> {
     checks
 }
 
-/// Skinned, morphed and transparent skinned meshes: tile path vs Bevy forward, without MSAA
+/// Skinned, morphed, transparent skinned and shadowed skinned and morphed meshes: tile path vs
+/// Bevy forward, without MSAA
 /// (>= 36 dB) and at 4x (>= 34 dB against Bevy forward 4x), whole frame and each mesh's region.
 #[test]
 fn animated_meshes_match_bevy() {
@@ -360,7 +449,12 @@ fn animated_meshes_do_not_fall_back() {
     let mut headless = headless();
     spawn_animated(headless.app.world_mut());
     let mut cameras = Vec::new();
-    for index in [stage::SKINNED, stage::MORPHED, stage::TRANSPARENT] {
+    for index in [
+        stage::SKINNED,
+        stage::MORPHED,
+        stage::TRANSPARENT,
+        stage::SHADOWED,
+    ] {
         for msaa in [Msaa::Off, Msaa::Sample4] {
             let mut camera = FidelityCamera::stage(index);
             // One target, cameras one after the other.

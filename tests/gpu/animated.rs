@@ -20,11 +20,12 @@ use crate::{
         MIN_PSNR, MIN_PSNR_MSAA, Region, RegionCheck, add_material, add_mesh,
         assert_content_matches_to, headless, saturated_pixels, spawn, spawn_stage, spawn_sun,
     },
-    harness::GpuTest,
+    harness::{GpuTest, image_compare},
     scenes::fidelity::{FidelityCamera, FidelityCase, FidelityScene, stage_origin},
 };
 use bevy::{
-    camera::visibility::NoFrustumCulling,
+    camera::{RenderTarget, visibility::NoFrustumCulling},
+    light::cluster::GlobalClusterSettings,
     mesh::{
         VertexAttributeValues,
         morph::{MeshMorphWeights, MorphAttributes, MorphWeights},
@@ -498,4 +499,78 @@ fn animated_meshes_do_not_fall_back() {
             report.draws
         );
     }
+}
+
+/// Morph targets edited at run time (`Assets<Mesh>::get_mut`, as a tool or a loader might):
+/// the tile path copies the new displacements and uploads them again, so its image follows
+/// Bevy forward's; the same weights now give another shape.
+#[test]
+fn edited_morph_targets_are_uploaded_again() {
+    let _test = GpuTest::start("edited_morph_targets_are_uploaded_again");
+    let mut headless = headless();
+    // Bevy's CPU light clustering for the reference, as `render_scene_in` does.
+    headless.update();
+    headless
+        .app
+        .world_mut()
+        .resource_mut::<GlobalClusterSettings>()
+        .gpu_clustering = None;
+    spawn_animated(headless.app.world_mut());
+    let camera = FidelityCamera::stage(stage::MORPHED);
+    let size = crate::scenes::fidelity::IMAGE_SIZE;
+    let forward_target = headless.add_target(size.x, size.y);
+    headless.spawn_camera((camera.bundle(), TileDeferred::default()));
+    headless.app.world_mut().spawn((
+        camera.bundle(),
+        RenderTarget::Image(forward_target.clone().into()),
+    ));
+    let targets = [headless.target.clone(), forward_target];
+    let compare = |headless: &mut crate::harness::HeadlessApp, when: &str| {
+        for _ in 0..6 {
+            headless.update();
+        }
+        let frames = headless.read_images(&targets);
+        let psnr = image_compare::psnr(&frames[0], &frames[1]);
+        let p995 = image_compare::channel_difference_percentile(&frames[0], &frames[1], 99.5);
+        eprintln!("animated edited morph targets, {when}: PSNR {psnr:.2} dB, p99.5 {p995}");
+        if psnr < MIN_PSNR || p995 > 8 {
+            let paths = [
+                frames[0].save_png(&format!("animated-edited-{when}-tile")),
+                frames[1].save_png(&format!("animated-edited-{when}-forward")),
+            ];
+            panic!("{when}: PSNR {psnr:.2} dB, p99.5 {p995}; images {paths:?}");
+        }
+        frames.into_iter().next().unwrap()
+    };
+    let before = compare(&mut headless, "before");
+    // Target 1 (the stretch) now squashes the sphere along y instead.
+    {
+        let world = headless.app.world_mut();
+        let sphere = world
+            .query_filtered::<&Mesh3d, With<MeshMorphWeights>>()
+            .iter(world)
+            .map(|mesh| mesh.0.clone())
+            .find(|mesh| {
+                world
+                    .resource::<Assets<Mesh>>()
+                    .get(mesh)
+                    .is_some_and(|mesh| mesh.attribute(Mesh::ATTRIBUTE_JOINT_INDEX).is_none())
+            })
+            .expect("the morphed sphere");
+        let mut meshes = world.resource_mut::<Assets<Mesh>>();
+        let mut mesh = meshes.get_mut(&sphere).expect("the sphere");
+        let mut targets = mesh.morph_targets().expect("morph targets").clone();
+        let vertices = targets.len() / 2;
+        for target in &mut targets[vertices..] {
+            target.position = Vec3::new(0.0, -0.6 * target.position.x.abs(), 0.0);
+        }
+        mesh.set_morph_targets(targets);
+    }
+    let after = compare(&mut headless, "after");
+    // The right sphere weighs the edited target 0.9: its region changes.
+    let changed = image_compare::psnr(&RIGHT.crop(&before), &RIGHT.crop(&after));
+    assert!(
+        changed < 30.0,
+        "the edit changes the tile image: {changed:.2} dB between before and after"
+    );
 }

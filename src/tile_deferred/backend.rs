@@ -149,6 +149,13 @@ pub(crate) struct ViewResources {
     /// The light clusters' masks (`clusters::ClusterAssignment::masks`).
     pub cluster_buffer: DeviceBuffer,
     pub instance_buffer: DeviceBuffer,
+    /// Joint matrices and morph weights of the view's instances (`draws::AnimationData`).
+    pub animation_buffer: DeviceBuffer,
+    /// The morph target displacements of the meshes the view draws.
+    pub displacement_buffer: DeviceBuffer,
+    /// Which displacements `displacement_buffer` holds (their generations, in order), once
+    /// uploaded; `None`: nothing valid.
+    pub displacements_uploaded: Option<Vec<u64>>,
     pub pool: vk::DescriptorPool,
     pub view_set: vk::DescriptorSet,
     pub gbuffer_set: vk::DescriptorSet,
@@ -450,6 +457,8 @@ impl TileBackend {
                 view.light_buffer,
                 view.cluster_buffer,
                 view.instance_buffer,
+                view.animation_buffer,
+                view.displacement_buffer,
             ],
         );
         objects.push(Box::new(move |c: &VulkanContext| {

@@ -4,7 +4,7 @@
 
 use super::{
     error::{TileError, TileResult},
-    extract::TileMaterial,
+    extract::{MorphTargets, TileMaterial, TileMeshInstance},
     gpu_types::{GpuClusterableLight, GpuInstance, instance_flags},
     pipelines::{GBUFFER_ATTRIBUTES, GbufferPipelineKey, TransparentPipeline},
     record::MeshBinding,
@@ -23,6 +23,7 @@ use bevy::{
     render::{
         mesh::{RenderMesh, RenderMeshBufferInfo},
         render_resource::Face,
+        sync_world::MainEntity,
         view::RenderVisibleEntities,
     },
 };
@@ -47,6 +48,8 @@ pub(super) struct DrawList {
     pub(super) transparent: Vec<Draw>,
     /// Every draw's instances, `Draw::first_instance` indexes into it.
     pub(super) instances: Vec<GpuInstance>,
+    /// The instances' joint matrices and morph data (`gbuffer.vert`'s `animation`).
+    pub(super) animation: AnimationData,
     /// Point and spot lights, as the lighting subpass reads them (`clusters` assigns them).
     pub(super) lights: Vec<GpuClusterableLight>,
     /// Where Bevy put this frame's point and spot shadow maps.
@@ -62,8 +65,19 @@ impl DrawList {
         samples: vk::SampleCountFlags,
         view_from_world: &Mat4,
     ) -> Self {
-        let mut batches: HashMap<(AssetId<Mesh>, AssetId<StandardMaterial>), Vec<GpuInstance>> =
-            HashMap::default();
+        // By mesh, material and whether the instance is skinned (its pipeline's `SKINNED`).
+        let mut batches: HashMap<
+            (AssetId<Mesh>, AssetId<StandardMaterial>, bool),
+            Vec<GpuInstance>,
+        > = HashMap::default();
+        let mut animation = visible
+            .get::<Mesh3d>()
+            .map_or_else(AnimationData::default, |class| {
+                AnimationData::with_morph_meshes(
+                    scene,
+                    class.entities_cpu_culling.iter().map(|(_, main)| main),
+                )
+            });
         // (sort distance, entity, mesh, material, instance) of each transparent mesh.
         let mut transparent = Vec::new();
         let view_z_row = view_from_world.row(2);
@@ -72,6 +86,7 @@ impl DrawList {
                 let Some(instance) = scene.instances.by_entity.get(main_entity) else {
                     continue;
                 };
+                let (joints, morph) = animation.push_instance(scene, instance);
                 let gpu_instance = GpuInstance {
                     world_from_local_rows: affine_rows(&instance.world_from_local),
                     flags: [
@@ -80,11 +95,12 @@ impl DrawList {
                         } else {
                             0
                         },
-                        0,
-                        0,
+                        joints,
+                        morph,
                         0,
                     ],
                 };
+                let skinned = instance.skin.is_some();
                 let material = scene.materials.by_id.get(&instance.material);
                 match material.filter(|m| m.blend.is_some()) {
                     Some(material) => {
@@ -97,13 +113,12 @@ impl DrawList {
                         transparent.push((
                             distance,
                             *main_entity,
-                            instance.mesh,
-                            instance.material,
+                            (instance.mesh, instance.material, skinned),
                             gpu_instance,
                         ));
                     }
                     None => batches
-                        .entry((instance.mesh, instance.material))
+                        .entry((instance.mesh, instance.material, skinned))
                         .or_default()
                         .push(gpu_instance),
                 }
@@ -111,8 +126,8 @@ impl DrawList {
         }
         let mut instances: Vec<GpuInstance> = Vec::new();
         let mut draws: Vec<Draw> = Vec::new();
-        for ((mesh_id, material_id), batch) in batches {
-            let Some(pipeline_key) = drawable(scene, mesh_id, material_id, samples) else {
+        for ((mesh_id, material_id, skinned), batch) in batches {
+            let Some(pipeline_key) = drawable(scene, mesh_id, material_id, samples, skinned) else {
                 continue;
             };
             draws.push(Draw {
@@ -130,8 +145,8 @@ impl DrawList {
         transparent.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
         let transparent = transparent
             .into_iter()
-            .filter_map(|(_, _, mesh_id, material_id, gpu_instance)| {
-                let pipeline_key = drawable(scene, mesh_id, material_id, samples)?;
+            .filter_map(|(_, _, (mesh_id, material_id, skinned), gpu_instance)| {
+                let pipeline_key = drawable(scene, mesh_id, material_id, samples, skinned)?;
                 instances.push(gpu_instance);
                 Some(Draw {
                     mesh: mesh_id,
@@ -159,9 +174,122 @@ impl DrawList {
             draws,
             transparent,
             instances,
+            animation,
             lights,
             shadow_layers,
         }
+    }
+}
+
+/// The view's animation data, as `gbuffer.vert` reads it: per frame (set 0 binding 5, vec4s)
+/// each skinned instance's joint matrices (4 columns each), each morphed instance's header
+/// (first vertex, weight count, vertex count, where its mesh's displacements start; as bits)
+/// and weights (4 to a vec4); and (binding 6) the displacements of each morphed mesh in view
+/// once (Bevy's `MorphAttributes`: position, normal, tangent, each padded to a vec4), which a
+/// view uploads again only when the meshes it draws change.
+#[derive(Default)]
+pub(super) struct AnimationData {
+    pub(super) data: Vec<[f32; 4]>,
+    /// The displacements of the morphed meshes in view, by ascending generation.
+    pub(super) morph_meshes: Vec<MorphTargets>,
+    /// Where each morphed mesh's displacements start in the displacement buffer.
+    displacements: HashMap<AssetId<Mesh>, u32>,
+}
+
+impl AnimationData {
+    /// Lays out the displacements of the morphed meshes among `entities` (in generation order,
+    /// so that the same meshes give the same buffer whatever order they are seen in).
+    fn with_morph_meshes<'a>(
+        scene: &TileSceneParams,
+        entities: impl Iterator<Item = &'a MainEntity>,
+    ) -> Self {
+        let instances = &scene.instances;
+        let mut meshes: Vec<(AssetId<Mesh>, &MorphTargets)> = entities
+            .filter_map(|entity| instances.by_entity.get(entity))
+            .filter(|instance| instance.morph_weights.is_some_and(|(_, n)| n > 0))
+            .filter_map(|instance| {
+                let targets = instances.morph_targets.get(&instance.mesh)?;
+                Some((instance.mesh, targets))
+            })
+            .collect();
+        meshes.sort_by_key(|(_, targets)| targets.generation);
+        meshes.dedup_by_key(|(_, targets)| targets.generation);
+        let mut data = Self::default();
+        let mut at = 0;
+        for (mesh, targets) in meshes {
+            data.displacements.insert(mesh, at);
+            at += 3 * targets.attributes.len() as u32;
+            data.morph_meshes.push(targets.clone());
+        }
+        data
+    }
+
+    /// The generations of the displacements, identifying the displacement buffer's contents.
+    pub(super) fn morph_generations(&self) -> Vec<u64> {
+        self.morph_meshes.iter().map(|m| m.generation).collect()
+    }
+
+    /// The displacement buffer's contents, as vec4s.
+    pub(super) fn displacement_bytes(&self) -> Vec<u8> {
+        let mut bytes = Vec::new();
+        for mesh in &self.morph_meshes {
+            bytes.extend_from_slice(bytemuck::cast_slice(&mesh.attributes));
+        }
+        bytes
+    }
+
+    /// Appends what `instance` needs; returns where its joints and its morph header start
+    /// (`GpuInstance::flags` y and z; 0 where it has none).
+    fn push_instance(
+        &mut self,
+        scene: &TileSceneParams,
+        instance: &TileMeshInstance,
+    ) -> (u32, u32) {
+        let instances = &scene.instances;
+        let joints = instance.skin.map_or(0, |(start, count)| {
+            let at = self.data.len() as u32;
+            let matrices = &instances.joints[start as usize..(start + count) as usize];
+            self.data.extend(matrices.iter().flat_map(|m| {
+                [m.x_axis, m.y_axis, m.z_axis, m.w_axis].map(|column| column.to_array())
+            }));
+            at
+        });
+        let Some(mesh) = scene.meshes.get(instance.mesh) else {
+            return (joints, 0);
+        };
+        if !mesh.has_morph_targets() {
+            return (joints, 0);
+        }
+        let first_vertex = scene
+            .mesh_allocator
+            .mesh_vertex_slice(&instance.mesh)
+            .map_or(0, |slice| slice.range.start);
+        let vertex_count = mesh.vertex_count.max(1);
+        let displacements = self.displacements.get(&instance.mesh).copied();
+        let available = displacements
+            .and_then(|_| instances.morph_targets.get(&instance.mesh))
+            .map_or(0, |targets| targets.attributes.len() as u32 / vertex_count);
+        let weights = instance.morph_weights.map_or(&[][..], |(start, count)| {
+            &instances.morph_weights[start as usize..(start + count) as usize]
+        });
+        // As many weights as Bevy reads (`weights.len()`), within the targets the mesh has.
+        let weights = &weights[..weights.len().min(available as usize)];
+        let header = self.data.len() as u32;
+        self.data.push(
+            [
+                first_vertex,
+                weights.len() as u32,
+                vertex_count,
+                displacements.unwrap_or(0),
+            ]
+            .map(f32::from_bits),
+        );
+        self.data.extend(weights.chunks(4).map(|chunk| {
+            let mut vec = [0.0; 4];
+            vec[..chunk.len()].copy_from_slice(chunk);
+            vec
+        }));
+        (joints, header)
     }
 }
 
@@ -190,6 +318,7 @@ fn drawable(
     mesh_id: AssetId<Mesh>,
     material_id: AssetId<StandardMaterial>,
     samples: vk::SampleCountFlags,
+    skinned: bool,
 ) -> Option<GbufferPipelineKey> {
     let mesh = scene.meshes.get(mesh_id)?;
     let material = scene.materials.by_id.get(&material_id)?;
@@ -202,11 +331,12 @@ fn drawable(
     {
         return None;
     }
-    pipeline_key_for(mesh, material, samples)
+    pipeline_key_for(mesh, material, samples, skinned)
 }
 
 /// Vertex attributes the G-buffer shader reads, in location order (Bevy's mesh pipeline reads
-/// the same ones, and `StandardMaterial` nothing else but joints and morph targets).
+/// the same ones, and `StandardMaterial` nothing else but joints, [`SKIN_ATTRIBUTES`], and
+/// morph targets).
 const ATTRIBUTES: [MeshVertexAttribute; GBUFFER_ATTRIBUTES] = [
     Mesh::ATTRIBUTE_POSITION,
     Mesh::ATTRIBUTE_NORMAL,
@@ -216,24 +346,38 @@ const ATTRIBUTES: [MeshVertexAttribute; GBUFFER_ATTRIBUTES] = [
     Mesh::ATTRIBUTE_UV_1,
 ];
 
+/// The joint attributes a skinned mesh is posed with (locations 9 and 10).
+const SKIN_ATTRIBUTES: [MeshVertexAttribute; 2] =
+    [Mesh::ATTRIBUTE_JOINT_INDEX, Mesh::ATTRIBUTE_JOINT_WEIGHT];
+
 /// The G-buffer pipeline a mesh's layout and a material's state need, or `None` for a mesh
 /// the G-buffer subpass cannot draw (no positions, a vertex format Vulkan has no equivalent
-/// for).
+/// for). A `skinned` instance is skinned where its mesh has joint indices and weights (Bevy's
+/// `SKINNED` asks for both, and draws it unskinned otherwise).
 fn pipeline_key_for(
     mesh: &RenderMesh,
     material: &TileMaterial,
     samples: vk::SampleCountFlags,
+    skinned: bool,
 ) -> Option<GbufferPipelineKey> {
     let layout = mesh.layout.0.layout();
     let ids = mesh.layout.0.attribute_ids();
+    let find = |attribute: &MeshVertexAttribute| {
+        let index = ids.iter().position(|id| *id == attribute.id)?;
+        let a = &layout.attributes[index];
+        Some(conv::vertex_format(a.format).map(|format| (format, a.offset as u32)))
+    };
     let mut attributes = [None; GBUFFER_ATTRIBUTES];
     for (slot, attribute) in ATTRIBUTES.iter().enumerate() {
-        if let Some(index) = ids.iter().position(|id| *id == attribute.id) {
-            let a = &layout.attributes[index];
-            attributes[slot] = Some((conv::vertex_format(a.format)?, a.offset as u32));
+        if let Some(found) = find(attribute) {
+            attributes[slot] = Some(found?);
         }
     }
     attributes[0]?;
+    let skin = match SKIN_ATTRIBUTES.each_ref().map(find) {
+        [Some(joints), Some(weights)] if skinned => Some([joints?, weights?]),
+        _ => None,
+    };
     let topology = match mesh.primitive_topology() {
         PrimitiveTopology::TriangleList => vk::PrimitiveTopology::TRIANGLE_LIST,
         PrimitiveTopology::TriangleStrip => vk::PrimitiveTopology::TRIANGLE_STRIP,
@@ -248,6 +392,8 @@ fn pipeline_key_for(
     Some(GbufferPipelineKey {
         stride: layout.array_stride as u32,
         attributes,
+        skin,
+        morph: mesh.has_morph_targets(),
         topology,
         primitive_restart,
         cull_mode: match material.cull_mode {

@@ -16,7 +16,11 @@ use bevy::{
     },
     light::NotShadowReceiver,
     math::Affine3A,
-    mesh::UvChannel,
+    mesh::{
+        UvChannel,
+        morph::{MeshMorphWeights, MorphAttributes, MorphWeights},
+        skinning::{SkinnedMesh, SkinnedMeshInverseBindposes},
+    },
     pbr::{ExtractedDirectionalLight, ExtractedPointLight},
     platform::collections::HashMap,
     prelude::*,
@@ -31,6 +35,7 @@ use bevy::{
         view::{ExtractedView, RenderVisibleEntities},
     },
 };
+use std::sync::Arc;
 
 /// One drawable instance: a mesh with a `StandardMaterial` at a transform.
 #[derive(Clone, Copy, Debug)]
@@ -41,12 +46,53 @@ pub(crate) struct TileMeshInstance {
     /// Receives shadows: the mesh has no `NotShadowReceiver` (casting is Bevy's shadow passes'
     /// business: they skip `NotShadowCaster`).
     pub shadow_receiver: bool,
+    /// A `SkinnedMesh`: its joint matrices, `TileMeshInstances::joints[start..start + count]`.
+    pub skin: Option<(u32, u32)>,
+    /// A `MeshMorphWeights`: its weights, `TileMeshInstances::morph_weights[start..start +
+    /// count]`.
+    pub morph_weights: Option<(u32, u32)>,
 }
 
 /// Every visible `StandardMaterial` mesh, by main-world entity (rebuilt each frame).
 #[derive(Resource, Default)]
 pub(crate) struct TileMeshInstances {
     pub by_entity: MainEntityHashMap<TileMeshInstance>,
+    /// The joint matrices of every skinned instance (`TileMeshInstance::skin`).
+    pub joints: Vec<Mat4>,
+    /// The morph weights of every morphed instance (`TileMeshInstance::morph_weights`).
+    pub morph_weights: Vec<f32>,
+    /// The morph target displacements of the meshes that have them (Bevy's layout: target-major,
+    /// `vertex_count` per target), copied from the main world once per mesh (again when the mesh
+    /// changes).
+    pub morph_targets: HashMap<AssetId<Mesh>, MorphTargets>,
+    /// The generation the next copied displacements get.
+    morph_generation: u64,
+}
+
+/// A mesh's morph target displacements, as copied from the main world.
+#[derive(Clone)]
+pub(crate) struct MorphTargets {
+    /// Unique to this copy: a view re-uploads the displacements it holds only when the
+    /// generations it draws change.
+    pub generation: u64,
+    pub attributes: Arc<[MorphAttributes]>,
+}
+
+/// The joint matrices of a skin, as Bevy's `extract_skins` computes them (bevy_pbr
+/// render/skin.rs `add_skin`): each joint's `GlobalTransform` times its inverse bindpose;
+/// the identity where the joint or its bindpose is missing.
+pub(crate) fn joint_matrices<'a>(
+    joints: &'a [Entity],
+    inverse_bindposes: Option<&'a [Mat4]>,
+    transform_of: impl Fn(Entity) -> Option<&'a GlobalTransform> + 'a,
+) -> impl Iterator<Item = Mat4> + 'a {
+    joints.iter().enumerate().map(move |(index, &joint)| {
+        let bindpose = inverse_bindposes.and_then(|poses| poses.get(index));
+        match (bindpose, transform_of(joint)) {
+            (Some(bindpose), Some(transform)) => transform.affine() * *bindpose,
+            _ => Mat4::IDENTITY,
+        }
+    })
 }
 
 /// Sampler settings of a texture, hashable, for the backend's sampler cache: every field of
@@ -163,8 +209,20 @@ type VisibleStandardMeshes<'w, 's> = Query<
         &'static GlobalTransform,
         &'static ViewVisibility,
         Has<NotShadowReceiver>,
+        Option<&'static SkinnedMesh>,
+        Option<&'static MeshMorphWeights>,
     ),
 >;
+
+/// What the extraction of skinned and morphed meshes reads of the main world: joint
+/// transforms, `MorphWeights`, inverse bindposes, meshes (their displacements) and their changes.
+type AnimationSources<'w, 's> = (
+    Extract<'w, 's, Query<'static, 'static, &'static GlobalTransform>>,
+    Extract<'w, 's, Query<'static, 'static, &'static MorphWeights>>,
+    Extract<'w, 's, Res<'static, Assets<SkinnedMeshInverseBindposes>>>,
+    Extract<'w, 's, Res<'static, Assets<Mesh>>>,
+    Extract<'w, 's, MessageReader<'static, 'static, AssetEvent<Mesh>>>,
+);
 
 /// Takes a tile camera with an empty viewport (0 x 0, 0 x N) out of this frame's views, as
 /// Bevy does for a camera whose target is empty: the tile pass has nothing to draw into, and
@@ -287,31 +345,85 @@ pub(crate) fn skip_unusable_lights(
     }
 }
 
-/// Extracts the visible `StandardMaterial` meshes while a tile camera exists.
+/// Extracts the visible `StandardMaterial` meshes while a tile camera exists, with the joint
+/// matrices of the skinned ones and the weights and displacements of the morphed ones.
 pub(crate) fn extract_tile_meshes(
     tile_cameras: Extract<Query<(), With<TileDeferred>>>,
     meshes: Extract<VisibleStandardMeshes>,
+    (transforms, morph_weights, bindposes, mesh_assets, mut mesh_events): AnimationSources,
     mut instances: ResMut<TileMeshInstances>,
 ) {
+    let instances = &mut *instances;
     instances.by_entity.clear();
+    instances.joints.clear();
+    instances.morph_weights.clear();
+    for event in mesh_events.read() {
+        if let AssetEvent::Modified { id } | AssetEvent::Removed { id } = event {
+            instances.morph_targets.remove(id);
+        }
+    }
     if tile_cameras.is_empty() {
+        instances.morph_targets.clear();
         return;
     }
-    instances
-        .by_entity
-        .extend(meshes.iter().filter(|m| m.4.get()).map(
-            |(entity, mesh, material, transform, _, not_shadow_receiver)| {
-                (
-                    MainEntity::from(entity),
-                    TileMeshInstance {
-                        mesh: mesh.id(),
-                        material: material.id(),
-                        world_from_local: transform.affine(),
-                        shadow_receiver: !not_shadow_receiver,
+    for (entity, mesh, material, transform, visibility, not_shadow_receiver, skin, morph) in &meshes
+    {
+        if !visibility.get() {
+            continue;
+        }
+        let skin = skin.map(|skin| {
+            let start = instances.joints.len() as u32;
+            let bindposes = bindposes.get(&skin.inverse_bindposes);
+            instances.joints.extend(joint_matrices(
+                &skin.joints,
+                bindposes.map(|poses| &poses[..]),
+                |joint| transforms.get(joint).ok(),
+            ));
+            (start, skin.joints.len() as u32)
+        });
+        // As Bevy's `extract_morphs`: the weights of the mesh, or of the entity it refers to
+        // (none where that entity has no `MorphWeights`).
+        let morph_weights = morph.and_then(|morph| {
+            let weights = match morph {
+                MeshMorphWeights::Reference(entity) => morph_weights.get(*entity).ok()?.weights(),
+                MeshMorphWeights::Value { weights } => weights.as_slice(),
+            };
+            let start = instances.morph_weights.len() as u32;
+            instances.morph_weights.extend_from_slice(weights);
+            Some((start, weights.len() as u32))
+        });
+        if morph_weights.is_some() && !instances.morph_targets.contains_key(&mesh.id()) {
+            // A mesh kept only in the render world has no displacements here any more
+            // (`missing.rs` reports it); it is drawn undisplaced.
+            let targets = mesh_assets.get(&mesh.0).and_then(|mesh| {
+                mesh.try_morph_targets()
+                    .ok()
+                    .map(|targets| Arc::from(&targets[..]))
+            });
+            if let Some(attributes) = targets {
+                instances.morph_generation += 1;
+                let generation = instances.morph_generation;
+                instances.morph_targets.insert(
+                    mesh.id(),
+                    MorphTargets {
+                        generation,
+                        attributes,
                     },
-                )
+                );
+            }
+        }
+        instances.by_entity.insert(
+            MainEntity::from(entity),
+            TileMeshInstance {
+                mesh: mesh.id(),
+                material: material.id(),
+                world_from_local: transform.affine(),
+                shadow_receiver: !not_shadow_receiver,
+                skin,
+                morph_weights,
             },
-        ));
+        );
+    }
 }
 
 /// Drops the instances of meshes with nothing to draw: no vertices, or an empty index list.
@@ -575,5 +687,66 @@ mod tests {
         assert_eq!(key.address, [2, 0, 0]);
         assert_eq!((key.anisotropy, key.border), (8, 2));
         assert_eq!(f32::from_bits(key.lod_clamp[1]), 4.0);
+    }
+
+    /// Bevy's skinning (bevy_pbr render/skin.rs, skinning.wgsl): joint matrix i is joint i's
+    /// `GlobalTransform` (as an affine) times inverse bindpose i, and a vertex is placed by the
+    /// weighted sum of its joints' matrices. A two-joint chain posed with a rotated, scaled
+    /// joint: the matrices are Bevy's, a vertex at a joint's bind position follows that joint,
+    /// and a joint or bindpose that is missing gives the identity, as in Bevy's `add_skin`.
+    #[test]
+    fn joint_matrices_are_bevys() {
+        let mut world = World::new();
+        let root = GlobalTransform::from(
+            Transform::from_xyz(1.0, 2.0, 3.0).with_rotation(Quat::from_rotation_y(0.4)),
+        );
+        let bend = Transform::from_xyz(0.0, 0.8, 0.0)
+            .with_rotation(Quat::from_rotation_z(0.7))
+            .with_scale(Vec3::new(1.4, 1.0, 0.8));
+        let base = root.mul_transform(Transform::from_xyz(0.0, -0.8, 0.0));
+        let middle = base.mul_transform(bend);
+        let joints = [world.spawn_empty().id(), world.spawn_empty().id()];
+        let inverse_bindposes = [
+            Mat4::from_translation(Vec3::new(0.0, 0.8, 0.0)),
+            Mat4::IDENTITY,
+        ];
+        let transforms = [base, middle];
+        let transform_of = |joint: Entity| {
+            joints
+                .iter()
+                .position(|j| *j == joint)
+                .map(|i| &transforms[i])
+        };
+        let matrices: Vec<Mat4> =
+            joint_matrices(&joints, Some(&inverse_bindposes), transform_of).collect();
+        // Bevy's formula, written out: the joint's world matrix times the inverse bindpose.
+        for i in 0..2 {
+            let bevy = transforms[i].to_matrix() * inverse_bindposes[i];
+            assert!(matrices[i].abs_diff_eq(bevy, 1e-6), "joint {i}");
+        }
+        // A vertex at the base in bind pose (mesh space y = -0.8), fully weighted to joint 0,
+        // lands where the mesh entity's transform puts it (joint 0 is not posed).
+        let vertex = Vec3::new(0.0, -0.8, 0.0);
+        let skinned = matrices[0].transform_point3(vertex);
+        assert!(skinned.abs_diff_eq(root.transform_point(vertex), 1e-5));
+        // A vertex above the middle joint, fully weighted to joint 1, is bent with it.
+        let vertex = Vec3::new(0.3, 0.5, 0.0);
+        let skinned = matrices[1].transform_point3(vertex);
+        let expected = middle.transform_point(vertex);
+        assert!(skinned.abs_diff_eq(expected, 1e-5), "{skinned} {expected}");
+        // Half and half: the weighted sum of the two matrices, as skin_model sums them.
+        let blended = 0.5 * matrices[0] + 0.5 * matrices[1];
+        let halfway = blended.transform_point3(vertex);
+        let mean = 0.5 * (matrices[0].transform_point3(vertex) + expected);
+        assert!(halfway.abs_diff_eq(mean, 1e-5));
+        // A missing joint or bindpose: the identity.
+        let missing = world.spawn_empty().id();
+        let three = [joints[0], missing, joints[1]];
+        let with_missing: Vec<Mat4> =
+            joint_matrices(&three, Some(&inverse_bindposes), transform_of).collect();
+        assert_eq!(with_missing[1], Mat4::IDENTITY);
+        assert_eq!(with_missing[2], Mat4::IDENTITY, "no third bindpose");
+        let unposed: Vec<Mat4> = joint_matrices(&joints, None, transform_of).collect();
+        assert_eq!(unposed, vec![Mat4::IDENTITY; 2]);
     }
 }

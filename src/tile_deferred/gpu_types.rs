@@ -192,7 +192,9 @@ pub struct GpuMaterial {
 pub struct GpuInstance {
     /// Row i is (m\[0\]\[i\], m\[1\]\[i\], m\[2\]\[i\], translation\[i\]).
     pub world_from_local_rows: [[f32; 4]; 3],
-    /// x: `instance_flags` bits; y, z, w unused (keeps the stride a multiple of 16).
+    /// x: `instance_flags` bits; y: a skinned instance's first joint matrix, z: a morphed
+    /// instance's morph header, both as vec4 indices into the view's animation data
+    /// (`draws::AnimationData`); w unused (keeps the stride a multiple of 16).
     pub flags: [u32; 4],
 }
 

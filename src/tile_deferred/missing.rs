@@ -4,7 +4,8 @@
 //! - meshes in its view the tile path does not draw, or draws without part of what Bevy draws:
 //!   a custom `Material` or `ExtendedMaterial`, a transparent `StandardMaterial`, material
 //!   features the G-buffer has no room for (clearcoat, anisotropy, transmission, parallax,
-//!   specular tint), skinning, morph targets, lightmaps;
+//!   specular tint), morph targets whose displacements the main world no longer holds (a mesh
+//!   kept only in the render world), lightmaps;
 //! - clustered decals reaching its view;
 //! - camera components whose effect it does not render (post-processing, fog, sky,
 //!   environment light, a non-default colour grading);
@@ -33,7 +34,7 @@ use bevy::{
         Atmosphere, AtmosphereEnvironmentMapLight, ClusteredDecal, VolumetricFog,
         cluster::ClusterVisibilityClass,
     },
-    mesh::{morph::MeshMorphWeights, skinning::SkinnedMesh},
+    mesh::{MeshAccessError, morph::MeshMorphWeights},
     pbr::{DistanceFog, Lightmap, ScreenSpaceAmbientOcclusion, ScreenSpaceReflections},
     platform::collections::HashMap,
     prelude::*,
@@ -243,17 +244,21 @@ pub(crate) fn standard_material_missing(material: &StandardMaterial) -> Option<&
 
 /// Why the tile path does not draw a mesh in view, if it does not. `standard` is what
 /// [`standard_material_missing`] says of its `StandardMaterial` (None: not a `StandardMaterial`).
+/// Skinned meshes and morph targets are drawn (issue 15); `morphs_unreachable`: the mesh has
+/// morph weights but its displacements were moved to the render world (`asset_usage` without
+/// `MAIN_WORLD`), where the tile path cannot read them (they are in Bevy's mesh slabs).
 pub(crate) fn undrawable_mesh(
     standard: Option<Option<&'static str>>,
-    skinned: bool,
-    morphed: bool,
+    morphs_unreachable: bool,
     lightmapped: bool,
 ) -> Option<&'static str> {
     match standard {
         None => Some("custom Material (not a StandardMaterial)"),
         Some(Some(what)) => Some(what),
-        Some(None) if skinned => Some("skinned mesh (the tile path does not skin)"),
-        Some(None) if morphed => Some("morph targets (the tile path does not morph)"),
+        Some(None) if morphs_unreachable => Some(
+            "morph targets of a mesh kept only in the render world (the tile path reads the \
+             displacements from the main world)",
+        ),
         Some(None) if lightmapped => Some("lightmap (the tile path does not sample it)"),
         Some(None) => None,
     }
@@ -287,7 +292,6 @@ type ViewedMeshes<'w, 's> = Query<
         &'static Mesh3d,
         Option<&'static Name>,
         Option<&'static MeshMaterial3d<StandardMaterial>>,
-        Has<SkinnedMesh>,
         Has<MeshMorphWeights>,
         Has<Lightmap>,
     ),
@@ -302,7 +306,7 @@ pub(crate) fn find_missing(
     meshes: ViewedMeshes,
     clusterables: ViewedClusterables,
     entities: Query<EntityRef>,
-    materials: Res<Assets<StandardMaterial>>,
+    (materials, mesh_assets): (Res<Assets<StandardMaterial>>, Res<Assets<Mesh>>),
     components: &Components,
     archetypes: &Archetypes,
     registry: Res<AppTypeRegistry>,
@@ -328,16 +332,23 @@ pub(crate) fn find_missing(
         let mut in_view: Vec<Entity> = visible.iter(TypeId::of::<Mesh3d>()).copied().collect();
         in_view.sort_unstable();
         for entity in in_view {
-            let Ok((_, name, standard, skinned, morphed, lightmapped)) = meshes.get(entity) else {
+            let Ok((mesh, name, standard, morphed, lightmapped)) = meshes.get(entity) else {
                 continue;
             };
+            let morphs_unreachable = morphed
+                && mesh_assets.get(&mesh.0).is_some_and(|mesh| {
+                    matches!(
+                        mesh.try_morph_targets(),
+                        Err(MeshAccessError::ExtractedToRenderWorld)
+                    )
+                });
             // A material not loaded yet is not drawn by Bevy either.
             let standard = standard.map(|material| {
                 materials
                     .get(&material.0)
                     .and_then(standard_material_missing)
             });
-            let mut what = undrawable_mesh(standard, skinned, morphed, lightmapped);
+            let mut what = undrawable_mesh(standard, morphs_unreachable, lightmapped);
             // The tile path fogs every surface of a camera with fog (in its tonemap or lighting
             // subpass, per pixel): a material Bevy leaves unfogged is not drawn as Bevy draws it.
             let unfogged = || {
@@ -451,7 +462,7 @@ mod tests {
     fn what_the_tile_path_does_not_draw() {
         // StandardMaterials of every alpha mode are drawn (the transparent ones by the
         // transparent pass).
-        assert_eq!(undrawable_mesh(Some(None), false, false, false), None);
+        assert_eq!(undrawable_mesh(Some(None), false, false), None);
         for mode in [
             AlphaMode::Opaque,
             AlphaMode::Mask(0.5),
@@ -524,26 +535,24 @@ mod tests {
         assert_eq!(standard_material_missing(&second_channel), None);
         // The material is checked first: a custom material is missing whatever else it has.
         assert!(
-            undrawable_mesh(None, true, true, true)
+            undrawable_mesh(None, true, true)
                 .unwrap()
                 .contains("custom Material")
         );
         assert_eq!(
-            undrawable_mesh(Some(Some("StandardMaterial clearcoat")), true, false, false),
+            undrawable_mesh(Some(Some("StandardMaterial clearcoat")), true, false),
             Some("StandardMaterial clearcoat")
         );
+        // Skinned meshes and morph targets are drawn (issue 15), but for displacements the
+        // main world no longer holds.
+        assert_eq!(undrawable_mesh(Some(None), false, false), None);
         assert!(
-            undrawable_mesh(Some(None), true, false, false)
-                .unwrap()
-                .contains("skinned")
-        );
-        assert!(
-            undrawable_mesh(Some(None), false, true, false)
+            undrawable_mesh(Some(None), true, false)
                 .unwrap()
                 .contains("morph")
         );
         assert!(
-            undrawable_mesh(Some(None), false, false, true)
+            undrawable_mesh(Some(None), false, true)
                 .unwrap()
                 .contains("lightmap")
         );

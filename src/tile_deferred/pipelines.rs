@@ -21,6 +21,11 @@ pub(crate) struct GbufferPipelineKey {
     /// (format, offset) of position, normal, uv0, tangent, colour, uv1; `None` where the mesh
     /// lacks one.
     pub attributes: [Option<(vk::Format, u32)>; GBUFFER_ATTRIBUTES],
+    /// (format, offset) of the joint indices and joint weights of a skinned instance (a
+    /// `SkinnedMesh` whose mesh has both, as Bevy's `SKINNED`); `None`: not skinned.
+    pub skin: Option<[(vk::Format, u32); 2]>,
+    /// The mesh has morph targets (Bevy's `MORPH_TARGETS`): displaced by its instance's weights.
+    pub morph: bool,
     /// Triangles, lines or points (Bevy's `PrimitiveTopology`, all five).
     pub topology: vk::PrimitiveTopology,
     /// An indexed strip: the largest index restarts the strip, as wgpu sets it up for Bevy.
@@ -219,7 +224,8 @@ impl VulkanContext {
         key: &GbufferPipelineKey,
         lighting: LightingKey,
     ) -> Result<vk::Pipeline, vk::Result> {
-        // Constant ids 0..5 of gbuffer.vert and gbuffer.frag.
+        // Constant ids 0..5 of gbuffer.vert and gbuffer.frag, then gbuffer.vert's 6 SKINNED and
+        // 7 MORPHED.
         let alpha_to_coverage =
             key.alpha_to_coverage && key.samples != vk::SampleCountFlags::TYPE_1;
         let mesh_constants = [
@@ -229,6 +235,8 @@ impl VulkanContext {
             u32::from(key.alpha_mask && !alpha_to_coverage),
             u32::from(key.attributes[4].is_some()),
             u32::from(key.attributes[5].is_some()),
+            u32::from(key.skin.is_some()),
+            u32::from(key.morph),
         ];
         let entries = |ids: &[u32]| -> Vec<vk::SpecializationMapEntry> {
             ids.iter()
@@ -241,10 +249,14 @@ impl VulkanContext {
                 })
                 .collect()
         };
+        let vertex_entries = entries(&[0, 1, 2, 3, 4, 5, 6, 7]);
+        let vertex_specialization = vk::SpecializationInfo::default()
+            .map_entries(&vertex_entries)
+            .data(bytemuck::cast_slice(&mesh_constants));
         let mesh_entries = entries(&[0, 1, 2, 3, 4, 5]);
         let mesh_specialization = vk::SpecializationInfo::default()
             .map_entries(&mesh_entries)
-            .data(bytemuck::cast_slice(&mesh_constants));
+            .data(bytemuck::cast_slice(&mesh_constants[..6]));
         // forward.frag: shadows.glsl's 0 and 1, then the mesh's constants at 10..15, with the
         // blend mode in place of the alpha mask, and 16 INTO_LIGHT.
         let [shadow_filter, shadows] = lighting.constants();
@@ -266,7 +278,7 @@ impl VulkanContext {
         let stages = [
             shaders
                 .stage(ShaderId::GbufferVert, Variant::BASE)
-                .specialization_info(&mesh_specialization),
+                .specialization_info(&vertex_specialization),
             if key.transparent.is_some() {
                 shaders
                     .stage(ShaderId::ForwardFrag, Variant::BASE)
@@ -337,10 +349,27 @@ impl VulkanContext {
             format: vk::Format::R32G32B32A32_SFLOAT,
             offset: row * 16,
         }));
+        // Locations 9 and 10: joint indices and weights, from the zero buffer when not skinned.
+        let skin_fallback = [
+            vk::Format::R32G32B32A32_UINT,
+            vk::Format::R32G32B32A32_SFLOAT,
+        ];
+        attributes.extend((0..2).map(|slot| {
+            let (binding, (format, offset)) = match key.skin {
+                Some(skin) => (0, skin[slot]),
+                None => (1, (skin_fallback[slot], 0)),
+            };
+            vk::VertexInputAttributeDescription {
+                location: 9 + slot as u32,
+                binding,
+                format,
+                offset,
+            }
+        }));
         attributes.push(vk::VertexInputAttributeDescription {
             location: 15,
             binding: 2,
-            format: vk::Format::R32_UINT,
+            format: vk::Format::R32G32B32A32_UINT,
             offset: std::mem::offset_of!(GpuInstance, flags) as u32,
         });
         let vertex_input = vk::PipelineVertexInputStateCreateInfo::default()

@@ -85,7 +85,7 @@ fn ensure_view<'a>(
 ) -> TileResult<&'a mut ViewResources> {
     if !views.contains_key(&entity) {
         // On an error, what was created so far is destroyed (nothing has used it yet).
-        let mut created: Vec<DeviceBuffer> = Vec::with_capacity(4);
+        let mut created: Vec<DeviceBuffer> = Vec::with_capacity(6);
         let release = |created: Vec<DeviceBuffer>| {
             created
                 .into_iter()
@@ -112,6 +112,16 @@ fn ensure_view<'a>(
                 1024 * size_of::<GpuInstance>() as u64,
                 vk::BufferUsageFlags::VERTEX_BUFFER,
             ),
+            (
+                "tile animation",
+                ANIMATION_INITIAL_BYTES,
+                vk::BufferUsageFlags::STORAGE_BUFFER,
+            ),
+            (
+                "tile morph displacements",
+                ANIMATION_INITIAL_BYTES,
+                vk::BufferUsageFlags::STORAGE_BUFFER,
+            ),
         ] {
             match context.create_device_buffer(name, size, usage) {
                 Ok(buffer) => created.push(buffer),
@@ -128,10 +138,16 @@ fn ensure_view<'a>(
                 return Err(error);
             }
         };
-        let [view_buffer, light_buffer, cluster_buffer, instance_buffer]: [DeviceBuffer; 4] =
-            created
-                .try_into()
-                .unwrap_or_else(|_| unreachable!("four buffers were created"));
+        let [
+            view_buffer,
+            light_buffer,
+            cluster_buffer,
+            instance_buffer,
+            animation_buffer,
+            displacement_buffer,
+        ]: [DeviceBuffer; 6] = created
+            .try_into()
+            .unwrap_or_else(|_| unreachable!("six buffers were created"));
         let view = ViewResources {
             graph_cache: FrameGraphCache::default(),
             priced_cache: FrameGraphCache::default(),
@@ -145,6 +161,9 @@ fn ensure_view<'a>(
             light_buffer,
             cluster_buffer,
             instance_buffer,
+            animation_buffer,
+            displacement_buffer,
+            displacements_uploaded: None,
             pool,
             view_set: sets[0],
             gbuffer_set: sets[1],
@@ -178,6 +197,8 @@ fn write_buffer_descriptors(context: &VulkanContext, view: &ViewResources) {
         }]
     };
     let (lights, clusters) = (storage(&view.light_buffer), storage(&view.cluster_buffer));
+    let animation = storage(&view.animation_buffer);
+    let displacements = storage(&view.displacement_buffer);
     let writes = [
         vk::WriteDescriptorSet::default()
             .dst_set(view.view_set)
@@ -194,6 +215,16 @@ fn write_buffer_descriptors(context: &VulkanContext, view: &ViewResources) {
             .dst_binding(2)
             .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
             .buffer_info(&clusters),
+        vk::WriteDescriptorSet::default()
+            .dst_set(view.view_set)
+            .dst_binding(5)
+            .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
+            .buffer_info(&animation),
+        vk::WriteDescriptorSet::default()
+            .dst_set(view.view_set)
+            .dst_binding(6)
+            .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
+            .buffer_info(&displacements),
     ];
     // SAFETY: the set is not in use by any pending command buffer: it is written only when
     // created or right after its buffers were replaced (the old set's users retired with them).
@@ -205,7 +236,15 @@ pub(super) enum BufferSlot {
     Lights,
     Clusters,
     Instances,
+    /// Joint matrices and morph weights (`draws::AnimationData`).
+    Animation,
+    /// Morph target displacements (`draws::AnimationData::morph_meshes`).
+    Displacements,
 }
+
+/// The animation and displacement buffers' first size: 64 joint matrices (a storage buffer may
+/// not be empty).
+const ANIMATION_INITIAL_BYTES: u64 = 64 * 64;
 
 /// Grows a per-view buffer; the old buffer and the view's descriptor pool are retired (the
 /// sets may be in use by a frame in flight), and new sets are allocated and written.
@@ -219,6 +258,8 @@ pub(super) fn ensure_buffer_capacity(
         BufferSlot::Lights => view.light_buffer.size,
         BufferSlot::Clusters => view.cluster_buffer.size,
         BufferSlot::Instances => view.instance_buffer.size,
+        BufferSlot::Animation => view.animation_buffer.size,
+        BufferSlot::Displacements => view.displacement_buffer.size,
     };
     if needed <= current {
         return Ok(());
@@ -228,6 +269,11 @@ pub(super) fn ensure_buffer_capacity(
         BufferSlot::Lights => ("tile lights", vk::BufferUsageFlags::STORAGE_BUFFER),
         BufferSlot::Clusters => ("tile light clusters", vk::BufferUsageFlags::STORAGE_BUFFER),
         BufferSlot::Instances => ("tile instances", vk::BufferUsageFlags::VERTEX_BUFFER),
+        BufferSlot::Animation => ("tile animation", vk::BufferUsageFlags::STORAGE_BUFFER),
+        BufferSlot::Displacements => (
+            "tile morph displacements",
+            vk::BufferUsageFlags::STORAGE_BUFFER,
+        ),
     };
     let buffer = step(
         "growing a view buffer",
@@ -237,12 +283,24 @@ pub(super) fn ensure_buffer_capacity(
         BufferSlot::Lights => std::mem::replace(&mut view.light_buffer, buffer),
         BufferSlot::Clusters => std::mem::replace(&mut view.cluster_buffer, buffer),
         BufferSlot::Instances => std::mem::replace(&mut view.instance_buffer, buffer),
+        BufferSlot::Animation => std::mem::replace(&mut view.animation_buffer, buffer),
+        BufferSlot::Displacements => {
+            // The new buffer holds nothing yet.
+            view.displacements_uploaded = None;
+            std::mem::replace(&mut view.displacement_buffer, buffer)
+        }
     };
     device.graveyard.retire(Box::new(move |c: &VulkanContext| {
         c.destroy_device_buffer(old)
     }));
-    if matches!(slot, BufferSlot::Lights | BufferSlot::Clusters) {
-        // The view set references the light buffers: write a fresh set from a fresh pool.
+    if matches!(
+        slot,
+        BufferSlot::Lights
+            | BufferSlot::Clusters
+            | BufferSlot::Animation
+            | BufferSlot::Displacements
+    ) {
+        // The view set references the storage buffers: write a fresh set from a fresh pool.
         let sampled = view.sampled_sets;
         reallocate_view_sets(device, view, sampled)?;
     }
@@ -261,7 +319,7 @@ fn allocate_view_sets(
     let (inputs, samplers) = if sampled { (0, 2 + 10) } else { (6, 2 + 4) };
     let sizes = [
         (vk::DescriptorType::UNIFORM_BUFFER, 1),
-        (vk::DescriptorType::STORAGE_BUFFER, 2),
+        (vk::DescriptorType::STORAGE_BUFFER, 4),
         (vk::DescriptorType::INPUT_ATTACHMENT, inputs),
         (vk::DescriptorType::COMBINED_IMAGE_SAMPLER, samplers),
     ]
@@ -778,6 +836,20 @@ pub(super) fn prepare_view_data(
         BufferSlot::Instances,
         (draws.instances.len().max(1) * size_of::<GpuInstance>()) as u64,
     )?;
+    let animation = &draws.animation.data;
+    ensure_buffer_capacity(
+        device,
+        view,
+        BufferSlot::Animation,
+        (animation.len() * size_of::<[f32; 4]>()) as u64,
+    )?;
+    // The displacements of the morphed meshes in view, uploaded when they change.
+    let displacements = draws.animation.morph_generations();
+    let displacement_bytes = (view.displacements_uploaded.as_ref() != Some(&displacements))
+        .then(|| draws.animation.displacement_bytes());
+    if let Some(bytes) = &displacement_bytes {
+        ensure_buffer_capacity(device, view, BufferSlot::Displacements, bytes.len() as u64)?;
+    }
     // After the buffers grew: growing the light buffer replaces the view's sets.
     let raw_view = |texture: &ViewTexture| {
         // SAFETY: as for the LUT; the view sets hold clones of these views.
@@ -835,6 +907,18 @@ pub(super) fn prepare_view_data(
             view.instance_buffer.buffer,
             bytemuck::cast_slice(&draws.instances).to_vec(),
         ));
+    }
+    if !animation.is_empty() {
+        updates.push((
+            view.animation_buffer.buffer,
+            bytemuck::cast_slice(animation).to_vec(),
+        ));
+    }
+    if let Some(bytes) = displacement_bytes {
+        if !bytes.is_empty() {
+            updates.push((view.displacement_buffer.buffer, bytes));
+        }
+        view.displacements_uploaded = Some(displacements);
     }
     Ok(ViewBindings {
         view_set: view.view_set,

@@ -72,14 +72,18 @@ impl TileFaultInjection {
 /// back (a write-after-write hazard), or into buffers destroyed meanwhile when it does not.
 /// Material uploads stay queued: the material is ready and its data is written only once.
 pub(super) fn forget_failed_view_updates(backend: &mut TileBackend, view: Entity) {
-    let Some(view) = backend.views.get(&view) else {
+    let Some(view) = backend.views.get_mut(&view) else {
         return;
     };
+    // The displacements it queued are dropped too: upload them again next frame.
+    view.displacements_uploaded = None;
     let own = [
         view.view_buffer.buffer,
         view.light_buffer.buffer,
         view.cluster_buffer.buffer,
         view.instance_buffer.buffer,
+        view.animation_buffer.buffer,
+        view.displacement_buffer.buffer,
     ];
     backend
         .pending_updates

@@ -135,6 +135,10 @@ pub(crate) fn vertex_format(format: wgpu::VertexFormat) -> Option<vk::Format> {
         V::Unorm16x4 => vk::Format::R16G16B16A16_UNORM,
         V::Snorm16x2 => vk::Format::R16G16_SNORM,
         V::Snorm16x4 => vk::Format::R16G16B16A16_SNORM,
+        // Joint indices (`Mesh::ATTRIBUTE_JOINT_INDEX` is `Uint16x4`).
+        V::Uint8x4 => vk::Format::R8G8B8A8_UINT,
+        V::Uint16x4 => vk::Format::R16G16B16A16_UINT,
+        V::Uint32x4 => vk::Format::R32G32B32A32_UINT,
         _ => return None,
     })
 }

@@ -8,6 +8,7 @@ mod harness;
 #[path = "../../examples/scenes/mod.rs"]
 mod scenes;
 
+mod animated;
 mod bad_values;
 mod best_practices;
 mod clean_exit;

@@ -16,7 +16,9 @@
 //          read-only; one bit per light per cluster, word-major, see clusters.glsl),
 //          binding 3 = samplerCubeArrayShadow point-light shadow maps, binding 4 =
 //          sampler2DArrayShadow directional cascades and spot-light shadow maps (Bevy's own
-//          shadow textures, see shadows.glsl).
+//          shadow textures, see shadows.glsl), binding 5 = AnimationData (storage, read-only,
+//          vertex stage; joint matrices and morph weights), binding 6 = MorphDisplacements
+//          (storage, read-only, vertex stage), see gbuffer.vert.
 //   set 1 (per material, G-buffer pipeline): binding 0 = Material (uniform),
 //          bindings 1..5 = sampler2D base_color, emissive, metallic_roughness, occlusion,
 //          normal_map (a 1x1 white texture is bound where the material has none; flags say which

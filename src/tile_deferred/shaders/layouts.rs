@@ -2,8 +2,8 @@
 //! (common.glsl lists the sets).
 //!
 //! One pipeline layout serves every pipeline of the pass: set 0 view (uniform, lights, the
-//! lights' cluster masks and Bevy's two shadow textures), set 1 material (uniform + 5
-//! textures), set 2 the G-buffer input attachments and the environment map's cubes, set 3 the
+//! lights' cluster masks, Bevy's two shadow textures, the instances' joint matrices and morph
+//! weights, the morph displacements), set 1 material (uniform + 5 textures), set 2 the G-buffer input attachments and the environment map's cubes, set 3 the
 //! tonemap inputs (light, depth, LUT, skybox cube), and 48 bytes of fragment push constants. The unmerged debug tier
 //! uses a second one whose sets 2 and 3 hold the same attachments as textures. Binding the view
 //! set once per pass and switching only the material set per draw keeps the command stream short.
@@ -41,6 +41,9 @@ impl TileLayouts {
             binding(2, D::STORAGE_BUFFER, vertex_fragment),
             binding(3, D::COMBINED_IMAGE_SAMPLER, S::FRAGMENT),
             binding(4, D::COMBINED_IMAGE_SAMPLER, S::FRAGMENT),
+            // Joint matrices and morph weights, and morph displacements (gbuffer.vert).
+            binding(5, D::STORAGE_BUFFER, S::VERTEX),
+            binding(6, D::STORAGE_BUFFER, S::VERTEX),
         ])?;
         let material = context.create_descriptor_set_layout(&[
             binding(0, D::UNIFORM_BUFFER, vertex_fragment),

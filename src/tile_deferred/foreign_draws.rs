@@ -385,7 +385,10 @@ pub(super) fn draw_foreign_transparent(
     };
     let priced = price_gizmos(
         Extent::new(size.x.max(1), size.y.max(1)),
-        target.main_texture().sample_count(),
+        // The gizmos' samples: the multisampled main texture's, where the view has one.
+        target
+            .sampled_main_texture()
+            .map_or(1, |texture| texture.sample_count()),
         main_format,
         output_format,
         overlay_target,

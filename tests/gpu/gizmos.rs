@@ -326,6 +326,16 @@ fn gizmos_over_a_tile_camera_are_drawn_or_never_silently_missing() {
             "{}",
             gizmo_pass.describe()
         );
+        // Priced at the camera's samples: Bevy's depth texture is multisampled like the pass.
+        let depth = gizmo_pass
+            .attachment_named("view_depth")
+            .expect("the depth is priced");
+        assert_eq!(
+            depth.samples,
+            report.samples,
+            "{name}: {}",
+            gizmo_pass.describe()
+        );
     }
     let d = decision(&headless, auto_hdr);
     assert_eq!(d.tier, RenderTier::Forward, "auto-hdr: {}", d.summary());

@@ -34,7 +34,7 @@
 
 use super::{
     TileDeferred, TileDeferredGraph, TileOutputLoadedAfter,
-    overlay::{self, OverlayCompositePipeline, OverlayTarget},
+    overlay::{self, OverlayCompositePipeline, OverlayShape, OverlayTarget},
     report::TileRenderReports,
 };
 use crate::{
@@ -44,10 +44,9 @@ use crate::{
         ImportParams, compile_stock_bevy,
     },
     tiers::TierDecision,
-    vulkan::conv::frame_graph_format,
 };
 use bevy::{
-    camera::{ClearColorConfig, NormalizedRenderTarget},
+    camera::ClearColorConfig,
     core_pipeline::core_3d::Transparent3d,
     ecs::schedule::ScheduleLabel,
     pbr::DrawMaterial,
@@ -370,28 +369,18 @@ pub(super) fn draw_foreign_transparent(
         &mut ctx,
         "tile_deferred_gizmo_composite",
     );
-    let (Some(size), Some(main_format), Some(output_format)) = (
-        camera.physical_viewport_size,
-        frame_graph_format(target.main_texture_format()),
-        target
-            .out_texture_view_format()
-            .and_then(frame_graph_format),
-    ) else {
+    let Some(shape) = OverlayShape::of(target, camera) else {
         return;
     };
-    let overlay_target = match camera.target {
-        Some(NormalizedRenderTarget::Window(_)) => OverlayTarget::Window,
-        _ => OverlayTarget::Image,
-    };
     let priced = price_gizmos(
-        Extent::new(size.x.max(1), size.y.max(1)),
+        shape.extent,
         // The gizmos' samples: the multisampled main texture's, where the view has one.
         target
             .sampled_main_texture()
             .map_or(1, |texture| texture.sample_count()),
-        main_format,
-        output_format,
-        overlay_target,
+        shape.main_format,
+        shape.output_format,
+        shape.target,
     );
     if let Ok(mut views) = reports.views.lock()
         && let Some(report) = views.get_mut(&main_entity.id())

@@ -20,6 +20,8 @@ use crate::frame_graph::{
     Access, AttachmentDesc, ClearValue, CompiledFrame, DeviceCaps, Extent, Format, FrameGraph,
     ImportParams, compile_stock_bevy,
 };
+use crate::vulkan::conv::frame_graph_format;
+use bevy::camera::NormalizedRenderTarget;
 use bevy::{
     core_pipeline::blit::{BlitPipeline, BlitPipelineKey},
     render::{
@@ -57,6 +59,32 @@ pub(crate) enum OverlayTarget {
     /// own, so that wgpu does not zero-fill it before the composite loads it (see
     /// [`TileOutputLoadedAfter`](super::TileOutputLoadedAfter)): one more store, for the overlay.
     Window,
+}
+
+/// What an overlay's passes over a tile view are priced on: the viewport's extent, the main
+/// texture's and the output's formats, and what the output is.
+pub(crate) struct OverlayShape {
+    pub extent: Extent,
+    pub main_format: Format,
+    pub output_format: Format,
+    pub target: OverlayTarget,
+}
+
+impl OverlayShape {
+    /// The shape of `camera`'s overlays; None while its viewport or a format is unknown to the
+    /// frame graph.
+    pub(crate) fn of(target: &ViewTarget, camera: &ExtractedCamera) -> Option<Self> {
+        let size = camera.physical_viewport_size?;
+        Some(Self {
+            extent: Extent::new(size.x.max(1), size.y.max(1)),
+            main_format: frame_graph_format(target.main_texture_format())?,
+            output_format: frame_graph_format(target.out_texture_view_format()?)?,
+            target: match camera.target {
+                Some(NormalizedRenderTarget::Window(_)) => OverlayTarget::Window,
+                _ => OverlayTarget::Image,
+            },
+        })
+    }
 }
 
 /// The overlay's passes over a tile camera, priced with the stock-Bevy model (wgpu passes store

@@ -14,13 +14,11 @@ use super::{
     TileDeferredGraph, TileOutputLoadedAfter,
     foreign_draws::TileGizmoSystems,
     missing::UiDrawnOverTileCameras,
-    overlay::{self, OverlayCompositePipeline, OverlayPassNames, OverlayTarget},
+    overlay::{self, OverlayCompositePipeline, OverlayPassNames, OverlayShape},
     pass::tile_deferred_pass,
     report::TileRenderReports,
 };
-use crate::{frame_graph::Extent, vulkan::conv::frame_graph_format};
 use bevy::{
-    camera::NormalizedRenderTarget,
     core_pipeline::blit::BlitPipeline,
     ecs::schedule::ScheduleLabel,
     prelude::*,
@@ -162,25 +160,15 @@ fn composite_ui(
         &mut ctx,
         "tile_ui_composite",
     );
-    let (Some(size), Some(main_format), Some(output_format)) = (
-        camera.physical_viewport_size,
-        frame_graph_format(target.main_texture_format()),
-        target
-            .out_texture_view_format()
-            .and_then(frame_graph_format),
-    ) else {
+    let Some(shape) = OverlayShape::of(target, camera) else {
         return;
-    };
-    let overlay_target = match camera.target {
-        Some(NormalizedRenderTarget::Window(_)) => OverlayTarget::Window,
-        _ => OverlayTarget::Image,
     };
     let priced = overlay::price_overlay(
         UI_PASS_NAMES,
-        Extent::new(size.x.max(1), size.y.max(1)),
-        main_format,
-        output_format,
-        overlay_target,
+        shape.extent,
+        shape.main_format,
+        shape.output_format,
+        shape.target,
     );
     if let Ok(mut views) = reports.views.lock()
         && let Some(report) = views.get_mut(&main_entity.id())

@@ -199,32 +199,20 @@ fn write_buffer_descriptors(context: &VulkanContext, view: &ViewResources) {
     let (lights, clusters) = (storage(&view.light_buffer), storage(&view.cluster_buffer));
     let animation = storage(&view.animation_buffer);
     let displacements = storage(&view.displacement_buffer);
+    let write = |binding, descriptor_type, info| {
+        vk::WriteDescriptorSet::default()
+            .dst_set(view.view_set)
+            .dst_binding(binding)
+            .descriptor_type(descriptor_type)
+            .buffer_info(info)
+    };
+    let storage_buffer = vk::DescriptorType::STORAGE_BUFFER;
     let writes = [
-        vk::WriteDescriptorSet::default()
-            .dst_set(view.view_set)
-            .dst_binding(0)
-            .descriptor_type(vk::DescriptorType::UNIFORM_BUFFER)
-            .buffer_info(&uniform),
-        vk::WriteDescriptorSet::default()
-            .dst_set(view.view_set)
-            .dst_binding(1)
-            .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
-            .buffer_info(&lights),
-        vk::WriteDescriptorSet::default()
-            .dst_set(view.view_set)
-            .dst_binding(2)
-            .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
-            .buffer_info(&clusters),
-        vk::WriteDescriptorSet::default()
-            .dst_set(view.view_set)
-            .dst_binding(5)
-            .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
-            .buffer_info(&animation),
-        vk::WriteDescriptorSet::default()
-            .dst_set(view.view_set)
-            .dst_binding(6)
-            .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
-            .buffer_info(&displacements),
+        write(0, vk::DescriptorType::UNIFORM_BUFFER, &uniform),
+        write(1, storage_buffer, &lights),
+        write(2, storage_buffer, &clusters),
+        write(5, storage_buffer, &animation),
+        write(6, storage_buffer, &displacements),
     ];
     // SAFETY: the set is not in use by any pending command buffer: it is written only when
     // created or right after its buffers were replaced (the old set's users retired with them).

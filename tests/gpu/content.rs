@@ -1396,26 +1396,29 @@ fn environment_map_cases() -> Vec<FidelityCase> {
     ]
 }
 
-fn spawn_environment_map(world: &mut World) {
+/// A 5 x 4 grid of spheres centred on `origin`: roughness across, metallic down.
+fn spawn_sphere_grid(world: &mut World, origin: Vec3) {
     let sphere = add_mesh(world, Sphere::new(0.33).mesh().uv(32, 16));
-    for stage in 0..3 {
-        let origin = stage_origin(stage) + Vec3::new(0.0, 1.4, 0.0);
-        for (row, metallic) in [0.0, 0.35, 0.7, 1.0].into_iter().enumerate() {
-            for (column, roughness) in [0.08, 0.3, 0.5, 0.75, 1.0].into_iter().enumerate() {
-                let material = add_material(
-                    world,
-                    StandardMaterial {
-                        base_color: Color::srgb(0.9, 0.75, 0.55),
-                        perceptual_roughness: roughness,
-                        metallic,
-                        ..default()
-                    },
-                );
-                let at =
-                    origin + Vec3::new(column as f32 * 0.78 - 1.56, 1.05 - row as f32 * 0.7, 0.0);
-                spawn(world, &sphere, &material, Transform::from_translation(at));
-            }
+    for (row, metallic) in [0.0, 0.35, 0.7, 1.0].into_iter().enumerate() {
+        for (column, roughness) in [0.08, 0.3, 0.5, 0.75, 1.0].into_iter().enumerate() {
+            let material = add_material(
+                world,
+                StandardMaterial {
+                    base_color: Color::srgb(0.9, 0.75, 0.55),
+                    perceptual_roughness: roughness,
+                    metallic,
+                    ..default()
+                },
+            );
+            let at = origin + Vec3::new(column as f32 * 0.78 - 1.56, 1.05 - row as f32 * 0.7, 0.0);
+            spawn(world, &sphere, &material, Transform::from_translation(at));
         }
+    }
+}
+
+fn spawn_environment_map(world: &mut World) {
+    for stage in 0..3 {
+        spawn_sphere_grid(world, stage_origin(stage) + Vec3::new(0.0, 1.4, 0.0));
     }
     // A sun over every stage (directional lights reach them all).
     world.spawn((
@@ -1490,23 +1493,7 @@ fn generated_environment_map_cases() -> Vec<FidelityCase> {
 }
 
 fn spawn_generated_environment_map(world: &mut World) {
-    let sphere = add_mesh(world, Sphere::new(0.33).mesh().uv(32, 16));
-    let origin = stage_origin(0) + Vec3::new(0.0, 1.4, 0.0);
-    for (row, metallic) in [0.0, 0.35, 0.7, 1.0].into_iter().enumerate() {
-        for (column, roughness) in [0.08, 0.3, 0.5, 0.75, 1.0].into_iter().enumerate() {
-            let material = add_material(
-                world,
-                StandardMaterial {
-                    base_color: Color::srgb(0.9, 0.75, 0.55),
-                    perceptual_roughness: roughness,
-                    metallic,
-                    ..default()
-                },
-            );
-            let at = origin + Vec3::new(column as f32 * 0.78 - 1.56, 1.05 - row as f32 * 0.7, 0.0);
-            spawn(world, &sphere, &material, Transform::from_translation(at));
-        }
-    }
+    spawn_sphere_grid(world, stage_origin(0) + Vec3::new(0.0, 1.4, 0.0));
     // The source cube Bevy filters on the GPU (square, a power of two, one level).
     let source = add_image(world, environment_cube(64, 1, 0.0));
     world.add_observer(move |add: On<Add, Camera3d>, mut commands: Commands| {

@@ -57,6 +57,17 @@ const STRIPS: [Region; 4] = [
     },
 ];
 
+/// Every blended alpha mode, each with a colour (and alpha) that shows it: a row's four objects.
+const BLENDED_MODES: [(AlphaMode, Color); 4] = [
+    (AlphaMode::Blend, Color::srgba(0.95, 0.1, 0.1, 0.5)),
+    (
+        AlphaMode::Premultiplied,
+        Color::srgba(0.05, 0.45, 0.05, 0.6),
+    ),
+    (AlphaMode::Add, Color::srgba(0.1, 0.3, 1.0, 0.8)),
+    (AlphaMode::Multiply, Color::srgba(1.0, 0.85, 0.1, 0.9)),
+];
+
 /// Where, in front of the stage camera, the four objects of a row stand.
 fn row(stage: usize, slot: usize, y: f32, z: f32) -> Transform {
     let x = -2.7 + 1.8 * slot as f32;
@@ -141,15 +152,7 @@ fn spawn_transparent(world: &mut World) {
         &white,
         Transform::from_translation(stage_origin(ALPHA_MODES) + Vec3::new(0.0, 1.1, -1.4)),
     );
-    let modes = [
-        (AlphaMode::Blend, Color::srgba(0.95, 0.1, 0.1, 0.5)),
-        (
-            AlphaMode::Premultiplied,
-            Color::srgba(0.05, 0.45, 0.05, 0.6),
-        ),
-        (AlphaMode::Add, Color::srgba(0.1, 0.3, 1.0, 0.8)),
-        (AlphaMode::Multiply, Color::srgba(1.0, 0.85, 0.1, 0.9)),
-    ];
+    let modes = BLENDED_MODES;
     for (slot, (alpha_mode, base_color)) in modes.into_iter().enumerate() {
         let material = add_material(
             world,
@@ -531,15 +534,7 @@ fn spawn_transparent_environment(world: &mut World) {
             ..default()
         },
     );
-    let modes = [
-        (AlphaMode::Blend, Color::srgba(0.95, 0.1, 0.1, 0.5)),
-        (
-            AlphaMode::Premultiplied,
-            Color::srgba(0.05, 0.45, 0.05, 0.6),
-        ),
-        (AlphaMode::Add, Color::srgba(0.1, 0.3, 1.0, 0.8)),
-        (AlphaMode::Multiply, Color::srgba(1.0, 0.85, 0.1, 0.9)),
-    ];
+    let modes = BLENDED_MODES;
     let materials: Vec<Handle<StandardMaterial>> = modes
         .into_iter()
         .map(|(alpha_mode, base_color)| {

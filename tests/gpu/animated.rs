@@ -25,7 +25,6 @@ use crate::{
 };
 use bevy::{
     camera::{RenderTarget, visibility::NoFrustumCulling},
-    light::cluster::GlobalClusterSettings,
     mesh::{
         VertexAttributeValues,
         morph::{MeshMorphWeights, MorphAttributes, MorphWeights},
@@ -509,12 +508,7 @@ fn edited_morph_targets_are_uploaded_again() {
     let _test = GpuTest::start("edited_morph_targets_are_uploaded_again");
     let mut headless = headless();
     // Bevy's CPU light clustering for the reference, as `render_scene_in` does.
-    headless.update();
-    headless
-        .app
-        .world_mut()
-        .resource_mut::<GlobalClusterSettings>()
-        .gpu_clustering = None;
+    headless.use_cpu_light_clustering();
     spawn_animated(headless.app.world_mut());
     let camera = FidelityCamera::stage(stage::MORPHED);
     let size = crate::scenes::fidelity::IMAGE_SIZE;

@@ -52,6 +52,9 @@ fn wait_for_sky(headless: &mut HeadlessApp, sky: &EnvironmentMapLight) {
 fn showcase_sky_from_assets_matches_bevy() {
     let test = GpuTest::start("showcase_sky_from_assets_matches_bevy");
     let mut headless = HeadlessApp::new(WIDTH, HEIGHT);
+    // Bevy's GPU clustering on lavapipe once left some of the 48 lights out of Bevy's image
+    // (32.4 dB in a CI run; 53.5 dB otherwise).
+    headless.use_cpu_light_clustering();
     let bevy_target = headless.add_target(WIDTH, HEIGHT);
     let world = headless.app.world_mut();
     scenes::spawn_showcase(world, LIGHTS);

@@ -14,7 +14,6 @@ use crate::{
 use bevy::{
     asset::RenderAssetUsages,
     camera::RenderTarget,
-    light::cluster::GlobalClusterSettings,
     prelude::*,
     render::{
         gpu_readback::{Readback, ReadbackComplete},
@@ -88,17 +87,9 @@ pub(crate) fn render_scene_in(
     scene: &FidelityScene,
     msaa: Msaa,
 ) -> Vec<Comparison> {
-    // Bevy's CPU light clustering (what Bevy does on Android) for the reference: on lavapipe,
-    // Bevy's GPU clustering once left a wide spot light out of the forward image while tests
-    // ran side by side (tile and Bevy agree at 55.9 dB otherwise), and a reference that is not
-    // the same every run cannot fail the tile path reliably. The tile path clusters on its own
-    // either way. `PbrPlugin` inserts the settings when the app finishes: one frame first.
-    headless.update();
-    headless
-        .app
-        .world_mut()
-        .resource_mut::<GlobalClusterSettings>()
-        .gpu_clustering = None;
+    // Bevy's CPU light clustering for the reference (tile and Bevy agree at 55.9 dB where
+    // Bevy's GPU clustering once dropped a spot light).
+    headless.use_cpu_light_clustering();
     (scene.spawn)(headless.app.world_mut());
     let cases = (scene.cases)();
     let mut targets = Vec::new();

@@ -138,6 +138,19 @@ pub struct HeadlessApp {
 }
 
 impl HeadlessApp {
+    /// Bevy's CPU light clustering (what Bevy does on Android) for the reference cameras: on
+    /// lavapipe, Bevy's GPU clustering now and then leaves lights out of its own forward image
+    /// (a spot light once, the showcase's orbiting point lights once), and a reference that is
+    /// not the same every run cannot fail the tile path reliably. The tile path clusters on its
+    /// own either way. `PbrPlugin` inserts the settings when the app finishes: one frame first.
+    pub fn use_cpu_light_clustering(&mut self) {
+        self.update();
+        self.app
+            .world_mut()
+            .resource_mut::<bevy::light::cluster::GlobalClusterSettings>()
+            .gpu_clustering = None;
+    }
+
     /// Default plugins without winit and without Bevy's logger (the harness has its own),
     /// Vulkan only, pipelines compiled synchronously so the first frames are complete, and
     /// [`TileDeferredPlugin`].

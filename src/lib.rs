@@ -41,6 +41,7 @@ pub mod vulkan;
 pub use device::{DeviceProfile, GpuModel, GpuVendor, GraphicsBackend};
 #[cfg(feature = "inspector")]
 pub use inspector::TileInspectorPlugin;
+pub use tile_deferred::TileCpuLightAssignment;
 pub use tile_deferred::{
     MsaaShading, TileDebugView, TileDeferred, TileDeferredGraph, TileGizmoSystems,
     TileOutputLoadedAfter,

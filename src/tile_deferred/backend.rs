@@ -1,10 +1,11 @@
 //! The render-world state of the tile path: the Vulkan objects it owns and their caches.
 
 use super::{
+    cluster_stats::ClusterStatsReadback,
     error::{TileError, TileResult},
     extract::{SamplerKey, TileMaterial},
     pipelines::{GbufferPipelineKey, LightingKey, PassesKey, PipelineTarget},
-    shaders::{TileLayouts, TileShaders},
+    shaders::{ShaderId, TileLayouts, TileShaders, Variant},
     shadows::ShadowMapViews,
 };
 use crate::{
@@ -31,6 +32,9 @@ use bevy::{
 pub(crate) struct TileBackend {
     pub(crate) layouts: Option<TileLayouts>,
     pub(crate) shaders: Option<TileShaders>,
+    /// The light assignment (`shaders/cluster_assign.comp`), dispatched before a view's render
+    /// pass.
+    pub(crate) cluster_assign: vk::Pipeline,
     /// A 16-byte zero buffer feeding vertex attributes a mesh lacks (stride 0).
     pub(crate) zero_buffer: Option<DeviceBuffer>,
     pub(crate) zero_buffer_filled: bool,
@@ -146,8 +150,15 @@ pub(crate) struct ViewResources {
     pub framebuffers: HashMap<(Vec<TextureViewId>, vk::RenderPass), (vk::Framebuffer, u64)>,
     pub view_buffer: DeviceBuffer,
     pub light_buffer: DeviceBuffer,
-    /// The light clusters' masks (`clusters::ClusterAssignment::masks`).
+    /// The light clusters' masks (`clusters::ClusterAssignment::masks`), uploaded or written
+    /// by the GPU's assignment.
     pub cluster_buffer: DeviceBuffer,
+    /// The GPU assignment's inputs: the lights' reaches and the cluster boxes' extents
+    /// (`clusters::ClusterInputs`).
+    pub reach_buffer: DeviceBuffer,
+    pub extent_buffer: DeviceBuffer,
+    /// The GPU assignment's statistics, read back a frame or more late.
+    pub cluster_stats: ClusterStatsReadback,
     pub instance_buffer: DeviceBuffer,
     /// Joint matrices and morph weights of the view's instances (`draws::AnimationData`).
     pub animation_buffer: DeviceBuffer,
@@ -185,6 +196,7 @@ impl TileBackend {
         let mut backend = Self {
             layouts: None,
             shaders: None,
+            cluster_assign: vk::Pipeline::null(),
             zero_buffer: None,
             zero_buffer_filled: false,
             samplers: HashMap::default(),
@@ -208,6 +220,12 @@ impl TileBackend {
         // On error, `Drop` releases whatever was created.
         backend.layouts = Some(TileLayouts::new(&backend.context)?);
         backend.shaders = Some(TileShaders::new(&backend.context)?);
+        if let (Some(layouts), Some(shaders)) = (&backend.layouts, &backend.shaders) {
+            backend.cluster_assign = backend.context.create_compute_pipeline(
+                layouts.cluster_assign_layout,
+                shaders.get(ShaderId::ClusterAssign, Variant::BASE),
+            )?;
+        }
         backend.zero_buffer = Some(backend.context.create_device_buffer(
             "tile zero vertex buffer",
             16,
@@ -456,6 +474,9 @@ impl TileBackend {
                 view.view_buffer,
                 view.light_buffer,
                 view.cluster_buffer,
+                view.reach_buffer,
+                view.extent_buffer,
+                view.cluster_stats.buffer,
                 view.instance_buffer,
                 view.animation_buffer,
                 view.displacement_buffer,
@@ -553,6 +574,9 @@ impl Drop for TileBackend {
         }
         if let Some(buffer) = self.zero_buffer.take() {
             context.destroy_device_buffer(buffer);
+        }
+        if self.cluster_assign != vk::Pipeline::null() {
+            context.destroy_pipeline(self.cluster_assign);
         }
         if let Some(shaders) = self.shaders.take() {
             shaders.destroy(context);

@@ -24,7 +24,7 @@
 //! - Lights without a finite, positive range light nothing and are in no cluster.
 
 use super::{
-    gpu_types::{GpuClusterableLight, GpuView},
+    gpu_types::{GpuClusterableLight, GpuLightReach, GpuView},
     report::TileClusterStats,
 };
 use bevy::{
@@ -324,6 +324,27 @@ impl LightReach {
         })
     }
 
+    /// The shader's `LightReach` (`None`: a light that reaches nothing).
+    fn gpu(reach: &Option<Self>) -> GpuLightReach {
+        let Some(reach) = reach else {
+            return GpuLightReach::default();
+        };
+        let center_radius = reach.center.extend(reach.radius).to_array();
+        match reach.cone {
+            None => GpuLightReach {
+                center_radius,
+                range_kind: [reach.radius, 1.0, 0.0, 0.0],
+                ..Default::default()
+            },
+            Some((apex, direction, cos, sin, range)) => GpuLightReach {
+                center_radius,
+                apex_cos: apex.extend(cos).to_array(),
+                direction_sin: direction.extend(sin).to_array(),
+                range_kind: [range, 2.0, 0.0, 0.0],
+            },
+        }
+    }
+
     /// Whether the cone misses a sphere (Wronski, "Cull that cone"; conservative).
     fn cone_misses(&self, center: Vec3, radius: f32) -> bool {
         let Some((apex, direction, cos, sin, range)) = self.cone else {
@@ -374,26 +395,7 @@ impl ClusterAssignment {
         clip_from_view: Mat4,
         lights: &[GpuClusterableLight],
     ) -> Self {
-        let reaches: Vec<Option<LightReach>> = lights
-            .iter()
-            .map(|light| LightReach::of(light, view_from_world))
-            .collect();
-        let depth_range =
-            reaches
-                .iter()
-                .flatten()
-                .fold((f32::INFINITY, 0.0f32), |(lo, hi), reach| {
-                    (
-                        lo.min(reach.center.z - reach.radius),
-                        hi.max(reach.center.z + reach.radius),
-                    )
-                });
-        let depth_range = if depth_range.0.is_finite() {
-            depth_range
-        } else {
-            (0.0, 1.0)
-        };
-        let grid = ClusterGrid::new(size, clip_from_view, depth_range);
+        let (reaches, grid) = reaches_and_grid(size, view_from_world, clip_from_view, lights);
         let clusters = grid.count();
         let words = lights.len().div_ceil(32);
         let mut masks = vec![0u32; clusters * words];
@@ -474,6 +476,7 @@ impl ClusterAssignment {
             mean_lights_per_occupied_cluster: mean,
             assignment_ms,
             mask_bytes: (self.masks.len() * size_of::<u32>()) as u64,
+            assigned_on_gpu: false,
         }
     }
 
@@ -501,6 +504,124 @@ impl ClusterAssignment {
                 sum as f32 / occupied as f32
             },
         )
+    }
+}
+
+/// Each light's reach in view space, and the grid over the depths they reach.
+fn reaches_and_grid(
+    size: UVec2,
+    view_from_world: &Mat4,
+    clip_from_view: Mat4,
+    lights: &[GpuClusterableLight],
+) -> (Vec<Option<LightReach>>, ClusterGrid) {
+    let reaches: Vec<Option<LightReach>> = lights
+        .iter()
+        .map(|light| LightReach::of(light, view_from_world))
+        .collect();
+    let depth_range = reaches
+        .iter()
+        .flatten()
+        .fold((f32::INFINITY, 0.0f32), |(lo, hi), reach| {
+            (
+                lo.min(reach.center.z - reach.radius),
+                hi.max(reach.center.z + reach.radius),
+            )
+        });
+    let depth_range = if depth_range.0.is_finite() {
+        depth_range
+    } else {
+        (0.0, 1.0)
+    };
+    (reaches, ClusterGrid::new(size, clip_from_view, depth_range))
+}
+
+/// What the GPU assignment (`shaders/cluster_assign.comp`) reads: the grid, every light's reach
+/// and the extents of the cluster boxes. Preparing it is work per light and per grid axis; the
+/// tests of every (light, cluster) pair, which [`ClusterAssignment::assign`] makes on the CPU,
+/// run on the GPU with the same formulas.
+pub(crate) struct ClusterInputs {
+    pub(crate) grid: ClusterGrid,
+    /// 32-bit words per cluster: `ceil(lights / 32)`.
+    pub(crate) words: u32,
+    pub(crate) reaches: Vec<GpuLightReach>,
+    /// (min, max): the depth of every slice, then the view x of each slice's columns, then the
+    /// view y of each slice's rows (`ClusterExtents` in the shader).
+    pub(crate) extents: Vec<[f32; 2]>,
+}
+
+impl ClusterInputs {
+    /// The inputs of a view's assignment: `view` is its uniform (matrices), `viewport` its
+    /// rectangle.
+    pub(crate) fn for_view(
+        view: &GpuView,
+        viewport: UVec4,
+        lights: &[GpuClusterableLight],
+    ) -> Self {
+        Self::prepare(
+            UVec2::new(viewport.z, viewport.w),
+            &Mat4::from_cols_array_2d(&view.view_from_world),
+            Mat4::from_cols_array_2d(&view.clip_from_view),
+            lights,
+        )
+    }
+
+    /// As [`ClusterAssignment::assign`], up to the pairs.
+    pub(crate) fn prepare(
+        size: UVec2,
+        view_from_world: &Mat4,
+        clip_from_view: Mat4,
+        lights: &[GpuClusterableLight],
+    ) -> Self {
+        let (reaches, grid) = reaches_and_grid(size, view_from_world, clip_from_view, lights);
+        let boxes = grid.boxes();
+        let extents = boxes
+            .slices
+            .iter()
+            .map(|&(lo, hi)| [lo, hi])
+            .chain(
+                boxes
+                    .column_min
+                    .iter()
+                    .zip(&boxes.column_max)
+                    .map(|(&lo, &hi)| [lo, hi]),
+            )
+            .chain(boxes.rows.iter().map(|&(lo, hi)| [lo, hi]))
+            .collect();
+        Self {
+            words: lights.len().div_ceil(32) as u32,
+            reaches: reaches.iter().map(LightReach::gpu).collect(),
+            extents,
+            grid,
+        }
+    }
+}
+
+/// A view's light clusters this frame: assigned on the CPU, or the inputs of the GPU's
+/// assignment.
+pub(crate) enum LightClusters {
+    Cpu(ClusterAssignment),
+    Gpu(ClusterInputs),
+}
+
+impl LightClusters {
+    pub(crate) fn grid(&self) -> &ClusterGrid {
+        match self {
+            Self::Cpu(assignment) => &assignment.grid,
+            Self::Gpu(inputs) => &inputs.grid,
+        }
+    }
+
+    /// 32-bit mask words per cluster.
+    pub(crate) fn words(&self) -> u32 {
+        match self {
+            Self::Cpu(assignment) => assignment.words,
+            Self::Gpu(inputs) => inputs.words,
+        }
+    }
+
+    /// The masks' size in bytes (`cluster_light_masks`).
+    pub(crate) fn mask_bytes(&self) -> u64 {
+        (self.grid().count() * self.words() as usize * size_of::<u32>()) as u64
     }
 }
 
@@ -681,6 +802,11 @@ mod tests {
                 reference.iter().flatten().filter(|&&b| b).count()
             );
         }
+        // The GPU's inputs, run through the shader's loop, give the same masks.
+        let inputs = ClusterInputs::prepare(size, &view_from_world, clip_from_view, lights);
+        prop_assert_eq!(&inputs.grid, &assignment.grid);
+        prop_assert_eq!(inputs.words, assignment.words);
+        prop_assert!(assign_like_the_shader(&inputs) == assignment.masks);
         // The shader's lookup finds the light at every point it reaches.
         let grid = &assignment.grid;
         for (index, light) in lights.iter().enumerate() {
@@ -703,6 +829,46 @@ mod tests {
             }
         }
         Ok(())
+    }
+
+    /// cluster_assign.comp's loop over [`ClusterInputs`], line for line: one invocation per
+    /// cluster, the box read from the packed extents, each light's packed reach tested.
+    fn assign_like_the_shader(inputs: &ClusterInputs) -> Vec<u32> {
+        let d = inputs.grid.dims;
+        let clusters = inputs.grid.count();
+        let lights = inputs.reaches.len();
+        let mut masks = vec![0u32; clusters * inputs.words as usize];
+        let extent = |i: usize| (inputs.extents[i][0], inputs.extents[i][1]);
+        let (dx, dy, dz) = (d.x as usize, d.y as usize, d.z as usize);
+        for cluster in 0..clusters {
+            let (x, y, k) = (cluster % dx, (cluster / dx) % dy, cluster / (dx * dy));
+            let slice = extent(k);
+            let column = extent(dz + k * dx + x);
+            let row = extent(dz + dz * dx + k * dy + y);
+            for light in 0..lights {
+                let gpu = &inputs.reaches[light];
+                if gpu.range_kind[1] < 0.5 {
+                    continue;
+                }
+                let reach = LightReach {
+                    center: Vec3::from_slice(&gpu.center_radius[..3]),
+                    radius: gpu.center_radius[3],
+                    cone: (gpu.range_kind[1] > 1.5).then(|| {
+                        (
+                            Vec3::from_slice(&gpu.apex_cos[..3]),
+                            Vec3::from_slice(&gpu.direction_sin[..3]),
+                            gpu.apex_cos[3],
+                            gpu.direction_sin[3],
+                            gpu.range_kind[0],
+                        )
+                    }),
+                };
+                if reach.reaches(column, row, slice) {
+                    masks[(light / 32) * clusters + cluster] |= 1 << (light % 32);
+                }
+            }
+        }
+        masks
     }
 
     fn light_strategy() -> impl Strategy<Value = GpuClusterableLight> {

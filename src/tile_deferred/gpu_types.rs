@@ -246,6 +246,32 @@ pub mod msaa_flags {
     pub const DEBUG_EDGES: u32 = 1 << 1;
 }
 
+/// `LightReach` in cluster_assign.comp: what a point or spot light reaches, in view space (x, y
+/// and depth, depth growing away from the camera), prepared on the CPU
+/// (`clusters::LightReach`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
+pub struct GpuLightReach {
+    /// Centre and radius of a sphere holding everything the light reaches.
+    pub center_radius: [f32; 4],
+    /// Spot lights: the apex; w: cos of the outer angle.
+    pub apex_cos: [f32; 4],
+    /// Spot lights: the unit direction; w: sin of the outer angle.
+    pub direction_sin: [f32; 4],
+    /// x: range; y: 0 reaches nothing, 1 a sphere, 2 a cone; z, w unused.
+    pub range_kind: [f32; 4],
+}
+
+/// The push constants of cluster_assign.comp.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
+pub struct GpuClusterAssignParams {
+    /// Clusters across, down and in depth; lights.
+    pub grid: [u32; 4],
+    /// x: the first word of the frame's statistics slot; y, z, w unused.
+    pub stats: [u32; 4],
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -264,5 +290,7 @@ mod tests {
         assert_eq!(size_of::<GpuInstance>(), 64);
         assert_eq!(size_of::<GpuTonemapParams>(), 32);
         assert_eq!(size_of::<GpuPushConstants>(), 48);
+        assert_eq!(size_of::<GpuLightReach>(), 64);
+        assert_eq!(size_of::<GpuClusterAssignParams>(), 32);
     }
 }

@@ -24,6 +24,7 @@
 //! ```
 
 mod backend;
+mod cluster_stats;
 mod clusters;
 mod draws;
 mod environment;
@@ -49,7 +50,7 @@ mod scene;
 mod shadows;
 mod transforms;
 #[doc(hidden)]
-pub use scene::{TileFaultInjection, TileNoStencilSplit};
+pub use scene::{TileCpuLightAssignment, TileFaultInjection, TileNoStencilSplit};
 mod shaders;
 #[cfg(feature = "ui")]
 mod ui_overlay;

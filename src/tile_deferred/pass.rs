@@ -15,8 +15,8 @@
 //! 10. `report`: what was planned, created and measured
 
 use super::{
-    backend::{MaterialResources, PassResources, TileBackend},
-    clusters::ClusterAssignment,
+    backend::{MaterialResources, PassResources, TileBackend, ViewResources},
+    clusters::{ClusterAssignment, ClusterInputs, LightClusters},
     draws::{self, DrawList},
     environment::{EnvironmentSources, TileEnvironmentMap, ViewEnvironment},
     error::{TileError, TileResult},
@@ -26,7 +26,7 @@ use super::{
     plan::{self, PlannedFrame, TransparentPass},
     record::{MeshBinding, RecordedDraw, Recording, Step, record},
     render_passes,
-    report::{self, FrameQueries, TileViewReport},
+    report::{self, FrameQueries, TileClusterStats, TileViewReport},
     resources,
     scene::{self, TileSceneParams},
     view::{TileViewQuery, ViewFrame},
@@ -195,7 +195,21 @@ fn render_view(
     } else {
         &drawn.lights[..]
     };
-    let clusters = ClusterAssignment::for_view(&frame.gpu_view, frame.viewport, lights);
+    // On the GPU (a compute dispatch before the render pass; the CPU prepares each light's
+    // reach and the grid), unless the render world asks for the CPU reference.
+    let clusters = if scene.cpu_light_assignment.is_some() {
+        LightClusters::Cpu(ClusterAssignment::for_view(
+            &frame.gpu_view,
+            frame.viewport,
+            lights,
+        ))
+    } else {
+        LightClusters::Gpu(ClusterInputs::for_view(
+            &frame.gpu_view,
+            frame.viewport,
+            lights,
+        ))
+    };
     let assignment_ms = assigning.elapsed().as_secs_f64() * 1000.0;
     for draw in drawn.all() {
         materials::ensure_material(backend, scene, draw.material)?;
@@ -219,6 +233,13 @@ fn render_view(
     };
     let environment =
         ViewEnvironment::gather(backend, sources, skybox, fog, environment_map, exposure)?;
+    let cluster_assign = (
+        backend.cluster_assign,
+        backend
+            .layouts
+            .as_ref()
+            .map_or(vk::PipelineLayout::null(), |l| l.cluster_assign_layout),
+    );
     let (mut device, view_state) = resources::view_parts(backend, frame.entity)?;
     let bindings = resources::prepare_view_data(
         &mut device,
@@ -227,6 +248,7 @@ fn render_view(
         compiled,
         &drawn,
         &clusters,
+        cluster_assign,
         lut,
         &environment,
         shadow_map_views,
@@ -274,6 +296,7 @@ fn render_view(
         gbuffer_set: bindings.gbuffer_set,
         tonemap_set: bindings.tonemap_set,
         instance_buffer: bindings.instance_buffer,
+        cluster_dispatch: bindings.cluster_dispatch,
         timestamps: queries.timestamps,
         edge_query: queries.edge_query,
         samples: desc.samples,
@@ -348,7 +371,7 @@ fn render_view(
         draws: draw_count,
         instances: drawn.instances.len(),
         clustered_lights: drawn.lights.len(),
-        clusters: clusters.stats(assignment_ms),
+        clusters: cluster_stats(&clusters, view_state, assignment_ms),
         frame: frame_number,
         compiled: compiled.clone(),
         priced,
@@ -364,6 +387,34 @@ fn render_view(
     };
     view_state.compiled = Some(planned.compiled);
     Ok(report)
+}
+
+/// What the report says about the view's clusters: a CPU assignment's own occupancy, or the
+/// latest the GPU's assignment sent back (a frame or more late; none before the first).
+fn cluster_stats(
+    clusters: &LightClusters,
+    view: &ViewResources,
+    assignment_ms: f64,
+) -> TileClusterStats {
+    match clusters {
+        LightClusters::Cpu(assignment) => assignment.stats(assignment_ms),
+        LightClusters::Gpu(inputs) => {
+            let (max, mean) = if inputs.words == 0 {
+                (0, 0.0)
+            } else {
+                view.cluster_stats.latest().unwrap_or_default()
+            };
+            TileClusterStats {
+                dimensions: inputs.grid.dims.to_array(),
+                tile_size: inputs.grid.tile_size,
+                max_lights_per_cluster: max,
+                mean_lights_per_occupied_cluster: mean,
+                assignment_ms,
+                mask_bytes: clusters.mask_bytes(),
+                assigned_on_gpu: true,
+            }
+        }
+    }
 }
 
 /// The recording of a frame's draws with the pipelines of the render passes of `key`; the
@@ -432,6 +483,7 @@ fn recording_of(
         sky_into_light: false,
         fog_into_light: false,
         steps: Vec::new(),
+        cluster_dispatch: None,
     };
     Ok(recording)
 }
@@ -615,6 +667,9 @@ pub(crate) fn end_frame(
         .initialized_outputs
         .retain(|_, used| frame.saturating_sub(*used) <= KEEP_FRAMES);
     let done = backend.graveyard.seal_after_submit(&queue);
+    for view in backend.views.values_mut() {
+        view.cluster_stats.submitted(&done);
+    }
     backend.graveyard.collect(&backend.context);
     let in_flight = pace_frames(backend, done);
     reports

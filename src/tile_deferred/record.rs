@@ -3,7 +3,7 @@
 
 use super::{
     backend::{LightFinishPipelines, StencilSplitPipelines},
-    gpu_types::{GpuPushConstants, GpuTonemapParams},
+    gpu_types::{GpuClusterAssignParams, GpuPushConstants, GpuTonemapParams},
     plan::TransparentPass,
 };
 use crate::vulkan::VulkanContext;
@@ -64,6 +64,22 @@ pub(super) struct RecordedPass {
     pub(super) clear_values: Vec<vk::ClearValue>,
 }
 
+/// Invocations per workgroup of `cluster_assign.comp` (its `local_size_x`).
+pub(super) const CLUSTER_ASSIGN_GROUP: u32 = 64;
+
+/// The light assignment's compute dispatch (`shaders/cluster_assign.comp`), recorded after the
+/// uploads and before the render pass.
+pub(super) struct ClusterDispatch {
+    pub(super) pipeline: vk::Pipeline,
+    pub(super) layout: vk::PipelineLayout,
+    pub(super) params: GpuClusterAssignParams,
+    /// Workgroups: one invocation per cluster.
+    pub(super) groups: u32,
+    /// The statistics buffer and the byte offset of this frame's slot (zeroed before the
+    /// dispatch), where the frame gathers them.
+    pub(super) stats: Option<(vk::Buffer, u64)>,
+}
+
 /// Everything the raw recording needs, gathered beforehand.
 pub(super) struct Recording {
     /// One render pass whose subpasses are G-buffer, lighting and tonemap (the merged tiers), or
@@ -110,6 +126,8 @@ pub(super) struct Recording {
     pub(super) fog_into_light: bool,
     /// The plan's logical passes in the order it runs them (the G-buffer first).
     pub(super) steps: Vec<Step>,
+    /// Where the GPU assigns the lights to the clusters this frame.
+    pub(super) cluster_dispatch: Option<ClusterDispatch>,
 }
 
 /// Records the frame on a new encoder used only through `as_hal_mut`, and returns its command
@@ -154,6 +172,7 @@ unsafe fn record_into(
     // each step leaves the command buffer in the state the next one records in.
     unsafe {
         recorder.uploads();
+        recorder.assign_lights();
         recorder.begin_frame();
         let mut push = recorder.gbuffer(hal_encoder);
         // `plan::check_shape` made sure the G-buffer pass comes first.
@@ -182,21 +201,26 @@ impl Recorder<'_> {
     /// the writes visible to this frame's vertex, uniform and storage reads.
     unsafe fn uploads(&self) {
         let (device, cb, r) = (self.device, self.cb, self.r);
-        if r.updates.is_empty() && !r.fill_zero_buffer {
+        let stats_slot = r.cluster_dispatch.as_ref().and_then(|d| d.stats);
+        if r.updates.is_empty() && !r.fill_zero_buffer && stats_slot.is_none() {
             return;
         }
+        // The light assignment reads its inputs in the compute stage, and an earlier frame's
+        // assignment wrote the statistics slot this frame zeroes.
         let readers = vk::PipelineStageFlags::VERTEX_INPUT
             | vk::PipelineStageFlags::VERTEX_SHADER
-            | vk::PipelineStageFlags::FRAGMENT_SHADER;
+            | vk::PipelineStageFlags::FRAGMENT_SHADER
+            | vk::PipelineStageFlags::COMPUTE_SHADER;
         let before = vk::MemoryBarrier::default()
-            .src_access_mask(vk::AccessFlags::empty())
+            .src_access_mask(vk::AccessFlags::SHADER_WRITE)
             .dst_access_mask(vk::AccessFlags::TRANSFER_WRITE);
         let after = vk::MemoryBarrier::default()
             .src_access_mask(vk::AccessFlags::TRANSFER_WRITE)
             .dst_access_mask(
                 vk::AccessFlags::VERTEX_ATTRIBUTE_READ
                     | vk::AccessFlags::UNIFORM_READ
-                    | vk::AccessFlags::SHADER_READ,
+                    | vk::AccessFlags::SHADER_READ
+                    | vk::AccessFlags::SHADER_WRITE,
             );
         // SAFETY: see `record_into`.
         unsafe {
@@ -212,6 +236,10 @@ impl Recorder<'_> {
             if r.fill_zero_buffer {
                 device.cmd_fill_buffer(cb, r.zero_buffer, 0, vk::WHOLE_SIZE, 0);
             }
+            if let Some((buffer, offset)) = stats_slot {
+                let size = (crate::tile_deferred::cluster_stats::SLOT_WORDS * 4) as u64;
+                device.cmd_fill_buffer(cb, buffer, offset, size, 0);
+            }
             for (buffer, bytes) in &r.updates {
                 for (i, chunk) in bytes.chunks(65536).enumerate() {
                     device.cmd_update_buffer(cb, *buffer, (i * 65536) as u64, chunk);
@@ -221,6 +249,65 @@ impl Recorder<'_> {
                 cb,
                 vk::PipelineStageFlags::TRANSFER,
                 readers,
+                vk::DependencyFlags::empty(),
+                &[after],
+                &[],
+                &[],
+            );
+        }
+    }
+
+    /// The light assignment: every cluster's light masks written by a compute dispatch, made
+    /// visible to the fragment shaders that read them and to the CPU that reads the
+    /// statistics. Earlier frames' lighting read the masks this overwrites: the uploads'
+    /// barrier (from every reader stage) orders them first.
+    unsafe fn assign_lights(&self) {
+        let (device, cb) = (self.device, self.cb);
+        let Some(dispatch) = &self.r.cluster_dispatch else {
+            return;
+        };
+        let before = vk::MemoryBarrier::default()
+            .src_access_mask(vk::AccessFlags::SHADER_WRITE)
+            .dst_access_mask(vk::AccessFlags::SHADER_WRITE);
+        let after = vk::MemoryBarrier::default()
+            .src_access_mask(vk::AccessFlags::SHADER_WRITE)
+            .dst_access_mask(vk::AccessFlags::SHADER_READ | vk::AccessFlags::HOST_READ);
+        // SAFETY: see `record_into`; the view set holds the dispatch's buffers, and its layout
+        // is compatible with the compute pipeline's for set 0.
+        unsafe {
+            // Earlier frames' lighting reads of the masks (write-after-read), and an earlier
+            // assignment's writes (write-after-write; the uploads' barrier covers the frames
+            // that uploaded).
+            device.cmd_pipeline_barrier(
+                cb,
+                vk::PipelineStageFlags::FRAGMENT_SHADER | vk::PipelineStageFlags::COMPUTE_SHADER,
+                vk::PipelineStageFlags::COMPUTE_SHADER,
+                vk::DependencyFlags::empty(),
+                &[before],
+                &[],
+                &[],
+            );
+            device.cmd_bind_pipeline(cb, vk::PipelineBindPoint::COMPUTE, dispatch.pipeline);
+            device.cmd_bind_descriptor_sets(
+                cb,
+                vk::PipelineBindPoint::COMPUTE,
+                dispatch.layout,
+                0,
+                &[self.r.view_set],
+                &[],
+            );
+            device.cmd_push_constants(
+                cb,
+                dispatch.layout,
+                vk::ShaderStageFlags::COMPUTE,
+                0,
+                bytemuck::bytes_of(&dispatch.params),
+            );
+            device.cmd_dispatch(cb, dispatch.groups, 1, 1);
+            device.cmd_pipeline_barrier(
+                cb,
+                vk::PipelineStageFlags::COMPUTE_SHADER,
+                vk::PipelineStageFlags::FRAGMENT_SHADER | vk::PipelineStageFlags::HOST,
                 vk::DependencyFlags::empty(),
                 &[after],
                 &[],

@@ -66,10 +66,16 @@ pub struct TileClusterStats {
     pub max_lights_per_cluster: u32,
     /// Lights per cluster, averaged over the clusters holding at least one.
     pub mean_lights_per_occupied_cluster: f32,
-    /// CPU time spent assigning the lights to clusters this frame, ms.
+    /// CPU time spent assigning the lights to clusters this frame, ms: the whole assignment
+    /// on the CPU, or (`assigned_on_gpu`) the preparation of the GPU's inputs.
     pub assignment_ms: f64,
-    /// Bytes of cluster light masks uploaded this frame.
+    /// Bytes of cluster light masks written this frame (uploaded, or written by the GPU).
     pub mask_bytes: u64,
+    /// The lights were assigned by a compute dispatch before the render pass (the default);
+    /// `max_lights_per_cluster` and `mean_lights_per_occupied_cluster` then come back from the
+    /// GPU a frame or more late (zero until the first do). `false`: assigned on the CPU
+    /// ([`TileCpuLightAssignment`](crate::tile_deferred::TileCpuLightAssignment)).
+    pub assigned_on_gpu: bool,
 }
 
 /// A camera's last tile-deferred frame.

@@ -3,14 +3,15 @@
 
 use super::{
     backend::{TileBackend, ViewResources},
-    clusters::ClusterAssignment,
+    cluster_stats::ClusterStatsReadback,
+    clusters::LightClusters,
     draws::DrawList,
     environment::{ViewEnvironment, ViewTexture},
     error::{TileError, TileResult, step},
-    gpu_types::{GpuClusterableLight, GpuInstance, GpuView},
+    gpu_types::{GpuClusterAssignParams, GpuClusterableLight, GpuInstance, GpuLightReach, GpuView},
     pipelines::PassesKey,
     plan::{self, PlannedFrame, names},
-    record::RecordedPass,
+    record::{CLUSTER_ASSIGN_GROUP, ClusterDispatch, RecordedPass},
     shaders::TileLayouts,
     view::ViewFrame,
 };
@@ -85,7 +86,7 @@ fn ensure_view<'a>(
 ) -> TileResult<&'a mut ViewResources> {
     if !views.contains_key(&entity) {
         // On an error, what was created so far is destroyed (nothing has used it yet).
-        let mut created: Vec<DeviceBuffer> = Vec::with_capacity(6);
+        let mut created: Vec<DeviceBuffer> = Vec::with_capacity(9);
         let release = |created: Vec<DeviceBuffer>| {
             created
                 .into_iter()
@@ -105,6 +106,16 @@ fn ensure_view<'a>(
             (
                 "tile light clusters",
                 16 * 1024,
+                vk::BufferUsageFlags::STORAGE_BUFFER,
+            ),
+            (
+                "tile light reaches",
+                64 * size_of::<GpuLightReach>() as u64,
+                vk::BufferUsageFlags::STORAGE_BUFFER,
+            ),
+            (
+                "tile cluster extents",
+                4 * 1024,
                 vk::BufferUsageFlags::STORAGE_BUFFER,
             ),
             (
@@ -131,6 +142,17 @@ fn ensure_view<'a>(
                 }
             }
         }
+        match context.create_readback_buffer(
+            "tile cluster statistics",
+            ClusterStatsReadback::BYTES,
+            vk::BufferUsageFlags::STORAGE_BUFFER,
+        ) {
+            Ok(buffer) => created.push(buffer),
+            Err(error) => {
+                release(created);
+                return Err(TileError::vulkan("creating the view's buffers", error));
+            }
+        }
         let (pool, sets) = match allocate_view_sets(context, layouts, false) {
             Ok(sets) => sets,
             Err(error) => {
@@ -142,12 +164,15 @@ fn ensure_view<'a>(
             view_buffer,
             light_buffer,
             cluster_buffer,
+            reach_buffer,
+            extent_buffer,
             instance_buffer,
             animation_buffer,
             displacement_buffer,
-        ]: [DeviceBuffer; 6] = created
+            stats_buffer,
+        ]: [DeviceBuffer; 9] = created
             .try_into()
-            .unwrap_or_else(|_| unreachable!("six buffers were created"));
+            .unwrap_or_else(|_| unreachable!("nine buffers were created"));
         let view = ViewResources {
             graph_cache: FrameGraphCache::default(),
             priced_cache: FrameGraphCache::default(),
@@ -160,6 +185,9 @@ fn ensure_view<'a>(
             view_buffer,
             light_buffer,
             cluster_buffer,
+            reach_buffer,
+            extent_buffer,
+            cluster_stats: ClusterStatsReadback::new(stats_buffer),
             instance_buffer,
             animation_buffer,
             displacement_buffer,
@@ -197,6 +225,8 @@ fn write_buffer_descriptors(context: &VulkanContext, view: &ViewResources) {
         }]
     };
     let (lights, clusters) = (storage(&view.light_buffer), storage(&view.cluster_buffer));
+    let (reaches, extents) = (storage(&view.reach_buffer), storage(&view.extent_buffer));
+    let stats = storage(&view.cluster_stats.buffer);
     let animation = storage(&view.animation_buffer);
     let displacements = storage(&view.displacement_buffer);
     let write = |binding, descriptor_type, info| {
@@ -213,6 +243,9 @@ fn write_buffer_descriptors(context: &VulkanContext, view: &ViewResources) {
         write(2, storage_buffer, &clusters),
         write(5, storage_buffer, &animation),
         write(6, storage_buffer, &displacements),
+        write(7, storage_buffer, &reaches),
+        write(8, storage_buffer, &extents),
+        write(9, storage_buffer, &stats),
     ];
     // SAFETY: the set is not in use by any pending command buffer: it is written only when
     // created or right after its buffers were replaced (the old set's users retired with them).
@@ -223,6 +256,9 @@ fn write_buffer_descriptors(context: &VulkanContext, view: &ViewResources) {
 pub(super) enum BufferSlot {
     Lights,
     Clusters,
+    /// The GPU assignment's inputs (`clusters::ClusterInputs`).
+    Reaches,
+    Extents,
     Instances,
     /// Joint matrices and morph weights (`draws::AnimationData`).
     Animation,
@@ -245,6 +281,8 @@ pub(super) fn ensure_buffer_capacity(
     let current = match slot {
         BufferSlot::Lights => view.light_buffer.size,
         BufferSlot::Clusters => view.cluster_buffer.size,
+        BufferSlot::Reaches => view.reach_buffer.size,
+        BufferSlot::Extents => view.extent_buffer.size,
         BufferSlot::Instances => view.instance_buffer.size,
         BufferSlot::Animation => view.animation_buffer.size,
         BufferSlot::Displacements => view.displacement_buffer.size,
@@ -256,6 +294,8 @@ pub(super) fn ensure_buffer_capacity(
     let (name, usage) = match slot {
         BufferSlot::Lights => ("tile lights", vk::BufferUsageFlags::STORAGE_BUFFER),
         BufferSlot::Clusters => ("tile light clusters", vk::BufferUsageFlags::STORAGE_BUFFER),
+        BufferSlot::Reaches => ("tile light reaches", vk::BufferUsageFlags::STORAGE_BUFFER),
+        BufferSlot::Extents => ("tile cluster extents", vk::BufferUsageFlags::STORAGE_BUFFER),
         BufferSlot::Instances => ("tile instances", vk::BufferUsageFlags::VERTEX_BUFFER),
         BufferSlot::Animation => ("tile animation", vk::BufferUsageFlags::STORAGE_BUFFER),
         BufferSlot::Displacements => (
@@ -270,6 +310,8 @@ pub(super) fn ensure_buffer_capacity(
     let old = match slot {
         BufferSlot::Lights => std::mem::replace(&mut view.light_buffer, buffer),
         BufferSlot::Clusters => std::mem::replace(&mut view.cluster_buffer, buffer),
+        BufferSlot::Reaches => std::mem::replace(&mut view.reach_buffer, buffer),
+        BufferSlot::Extents => std::mem::replace(&mut view.extent_buffer, buffer),
         BufferSlot::Instances => std::mem::replace(&mut view.instance_buffer, buffer),
         BufferSlot::Animation => std::mem::replace(&mut view.animation_buffer, buffer),
         BufferSlot::Displacements => {
@@ -285,6 +327,8 @@ pub(super) fn ensure_buffer_capacity(
         slot,
         BufferSlot::Lights
             | BufferSlot::Clusters
+            | BufferSlot::Reaches
+            | BufferSlot::Extents
             | BufferSlot::Animation
             | BufferSlot::Displacements
     ) {
@@ -307,7 +351,7 @@ fn allocate_view_sets(
     let (inputs, samplers) = if sampled { (0, 2 + 10) } else { (6, 2 + 4) };
     let sizes = [
         (vk::DescriptorType::UNIFORM_BUFFER, 1),
-        (vk::DescriptorType::STORAGE_BUFFER, 4),
+        (vk::DescriptorType::STORAGE_BUFFER, 7),
         (vk::DescriptorType::INPUT_ATTACHMENT, inputs),
         (vk::DescriptorType::COMBINED_IMAGE_SAMPLER, samplers),
     ]
@@ -783,6 +827,8 @@ pub(super) struct ViewBindings {
     pub(super) gbuffer_set: vk::DescriptorSet,
     pub(super) tonemap_set: vk::DescriptorSet,
     pub(super) instance_buffer: vk::Buffer,
+    /// The light assignment's dispatch, where the GPU assigns this frame's lights.
+    pub(super) cluster_dispatch: Option<ClusterDispatch>,
 }
 
 /// Stage 6: the per-view buffers grown to this frame's lights, clusters and instances, the
@@ -794,7 +840,8 @@ pub(super) fn prepare_view_data(
     frame: &ViewFrame,
     compiled: &CompiledFrame,
     draws: &DrawList,
-    clusters: &ClusterAssignment,
+    clusters: &LightClusters,
+    cluster_assign: (vk::Pipeline, vk::PipelineLayout),
     lut: &GpuImage,
     environment: &ViewEnvironment,
     shadow_maps: [vk::ImageView; 2],
@@ -812,12 +859,21 @@ pub(super) fn prepare_view_data(
         BufferSlot::Lights,
         (draws.lights.len().max(1) * size_of::<GpuClusterableLight>()) as u64,
     )?;
-    ensure_buffer_capacity(
-        device,
-        view,
-        BufferSlot::Clusters,
-        (clusters.masks.len().max(1) * size_of::<u32>()) as u64,
-    )?;
+    ensure_buffer_capacity(device, view, BufferSlot::Clusters, clusters.mask_bytes())?;
+    if let LightClusters::Gpu(inputs) = clusters {
+        ensure_buffer_capacity(
+            device,
+            view,
+            BufferSlot::Reaches,
+            (inputs.reaches.len() * size_of::<GpuLightReach>()) as u64,
+        )?;
+        ensure_buffer_capacity(
+            device,
+            view,
+            BufferSlot::Extents,
+            (inputs.extents.len() * size_of::<[f32; 2]>()) as u64,
+        )?;
+    }
     ensure_buffer_capacity(
         device,
         view,
@@ -870,8 +926,8 @@ pub(super) fn prepare_view_data(
     let mut gpu_view = frame.gpu_view;
     environment.write_uniforms(&mut gpu_view);
     gpu_view.counts[1] = draws.lights.len() as u32;
-    let grid = &clusters.grid;
-    gpu_view.cluster_grid = [grid.dims.x, grid.dims.y, grid.dims.z, clusters.words];
+    let grid = clusters.grid();
+    gpu_view.cluster_grid = [grid.dims.x, grid.dims.y, grid.dims.z, clusters.words()];
     gpu_view.cluster_params = grid.gpu_params();
     let updates = &mut *device.pending_updates;
     updates.push((
@@ -884,11 +940,50 @@ pub(super) fn prepare_view_data(
             bytemuck::cast_slice(&draws.lights).to_vec(),
         ));
     }
-    if !clusters.masks.is_empty() {
-        updates.push((
+    let mut cluster_dispatch = None;
+    match clusters {
+        LightClusters::Cpu(assignment) if !assignment.masks.is_empty() => updates.push((
             view.cluster_buffer.buffer,
-            bytemuck::cast_slice(&clusters.masks).to_vec(),
-        ));
+            bytemuck::cast_slice(&assignment.masks).to_vec(),
+        )),
+        LightClusters::Gpu(inputs) if inputs.words > 0 => {
+            updates.push((
+                view.reach_buffer.buffer,
+                bytemuck::cast_slice(&inputs.reaches).to_vec(),
+            ));
+            updates.push((
+                view.extent_buffer.buffer,
+                bytemuck::cast_slice(&inputs.extents).to_vec(),
+            ));
+            let stats_slot = view.cluster_stats.begin_frame(device.context);
+            let (pipeline, layout) = cluster_assign;
+            cluster_dispatch = Some(ClusterDispatch {
+                pipeline,
+                layout,
+                params: GpuClusterAssignParams {
+                    grid: [
+                        grid.dims.x,
+                        grid.dims.y,
+                        grid.dims.z,
+                        inputs.reaches.len() as u32,
+                    ],
+                    stats: [
+                        stats_slot.unwrap_or(0),
+                        u32::from(stats_slot.is_some()),
+                        0,
+                        0,
+                    ],
+                },
+                groups: (grid.count() as u32).div_ceil(CLUSTER_ASSIGN_GROUP),
+                stats: stats_slot.map(|first| {
+                    (
+                        view.cluster_stats.buffer.buffer,
+                        u64::from(first) * size_of::<u32>() as u64,
+                    )
+                }),
+            });
+        }
+        _ => {}
     }
     if !draws.instances.is_empty() {
         updates.push((
@@ -913,6 +1008,7 @@ pub(super) fn prepare_view_data(
         gbuffer_set: view.gbuffer_set,
         tonemap_set: view.tonemap_set,
         instance_buffer: view.instance_buffer.buffer,
+        cluster_dispatch,
     })
 }
 

@@ -361,6 +361,27 @@ impl VulkanContext {
         size: vk::DeviceSize,
         usage: vk::BufferUsageFlags,
     ) -> Result<DeviceBuffer, vk::Result> {
+        self.create_buffer_in(name, size, usage, MemoryLocation::GpuOnly)
+    }
+
+    /// Creates a small buffer the GPU writes and the CPU reads, mapped for its whole life
+    /// ([`DeviceBuffer::read_u32s`]).
+    pub fn create_readback_buffer(
+        &self,
+        name: &str,
+        size: vk::DeviceSize,
+        usage: vk::BufferUsageFlags,
+    ) -> Result<DeviceBuffer, vk::Result> {
+        self.create_buffer_in(name, size, usage, MemoryLocation::GpuToCpu)
+    }
+
+    fn create_buffer_in(
+        &self,
+        name: &str,
+        size: vk::DeviceSize,
+        usage: vk::BufferUsageFlags,
+        location: MemoryLocation,
+    ) -> Result<DeviceBuffer, vk::Result> {
         let size = size.max(16).next_multiple_of(16);
         let info = vk::BufferCreateInfo::default()
             .size(size)
@@ -371,7 +392,7 @@ impl VulkanContext {
         LiveObjects::created(&self.live.buffers);
         // SAFETY: the buffer was just created on this device.
         let requirements = unsafe { self.device.get_buffer_memory_requirements(buffer) };
-        let memory = match self.allocate_pooled(name, requirements, MemoryLocation::GpuOnly, true) {
+        let memory = match self.allocate_pooled(name, requirements, location, true) {
             Ok(memory) => memory,
             Err(error) => {
                 // SAFETY: never used.
@@ -398,6 +419,35 @@ impl VulkanContext {
                 Err(error)
             }
         }
+    }
+
+    /// The `u32`s of a readback buffer from `first` on (`None` for a buffer the CPU cannot see,
+    /// or past its end). The GPU must be done writing them, and a barrier must have made the
+    /// writes available to the host.
+    pub fn read_u32s(&self, buffer: &DeviceBuffer, first: usize, count: usize) -> Option<Vec<u32>> {
+        let allocation = &buffer.memory;
+        let flags = allocation.memory_properties();
+        if !flags.contains(vk::MemoryPropertyFlags::HOST_COHERENT) {
+            let atom = self.limits.non_coherent_atom_size.max(1);
+            // SAFETY: the handle is only passed to the invalidate below, while the allocation
+            // (and so its block) is alive.
+            let memory = unsafe { allocation.memory() };
+            let range = vk::MappedMemoryRange::default()
+                .memory(memory)
+                .offset(allocation.offset() / atom * atom)
+                .size(vk::WHOLE_SIZE);
+            // SAFETY: the memory is mapped (gpu-allocator maps host-visible blocks) and the
+            // range starts at an atom boundary at or before the allocation.
+            unsafe { self.device.invalidate_mapped_memory_ranges(&[range]) }.ok()?;
+        }
+        let bytes = allocation.mapped_slice()?;
+        let words = bytes.get(first * 4..(first + count) * 4)?;
+        Some(
+            words
+                .chunks_exact(4)
+                .map(|w| u32::from_ne_bytes([w[0], w[1], w[2], w[3]]))
+                .collect(),
+        )
     }
 
     /// Destroys a buffer and frees its memory. The GPU must be done with it.

@@ -1,4 +1,4 @@
-//! Shader modules, pipeline layouts and graphics pipelines.
+//! Shader modules, pipeline layouts, and graphics and compute pipelines.
 
 use super::{LiveObjects, VulkanContext};
 use ash::vk;
@@ -106,6 +106,39 @@ impl VulkanContext {
         // all its state structs outlive this call.
         let pipelines = unsafe {
             self.device.create_graphics_pipelines(
+                vk::PipelineCache::null(),
+                std::slice::from_ref(&info),
+                None,
+            )
+        }
+        .map_err(|(_, error)| error)?;
+        LiveObjects::created(&self.live.pipelines);
+        Ok(pipelines[0])
+    }
+
+    /// Creates a compute pipeline running `module`'s `main`.
+    pub fn create_compute_pipeline(
+        &self,
+        layout: vk::PipelineLayout,
+        module: vk::ShaderModule,
+    ) -> Result<vk::Pipeline, vk::Result> {
+        let stage = vk::PipelineShaderStageCreateInfo::default()
+            .stage(vk::ShaderStageFlags::COMPUTE)
+            .module(module)
+            .name(c"main");
+        let info = vk::ComputePipelineCreateInfo::default()
+            .stage(stage)
+            .layout(layout);
+        if self
+            .faults
+            .strike(super::faults::FaultPoint::PipelineCreation)
+        {
+            return Err(vk::Result::ERROR_OUT_OF_DEVICE_MEMORY);
+        }
+        // SAFETY: the module and layout are live objects of this device; the create info
+        // outlives the call.
+        let pipelines = unsafe {
+            self.device.create_compute_pipelines(
                 vk::PipelineCache::null(),
                 std::slice::from_ref(&info),
                 None,

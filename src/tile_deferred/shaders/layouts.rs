@@ -3,13 +3,15 @@
 //!
 //! One pipeline layout serves every pipeline of the pass: set 0 view (uniform, lights, the
 //! lights' cluster masks, Bevy's two shadow textures, the instances' joint matrices and morph
-//! weights, the morph displacements), set 1 material (uniform + 5 textures), set 2 the G-buffer input attachments and the environment map's cubes, set 3 the
+//! weights, the morph displacements; and for the light assignment's compute pipeline, which
+//! has a layout of its own over the same set, the lights' reaches, the cluster extents and the
+//! assignment's statistics), set 1 material (uniform + 5 textures), set 2 the G-buffer input attachments and the environment map's cubes, set 3 the
 //! tonemap inputs (light, depth, LUT, skybox cube), and 48 bytes of fragment push constants. The unmerged debug tier
 //! uses a second one whose sets 2 and 3 hold the same attachments as textures. Binding the view
 //! set once per pass and switching only the material set per draw keeps the command stream short.
 
 use crate::{
-    tile_deferred::gpu_types::GpuPushConstants,
+    tile_deferred::gpu_types::{GpuClusterAssignParams, GpuPushConstants},
     vulkan::{VulkanContext, descriptors::binding},
 };
 use ash::vk;
@@ -28,6 +30,8 @@ pub(crate) struct TileLayouts {
     pub pipeline_layout: vk::PipelineLayout,
     /// Sets view, material, G-buffer textures, tonemap textures (the unmerged tier).
     pub sampled_pipeline_layout: vk::PipelineLayout,
+    /// The light assignment's compute pipeline: the view set and its push constants.
+    pub cluster_assign_layout: vk::PipelineLayout,
 }
 
 impl TileLayouts {
@@ -38,12 +42,18 @@ impl TileLayouts {
         let view = context.create_descriptor_set_layout(&[
             binding(0, D::UNIFORM_BUFFER, vertex_fragment),
             binding(1, D::STORAGE_BUFFER, vertex_fragment),
-            binding(2, D::STORAGE_BUFFER, vertex_fragment),
+            // The cluster masks: written by cluster_assign.comp, read by the lighting.
+            binding(2, D::STORAGE_BUFFER, vertex_fragment | S::COMPUTE),
             binding(3, D::COMBINED_IMAGE_SAMPLER, S::FRAGMENT),
             binding(4, D::COMBINED_IMAGE_SAMPLER, S::FRAGMENT),
             // Joint matrices and morph weights, and morph displacements (gbuffer.vert).
             binding(5, D::STORAGE_BUFFER, S::VERTEX),
             binding(6, D::STORAGE_BUFFER, S::VERTEX),
+            // The lights' reaches, the cluster boxes' extents and the assignment's statistics
+            // (cluster_assign.comp).
+            binding(7, D::STORAGE_BUFFER, S::COMPUTE),
+            binding(8, D::STORAGE_BUFFER, S::COMPUTE),
+            binding(9, D::STORAGE_BUFFER, S::COMPUTE),
         ])?;
         let material = context.create_descriptor_set_layout(&[
             binding(0, D::UNIFORM_BUFFER, vertex_fragment),
@@ -80,6 +90,13 @@ impl TileLayouts {
             create_pipeline_layout(&[view, material, gbuffer_inputs, tonemap_inputs])?;
         let sampled_pipeline_layout =
             create_pipeline_layout(&[view, material, gbuffer_textures, tonemap_textures])?;
+        let cluster_assign_layout = context.create_pipeline_layout(
+            &[view],
+            &[vk::PushConstantRange::default()
+                .stage_flags(S::COMPUTE)
+                .offset(0)
+                .size(size_of::<GpuClusterAssignParams>() as u32)],
+        )?;
         Ok(Self {
             view,
             material,
@@ -89,6 +106,7 @@ impl TileLayouts {
             tonemap_textures,
             pipeline_layout,
             sampled_pipeline_layout,
+            cluster_assign_layout,
         })
     }
 
@@ -103,7 +121,11 @@ impl TileLayouts {
 
     /// Destroys the shared layouts. No pipeline or set using them may be in use.
     pub fn destroy(self, context: &VulkanContext) {
-        for layout in [self.pipeline_layout, self.sampled_pipeline_layout] {
+        for layout in [
+            self.pipeline_layout,
+            self.sampled_pipeline_layout,
+            self.cluster_assign_layout,
+        ] {
             context.destroy_pipeline_layout(layout);
         }
         for layout in [

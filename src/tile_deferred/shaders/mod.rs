@@ -55,6 +55,9 @@ pub(crate) enum ShaderId {
     /// `light_finish.frag`: the skybox and the fog brought into the light before an HDR
     /// camera's transparent pass (specialised by kind).
     LightFinish,
+    /// `cluster_assign.comp`: the point and spot lights assigned to the view's clusters (a
+    /// compute dispatch before the render pass).
+    ClusterAssign,
 }
 
 impl ShaderId {
@@ -71,6 +74,7 @@ impl ShaderId {
             Self::Tonemap => "tonemap_pass.glsl",
             Self::DepthExport => "depth_export.frag",
             Self::LightFinish => "light_finish.frag",
+            Self::ClusterAssign => "cluster_assign.comp",
         }
     }
 
@@ -85,6 +89,7 @@ impl ShaderId {
             | Self::Tonemap
             | Self::DepthExport
             | Self::LightFinish => vk::ShaderStageFlags::FRAGMENT,
+            Self::ClusterAssign => vk::ShaderStageFlags::COMPUTE,
         }
     }
 }
@@ -195,6 +200,7 @@ pub(crate) const VARIANTS: &[ShaderVariant] = &[
     variant!(LightFinish,     false, true,   Off,    "light_finish_sampled.frag"),
     variant!(LightFinish,     true,  false,  Off,    "light_finish_ms.frag"),
     variant!(LightFinish,     true,  true,   Off,    "light_finish_ms_sampled.frag"),
+    variant!(ClusterAssign,   false, false,  Off,    "cluster_assign.comp"),
 ];
 
 /// The shader modules of [`VARIANTS`], created once.
@@ -272,10 +278,10 @@ mod tests {
         let names: BTreeSet<_> = VARIANTS.iter().map(|v| v.name).collect();
         assert_eq!(names.len(), VARIANTS.len(), "a module name is listed twice");
         for v in VARIANTS {
-            let extension = if v.id.stage() == vk::ShaderStageFlags::VERTEX {
-                ".vert"
-            } else {
-                ".frag"
+            let extension = match v.id.stage() {
+                vk::ShaderStageFlags::VERTEX => ".vert",
+                vk::ShaderStageFlags::COMPUTE => ".comp",
+                _ => ".frag",
             };
             assert!(v.name.ends_with(extension), "{}: {:?}", v.name, v.id);
         }
@@ -294,10 +300,10 @@ mod tests {
         for row in VARIANTS {
             let name = row.name;
             let compiled = out.join(format!("{name}.spv"));
-            let stage = if row.id.stage() == vk::ShaderStageFlags::VERTEX {
-                "vert"
-            } else {
-                "frag"
+            let stage = match row.id.stage() {
+                vk::ShaderStageFlags::VERTEX => "vert",
+                vk::ShaderStageFlags::COMPUTE => "comp",
+                _ => "frag",
             };
             let body = row.id.body();
             let output = Command::new("glslangValidator")

@@ -79,7 +79,8 @@
 //!
 //! Flags: `--width W --height H` (1920x1080), `--lights 1,16,256,1024`, `--meshes M` (64; a
 //! list switches to the mesh-scaling mode), `--frames N` (100) measured after `--warmup N`
-//! (20), `--paths tile,tile4x,tile4xall,unmerged,forward,forward4x,deferred` (`tile4x`: 4x
+//! (20), `--paths tile,tilecpu,tile4x,tile4xall,unmerged,forward,forward4x,deferred`
+//! (`tilecpu`: 1x with the lights assigned on the CPU, `TileCpuLightAssignment`; `tile4x`: 4x
 //! edge-selective, `tile4xall`: 4x every sample), `--range R` (metres), `--sun`, `--shadows`
 //! (each light count without and with shadows; grid scene, one `--meshes` count),
 //! `--scene grid|dense`, `--plans` (print each compiled plan; the tile path's priced frame).
@@ -132,7 +133,7 @@ fn main() {
 
 const USAGE: &str = "usage: bench [--width W] [--height H] [--lights 1,16,256,1024] \
                      [--meshes M | --meshes 1000,10000] [--frames N] [--warmup N] \
-                     [--paths tile,tile4x,tile4xall,unmerged,forward,forward4x,deferred] \
+                     [--paths tile,tilecpu,tile4x,tile4xall,unmerged,forward,forward4x,deferred] \
                      [--range METRES] [--sun] [--shadows] [--scene grid|dense] [--plans]";
 
 /// The main mode: every path at every light count.
@@ -390,6 +391,9 @@ fn mesh_scaling(options: &Options, log: &mut bool) {
 enum PathKind {
     /// The tile path without MSAA.
     Tile,
+    /// The tile path without MSAA, the lights assigned to the clusters on the CPU
+    /// (`TileCpuLightAssignment`) rather than by the GPU's compute dispatch.
+    TileCpuAssign,
     /// The tile path at 4x MSAA, edges lit per sample and interiors once
     /// (`MsaaShading::EdgeSelective`).
     Tile4xEdge,
@@ -403,8 +407,9 @@ enum PathKind {
 }
 
 impl PathKind {
-    const ALL: [PathKind; 7] = [
+    const ALL: [PathKind; 8] = [
         PathKind::Tile,
+        PathKind::TileCpuAssign,
         PathKind::Tile4xEdge,
         PathKind::Tile4xEvery,
         PathKind::TileUnmerged,
@@ -416,6 +421,7 @@ impl PathKind {
     fn label(self) -> &'static str {
         match self {
             PathKind::Tile => "tile 1x",
+            PathKind::TileCpuAssign => "tile 1x, CPU assignment",
             PathKind::Tile4xEdge => "tile 4x edge-selective",
             PathKind::Tile4xEvery => "tile 4x every sample",
             PathKind::TileUnmerged => "tile 1x unmerged (debug)",
@@ -428,6 +434,7 @@ impl PathKind {
     fn short(self) -> &'static str {
         match self {
             PathKind::Tile => "tile",
+            PathKind::TileCpuAssign => "tilecpu",
             PathKind::Tile4xEdge => "tile4x",
             PathKind::Tile4xEvery => "tile4xall",
             PathKind::TileUnmerged => "tileU",
@@ -440,6 +447,7 @@ impl PathKind {
     fn parse(name: &str) -> Option<Self> {
         match name {
             "tile" => Some(PathKind::Tile),
+            "tilecpu" => Some(PathKind::TileCpuAssign),
             "tile4x" | "tile4x-edge" => Some(PathKind::Tile4xEdge),
             "tile4xall" | "tile4x-every" => Some(PathKind::Tile4xEvery),
             "unmerged" | "tileU" => Some(PathKind::TileUnmerged),
@@ -454,6 +462,7 @@ impl PathKind {
     fn stock(self) -> Option<StockBevyPath> {
         match self {
             PathKind::Tile
+            | PathKind::TileCpuAssign
             | PathKind::Tile4xEdge
             | PathKind::Tile4xEvery
             | PathKind::TileUnmerged => None,
@@ -478,7 +487,7 @@ impl PathKind {
     /// The tile camera's settings (None for Bevy's paths).
     fn tile_settings(self) -> Option<TileDeferred> {
         match self {
-            PathKind::Tile => Some(TileDeferred::default()),
+            PathKind::Tile | PathKind::TileCpuAssign => Some(TileDeferred::default()),
             PathKind::Tile4xEdge => Some(TileDeferred {
                 msaa_shading: MsaaShading::EdgeSelective,
                 ..default()
@@ -782,6 +791,10 @@ fn measure_in_app(
     run: &mut Run,
 ) -> Result<(), String> {
     let mut app = new_app(path, log);
+    if path == PathKind::TileCpuAssign {
+        app.sub_app_mut(bevy::render::RenderApp)
+            .insert_resource(bevy_tile_deferred::TileCpuLightAssignment);
+    }
     let camera = spawn_scene_and_camera(&mut app, options, path, scene);
     // As Bevy's runners do: wait for the renderer to be created, then finish the plugins.
     while app.plugins_state() == PluginsState::Adding {
@@ -1142,9 +1155,10 @@ fn print_time_table(runs: &[Run]) {
         "ts gbuf/light/tone/total: the tile path's GPU timestamps per subpass (ts light: the \
          lighting subpass alone) | crate CPU: the crate's own per-view CPU time (report.cpu_ms)",
         "assign: the crate's CPU time assigning lights to clusters \
-         (report.clusters.assignment_ms) | clusters: grid x*y*z (report.clusters.dimensions), \
-         point/spot lights in the view, the most in one cluster; '-' while the crate does not \
-         report clusters",
+         (report.clusters.assignment_ms): preparing the GPU's inputs (each light's reach, the \
+         cluster boxes), or with tilecpu the whole assignment on the CPU | clusters: grid \
+         x*y*z (report.clusters.dimensions), point/spot lights in the view, the most in one \
+         cluster (from the GPU a frame late); '-' while the crate does not report clusters",
         "per-sample px: the fraction of pixels lit per sample (MSAA edges; \
          report.per_sample_fraction)",
     ] {

@@ -611,14 +611,29 @@ fn clusters(ui: &mut egui::Ui, panel: &CameraPanel) {
             c.tile_size
         ));
         ui.label(format!(
-            "at most {} lights in a cluster, {:.1} on average where any",
-            c.max_lights_per_cluster, c.mean_lights_per_occupied_cluster
+            "at most {} lights in a cluster, {:.1} on average where any{}",
+            c.max_lights_per_cluster,
+            c.mean_lights_per_occupied_cluster,
+            if c.assigned_on_gpu {
+                " (from the GPU, a frame or more late)"
+            } else {
+                ""
+            }
         ));
-        ui.label(format!(
-            "assigned on the CPU in {:.3} ms; {:.1} KiB of light masks uploaded",
-            c.assignment_ms,
-            c.mask_bytes as f64 / 1024.0
-        ));
+        ui.label(if c.assigned_on_gpu {
+            format!(
+                "assigned on the GPU before the render pass ({:.3} ms of CPU preparing it); \
+                 {:.1} KiB of light masks written",
+                c.assignment_ms,
+                c.mask_bytes as f64 / 1024.0
+            )
+        } else {
+            format!(
+                "assigned on the CPU in {:.3} ms; {:.1} KiB of light masks uploaded",
+                c.assignment_ms,
+                c.mask_bytes as f64 / 1024.0
+            )
+        });
         ui.label("No cluster has a capacity: every light that reaches a cluster is in it.");
     });
 }

@@ -44,8 +44,8 @@ fn a_tile_window_shrunk_to_nothing_renders_again_and_leaks_nothing() {
 /// What the run saw, per phase.
 #[derive(Default, Debug)]
 struct Seen {
-    live_before: i64,
-    live_after: i64,
+    live_before: ResourceCounts,
+    live_after: ResourceCounts,
     /// The tile report's frame number at the end of each phase.
     report_frames: Vec<Option<u64>>,
     sizes: Vec<UVec2>,
@@ -101,11 +101,8 @@ fn shrink_to_nothing(tile: bool) {
         frames[3] > frames[2] && frames[3] > frames[0],
         "the tile path renders again after the window came back: {seen:?}"
     );
-    assert!(seen.live_before > 0);
-    assert_eq!(
-        seen.live_after, seen.live_before,
-        "the same Vulkan objects before and after: {seen:?}"
-    );
+    assert!(seen.live_before.vulkan_objects() > 0);
+    assert_same_objects(&seen.live_before, &seen.live_after, &format!("{seen:?}"));
 }
 
 fn drive(
@@ -127,7 +124,7 @@ fn drive(
     };
     match frames.0 {
         15 => {
-            seen.live_before = reports.live_vulkan_objects();
+            seen.live_before = reports.resource_counts();
             end_phase(&mut seen, &window);
             window.resolution.set_physical_resolution(0, 0);
         }
@@ -143,7 +140,7 @@ fn drive(
         // after their last use.
         75 => {
             end_phase(&mut seen, &window);
-            seen.live_after = reports.live_vulkan_objects();
+            seen.live_after = reports.resource_counts();
             seen.done = true;
         }
         _ => {}

@@ -3,7 +3,7 @@
 //!
 //! One pipeline layout serves every pipeline of the pass: set 0 view (uniform, lights, the
 //! lights' cluster masks, Bevy's two shadow textures, the instances' joint matrices and morph
-//! weights, the morph displacements), set 1 material (uniform + 5 textures), set 2 the G-buffer input attachments and the environment map's cubes, set 3 the
+//! weights, the morph displacements), set 1 material (uniform + 5 textures + the draw's lightmap), set 2 the G-buffer input attachments and the environment map's cubes, set 3 the
 //! tonemap inputs (light, depth, LUT, skybox cube), and 48 bytes of fragment push constants. The unmerged debug tier
 //! uses a second one whose sets 2 and 3 hold the same attachments as textures. Binding the view
 //! set once per pass and switching only the material set per draw keeps the command stream short.
@@ -52,6 +52,8 @@ impl TileLayouts {
             binding(3, D::COMBINED_IMAGE_SAMPLER, S::FRAGMENT),
             binding(4, D::COMBINED_IMAGE_SAMPLER, S::FRAGMENT),
             binding(5, D::COMBINED_IMAGE_SAMPLER, S::FRAGMENT),
+            // The draw's lightmap (lightmap.glsl).
+            binding(6, D::COMBINED_IMAGE_SAMPLER, S::FRAGMENT),
         ])?;
         // Sets 2 and 3 are read by fragment shaders only, binding i of type types[i].
         let fragment_set = |types: &[D]| {

@@ -29,6 +29,14 @@ use bevy::{
 };
 use wgpu::hal::{self, api::Vulkan};
 
+/// What instances share to be drawn together: mesh, material, whether skinned, lightmap.
+type BatchKey = (
+    AssetId<Mesh>,
+    AssetId<StandardMaterial>,
+    bool,
+    Option<MaterialTexture>,
+);
+
 /// One instanced draw of a mesh with a material.
 pub(super) struct Draw {
     pub(super) mesh: AssetId<Mesh>,
@@ -69,15 +77,7 @@ impl DrawList {
     ) -> Self {
         // By mesh, material, whether the instance is skinned (its pipeline's `SKINNED`), and
         // its lightmap image (the material set's binding 6).
-        let mut batches: HashMap<
-            (
-                AssetId<Mesh>,
-                AssetId<StandardMaterial>,
-                bool,
-                Option<MaterialTexture>,
-            ),
-            Vec<GpuInstance>,
-        > = HashMap::default();
+        let mut batches: HashMap<BatchKey, Vec<GpuInstance>> = HashMap::default();
         let mut animation = visible
             .get::<Mesh3d>()
             .map_or_else(AnimationData::default, |class| {

@@ -3,7 +3,7 @@
 use super::{
     cluster_stats::ClusterStatsReadback,
     error::{TileError, TileResult},
-    extract::{SamplerKey, TileMaterial},
+    extract::{MaterialSetKey, SamplerKey, TileMaterial},
     pipelines::{GbufferPipelineKey, LightingKey, PassesKey, PipelineTarget},
     shaders::{ShaderId, TileLayouts, TileShaders, Variant},
     shadows::ShadowMapViews,
@@ -47,7 +47,8 @@ pub(crate) struct TileBackend {
     /// The crate's views of Bevy's shadow textures.
     pub(crate) shadow_map_views: ShadowMapViews,
     pub(crate) material_pools: Vec<vk::DescriptorPool>,
-    pub(crate) materials: HashMap<AssetId<StandardMaterial>, MaterialResources>,
+    /// By material and lightmap (`MaterialSetKey`).
+    pub(crate) materials: HashMap<MaterialSetKey, MaterialResources>,
     pub(crate) render_passes: HashMap<PassesKey, PassResources>,
     pub(crate) views: EntityHashMap<ViewResources>,
     /// Output image views wgpu has seen initialised (see `interop::prepare_wgpu_resources`).
@@ -72,7 +73,8 @@ pub(crate) struct TileBackend {
 /// set of texture views.
 pub(crate) struct MaterialResources {
     pub generation: u64,
-    pub texture_views: [vk::ImageView; 5],
+    /// The five material textures', then the lightmap's.
+    pub texture_views: [vk::ImageView; 6],
     /// The wgpu views behind `texture_views`, held as long as the descriptor set can be used:
     /// wgpu would destroy a dropped view without knowing the set refers to it.
     pub _texture_keep_alive: Vec<bevy::render::render_resource::TextureView>,
@@ -386,7 +388,7 @@ impl TileBackend {
             },
             vk::DescriptorPoolSize {
                 ty: vk::DescriptorType::COMBINED_IMAGE_SAMPLER,
-                descriptor_count: SETS_PER_POOL * 5,
+                descriptor_count: SETS_PER_POOL * 6,
             },
         ];
         let pool = self.context.create_descriptor_pool(

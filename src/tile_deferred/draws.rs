@@ -4,7 +4,7 @@
 
 use super::{
     error::{TileError, TileResult},
-    extract::{MorphTargets, TileMaterial, TileMeshInstance},
+    extract::{MaterialSetKey, MaterialTexture, MorphTargets, TileMaterial, TileMeshInstance},
     gpu_types::{GpuClusterableLight, GpuInstance, instance_flags},
     pipelines::{GBUFFER_ATTRIBUTES, GbufferPipelineKey, TransparentPipeline},
     record::MeshBinding,
@@ -29,10 +29,20 @@ use bevy::{
 };
 use wgpu::hal::{self, api::Vulkan};
 
+/// What instances share to be drawn together: mesh, material, whether skinned, lightmap.
+type BatchKey = (
+    AssetId<Mesh>,
+    AssetId<StandardMaterial>,
+    bool,
+    Option<MaterialTexture>,
+);
+
 /// One instanced draw of a mesh with a material.
 pub(super) struct Draw {
     pub(super) mesh: AssetId<Mesh>,
     pub(super) material: AssetId<StandardMaterial>,
+    /// The lightmap its instances sample (they share it: draws are split by lightmap image).
+    pub(super) lightmap: Option<MaterialTexture>,
     pub(super) pipeline_key: GbufferPipelineKey,
     pub(super) first_instance: u32,
     pub(super) instance_count: u32,
@@ -65,11 +75,9 @@ impl DrawList {
         samples: vk::SampleCountFlags,
         view_from_world: &Mat4,
     ) -> Self {
-        // By mesh, material and whether the instance is skinned (its pipeline's `SKINNED`).
-        let mut batches: HashMap<
-            (AssetId<Mesh>, AssetId<StandardMaterial>, bool),
-            Vec<GpuInstance>,
-        > = HashMap::default();
+        // By mesh, material, whether the instance is skinned (its pipeline's `SKINNED`), and
+        // its lightmap image (the material set's binding 6).
+        let mut batches: HashMap<BatchKey, Vec<GpuInstance>> = HashMap::default();
         let mut animation = visible
             .get::<Mesh3d>()
             .map_or_else(AnimationData::default, |class| {
@@ -87,21 +95,28 @@ impl DrawList {
                     continue;
                 };
                 let (joints, morph) = animation.push_instance(scene, instance);
+                let material = scene.materials.by_id.get(&instance.material);
+                let mut flags = if instance.shadow_receiver {
+                    instance_flags::SHADOW_RECEIVER
+                } else {
+                    0
+                };
+                let mut lightmap = [0; 4];
+                if let Some(map) = &instance.lightmap {
+                    flags |= instance_flags::LIGHTMAPPED;
+                    if map.bicubic {
+                        flags |= instance_flags::LIGHTMAP_BICUBIC;
+                    }
+                    let exposure = material.map_or(1.0, |m| m.lightmap_exposure);
+                    lightmap = [map.uv_rect[0], map.uv_rect[1], exposure.to_bits(), 0];
+                }
                 let gpu_instance = GpuInstance {
                     world_from_local_rows: affine_rows(&instance.world_from_local),
-                    flags: [
-                        if instance.shadow_receiver {
-                            instance_flags::SHADOW_RECEIVER
-                        } else {
-                            0
-                        },
-                        joints,
-                        morph,
-                        0,
-                    ],
+                    flags: [flags, joints, morph, 0],
+                    lightmap,
                 };
                 let skinned = instance.skin.is_some();
-                let material = scene.materials.by_id.get(&instance.material);
+                let lightmap_texture = instance.lightmap.map(|map| map.texture);
                 match material.filter(|m| m.blend.is_some()) {
                     Some(material) => {
                         let center = scene.meshes.get(instance.mesh).map_or(Vec3::ZERO, |mesh| {
@@ -113,12 +128,12 @@ impl DrawList {
                         transparent.push((
                             distance,
                             *main_entity,
-                            (instance.mesh, instance.material, skinned),
+                            (instance.mesh, instance.material, skinned, lightmap_texture),
                             gpu_instance,
                         ));
                     }
                     None => batches
-                        .entry((instance.mesh, instance.material, skinned))
+                        .entry((instance.mesh, instance.material, skinned, lightmap_texture))
                         .or_default()
                         .push(gpu_instance),
                 }
@@ -126,36 +141,47 @@ impl DrawList {
         }
         let mut instances: Vec<GpuInstance> = Vec::new();
         let mut draws: Vec<Draw> = Vec::new();
-        for ((mesh_id, material_id, skinned), batch) in batches {
+        for ((mesh_id, material_id, skinned, lightmap), batch) in batches {
             let Some(pipeline_key) = drawable(scene, mesh_id, material_id, samples, skinned) else {
                 continue;
             };
             draws.push(Draw {
                 mesh: mesh_id,
                 material: material_id,
+                lightmap,
                 pipeline_key,
                 first_instance: instances.len() as u32,
                 instance_count: batch.len() as u32,
             });
             instances.extend(batch);
         }
-        draws.sort_by(|a, b| (&a.pipeline_key, a.material).cmp(&(&b.pipeline_key, b.material)));
+        draws.sort_by(|a, b| {
+            let lightmap = |d: &Draw| d.lightmap.map(|l| l.image);
+            (&a.pipeline_key, a.material, lightmap(a)).cmp(&(
+                &b.pipeline_key,
+                b.material,
+                lightmap(b),
+            ))
+        });
         // Stable, with the entity as the tie-break, so equal distances draw in the same order
         // every frame.
         transparent.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
         let transparent = transparent
             .into_iter()
-            .filter_map(|(_, _, (mesh_id, material_id, skinned), gpu_instance)| {
-                let pipeline_key = drawable(scene, mesh_id, material_id, samples, skinned)?;
-                instances.push(gpu_instance);
-                Some(Draw {
-                    mesh: mesh_id,
-                    material: material_id,
-                    pipeline_key,
-                    first_instance: instances.len() as u32 - 1,
-                    instance_count: 1,
-                })
-            })
+            .filter_map(
+                |(_, _, (mesh_id, material_id, skinned, lightmap), gpu_instance)| {
+                    let pipeline_key = drawable(scene, mesh_id, material_id, samples, skinned)?;
+                    instances.push(gpu_instance);
+                    Some(Draw {
+                        mesh: mesh_id,
+                        material: material_id,
+                        lightmap,
+                        pipeline_key,
+                        first_instance: instances.len() as u32 - 1,
+                        instance_count: 1,
+                    })
+                },
+            )
             .collect();
         let shadow_layers = scene.shadow_layers();
         let light_index = |entity: Entity| {
@@ -290,6 +316,13 @@ impl AnimationData {
             vec
         }));
         (joints, header)
+    }
+}
+
+impl Draw {
+    /// The material descriptor set it binds.
+    pub(super) fn material_set_key(&self) -> MaterialSetKey {
+        (self.material, self.lightmap)
     }
 }
 

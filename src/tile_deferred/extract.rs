@@ -21,7 +21,7 @@ use bevy::{
         morph::{MeshMorphWeights, MorphAttributes, MorphWeights},
         skinning::{SkinnedMesh, SkinnedMeshInverseBindposes},
     },
-    pbr::{ExtractedDirectionalLight, ExtractedPointLight},
+    pbr::{ExtractedDirectionalLight, ExtractedPointLight, Lightmap},
     platform::collections::HashMap,
     prelude::*,
     render::{
@@ -51,7 +51,35 @@ pub(crate) struct TileMeshInstance {
     /// A `MeshMorphWeights`: its weights, `TileMeshInstances::morph_weights[start..start +
     /// count]`.
     pub morph_weights: Option<(u32, u32)>,
+    /// A `Lightmap`: added to the mesh's light in the G-buffer subpass.
+    pub lightmap: Option<TileLightmap>,
 }
+
+/// A mesh's `Lightmap` as the tile path samples it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct TileLightmap {
+    /// The image and its sampler (Bevy samples a lightmap with its `GpuImage`'s sampler: the
+    /// image's own descriptor or the app's default). Until the image is loaded, the fallback
+    /// white texture is sampled, as Bevy's lightmap slots hold the fallback image until then.
+    pub texture: MaterialTexture,
+    /// `Lightmap::uv_rect`, packed as Bevy packs it (`pack_lightmap_uv_rect`).
+    pub uv_rect: [u32; 2],
+    pub bicubic: bool,
+}
+
+/// bevy_pbr's `pack_lightmap_uv_rect`: min and max as 16-bit unorm pairs (x low, y high), so the
+/// tile path samples the same quantised rectangle as Bevy.
+pub(crate) fn pack_lightmap_uv_rect(rect: Rect) -> [u32; 2] {
+    let unorm = |v: f32| (v * 65535.0).round() as u32;
+    [
+        unorm(rect.min.x) | (unorm(rect.min.y) << 16),
+        unorm(rect.max.x) | (unorm(rect.max.y) << 16),
+    ]
+}
+
+/// What a material descriptor set is made for: the material, and the lightmap its draws sample
+/// (set 1 binding 6; `None`: the white texture).
+pub(crate) type MaterialSetKey = (AssetId<StandardMaterial>, Option<MaterialTexture>);
 
 /// Every visible `StandardMaterial` mesh, by main-world entity (rebuilt each frame).
 #[derive(Resource, Default)]
@@ -161,7 +189,7 @@ impl SamplerKey {
 }
 
 /// A material's texture slot: the image and how to sample it.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct MaterialTexture {
     pub image: AssetId<Image>,
     pub sampler: SamplerKey,
@@ -188,6 +216,8 @@ pub(crate) struct TileMaterial {
     /// `StandardMaterial::depth_bias`: added to a transparent mesh's sort distance, and (as
     /// Bevy's pipelines do) the constant depth bias of its pipeline.
     pub depth_bias: f32,
+    /// `StandardMaterial::lightmap_exposure`: scales the light of a `Lightmap` drawn with it.
+    pub lightmap_exposure: f32,
     /// Bumped on every change, so descriptor sets are rebuilt.
     pub generation: u64,
 }
@@ -211,6 +241,7 @@ type VisibleStandardMeshes<'w, 's> = Query<
         Has<NotShadowReceiver>,
         Option<&'static SkinnedMesh>,
         Option<&'static MeshMorphWeights>,
+        Option<&'static Lightmap>,
     ),
 >;
 
@@ -351,6 +382,10 @@ pub(crate) fn extract_tile_meshes(
     tile_cameras: Extract<Query<(), With<TileDeferred>>>,
     meshes: Extract<VisibleStandardMeshes>,
     (transforms, morph_weights, bindposes, mesh_assets, mut mesh_events): AnimationSources,
+    (images, default_sampler): (
+        Extract<Res<Assets<Image>>>,
+        Option<Res<DefaultImageSamplerDescriptor>>,
+    ),
     mut instances: ResMut<TileMeshInstances>,
 ) {
     let instances = &mut *instances;
@@ -366,7 +401,21 @@ pub(crate) fn extract_tile_meshes(
         instances.morph_targets.clear();
         return;
     }
-    for (entity, mesh, material, transform, visibility, not_shadow_receiver, skin, morph) in &meshes
+    let image_context = ImageContext {
+        images: &images,
+        default_sampler: default_sampler.as_deref().map(|d| &d.0),
+    };
+    for (
+        entity,
+        mesh,
+        material,
+        transform,
+        visibility,
+        not_shadow_receiver,
+        skin,
+        morph,
+        lightmap,
+    ) in &meshes
     {
         if !visibility.get() {
             continue;
@@ -421,6 +470,13 @@ pub(crate) fn extract_tile_meshes(
                 shadow_receiver: !not_shadow_receiver,
                 skin,
                 morph_weights,
+                lightmap: lightmap.and_then(|lightmap| {
+                    Some(TileLightmap {
+                        texture: texture(&Some(lightmap.image.clone()), &image_context)?,
+                        uv_rect: pack_lightmap_uv_rect(lightmap.uv_rect),
+                        bicubic: lightmap.bicubic_sampling,
+                    })
+                }),
             },
         );
     }
@@ -656,6 +712,7 @@ fn convert_material(
         alpha_to_coverage: material.alpha_mode == AlphaMode::AlphaToCoverage,
         blend,
         depth_bias: material.depth_bias,
+        lightmap_exposure: material.lightmap_exposure,
         generation,
     }
 }

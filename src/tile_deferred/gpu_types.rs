@@ -185,8 +185,8 @@ pub struct GpuMaterial {
     pub flags: [u32; 4],
 }
 
-/// Per-instance vertex data: the rows of `world_from_local` (locations 6..8) and the instance's
-/// flags (location 15).
+/// Per-instance vertex data: the rows of `world_from_local` (locations 6..8), the instance's
+/// flags (location 15) and its lightmap (location 14).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
 pub struct GpuInstance {
@@ -196,12 +196,20 @@ pub struct GpuInstance {
     /// instance's morph header, both as vec4 indices into the view's animation data
     /// (`draws::AnimationData`); w unused (keeps the stride a multiple of 16).
     pub flags: [u32; 4],
+    /// A lightmapped instance's (`instance_flags::LIGHTMAPPED`) lightmap: x, y its `uv_rect`
+    /// packed as Bevy packs it (`pack_lightmap_uv_rect`: min and max as 16-bit unorm pairs),
+    /// z the material's `lightmap_exposure` (`f32` bits); w unused.
+    pub lightmap: [u32; 4],
 }
 
 /// `GpuInstance::flags` bits, as `INSTANCE_*` in common.glsl.
 pub mod instance_flags {
     /// The mesh receives shadows (it has no `NotShadowReceiver`).
     pub const SHADOW_RECEIVER: u32 = 1 << 0;
+    /// The mesh has a `Lightmap`: the G-buffer subpass adds its light (set 1 binding 6).
+    pub const LIGHTMAPPED: u32 = 1 << 1;
+    /// `Lightmap::bicubic_sampling`.
+    pub const LIGHTMAP_BICUBIC: u32 = 1 << 2;
 }
 
 /// Push constants of the tonemap subpass.
@@ -287,7 +295,7 @@ mod tests {
         );
         assert_eq!(size_of::<GpuClusterableLight>(), 80);
         assert_eq!(size_of::<GpuMaterial>(), 96);
-        assert_eq!(size_of::<GpuInstance>(), 64);
+        assert_eq!(size_of::<GpuInstance>(), 80);
         assert_eq!(size_of::<GpuTonemapParams>(), 32);
         assert_eq!(size_of::<GpuPushConstants>(), 48);
         assert_eq!(size_of::<GpuLightReach>(), 64);

@@ -231,16 +231,16 @@ fn transition_resources(
     buffers.sort_by_key(|b| *b as *const wgpu::Buffer);
     buffers.dedup_by_key(|b| *b as *const wgpu::Buffer);
     // The view's own sampled images (the LUT, the skybox), Bevy's shadow maps, the materials'
-    // fallback, their textures.
+    // fallback, their textures, the draws' lightmaps.
     let mut textures: Vec<&wgpu::Texture> = sampled.iter().map(|image| &*image.texture).collect();
     textures.extend(shadow_maps);
     textures.push(&scene.fallback_image.d2.texture);
     for draw in draws {
-        if let Some(material) = scene.materials.by_id.get(&draw.material) {
-            for texture in material.textures.iter().flatten() {
-                if let Some(image) = scene.images.get(texture.image) {
-                    textures.push(&image.texture);
-                }
+        let material = scene.materials.by_id.get(&draw.material);
+        let material_textures = material.map_or(&[][..], |m| &m.textures[..]);
+        for texture in material_textures.iter().chain([&draw.lightmap]).flatten() {
+            if let Some(image) = scene.images.get(texture.image) {
+                textures.push(&image.texture);
             }
         }
     }

@@ -1,9 +1,11 @@
 //! Stage 5, materials: a uniform buffer and a descriptor set for every `StandardMaterial`
-//! drawn (rebuilt when the material or its textures change), and the tonemapping LUT.
+//! drawn, one per lightmap its meshes have (rebuilt when the material or its textures change),
+//! and the tonemapping LUT.
 
 use super::{
     backend::{MaterialResources, TileBackend},
     error::{TileError, TileResult, step},
+    extract::{MaterialSetKey, SamplerKey},
     scene::TileSceneParams,
 };
 use ash::vk;
@@ -22,26 +24,29 @@ pub(super) fn lut_image<'a>(scene: &'a TileSceneParams, tonemapping: Tonemapping
         .unwrap_or(&scene.fallback_image.d3)
 }
 
-/// Makes sure `material` has a uniform buffer and a descriptor set matching its current
-/// generation and texture views.
+/// Makes sure the material of `key` has a uniform buffer and a descriptor set, with the
+/// lightmap of `key` at binding 6, matching its current generation and texture views.
 pub(super) fn ensure_material(
     backend: &mut TileBackend,
     scene: &TileSceneParams,
-    id: AssetId<StandardMaterial>,
+    key: MaterialSetKey,
 ) -> TileResult<()> {
+    let (id, lightmap) = key;
     let Some(material) = scene.materials.by_id.get(&id) else {
         return Ok(());
     };
     let fallback = &scene.fallback_image.d2;
-    let images: Vec<&GpuImage> = material
-        .textures
+    // The material's five textures, then the lightmap (the fallback while it is not loaded, as
+    // Bevy's lightmap slots hold the fallback image until the image is).
+    let textures: Vec<_> = material.textures.iter().chain([&lightmap]).collect();
+    let images: Vec<&GpuImage> = textures
         .iter()
         .map(|t| {
             t.and_then(|t| scene.images.get(t.image))
                 .unwrap_or(fallback)
         })
         .collect();
-    let mut views = [vk::ImageView::null(); 5];
+    let mut views = [vk::ImageView::null(); 6];
     for (slot, image) in images.iter().enumerate() {
         // SAFETY: reads the raw handle of a view Bevy keeps alive while the asset exists; the
         // descriptor set is replaced when the view changes.
@@ -53,14 +58,14 @@ pub(super) fn ensure_material(
         }
         .unwrap_or_default();
     }
-    if let Some(existing) = backend.materials.get_mut(&id)
+    if let Some(existing) = backend.materials.get_mut(&key)
         && existing.generation == material.generation
         && existing.texture_views == views
     {
         existing.last_used = backend.frame;
         return Ok(());
     }
-    if let Some(old) = backend.materials.remove(&id) {
+    if let Some(old) = backend.materials.remove(&key) {
         backend.retire_material(old);
     }
     let buffer = step(
@@ -81,12 +86,12 @@ pub(super) fn ensure_material(
             ));
         }
     };
-    let mut samplers = [vk::Sampler::null(); 5];
-    for (slot, texture) in material.textures.iter().enumerate() {
-        let key = texture
+    let mut samplers = [vk::Sampler::null(); 6];
+    for (slot, texture) in textures.iter().enumerate() {
+        let sampler_key = texture
             .map(|t| t.sampler)
-            .unwrap_or_else(super::extract::SamplerKey::bevy_default);
-        match backend.sampler(&key) {
+            .unwrap_or_else(SamplerKey::bevy_default);
+        match backend.sampler(&sampler_key) {
             Ok(sampler) => samplers[slot] = sampler,
             Err(error) => {
                 // Nothing has used the set or the buffer yet.
@@ -101,7 +106,7 @@ pub(super) fn ensure_material(
         offset: 0,
         range: vk::WHOLE_SIZE,
     }];
-    let image_infos: Vec<[vk::DescriptorImageInfo; 1]> = (0..5)
+    let image_infos: Vec<[vk::DescriptorImageInfo; 1]> = (0..6)
         .map(|slot| {
             [vk::DescriptorImageInfo {
                 sampler: samplers[slot],
@@ -128,7 +133,7 @@ pub(super) fn ensure_material(
     unsafe { backend.context.device.update_descriptor_sets(&writes, &[]) };
     backend.queue_material_update(buffer.buffer, material);
     backend.materials.insert(
-        id,
+        key,
         MaterialResources {
             generation: material.generation,
             texture_views: views,

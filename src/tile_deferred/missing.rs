@@ -5,7 +5,8 @@
 //!   a custom `Material` or `ExtendedMaterial`, a transparent `StandardMaterial`, material
 //!   features the G-buffer has no room for (clearcoat, anisotropy, transmission, parallax,
 //!   specular tint), morph targets whose displacements the main world no longer holds (a mesh
-//!   kept only in the render world), lightmaps;
+//!   kept only in the render world), lightmaps the tile path cannot light as Bevy does
+//!   ([`lightmap_missing`]);
 //! - clustered decals reaching its view;
 //! - camera components whose effect it does not render (post-processing, fog, sky,
 //!   environment light, a non-default colour grading);
@@ -31,7 +32,8 @@ use bevy::{
         archetype::Archetypes, component::Components, reflect::ReflectComponent, world::EntityRef,
     },
     light::{
-        Atmosphere, AtmosphereEnvironmentMapLight, ClusteredDecal, VolumetricFog,
+        Atmosphere, AtmosphereEnvironmentMapLight, ClusteredDecal, EnvironmentMapLight,
+        GeneratedEnvironmentMapLight, GlobalAmbientLight, VolumetricFog,
         cluster::ClusterVisibilityClass,
     },
     mesh::{MeshAccessError, morph::MeshMorphWeights},
@@ -242,15 +244,68 @@ pub(crate) fn standard_material_missing(material: &StandardMaterial) -> Option<&
     }
 }
 
+/// What decides whether a lightmapped mesh is drawn as Bevy draws it ([`lightmap_missing`]).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct LightmapContext {
+    /// The mesh has `Mesh::ATTRIBUTE_UV_1` (`None`: not known here, the mesh asset is not in the
+    /// main world).
+    pub has_uv1: Option<bool>,
+    /// Its material is transparent (drawn by the transparent pass).
+    pub transparent: bool,
+    /// The camera has an environment map light (`EnvironmentMapLight` or
+    /// `GeneratedEnvironmentMapLight`).
+    pub environment_map: bool,
+    /// The camera's ambient light (its `AmbientLight`, else `GlobalAmbientLight`) has
+    /// `affects_lightmapped_meshes = false`.
+    pub ambient_excluded: bool,
+    /// A point, spot or directional light the camera sees has
+    /// `affects_lightmapped_mesh_diffuse = false`.
+    pub light_excluded: bool,
+}
+
+/// Why the tile path does not draw a lightmapped mesh as Bevy does, if it does not. The G-buffer
+/// subpass adds the lightmap's light (lightmap.glsl); the lighting subpass cannot tell a
+/// lightmapped pixel from another (the G-buffer has no flag for it), so whatever Bevy leaves out
+/// of lightmapped meshes only falls back.
+pub(crate) fn lightmap_missing(context: LightmapContext) -> Option<&'static str> {
+    if context.has_uv1 == Some(false) {
+        // bevy_pbr's fragment shader reads `uv_b` under LIGHTMAP: without UV_1 its pipeline
+        // fails to build and Bevy does not draw the mesh either.
+        Some("lightmap on a mesh without Mesh::ATTRIBUTE_UV_1 (Bevy's pipeline for it fails too)")
+    } else if context.transparent {
+        Some("lightmap on a transparent material (the transparent pass does not sample it)")
+    } else if context.environment_map {
+        // pbr_functions.wgsl: a lightmap is found diffuse indirect light, and
+        // environment_map.wgsl then leaves out the map's diffuse light.
+        Some(
+            "lightmap under the camera's environment map (Bevy leaves the map's diffuse light \
+             out of lightmapped meshes; the G-buffer has no lightmapped flag)",
+        )
+    } else if context.ambient_excluded {
+        Some(
+            "lightmap with AmbientLight::affects_lightmapped_meshes = false (the G-buffer has no \
+             lightmapped flag)",
+        )
+    } else if context.light_excluded {
+        Some(
+            "lightmap with a light's affects_lightmapped_mesh_diffuse = false (the G-buffer has \
+             no lightmapped flag)",
+        )
+    } else {
+        None
+    }
+}
+
 /// Why the tile path does not draw a mesh in view, if it does not. `standard` is what
 /// [`standard_material_missing`] says of its `StandardMaterial` (None: not a `StandardMaterial`).
 /// Skinned meshes and morph targets are drawn (issue 15); `morphs_unreachable`: the mesh has
 /// morph weights but its displacements were moved to the render world (`asset_usage` without
 /// `MAIN_WORLD`), where the tile path cannot read them (they are in Bevy's mesh slabs).
+/// `lightmap`: what [`lightmap_missing`] says of its `Lightmap`, if it has one.
 pub(crate) fn undrawable_mesh(
     standard: Option<Option<&'static str>>,
     morphs_unreachable: bool,
-    lightmapped: bool,
+    lightmap: Option<&'static str>,
 ) -> Option<&'static str> {
     match standard {
         None => Some("custom Material (not a StandardMaterial)"),
@@ -259,8 +314,7 @@ pub(crate) fn undrawable_mesh(
             "morph targets of a mesh kept only in the render world (the tile path reads the \
              displacements from the main world)",
         ),
-        Some(None) if lightmapped => Some("lightmap (the tile path does not sample it)"),
-        Some(None) => None,
+        Some(None) => lightmap,
     }
 }
 
@@ -283,7 +337,23 @@ const FOG_DISABLED: &str = "StandardMaterial::fog_enabled = false under the came
 /// point, spot and directional lights are drawn since issue 13).
 const CLUSTERED_DECAL: &str = "clustered decal";
 
-type ViewedClusterables<'w, 's> = Query<'w, 's, (Option<&'static Name>, Has<ClusteredDecal>)>;
+type ViewedClusterables<'w, 's> = Query<
+    'w,
+    's,
+    (
+        Option<&'static Name>,
+        Has<ClusteredDecal>,
+        Option<&'static PointLight>,
+        Option<&'static SpotLight>,
+    ),
+>;
+
+/// What decides whether lightmapped meshes are drawn as Bevy draws them, besides the camera
+/// and its clusters: the directional lights and the global ambient light.
+type LightmapSources<'w, 's> = (
+    Query<'w, 's, &'static DirectionalLight>,
+    Option<Res<'w, GlobalAmbientLight>>,
+);
 
 type ViewedMeshes<'w, 's> = Query<
     'w,
@@ -305,6 +375,7 @@ pub(crate) fn find_missing(
     cameras: TileCameras,
     meshes: ViewedMeshes,
     clusterables: ViewedClusterables,
+    (directional_lights, global_ambient): LightmapSources,
     entities: Query<EntityRef>,
     (materials, mesh_assets): (Res<Assets<StandardMaterial>>, Res<Assets<Mesh>>),
     components: &Components,
@@ -329,6 +400,36 @@ pub(crate) fn find_missing(
             continue;
         };
         let mut items: Vec<MissingFeature> = Vec::new();
+        let mut clustered: Vec<Entity> = visible
+            .iter(TypeId::of::<ClusterVisibilityClass>())
+            .copied()
+            .collect();
+        clustered.sort_unstable();
+        // What Bevy leaves out of lightmapped meshes in this view, where it differs from its
+        // defaults (every directional light counts: they light every view of their layers).
+        let excludes_point_or_spot = |entity: &Entity| {
+            clusterables.get(*entity).is_ok_and(|(_, _, point, spot)| {
+                point.is_some_and(|p| !p.affects_lightmapped_mesh_diffuse)
+                    || spot.is_some_and(|s| !s.affects_lightmapped_mesh_diffuse)
+            })
+        };
+        let lightmap_view = LightmapContext {
+            environment_map: camera_ref.contains::<EnvironmentMapLight>()
+                || camera_ref.contains::<GeneratedEnvironmentMapLight>(),
+            ambient_excluded: camera_ref.get::<AmbientLight>().map_or_else(
+                || {
+                    global_ambient
+                        .as_ref()
+                        .is_some_and(|a| !a.affects_lightmapped_meshes)
+                },
+                |a| !a.affects_lightmapped_meshes,
+            ),
+            light_excluded: directional_lights
+                .iter()
+                .any(|light| !light.affects_lightmapped_mesh_diffuse)
+                || clustered.iter().any(excludes_point_or_spot),
+            ..default()
+        };
         let mut in_view: Vec<Entity> = visible.iter(TypeId::of::<Mesh3d>()).copied().collect();
         in_view.sort_unstable();
         for entity in in_view {
@@ -348,7 +449,29 @@ pub(crate) fn find_missing(
                     .get(&material.0)
                     .and_then(standard_material_missing)
             });
-            let mut what = undrawable_mesh(standard, morphs_unreachable, lightmapped);
+            let lightmap = lightmapped
+                .then(|| {
+                    let asset = mesh_assets.get(&mesh.0);
+                    let transparent = meshes
+                        .get(entity)
+                        .ok()
+                        .and_then(|(_, _, material, ..)| materials.get(&material?.0))
+                        .is_some_and(|material| {
+                            !matches!(
+                                material.alpha_mode,
+                                AlphaMode::Opaque | AlphaMode::Mask(_) | AlphaMode::AlphaToCoverage
+                            )
+                        });
+                    lightmap_missing(LightmapContext {
+                        has_uv1: asset.and_then(|mesh| {
+                            mesh.try_contains_attribute(Mesh::ATTRIBUTE_UV_1).ok()
+                        }),
+                        transparent,
+                        ..lightmap_view
+                    })
+                })
+                .flatten();
+            let mut what = undrawable_mesh(standard, morphs_unreachable, lightmap);
             // The tile path fogs every surface of a camera with fog (in its tonemap or lighting
             // subpass, per pixel): a material Bevy leaves unfogged is not drawn as Bevy draws it.
             let unfogged = || {
@@ -369,15 +492,9 @@ pub(crate) fn find_missing(
                 });
             }
         }
-        // Point and spot lights and decals in the camera's clusters, then every directional
-        // light it sees (they light every view of their layers).
-        let mut clustered: Vec<Entity> = visible
-            .iter(TypeId::of::<ClusterVisibilityClass>())
-            .copied()
-            .collect();
-        clustered.sort_unstable();
+        // Decals in the camera's clusters.
         for entity in clustered {
-            let Ok((name, decal)) = clusterables.get(entity) else {
+            let Ok((name, decal, ..)) = clusterables.get(entity) else {
                 continue;
             };
             if decal {
@@ -462,7 +579,7 @@ mod tests {
     fn what_the_tile_path_does_not_draw() {
         // StandardMaterials of every alpha mode are drawn (the transparent ones by the
         // transparent pass).
-        assert_eq!(undrawable_mesh(Some(None), false, false), None);
+        assert_eq!(undrawable_mesh(Some(None), false, None), None);
         for mode in [
             AlphaMode::Opaque,
             AlphaMode::Mask(0.5),
@@ -535,27 +652,87 @@ mod tests {
         assert_eq!(standard_material_missing(&second_channel), None);
         // The material is checked first: a custom material is missing whatever else it has.
         assert!(
-            undrawable_mesh(None, true, true)
+            undrawable_mesh(None, true, Some("lightmap"))
                 .unwrap()
                 .contains("custom Material")
         );
         assert_eq!(
-            undrawable_mesh(Some(Some("StandardMaterial clearcoat")), true, false),
+            undrawable_mesh(Some(Some("StandardMaterial clearcoat")), true, None),
             Some("StandardMaterial clearcoat")
         );
         // Skinned meshes and morph targets are drawn (issue 15), but for displacements the
         // main world no longer holds.
-        assert_eq!(undrawable_mesh(Some(None), false, false), None);
+        assert_eq!(undrawable_mesh(Some(None), false, None), None);
         assert!(
-            undrawable_mesh(Some(None), true, false)
+            undrawable_mesh(Some(None), true, None)
                 .unwrap()
                 .contains("morph")
         );
-        assert!(
-            undrawable_mesh(Some(None), false, true)
-                .unwrap()
-                .contains("lightmap")
+    }
+
+    /// Lightmaps are drawn (issue 15) under Bevy's defaults; what Bevy leaves out of
+    /// lightmapped meshes beyond them, and a mesh Bevy cannot draw with its lightmap, are
+    /// reported on the mesh.
+    #[test]
+    fn lightmaps_are_missing_only_off_bevys_defaults() {
+        let drawn = LightmapContext {
+            has_uv1: Some(true),
+            ..default()
+        };
+        assert_eq!(lightmap_missing(drawn), None);
+        // A mesh asset kept only in the render world: its attributes are not known here.
+        assert_eq!(
+            lightmap_missing(LightmapContext {
+                has_uv1: None,
+                ..drawn
+            }),
+            None
         );
+        assert_eq!(
+            undrawable_mesh(Some(None), false, lightmap_missing(drawn)),
+            None
+        );
+        for (context, expected) in [
+            (
+                LightmapContext {
+                    has_uv1: Some(false),
+                    ..drawn
+                },
+                "ATTRIBUTE_UV_1",
+            ),
+            (
+                LightmapContext {
+                    transparent: true,
+                    ..drawn
+                },
+                "transparent",
+            ),
+            (
+                LightmapContext {
+                    environment_map: true,
+                    ..drawn
+                },
+                "environment map",
+            ),
+            (
+                LightmapContext {
+                    ambient_excluded: true,
+                    ..drawn
+                },
+                "AmbientLight::affects_lightmapped_meshes",
+            ),
+            (
+                LightmapContext {
+                    light_excluded: true,
+                    ..drawn
+                },
+                "affects_lightmapped_mesh_diffuse",
+            ),
+        ] {
+            let what = lightmap_missing(context).unwrap();
+            assert!(what.contains(expected), "{context:?}: {what}");
+            assert_eq!(undrawable_mesh(Some(None), false, Some(what)), Some(what));
+        }
     }
 
     #[test]

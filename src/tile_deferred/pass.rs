@@ -20,6 +20,7 @@ use super::{
     draws::{self, DrawList},
     environment::{EnvironmentSources, TileEnvironmentMap, ViewEnvironment},
     error::{TileError, TileResult},
+    extract::MaterialSetKey,
     gpu_types::{GpuTonemapParams, tonemap_flags},
     interop, materials,
     pipelines::{LightingKey, PassesKey},
@@ -212,7 +213,7 @@ fn render_view(
     };
     let assignment_ms = assigning.elapsed().as_secs_f64() * 1000.0;
     for draw in drawn.all() {
-        materials::ensure_material(backend, scene, draw.material)?;
+        materials::ensure_material(backend, scene, draw.material_set_key())?;
     }
 
     // 6. Per-view buffers and descriptor sets (with Bevy's shadow maps); this frame's data
@@ -519,7 +520,7 @@ fn transparent_pass(
 /// `draws` resolved to their pipelines and material sets (a draw whose pipeline or material set
 /// is missing is left out).
 fn recorded_draws(
-    materials: &HashMap<AssetId<StandardMaterial>, MaterialResources>,
+    materials: &HashMap<MaterialSetKey, MaterialResources>,
     pass: &PassResources,
     draws: &[draws::Draw],
     bindings: Vec<MeshBinding>,
@@ -530,7 +531,7 @@ fn recorded_draws(
         .filter_map(|(draw, binding)| {
             Some(RecordedDraw {
                 pipeline: *pass.mesh_pipelines.get(&draw.pipeline_key)?,
-                material_set: materials.get(&draw.material)?.set,
+                material_set: materials.get(&draw.material_set_key())?.set,
                 binding,
                 first_instance: draw.first_instance,
                 instance_count: draw.instance_count,
@@ -636,7 +637,7 @@ pub(crate) fn end_frame(
                 .for_each(|fb| c.destroy_framebuffer(fb));
         }));
     }
-    let stale_materials: Vec<AssetId<StandardMaterial>> = backend
+    let stale_materials: Vec<MaterialSetKey> = backend
         .materials
         .iter()
         .filter(|(_, m)| frame.saturating_sub(m.last_used) > KEEP_MATERIAL_FRAMES)

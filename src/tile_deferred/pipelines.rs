@@ -372,6 +372,13 @@ impl VulkanContext {
             format: vk::Format::R32G32B32A32_UINT,
             offset: std::mem::offset_of!(GpuInstance, flags) as u32,
         });
+        // Location 14: the instance's lightmap (uv_rect, exposure; gbuffer.vert).
+        attributes.push(vk::VertexInputAttributeDescription {
+            location: 14,
+            binding: 2,
+            format: vk::Format::R32G32B32A32_UINT,
+            offset: std::mem::offset_of!(GpuInstance, lightmap) as u32,
+        });
         let vertex_input = vk::PipelineVertexInputStateCreateInfo::default()
             .vertex_binding_descriptions(&bindings)
             .vertex_attribute_descriptions(&attributes);

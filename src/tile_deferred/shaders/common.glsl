@@ -22,7 +22,8 @@
 //   set 1 (per material, G-buffer pipeline): binding 0 = Material (uniform),
 //          bindings 1..5 = sampler2D base_color, emissive, metallic_roughness, occlusion,
 //          normal_map (a 1x1 white texture is bound where the material has none; flags say which
-//          are real).
+//          are real), binding 6 = sampler2D lightmap (the draw's Lightmap image, or the 1x1
+//          white texture for meshes without one; gbuffer.frag).
 //   set 2 (lighting subpass): input attachments 0..3 = albedo_occlusion, normal, material, depth
 //          (input_attachment_index 0..3, bindings 0..3).
 //   set 3 (tonemap subpass): binding 0 = light accumulation (input_attachment_index 0),
@@ -84,6 +85,9 @@ struct ClusterableLight {
 
 // Per-instance flags (GpuInstance::flags.x).
 #define INSTANCE_SHADOW_RECEIVER (1u << 0)
+// The mesh has a Lightmap (set 1 binding 6, GpuInstance::lightmap); bicubic_sampling.
+#define INSTANCE_LIGHTMAPPED (1u << 1)
+#define INSTANCE_LIGHTMAP_BICUBIC (1u << 2)
 
 // G-buffer material.a: what the lighting subpass does with the pixel. Unlit pixels keep what
 // subpass 0 wrote; lit ones receive shadows unless the mesh has NotShadowReceiver.

@@ -30,6 +30,8 @@ layout(location = 4) in vec4 in_color;
 layout(location = 5) in vec2 in_uv_b;
 // GpuInstance::flags.x (INSTANCE_* in common.glsl).
 layout(location = 8) flat in uint in_instance_flags;
+// GpuInstance::lightmap (lightmap.glsl).
+layout(location = 9) flat in uvec4 in_instance_lightmap;
 
 // The fragment push constants (48 bytes, see gbuffer_input.glsl); msaa.w is the debug view.
 layout(push_constant) uniform GbufferParams {
@@ -46,6 +48,7 @@ layout(location = 3) out vec4 out_light;
 const float LIGHT_ATTACHMENT_MAX = 64512.0;
 
 #include "material.glsl"
+#include "lightmap.glsl"
 
 void main() {
     StandardSurface surface = standard_surface(gl_FrontFacing);
@@ -102,6 +105,16 @@ void main() {
     vec4 emissive = surface.emissive;
     vec3 emissive_light = emissive.rgb * base_color.a;
     emissive_light = emissive_light * mix(1.0, view.exposure.x, emissive.a);
+    // apply_pbr_lighting's lightmap term (LIGHTMAP): indirect_light += lightmap_light *
+    // diffuse_color, without occlusion, pre-exposed with the rest of the light. Ambient and direct
+    // light still reach lightmapped meshes in the lighting subpass (Bevy's defaults; what differs
+    // from them falls back, missing.rs).
+    if ((in_instance_flags & INSTANCE_LIGHTMAPPED) != 0u) {
+        vec3 diffuse_color = base_color.rgb * (1.0 - surface.metallic);
+        bool bicubic = (in_instance_flags & INSTANCE_LIGHTMAP_BICUBIC) != 0u;
+        emissive_light += view.exposure.x
+            * lightmap_light(in_uv_b, in_instance_lightmap, bicubic) * diffuse_color;
+    }
 
     out_albedo_occlusion = vec4(base_color.rgb, surface.diffuse_occlusion);
     out_normal = octahedral_encode(N);

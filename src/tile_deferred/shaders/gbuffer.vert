@@ -50,6 +50,8 @@ layout(location = 8) in vec4 in_world_from_local_row2;
 // Per instance: GpuInstance::flags (x: flag bits, y: first joint matrix, z: morph header, as
 // indices into `animation`). Location 15, apart from the mesh attributes.
 layout(location = 15) in uvec4 in_instance_flags;
+// Per instance: GpuInstance::lightmap (x, y: Bevy's packed uv_rect; z: lightmap_exposure bits).
+layout(location = 14) in uvec4 in_instance_lightmap;
 
 layout(location = 0) out vec4 out_world_position;
 layout(location = 1) out vec3 out_world_normal;
@@ -58,6 +60,7 @@ layout(location = 3) out vec4 out_world_tangent;
 layout(location = 4) out vec4 out_color;
 layout(location = 5) out vec2 out_uv_b;
 layout(location = 8) flat out uint out_instance_flags;
+layout(location = 9) flat out uvec4 out_instance_lightmap;
 
 // Joint matrix `index` of the instance whose joints start at `base`.
 mat4 joint_matrix(uint base, uint index) {
@@ -119,6 +122,7 @@ void main() {
     vec4 world_position = world_from_local * vec4(position, 1.0);
     out_world_position = world_position;
     out_instance_flags = in_instance_flags.x;
+    out_instance_lightmap = in_instance_lightmap;
     gl_Position = view.clip_from_world * vec4(world_position.xyz, 1.0);
 
     // Sign of the determinant of the mesh's 3x3 (Bevy's MESH_FLAGS_SIGN_DETERMINANT_MODEL_3X3_BIT

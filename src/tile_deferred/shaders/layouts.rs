@@ -5,7 +5,7 @@
 //! lights' cluster masks, Bevy's two shadow textures, the instances' joint matrices and morph
 //! weights, the morph displacements; and for the light assignment's compute pipeline, which
 //! has a layout of its own over the same set, the lights' reaches, the cluster extents and the
-//! assignment's statistics), set 1 material (uniform + 5 textures), set 2 the G-buffer input attachments and the environment map's cubes, set 3 the
+//! assignment's statistics), set 1 material (uniform + 5 textures + the draw's lightmap), set 2 the G-buffer input attachments and the environment map's cubes, set 3 the
 //! tonemap inputs (light, depth, LUT, skybox cube), and 48 bytes of fragment push constants. The unmerged debug tier
 //! uses a second one whose sets 2 and 3 hold the same attachments as textures. Binding the view
 //! set once per pass and switching only the material set per draw keeps the command stream short.
@@ -62,6 +62,8 @@ impl TileLayouts {
             binding(3, D::COMBINED_IMAGE_SAMPLER, S::FRAGMENT),
             binding(4, D::COMBINED_IMAGE_SAMPLER, S::FRAGMENT),
             binding(5, D::COMBINED_IMAGE_SAMPLER, S::FRAGMENT),
+            // The draw's lightmap (lightmap.glsl).
+            binding(6, D::COMBINED_IMAGE_SAMPLER, S::FRAGMENT),
         ])?;
         // Sets 2 and 3 are read by fragment shaders only, binding i of type types[i].
         let fragment_set = |types: &[D]| {

@@ -1283,13 +1283,20 @@ const FOG_DISABLED: FidelityScene = FidelityScene {
     cases: fog_disabled_cases,
 };
 
-/// The camera of every case: down the stage, the unfogged meshes 9 to 13 m away.
-fn fog_disabled_camera() -> FidelityCamera {
-    FidelityCamera::looking(Vec3::new(0.0, 1.8, 6.0), Vec3::new(0.0, 1.1, -8.0))
+/// Stage 1 is drawn by the unmerged tier (the tonemap pass samples the stored material).
+const FOG_DISABLED_UNMERGED_STAGE: usize = 1;
+
+/// The camera of every case: down stage `stage`, the unfogged meshes 9 to 13 m away.
+fn fog_disabled_camera(stage: usize) -> FidelityCamera {
+    let origin = stage_origin(stage);
+    FidelityCamera::looking(
+        origin + Vec3::new(0.0, 1.8, 6.0),
+        origin + Vec3::new(0.0, 1.1, -8.0),
+    )
 }
 
 fn fog_disabled_cases() -> Vec<FidelityCase> {
-    let plain = fog_disabled_camera();
+    let plain = fog_disabled_camera(0);
     let mut msaa = plain.clone();
     msaa.msaa = Some(Msaa::Sample4);
     // An HDR camera with transparent meshes: they are blended into the light before tonemap,
@@ -1300,11 +1307,15 @@ fn fog_disabled_cases() -> Vec<FidelityCase> {
         FidelityCase::single("fog_disabled", plain),
         FidelityCase::single("fog_disabled_msaa4", msaa),
         FidelityCase::single("fog_disabled_hdr", hdr),
+        FidelityCase::single(
+            "fog_disabled_unmerged",
+            fog_disabled_camera(FOG_DISABLED_UNMERGED_STAGE),
+        ),
     ]
 }
 
-/// Where the unfogged meshes are (centre, half size): a lit cube, an unlit cube, a transparent
-/// pane.
+/// Where the unfogged meshes are (centre relative to the stage's origin, half size): a lit
+/// cube, an unlit cube, a transparent pane.
 const UNFOGGED_LIT: (Vec3, Vec3) = (Vec3::new(-2.6, 1.0, -4.0), Vec3::splat(1.0));
 const UNFOGGED_UNLIT: (Vec3, Vec3) = (Vec3::new(2.6, 1.0, -4.0), Vec3::splat(1.0));
 const UNFOGGED_PANE: (Vec3, Vec3) = (Vec3::new(0.0, 1.2, -5.0), Vec3::new(0.9, 0.9, 0.0));
@@ -1342,53 +1353,55 @@ fn spawn_fog_disabled(world: &mut World) {
         )
     };
     let grey = material(world, Color::srgb(0.45, 0.45, 0.45), false, true);
-    spawn(world, &ground, &grey, Transform::from_xyz(0.0, 0.0, -12.0));
     // Unfogged: a lit green cube, an unlit magenta cube, an orange transparent pane.
     let green = material(world, Color::srgb(0.15, 0.85, 0.25), false, false);
     let magenta = material(world, Color::srgb(0.95, 0.15, 0.75), true, false);
     let orange = material(world, Color::srgba(1.0, 0.45, 0.05, 0.7), false, false);
-    spawn(
-        world,
-        &cube,
-        &green,
-        Transform::from_translation(UNFOGGED_LIT.0),
-    );
-    spawn(
-        world,
-        &cube,
-        &magenta,
-        Transform::from_translation(UNFOGGED_UNLIT.0),
-    );
-    spawn(
-        world,
-        &pane,
-        &orange,
-        Transform::from_translation(UNFOGGED_PANE.0),
-    );
     // Fogged, for contrast: a lit blue cube behind the pane, lit and unlit cubes further on,
     // a near cyan transparent pane.
     let blue = material(world, Color::srgb(0.2, 0.35, 0.9), false, true);
     let red = material(world, Color::srgb(0.9, 0.2, 0.15), false, true);
     let yellow = material(world, Color::srgb(1.0, 0.9, 0.2), true, true);
     let cyan = material(world, Color::srgba(0.1, 0.8, 0.9, 0.5), false, true);
-    spawn(world, &cube, &blue, Transform::from_xyz(0.0, 1.0, -9.0));
-    spawn(world, &cube, &red, Transform::from_xyz(-3.0, 1.0, -14.0));
-    spawn(world, &cube, &yellow, Transform::from_xyz(3.0, 1.0, -16.0));
-    spawn(
-        world,
-        &pane,
-        &cyan,
-        Transform::from_xyz(1.4, 0.6, 2.0).with_scale(Vec3::splat(0.6)),
-    );
+    for stage in [0, FOG_DISABLED_UNMERGED_STAGE] {
+        let at = |offset: Vec3| Transform::from_translation(stage_origin(stage) + offset);
+        spawn(world, &ground, &grey, at(Vec3::new(0.0, 0.0, -12.0)));
+        spawn(world, &cube, &green, at(UNFOGGED_LIT.0));
+        spawn(world, &cube, &magenta, at(UNFOGGED_UNLIT.0));
+        spawn(world, &pane, &orange, at(UNFOGGED_PANE.0));
+        spawn(world, &cube, &blue, at(Vec3::new(0.0, 1.0, -9.0)));
+        spawn(world, &cube, &red, at(Vec3::new(-3.0, 1.0, -14.0)));
+        spawn(world, &cube, &yellow, at(Vec3::new(3.0, 1.0, -16.0)));
+        spawn(
+            world,
+            &pane,
+            &cyan,
+            at(Vec3::new(1.4, 0.6, 2.0)).with_scale(Vec3::splat(0.6)),
+        );
+    }
     world.add_observer(|add: On<Add, Camera3d>, mut commands: Commands| {
         commands.entity(add.entity).insert(stage_fog(1));
     });
+    world.add_observer(
+        |add: On<Add, TileDeferred>, mut commands: Commands, transforms: Query<&Transform>| {
+            if transforms
+                .get(add.entity)
+                .is_ok_and(|t| stage_of(t) == FOG_DISABLED_UNMERGED_STAGE)
+            {
+                commands.entity(add.entity).insert(TileDeferred {
+                    merge_subpasses: false,
+                    ..default()
+                });
+            }
+        },
+    );
 }
 
 /// The screen rectangle (fractions of the image) of the box `centre +- half` as
-/// [`fog_disabled_camera`] sees it (Bevy's default perspective, the image's aspect ratio).
+/// [`fog_disabled_camera`] of stage 0 sees it (Bevy's default perspective, the image's aspect
+/// ratio; every case's camera sees its stage alike).
 fn projected_region((centre, half): (Vec3, Vec3)) -> Region {
-    let camera = fog_disabled_camera();
+    let camera = fog_disabled_camera(0);
     let projection = PerspectiveProjection::default();
     let aspect = fidelity::IMAGE_SIZE.x as f32 / fidelity::IMAGE_SIZE.y as f32;
     let clip_from_world =
@@ -1417,7 +1430,8 @@ fn projected_region((centre, half): (Vec3, Vec3)) -> Region {
 /// `render_scene_in` asserts every tile camera rendered with a tile tier, which an `Auto`
 /// camera with a listed item does not). LDR at 1x and 4x MSAA (the tonemap subpass fogs, the
 /// transparent pass after it) and HDR at 1x (the lighting subpass's light_finish fog draws
-/// before the transparent pass), against Bevy forward, whole frames and each unfogged mesh's region.
+/// before the transparent pass), and on the unmerged tier (the tonemap pass samples the stored
+/// material), against Bevy forward, whole frames and each unfogged mesh's region.
 #[test]
 fn content_fog_disabled_materials() {
     let _test = GpuTest::start("content_fog_disabled_materials");

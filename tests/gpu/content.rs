@@ -1303,10 +1303,13 @@ fn fog_disabled_cases() -> Vec<FidelityCase> {
     // over surfaces the lighting subpass fogged first (light_finish.frag).
     let mut hdr = plain.clone();
     hdr.hdr = true;
+    let mut hdr_msaa = hdr.clone();
+    hdr_msaa.msaa = Some(Msaa::Sample4);
     vec![
         FidelityCase::single("fog_disabled", plain),
         FidelityCase::single("fog_disabled_msaa4", msaa),
         FidelityCase::single("fog_disabled_hdr", hdr),
+        FidelityCase::single("fog_disabled_hdr_msaa4", hdr_msaa),
         FidelityCase::single(
             "fog_disabled_unmerged",
             fog_disabled_camera(FOG_DISABLED_UNMERGED_STAGE),
@@ -1355,7 +1358,7 @@ fn spawn_fog_disabled(world: &mut World) {
     let grey = material(world, Color::srgb(0.45, 0.45, 0.45), false, true);
     // Unfogged: a lit green cube, an unlit magenta cube, an orange transparent pane.
     let green = material(world, Color::srgb(0.15, 0.85, 0.25), false, false);
-    let magenta = material(world, Color::srgb(0.95, 0.15, 0.75), true, false);
+    let magenta = material(world, Color::srgb(0.6, 0.08, 0.45), true, false);
     let orange = material(world, Color::srgba(1.0, 0.45, 0.05, 0.7), false, false);
     // Fogged, for contrast: a lit blue cube behind the pane, lit and unlit cubes further on,
     // a near cyan transparent pane.

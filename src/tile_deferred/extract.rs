@@ -658,6 +658,9 @@ fn convert_material(
     if material.flip_normal_map_y {
         flags |= material_flags::FLIP_NORMAL_MAP_Y;
     }
+    if !material.fog_enabled {
+        flags |= material_flags::FOG_DISABLED;
+    }
     let normal_map_format = material
         .normal_map_texture
         .as_ref()

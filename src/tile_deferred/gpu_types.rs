@@ -165,6 +165,8 @@ pub mod material_flags {
     pub const OCCLUSION_UV_B: u32 = 1 << 13;
     /// The normal map is sampled with the second UV set.
     pub const NORMAL_MAP_UV_B: u32 = 1 << 14;
+    /// `fog_enabled: false`: the camera's distance fog leaves the surface alone.
+    pub const FOG_DISABLED: u32 = 1 << 15;
 }
 
 /// `Material` in common.glsl.

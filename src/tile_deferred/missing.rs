@@ -37,7 +37,7 @@ use bevy::{
         cluster::ClusterVisibilityClass,
     },
     mesh::{MeshAccessError, morph::MeshMorphWeights},
-    pbr::{DistanceFog, Lightmap, ScreenSpaceAmbientOcclusion, ScreenSpaceReflections},
+    pbr::{Lightmap, ScreenSpaceAmbientOcclusion, ScreenSpaceReflections},
     platform::collections::HashMap,
     prelude::*,
     reflect::ReflectRef,
@@ -329,10 +329,6 @@ type TileCameras<'w, 's> = Query<
     With<TileDeferred>,
 >;
 
-/// A `StandardMaterial` with `fog_enabled: false` seen by a camera with `DistanceFog`.
-const FOG_DISABLED: &str = "StandardMaterial::fog_enabled = false under the camera's DistanceFog (the tile path fogs \
-     every surface)";
-
 /// What the tile path does not draw of a clusterable object in a camera's clusters (shadows of
 /// point, spot and directional lights are drawn since issue 13).
 const CLUSTERED_DECAL: &str = "clustered decal";
@@ -471,20 +467,8 @@ pub(crate) fn find_missing(
                     })
                 })
                 .flatten();
-            let mut what = undrawable_mesh(standard, morphs_unreachable, lightmap);
-            // The tile path fogs every surface of a camera with fog (in its tonemap or lighting
-            // subpass, per pixel): a material Bevy leaves unfogged is not drawn as Bevy draws it.
-            let unfogged = || {
-                meshes
-                    .get(entity)
-                    .ok()
-                    .and_then(|(_, _, material, ..)| materials.get(&material?.0))
-                    .is_some_and(|material| !material.fog_enabled)
-            };
-            if what.is_none() && camera_ref.contains::<DistanceFog>() && unfogged() {
-                what = Some(FOG_DISABLED);
-            }
-            if let Some(what) = what {
+            // `fog_enabled: false` is drawn: the G-buffer's no-fog bit (issue 15).
+            if let Some(what) = undrawable_mesh(standard, morphs_unreachable, lightmap) {
                 items.push(MissingFeature {
                     entity,
                     name: name.map(ToString::to_string),

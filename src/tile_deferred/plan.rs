@@ -267,16 +267,27 @@ pub(crate) fn declare_with_shadows(
             .finish()?;
     }
     let after_tonemap = desc.transparent == TransparentPass::AfterTonemap;
+    // Tonemap reads the light and depth, and the G-buffer material for its no-fog bit (input
+    // attachment indices 0, 1, 2 in this order: tonemap.glsl).
+    fn read_all<'g>(
+        pass: RasterPassBuilder<'g>,
+        handles: [&AttachmentHandle; 3],
+        unmerged: bool,
+    ) -> RasterPassBuilder<'g> {
+        handles
+            .into_iter()
+            .fold(pass, |pass, h| read(pass, h, unmerged))
+    }
+    let tonemap_inputs = [&light, &depth, &material];
     if n > 1 {
         // Tonemapped per sample where samples differ, then resolved in-pass: only the resolved
         // image is stored.
         let mut samples = graph.create_attachment(OUTPUT_SAMPLES, tile(desc.output_format));
-        let tonemap = read(
-            read(graph.add_raster_pass(TONEMAP), &light, unmerged),
-            &depth,
-            unmerged,
-        )
-        .color(&mut samples, Access::WriteAll, None);
+        let tonemap = read_all(graph.add_raster_pass(TONEMAP), tonemap_inputs, unmerged).color(
+            &mut samples,
+            Access::WriteAll,
+            None,
+        );
         if after_tonemap {
             tonemap.finish()?;
             graph
@@ -289,12 +300,7 @@ pub(crate) fn declare_with_shadows(
             tonemap.resolve(&samples, &mut output).finish()?;
         }
     } else {
-        let tonemap = read(
-            read(graph.add_raster_pass(TONEMAP), &light, unmerged),
-            &depth,
-            unmerged,
-        );
-        tonemap
+        read_all(graph.add_raster_pass(TONEMAP), tonemap_inputs, unmerged)
             .color(
                 &mut output,
                 if desc.keep_output {
@@ -903,8 +909,9 @@ mod tests {
             assert_ne!(depth.store, StoreOp::DontCare);
             assert!(lighting.subpasses[0].depth.is_some_and(|d| d.read_only));
             assert_eq!(lighting.attachments.len(), 2);
-            // Tonemap: light and depth sampled, only the output (or the resolve target) stored.
-            assert_eq!(tonemap.subpasses[0].sampled.len(), 2);
+            // Tonemap: light, depth and material (its no-fog bit) sampled, only the output (or
+            // the resolve target) stored.
+            assert_eq!(tonemap.subpasses[0].sampled.len(), 3);
             for attachment in &tonemap.attachments {
                 assert_eq!(
                     attachment.store == StoreOp::Store,

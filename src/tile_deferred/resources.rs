@@ -347,8 +347,9 @@ fn allocate_view_sets(
     sampled: bool,
 ) -> TileResult<(vk::DescriptorPool, [vk::DescriptorSet; 3])> {
     // Samplers: Bevy's two shadow textures (set 0), the LUT, the skybox cube and the environment
-    // map's two cubes, and the unmerged tier's 6 attachments.
-    let (inputs, samplers) = if sampled { (0, 2 + 10) } else { (6, 2 + 4) };
+    // map's two cubes, and the unmerged tier's 7 attachment reads (the G-buffer's 4; light, depth
+    // and material in the tonemap set).
+    let (inputs, samplers) = if sampled { (0, 2 + 11) } else { (7, 2 + 4) };
     let sizes = [
         (vk::DescriptorType::UNIFORM_BUFFER, 1),
         (vk::DescriptorType::STORAGE_BUFFER, 7),
@@ -575,6 +576,16 @@ fn write_view_sets(
         &tonemap_infos,
         sampled,
     ));
+    // The G-buffer material (its no-fog bit) for tonemap: set 3 binding 4.
+    let material_info = &gbuffer_infos[2];
+    writes.push(
+        attachment_read_writes(
+            view.tonemap_set,
+            std::slice::from_ref(material_info),
+            sampled,
+        )[0]
+        .dst_binding(4),
+    );
     writes.push(
         vk::WriteDescriptorSet::default()
             .dst_set(view.tonemap_set)

@@ -1275,6 +1275,196 @@ fn content_fog() {
 }
 
 // ------------------------------------------------------------------------------------------
+// Scene: materials with `fog_enabled: false` under a camera's distance fog.
+
+const FOG_DISABLED: FidelityScene = FidelityScene {
+    name: "fog_disabled",
+    spawn: spawn_fog_disabled,
+    cases: fog_disabled_cases,
+};
+
+/// Stage 1 is drawn by the unmerged tier (the tonemap pass samples the stored material).
+const FOG_DISABLED_UNMERGED_STAGE: usize = 1;
+
+/// The camera of every case: down stage `stage`, the unfogged meshes 9 to 13 m away.
+fn fog_disabled_camera(stage: usize) -> FidelityCamera {
+    let origin = stage_origin(stage);
+    FidelityCamera::looking(
+        origin + Vec3::new(0.0, 1.8, 6.0),
+        origin + Vec3::new(0.0, 1.1, -8.0),
+    )
+}
+
+fn fog_disabled_cases() -> Vec<FidelityCase> {
+    let plain = fog_disabled_camera(0);
+    let mut msaa = plain.clone();
+    msaa.msaa = Some(Msaa::Sample4);
+    // An HDR camera with transparent meshes: they are blended into the light before tonemap,
+    // over surfaces the lighting subpass fogged first (light_finish.frag).
+    let mut hdr = plain.clone();
+    hdr.hdr = true;
+    let mut hdr_msaa = hdr.clone();
+    hdr_msaa.msaa = Some(Msaa::Sample4);
+    vec![
+        FidelityCase::single("fog_disabled", plain),
+        FidelityCase::single("fog_disabled_msaa4", msaa),
+        FidelityCase::single("fog_disabled_hdr", hdr),
+        FidelityCase::single("fog_disabled_hdr_msaa4", hdr_msaa),
+        FidelityCase::single(
+            "fog_disabled_unmerged",
+            fog_disabled_camera(FOG_DISABLED_UNMERGED_STAGE),
+        ),
+    ]
+}
+
+/// Where the unfogged meshes are (centre relative to the stage's origin, half size): a lit
+/// cube, an unlit cube, a transparent pane.
+const UNFOGGED_LIT: (Vec3, Vec3) = (Vec3::new(-2.6, 1.0, -4.0), Vec3::splat(1.0));
+const UNFOGGED_UNLIT: (Vec3, Vec3) = (Vec3::new(2.6, 1.0, -4.0), Vec3::splat(1.0));
+const UNFOGGED_PANE: (Vec3, Vec3) = (Vec3::new(0.0, 1.2, -5.0), Vec3::new(0.9, 0.9, 0.0));
+
+fn spawn_fog_disabled(world: &mut World) {
+    spawn_sun(world);
+    // A low sun ahead: the fog's inscattering towards the camera.
+    world.spawn((
+        DirectionalLight {
+            illuminance: 1_500.0,
+            color: Color::srgb(1.0, 0.8, 0.6),
+            shadow_maps_enabled: false,
+            ..default()
+        },
+        Transform::from_xyz(0.0, 3.0, -30.0).looking_at(Vec3::ZERO, Vec3::Y),
+    ));
+    let ground = add_mesh(world, Plane3d::default().mesh().size(14.0, 40.0));
+    let cube = add_mesh(world, Cuboid::new(2.0, 2.0, 2.0));
+    let pane = add_mesh(world, Rectangle::new(1.8, 1.8));
+    let material = |world: &mut World, base_color: Color, unlit: bool, fog_enabled: bool| {
+        add_material(
+            world,
+            StandardMaterial {
+                base_color,
+                unlit,
+                fog_enabled,
+                perceptual_roughness: 0.6,
+                alpha_mode: if base_color.alpha() < 1.0 {
+                    AlphaMode::Blend
+                } else {
+                    AlphaMode::Opaque
+                },
+                ..default()
+            },
+        )
+    };
+    let grey = material(world, Color::srgb(0.45, 0.45, 0.45), false, true);
+    // Unfogged: a lit green cube, an unlit magenta cube, an orange transparent pane.
+    let green = material(world, Color::srgb(0.15, 0.85, 0.25), false, false);
+    let magenta = material(world, Color::srgb(0.6, 0.08, 0.45), true, false);
+    let orange = material(world, Color::srgba(1.0, 0.45, 0.05, 0.7), false, false);
+    // Fogged, for contrast: a lit blue cube behind the pane, lit and unlit cubes further on,
+    // a near cyan transparent pane.
+    let blue = material(world, Color::srgb(0.2, 0.35, 0.9), false, true);
+    let red = material(world, Color::srgb(0.9, 0.2, 0.15), false, true);
+    let yellow = material(world, Color::srgb(1.0, 0.9, 0.2), true, true);
+    let cyan = material(world, Color::srgba(0.1, 0.8, 0.9, 0.5), false, true);
+    for stage in [0, FOG_DISABLED_UNMERGED_STAGE] {
+        let at = |offset: Vec3| Transform::from_translation(stage_origin(stage) + offset);
+        spawn(world, &ground, &grey, at(Vec3::new(0.0, 0.0, -12.0)));
+        spawn(world, &cube, &green, at(UNFOGGED_LIT.0));
+        spawn(world, &cube, &magenta, at(UNFOGGED_UNLIT.0));
+        spawn(world, &pane, &orange, at(UNFOGGED_PANE.0));
+        spawn(world, &cube, &blue, at(Vec3::new(0.0, 1.0, -9.0)));
+        spawn(world, &cube, &red, at(Vec3::new(-3.0, 1.0, -14.0)));
+        spawn(world, &cube, &yellow, at(Vec3::new(3.0, 1.0, -16.0)));
+        spawn(
+            world,
+            &pane,
+            &cyan,
+            at(Vec3::new(1.4, 0.6, 2.0)).with_scale(Vec3::splat(0.6)),
+        );
+    }
+    world.add_observer(|add: On<Add, Camera3d>, mut commands: Commands| {
+        commands.entity(add.entity).insert(stage_fog(1));
+    });
+    world.add_observer(
+        |add: On<Add, TileDeferred>, mut commands: Commands, transforms: Query<&Transform>| {
+            if transforms
+                .get(add.entity)
+                .is_ok_and(|t| stage_of(t) == FOG_DISABLED_UNMERGED_STAGE)
+            {
+                commands.entity(add.entity).insert(TileDeferred {
+                    merge_subpasses: false,
+                    ..default()
+                });
+            }
+        },
+    );
+}
+
+/// The screen rectangle (fractions of the image) of the box `centre +- half` as
+/// [`fog_disabled_camera`] of stage 0 sees it (Bevy's default perspective, the image's aspect
+/// ratio; every case's camera sees its stage alike).
+fn projected_region((centre, half): (Vec3, Vec3)) -> Region {
+    let camera = fog_disabled_camera(0);
+    let projection = PerspectiveProjection::default();
+    let aspect = fidelity::IMAGE_SIZE.x as f32 / fidelity::IMAGE_SIZE.y as f32;
+    let clip_from_world =
+        Mat4::perspective_infinite_reverse_rh(projection.fov, aspect, projection.near)
+            * camera.transform.to_matrix().inverse();
+    let (mut lo, mut hi) = (Vec2::splat(1.0), Vec2::splat(0.0));
+    for corner in 0..8 {
+        let sign = |bit: u32| if corner & (1 << bit) == 0 { -1.0 } else { 1.0 };
+        let p = centre + half * Vec3::new(sign(0), sign(1), sign(2));
+        let ndc = clip_from_world.project_point3(p);
+        let uv = Vec2::new((ndc.x + 1.0) / 2.0, (1.0 - ndc.y) / 2.0);
+        lo = lo.min(uv);
+        hi = hi.max(uv);
+    }
+    Region {
+        x0: lo.x.max(0.0),
+        y0: lo.y.max(0.0),
+        x1: hi.x.min(1.0),
+        y1: hi.y.min(1.0),
+    }
+}
+
+/// Materials with `fog_enabled: false` (a lit and an unlit opaque cube, a transparent pane)
+/// under exponential fog with directional inscattering, beside fogged ones: left unfogged, as Bevy
+/// leaves them, and the tile camera stays on the tile path (nothing in `TileMissing`:
+/// `render_scene_in` asserts every tile camera rendered with a tile tier, which an `Auto`
+/// camera with a listed item does not). LDR at 1x and 4x MSAA (the tonemap subpass fogs, the
+/// transparent pass after it) and HDR at 1x (the lighting subpass's light_finish fog draws
+/// before the transparent pass), and on the unmerged tier (the tonemap pass samples the stored
+/// material), against Bevy forward, whole frames and each unfogged mesh's region.
+#[test]
+fn content_fog_disabled_materials() {
+    let _test = GpuTest::start("content_fog_disabled_materials");
+    // Unfogged, each keeps its saturated colour; the fog (59-72 % here) would grey it.
+    let saturated = |f: &Frame| saturated_pixels(f, 60) * 4 > f.rgba.len() / 4;
+    let mut checks = Vec::new();
+    for case in fog_disabled_cases() {
+        for (mesh, shows) in [
+            (UNFOGGED_LIT, "the unfogged lit green cube"),
+            (UNFOGGED_UNLIT, "the unfogged unlit magenta cube"),
+            (UNFOGGED_PANE, "the unfogged orange transparent pane"),
+        ] {
+            checks.push(RegionCheck {
+                case: case.name,
+                region: projected_region(mesh),
+                shows,
+                visible: saturated,
+            });
+        }
+    }
+    assert_content_matches_to(headless(), &FOG_DISABLED, &checks, |case| {
+        if case.contains("msaa") {
+            MIN_PSNR_MSAA
+        } else {
+            MIN_PSNR
+        }
+    });
+}
+
+// ------------------------------------------------------------------------------------------
 // Scene: environment map light over a roughness x metallic sphere grid.
 
 /// The light arriving from `dir`: a blue sky over a brown ground, a warm glow towards +x and a

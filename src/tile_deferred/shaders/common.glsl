@@ -28,7 +28,9 @@
 //          (input_attachment_index 0..3, bindings 0..3).
 //   set 3 (tonemap subpass): binding 0 = light accumulation (input_attachment_index 0),
 //          binding 1 = depth (input_attachment_index 1), binding 2 = sampler3D tonemapping LUT
-//          (Bevy's TonyMcMapface LUT, or AgX's, or a 1x1x1 dummy for analytic operators).
+//          (Bevy's TonyMcMapface LUT, or AgX's, or a 1x1x1 dummy for analytic operators),
+//          binding 3 = skybox cube, binding 4 = the G-buffer material (input_attachment_index 2;
+//          its alpha's GBUFFER_NO_FOG bit).
 
 #define MAX_DIRECTIONAL_LIGHTS 10
 #define MAX_CASCADES_PER_LIGHT 4
@@ -89,11 +91,28 @@ struct ClusterableLight {
 #define INSTANCE_LIGHTMAPPED (1u << 1)
 #define INSTANCE_LIGHTMAP_BICUBIC (1u << 2)
 
-// G-buffer material.a: what the lighting subpass does with the pixel. Unlit pixels keep what
-// subpass 0 wrote; lit ones receive shadows unless the mesh has NotShadowReceiver.
-#define GBUFFER_LIT_SHADOW_RECEIVER 0.0
-#define GBUFFER_LIT_NO_SHADOWS 0.4
-#define GBUFFER_UNLIT 1.0
+// G-buffer material.a: an exact 8-bit code (written as code / 255.0, read back with
+// gbuffer_material_code). Bits 0..1, the category: what the lighting subpass does with the pixel
+// (unlit pixels keep what subpass 0 wrote; lit ones receive shadows unless the mesh has
+// NotShadowReceiver). Bit 2, GBUFFER_NO_FOG: the material has fog_enabled = false, so the
+// camera's distance fog leaves the pixel alone (Bevy's FOG_ENABLED material flag).
+#define GBUFFER_LIT_SHADOW_RECEIVER 0u
+#define GBUFFER_LIT_NO_SHADOWS 1u
+#define GBUFFER_UNLIT 2u
+#define GBUFFER_CATEGORY_MASK 3u
+#define GBUFFER_NO_FOG (1u << 2)
+
+float gbuffer_material_alpha(uint code) {
+    return float(code) / 255.0;
+}
+
+uint gbuffer_material_code(float material_a) {
+    return uint(round(material_a * 255.0));
+}
+
+bool gbuffer_no_fog(float material_a) {
+    return (gbuffer_material_code(material_a) & GBUFFER_NO_FOG) != 0u;
+}
 
 // Material flag bits (Material.flags.x).
 #define MATERIAL_BASE_COLOR_TEXTURE         (1u << 0)
@@ -112,6 +131,8 @@ struct ClusterableLight {
 #define MATERIAL_METALLIC_ROUGHNESS_UV_B    (1u << 12)
 #define MATERIAL_OCCLUSION_UV_B             (1u << 13)
 #define MATERIAL_NORMAL_MAP_UV_B            (1u << 14)
+// StandardMaterial::fog_enabled == false: the camera's distance fog leaves the surface alone.
+#define MATERIAL_FOG_DISABLED               (1u << 15)
 
 struct Material {
     vec4 base_color;          // linear RGBA
@@ -125,7 +146,7 @@ struct Material {
 // The G-buffer (subpass 0 colour outputs; 128 bits per pixel of colour in total):
 //   location 0 albedo_occlusion  R8G8B8A8_SRGB      rgb: base colour (linear written, sRGB stored); a: diffuse occlusion
 //   location 1 normal            R16G16_SFLOAT      octahedral-encoded world normal in [-1, 1]^2
-//   location 2 material          R8G8B8A8_UNORM     r: perceptual roughness, g: metallic, b: reflectance, a: GBUFFER_* (unlit, shadow receiver)
+//   location 2 material          R8G8B8A8_UNORM     r: perceptual roughness, g: metallic, b: reflectance, a: GBUFFER_* code (category, no fog)
 //   location 3 light             B10G11R11_UFLOAT   pre-exposed light: emissive in subpass 0, lights added (blend ONE, ONE) in subpass 1;
 //                                                   unlit pixels hold their base colour (Bevy does not expose unlit colour)
 // plus depth (D32_SFLOAT), read as input attachment 3 in the lighting subpass.

@@ -89,7 +89,8 @@ void main() {
 
     // main_pass_post_lighting_processing: fog, tone mapping and dither in the shader (an LDR
     // camera's mesh pipeline), then the premultiplication of the blend mode.
-    if (fog_mode() != FOG_MODE_OFF) {
+    // Bevy fogs only materials with fog_enabled (its FOG_ENABLED material flag).
+    if (fog_mode() != FOG_MODE_OFF && (material.flags.x & MATERIAL_FOG_DISABLED) == 0u) {
         color.rgb = apply_fog(color.rgb, world_position, gl_FragCoord.xy);
     }
     if (!INTO_LIGHT) {

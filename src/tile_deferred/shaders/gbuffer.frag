@@ -86,13 +86,14 @@ void main() {
     }
 #endif
     vec3 N = surface.N;
+    uint no_fog = (material.flags.x & MATERIAL_FOG_DISABLED) != 0u ? GBUFFER_NO_FOG : 0u;
 
     if (surface.unlit) {
         // Bevy's unlit output is the base colour as is: no exposure, no emissive; it is still
         // tone mapped and dithered like every other pixel.
         out_albedo_occlusion = vec4(base_color.rgb, 1.0);
         out_normal = octahedral_encode(N);
-        out_material = vec4(1.0, 0.0, 0.5, GBUFFER_UNLIT);
+        out_material = vec4(1.0, 0.0, 0.5, gbuffer_material_alpha(GBUFFER_UNLIT | no_fog));
         out_light = vec4(min(base_color.rgb, vec3(LIGHT_ATTACHMENT_MAX)), 1.0);
         if (params.msaa.w != DEBUG_VIEW_NONE && params.msaa.w != DEBUG_VIEW_LIGHT) {
             out_light = vec4(0.0, 0.0, 0.0, 1.0); // debug views show only what they name
@@ -119,9 +120,11 @@ void main() {
     out_albedo_occlusion = vec4(base_color.rgb, surface.diffuse_occlusion);
     out_normal = octahedral_encode(N);
     out_material = vec4(surface.perceptual_roughness, surface.metallic, surface.reflectance,
-                        (in_instance_flags & INSTANCE_SHADOW_RECEIVER) != 0u
-                            ? GBUFFER_LIT_SHADOW_RECEIVER
-                            : GBUFFER_LIT_NO_SHADOWS);
+                        gbuffer_material_alpha(
+                            ((in_instance_flags & INSTANCE_SHADOW_RECEIVER) != 0u
+                                 ? GBUFFER_LIT_SHADOW_RECEIVER
+                                 : GBUFFER_LIT_NO_SHADOWS)
+                            | no_fog));
     out_light = vec4(clamp(emissive_light, vec3(0.0), vec3(LIGHT_ATTACHMENT_MAX)), 1.0);
     if (params.msaa.w != DEBUG_VIEW_NONE && params.msaa.w != DEBUG_VIEW_LIGHT) {
         out_light = vec4(0.0, 0.0, 0.0, 1.0); // debug views show only what they name

@@ -40,7 +40,7 @@ struct GbufferSample {
 };
 
 // Returns false for pixels the lighting subpass must leave alone: background (depth == 0.0, the
-// clear value of the reverse-Z depth buffer) and unlit materials (material.a == GBUFFER_UNLIT).
+// clear value of the reverse-Z depth buffer) and unlit materials (material.a's category GBUFFER_UNLIT).
 // Single-sample: load_gbuffer(s) reads the pixel at gl_FragCoord. MSAA: the same body is
 // load_gbuffer_sample(sample_index, sample_frag_coord, s), which reads one sample, placed at
 // sample_frag_coord (framebuffer coordinates of the sample's location) for the position
@@ -69,11 +69,11 @@ bool load_gbuffer(out GbufferSample s) {
         return false;
     }
     vec4 material = GBUFFER_LOAD(gbuffer_material);
-    // Halfway between the codes (common.glsl): an 8-bit UNORM stores 0.4 as 102/255.
-    if (material.a > 0.5 * (GBUFFER_LIT_NO_SHADOWS + GBUFFER_UNLIT)) {
+    uint category = gbuffer_material_code(material.a) & GBUFFER_CATEGORY_MASK;
+    if (category == GBUFFER_UNLIT) {
         return false;
     }
-    s.shadow_receiver = material.a < 0.5 * GBUFFER_LIT_NO_SHADOWS;
+    s.shadow_receiver = category == GBUFFER_LIT_SHADOW_RECEIVER;
     vec4 albedo_occlusion = GBUFFER_LOAD(gbuffer_albedo_occlusion);
     vec2 encoded_normal = GBUFFER_LOAD(gbuffer_normal).xy;
 

@@ -180,7 +180,9 @@ int msaa_classify_pixel(int sample_count, bool per_sample) {
             return MSAA_PIXEL_EDGE;
         }
         vec4 material = TILE_READ_SAMPLE(gbuffer_material, i);
-        if (any(greaterThan(abs(material - material0), vec4(MSAA_MATERIAL_TOLERANCE)))) {
+        // material.a is an exact code (common.glsl): compared exactly.
+        if (any(greaterThan(abs(material.rgb - material0.rgb), vec3(MSAA_MATERIAL_TOLERANCE)))
+            || gbuffer_material_code(material.a) != gbuffer_material_code(material0.a)) {
             return MSAA_PIXEL_EDGE;
         }
         vec4 albedo = TILE_READ_SAMPLE(gbuffer_albedo_occlusion, i);

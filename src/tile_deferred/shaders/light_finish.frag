@@ -13,12 +13,15 @@
 // KIND 1 and 2: the camera's distance fog, on the light of surface samples. apply_fog (fog.glsl)
 //   is affine in the colour, fog(c) = c * m + a per channel (atmospheric fog has per-channel
 //   factors): draw 1 multiplies the light by m (blend ZERO, SRC_COLOR), draw 2 adds a (blend
-//   ONE, ONE). Tonemap then leaves the light unfogged (tonemap_flags::FOG_IN_LIGHT).
+//   ONE, ONE). Tonemap then leaves the light unfogged (tonemap_flags::FOG_IN_LIGHT). Samples
+//   of materials with fog_enabled = false (GBUFFER_NO_FOG in the G-buffer's material.a) are
+//   left untouched, as Bevy leaves such fragments unfogged.
 //
 // Both are evaluated at the pixel centre, as the tonemap subpass does (the skybox: as Bevy
 // shades it, once per pixel). With -D MSAA every sample is shaded (gl_SampleID): an edge pixel's
 // background and surface samples each get their own. The depth is the G-buffer's (set 2 binding
-// 3, the lighting subpass's fourth input attachment); the skybox cube is the tonemap set's.
+// 3, the lighting subpass's fourth input attachment) and the material code is binding 2's; the
+// skybox cube is the tonemap set's.
 
 // 0 and 1 are shadows.glsl's (the fog's inscattering is shadowed).
 layout(constant_id = 2) const uint KIND = 0u;
@@ -29,6 +32,7 @@ layout(constant_id = 2) const uint KIND = 0u;
 #include "fog.glsl"
 #include "attachment_read.glsl"
 
+TILE_ATTACHMENT(2, 2, 2, gbuffer_material);
 TILE_ATTACHMENT(2, 3, 3, gbuffer_depth);
 
 layout(location = 0) out vec4 out_color;
@@ -48,6 +52,14 @@ void main() {
         return;
     }
     if (depth == 0.0) {
+        discard;
+    }
+#ifdef MSAA
+    float material_a = TILE_READ_SAMPLE(gbuffer_material, gl_SampleID).a;
+#else
+    float material_a = TILE_READ(gbuffer_material).a;
+#endif
+    if (gbuffer_no_fog(material_a)) {
         discard;
     }
     vec3 world_position = world_position_from_depth(view, pixel_centre, depth);

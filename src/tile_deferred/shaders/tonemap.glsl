@@ -10,9 +10,12 @@
 #include "attachment_read.glsl"
 #include "tonemapping.glsl"
 
-// The light accumulation and depth (every sample with MSAA; textures in the unmerged variants).
+// The light accumulation and depth (every sample with MSAA; textures in the unmerged variants),
+// and the G-buffer material, whose alpha code says which surfaces the fog leaves alone
+// (GBUFFER_NO_FOG; read only when the view has fog).
 TILE_ATTACHMENT(3, 0, 0, light_accumulation);
 TILE_ATTACHMENT(3, 1, 1, depth_input);
+TILE_ATTACHMENT(3, 4, 2, material_input);
 
 layout(push_constant) uniform TonemapParams {
     vec4 clear_color; // linear rgb; a: 1.0 = write clear_color on background pixels (depth == 0), 0.0 = discard background pixels (keep loaded contents)

@@ -3,8 +3,8 @@
 
 // The tonemap pass (fullscreen.vert) in its four variants (the table in mod.rs,
 // `ShaderId::Tonemap`): single-sample with input attachments (no defines), MSAA (-D MSAA), and the
-// unmerged tier's (-D SAMPLED_ATTACHMENTS, with or without MSAA: the light and depth are textures
-// stored by the earlier render passes, see attachment_read.glsl). Everything below is the same in
+// unmerged tier's (-D SAMPLED_ATTACHMENTS, with or without MSAA: the light, depth and G-buffer
+// material are textures stored by the earlier render passes, see attachment_read.glsl). Everything below is the same in
 // all of them.
 
 #include "common.glsl"
@@ -48,9 +48,21 @@ vec3 light_count_heat(float count) {
 // The light of a surface pixel (or sample) at `depth` with the camera's distance fog applied
 // (fog.glsl); debug views show their values unfogged.
 // mode.w bit 2 (TONEMAP_FLAG_FOG_IN_LIGHT): the lighting subpass already fogged the light.
-vec3 fogged_light(vec3 light, float depth, vec2 frag_coord) {
-    if (params.msaa.w != DEBUG_VIEW_NONE || fog_mode() == FOG_MODE_OFF
-        || (params.mode.w & 4u) != 0u) {
+bool tonemap_fogs() {
+    return params.msaa.w == DEBUG_VIEW_NONE && fog_mode() != FOG_MODE_OFF
+        && (params.mode.w & 4u) == 0u;
+}
+
+// Whether the fog applies to a surface pixel (or sample) whose G-buffer material.a is
+// `material_a`: not to materials with fog_enabled = false (GBUFFER_NO_FOG), as in Bevy.
+// Callers read the material only when tonemap_fogs().
+bool fogs_surface(float material_a) {
+    return !gbuffer_no_fog(material_a);
+}
+
+// `fog`: tonemap_fogs() and fogs_surface() of the pixel (or sample).
+vec3 fogged_light(vec3 light, float depth, vec2 frag_coord, bool fog) {
+    if (!fog) {
         return light;
     }
     return apply_fog(light, world_position_from_depth(view, frag_coord, depth), frag_coord);
@@ -111,7 +123,8 @@ void main() {
         return;
     }
 
-    vec3 color = display_color(fogged_light(TILE_READ(light_accumulation).rgb, depth, gl_FragCoord.xy));
+    bool fog = tonemap_fogs() && fogs_surface(TILE_READ(material_input).a);
+    vec3 color = display_color(fogged_light(TILE_READ(light_accumulation).rgb, depth, gl_FragCoord.xy, fog));
     out_color = vec4(encode_srgb ? linear_to_srgb(color) : color, 1.0);
 }
 
@@ -119,7 +132,7 @@ void main() {
 
 // MSAA variant of the single-sample pass above: subpass 2 at N samples with fullscreen.vert, shaded per pixel.
 // Reads every sample of the light accumulation and the depth (subpassInputMS, set 3 bindings 0
-// and 1; the LUT is binding 2 as without MSAA) and writes one colour per pixel to location 0,
+// and 1; the LUT is binding 2 as without MSAA; the material binding 4, where the pass fogs) and writes one colour per pixel to location 0,
 // an N-sample transient attachment that pResolveAttachments resolves in-pass into the
 // single-sample output (the hardware average of N identical values is that value).
 //
@@ -131,7 +144,8 @@ void main() {
 //   untouched as without MSAA, clamp each to [0, 1] as the 8-bit output stores it, and average
 //   the display-referred linear colours; the sRGB encode (UNORM outputs) is applied to the
 //   average, as an *_SRGB attachment's (linear) resolve would.
-// Sample depths are not compared beyond background-ness: the samples of one sloped surface have
+// Surface samples whose materials differ in fog_enabled (GBUFFER_NO_FOG) also make an edge pixel
+// when the pass fogs. Sample depths are not compared beyond background-ness: the samples of one sloped surface have
 // different depths but, with the same light, the same tone-mapped colour, so comparing depths
 // would only send every sloped surface down the per-sample path for the same result.
 // msaa.z bit 1 (debug): pixels that took the per-sample path (the edge mask as it reaches the
@@ -152,12 +166,18 @@ void main() {
     vec3 light0 = TILE_READ_SAMPLE(light_accumulation, 0).rgb;
     float depth0 = TILE_READ_SAMPLE(depth_input, 0).r;
     bool background0 = depth0 == 0.0;
+    // The material is read only for surface samples (a background sample's is undefined) and
+    // only where the pass fogs.
+    bool fogs = tonemap_fogs();
+    bool fog0 = fogs && !background0 && fogs_surface(TILE_READ_SAMPLE(material_input, 0).a);
     bool interior = true;
     for (int i = 1; i < sample_count; ++i) {
         bool background = TILE_READ_SAMPLE(depth_input, i).r == 0.0;
         bool lit = !background || background_in_light();
         if (background != background0
-            || (lit && any(notEqual(TILE_READ_SAMPLE(light_accumulation, i).rgb, light0)))) {
+            || (lit && any(notEqual(TILE_READ_SAMPLE(light_accumulation, i).rgb, light0)))
+            || (fogs && !background
+                && fogs_surface(TILE_READ_SAMPLE(material_input, i).a) != fog0)) {
             interior = false;
             break;
         }
@@ -166,7 +186,7 @@ void main() {
     vec3 color;
     if (interior) {
         color = background0 ? background_display(clear_rgb, light0)
-                            : display_color(fogged_light(light0, depth0, gl_FragCoord.xy));
+                            : display_color(fogged_light(light0, depth0, gl_FragCoord.xy, fog0));
     } else {
         // Each sample clamped to [0, 1] as the 8-bit output would store it, so that one very
         // bright sample (TONEMAP_NONE, or an emissive over the clear colour) cannot outweigh the
@@ -179,7 +199,8 @@ void main() {
                 sample_color = background_display(clear_rgb, TILE_READ_SAMPLE(light_accumulation, i).rgb);
             } else {
                 vec3 light = TILE_READ_SAMPLE(light_accumulation, i).rgb;
-                sample_color = display_color(fogged_light(light, depth, gl_FragCoord.xy));
+                bool fog = fogs && fogs_surface(TILE_READ_SAMPLE(material_input, i).a);
+                sample_color = display_color(fogged_light(light, depth, gl_FragCoord.xy, fog));
             }
             sum += clamp(sample_color, vec3(0.0), vec3(1.0));
         }

@@ -2,8 +2,10 @@
 //! subpass on background pixels (skybox.glsl), in place of the clear colour; its
 //! `EnvironmentMapLight`, added to the indirect light by the lighting subpass
 //! (environment.glsl); and its `DistanceFog`, applied by the tonemap subpass to surface pixels
-//! (fog.glsl). Light probes (`LightProbe` entities) are not drawn yet: the view's own
-//! environment map lights everything.
+//! (fog.glsl). Light probes (`LightProbe` entities: reflection probes and irradiance volumes)
+//! are not drawn: the view's own environment map lights everything, and `find_missing`
+//! (missing.rs) lists each probe in a tile camera's view in its `TileMissing`, so that an
+//! `Auto` camera falls back to Bevy's `Core3d` while one is in view.
 //!
 //! Bevy keeps these uniforms private (`SkyboxUniforms`, `GpuFog`, its light-probe view info), so
 //! they are recomputed here from the public `Skybox`, `DistanceFog` and `EnvironmentMapLight`
@@ -20,7 +22,7 @@ use super::{
 };
 use ash::vk;
 use bevy::{
-    light::{EnvironmentMapLight, LightProbe, Skybox},
+    light::{EnvironmentMapLight, Skybox},
     pbr::{DistanceFog, FogFalloff},
     platform::collections::HashMap,
     prelude::*,
@@ -61,34 +63,20 @@ type TileCameraEnvironments<'w, 's> = Query<
     With<TileDeferred>,
 >;
 
-/// Light probes, which the tile path does not draw yet. (A `GeneratedEnvironmentMapLight` is
-/// drawn: bevy_pbr inserts an `EnvironmentMapLight` beside it whose cubes its compute passes
-/// fill in the `Render` schedule, outside any camera's schedule, and the tile path samples them
-/// as any environment map.)
-type UnsupportedEnvironment<'w, 's> = Query<'w, 's, (), With<LightProbe>>;
-
 /// Reads what the tile cameras' skyboxes and environment maps need beyond Bevy's render-world
 /// data: the images' sampler settings (the render world's `GpuImage` holds only the wgpu
-/// sampler made from them) and the environment map itself. Says once when the scene has light
-/// probes, which tile cameras do not see.
+/// sampler made from them) and the environment map itself. (A `GeneratedEnvironmentMapLight`
+/// is drawn: bevy_pbr inserts an `EnvironmentMapLight` beside it whose cubes its compute passes
+/// fill in the `Render` schedule, outside any camera's schedule, and the tile path samples them
+/// as any environment map. Light probes are not: `find_missing` reports them.)
 pub(crate) fn extract_environment(
     mut commands: Commands,
     cameras: Extract<TileCameraEnvironments>,
-    unsupported: Extract<UnsupportedEnvironment>,
     images: Extract<Res<Assets<Image>>>,
     default_sampler: Option<Res<DefaultImageSamplerDescriptor>>,
     mut samplers: ResMut<TileEnvironmentSamplers>,
-    mut warned: Local<bool>,
 ) {
     samplers.0.clear();
-    if !cameras.is_empty() && !unsupported.is_empty() && !*warned {
-        *warned = true;
-        warn!(
-            "bevy_tile_deferred: the scene has light probes (LightProbe); the tile-deferred path \
-             lights with the camera's own EnvironmentMapLight only, so tile cameras do not see \
-             them"
-        );
-    }
     let default_sampler = default_sampler.as_deref().map(|d| &d.0);
     let sampler_of = |handle: &Handle<Image>| {
         images

@@ -6,7 +6,8 @@
 //!   features the G-buffer has no room for (clearcoat, anisotropy, transmission, parallax,
 //!   specular tint), morph targets whose displacements the main world no longer holds (a mesh
 //!   kept only in the render world), lightmaps;
-//! - clustered decals reaching its view;
+//! - clustered decals reaching its view, and light probes (reflection probes and irradiance
+//!   volumes: `LightProbe` entities) in it;
 //! - camera components whose effect it does not render (post-processing, fog, sky,
 //!   environment light, a non-default colour grading);
 //! - bevy_ui nodes drawn over it (Bevy's UI pass runs inside `Core3d`, which a tile camera does
@@ -31,8 +32,8 @@ use bevy::{
         archetype::Archetypes, component::Components, reflect::ReflectComponent, world::EntityRef,
     },
     light::{
-        Atmosphere, AtmosphereEnvironmentMapLight, ClusteredDecal, VolumetricFog,
-        cluster::ClusterVisibilityClass,
+        Atmosphere, AtmosphereEnvironmentMapLight, ClusteredDecal, EnvironmentMapLight,
+        IrradianceVolume, LightProbe, VolumetricFog, cluster::ClusterVisibilityClass,
     },
     mesh::{MeshAccessError, morph::MeshMorphWeights},
     pbr::{DistanceFog, Lightmap, ScreenSpaceAmbientOcclusion, ScreenSpaceReflections},
@@ -283,7 +284,49 @@ const FOG_DISABLED: &str = "StandardMaterial::fog_enabled = false under the came
 /// point, spot and directional lights are drawn since issue 13).
 const CLUSTERED_DECAL: &str = "clustered decal";
 
-type ViewedClusterables<'w, 's> = Query<'w, 's, (Option<&'static Name>, Has<ClusteredDecal>)>;
+/// What [`find_missing`] reports for a reflection probe (`LightProbe` + `EnvironmentMapLight`)
+/// in a camera's view: the tile path lights with the camera's own `EnvironmentMapLight` only.
+/// Bevy draws reflection probes only where texture binding arrays are usable
+/// (`MULTIPLE_LIGHT_PROBES_IN_ARRAY`); elsewhere (Mesa lavapipe 22, without descriptor
+/// indexing) it ignores them too, and the fallback draws the same picture.
+pub(crate) const REFLECTION_PROBE: &str = "reflection probe (LightProbe + EnvironmentMapLight; the tile path lights with the camera's \
+     own environment map only)";
+
+/// What [`find_missing`] reports for an irradiance volume (`LightProbe` + `IrradianceVolume`)
+/// in a camera's view: the tile path does not sample it (Bevy does on every Vulkan device).
+pub(crate) const IRRADIANCE_VOLUME: &str =
+    "irradiance volume (LightProbe + IrradianceVolume; the tile path does not sample it)";
+
+/// What the tile path does not draw of a clusterable object in a camera's view: decals and
+/// light probes (`decal`, `probe`, `reflection`, `irradiance`: the entity has `ClusteredDecal`,
+/// `LightProbe`, `EnvironmentMapLight`, `IrradianceVolume`; a probe with both is both to
+/// Bevy). Lights are drawn: nothing.
+pub(crate) fn undrawable_clusterable(
+    decal: bool,
+    probe: bool,
+    reflection: bool,
+    irradiance: bool,
+) -> impl Iterator<Item = &'static str> {
+    [
+        (decal, CLUSTERED_DECAL),
+        (probe && reflection, REFLECTION_PROBE),
+        (probe && irradiance, IRRADIANCE_VOLUME),
+    ]
+    .into_iter()
+    .filter_map(|(is, what)| is.then_some(what))
+}
+
+type ViewedClusterables<'w, 's> = Query<
+    'w,
+    's,
+    (
+        Option<&'static Name>,
+        Has<ClusteredDecal>,
+        Has<LightProbe>,
+        Has<EnvironmentMapLight>,
+        Has<IrradianceVolume>,
+    ),
+>;
 
 type ViewedMeshes<'w, 's> = Query<
     'w,
@@ -369,22 +412,24 @@ pub(crate) fn find_missing(
                 });
             }
         }
-        // Point and spot lights and decals in the camera's clusters, then every directional
-        // light it sees (they light every view of their layers).
+        // Decals and light probes in the camera's view (Bevy gathers a view's light probes
+        // from the same list: `gather_light_probes`). A probe whose images are still loading is
+        // listed too: Bevy skips it until they are uploaded, so an `Auto` camera may fall back
+        // a few frames early, never late.
         let mut clustered: Vec<Entity> = visible
             .iter(TypeId::of::<ClusterVisibilityClass>())
             .copied()
             .collect();
         clustered.sort_unstable();
         for entity in clustered {
-            let Ok((name, decal)) = clusterables.get(entity) else {
+            let Ok((name, decal, probe, reflection, irradiance)) = clusterables.get(entity) else {
                 continue;
             };
-            if decal {
+            for what in undrawable_clusterable(decal, probe, reflection, irradiance) {
                 items.push(MissingFeature {
                     entity,
                     name: name.map(ToString::to_string),
-                    what: CLUSTERED_DECAL.to_string(),
+                    what: what.to_string(),
                 });
             }
         }
@@ -757,6 +802,68 @@ mod tests {
                 .iter()
                 .filter(|item| item.entity == tile)
                 .all(|item| item.name.as_deref() == Some("tile camera"))
+        );
+    }
+
+    #[test]
+    fn light_probes_in_view_are_found_by_entity_and_name() {
+        let mut world = world_with_registry(false);
+        let tile = world
+            .spawn((TileDeferred::default(), VisibleEntities::default()))
+            .id();
+        let reflection = world
+            .spawn((
+                Name::new("hall probe"),
+                LightProbe::default(),
+                EnvironmentMapLight::default(),
+            ))
+            .id();
+        let irradiance = world
+            .spawn((LightProbe::default(), IrradianceVolume::default()))
+            .id();
+        let both = world
+            .spawn((
+                LightProbe::default(),
+                EnvironmentMapLight::default(),
+                IrradianceVolume::default(),
+            ))
+            .id();
+        // Out of the camera's view: not listed.
+        world.spawn((LightProbe::default(), EnvironmentMapLight::default()));
+        // An environment map without a LightProbe on a non-camera entity is no probe (the
+        // camera's own is drawn).
+        let no_probe = world.spawn(EnvironmentMapLight::default()).id();
+        let mut visible = world.get_mut::<VisibleEntities>(tile).unwrap();
+        for entity in [both, irradiance, reflection, no_probe] {
+            visible.push(entity, TypeId::of::<ClusterVisibilityClass>());
+        }
+        run(&mut world);
+        // In entity order; a probe with both is both.
+        let mut in_order = [reflection, irradiance, both];
+        in_order.sort_unstable();
+        let expected: Vec<(Entity, String)> = in_order
+            .into_iter()
+            .flat_map(|entity| {
+                match entity {
+                    e if e == reflection => vec![REFLECTION_PROBE],
+                    e if e == irradiance => vec![IRRADIANCE_VOLUME],
+                    _ => vec![REFLECTION_PROBE, IRRADIANCE_VOLUME],
+                }
+                .into_iter()
+                .map(move |what| (entity, what.to_string()))
+            })
+            .collect();
+        assert_eq!(items(&world, tile), expected);
+        let listed = &world.get::<TileMissing>(tile).unwrap().items;
+        let name_of = |entity| {
+            let item = listed.iter().find(|item| item.entity == entity).unwrap();
+            item.name.clone()
+        };
+        assert_eq!(name_of(reflection).as_deref(), Some("hall probe"));
+        assert_eq!(name_of(irradiance), None);
+        assert_eq!(
+            world.get::<TileMissing>(tile).unwrap().summary().unwrap(),
+            format!("{REFLECTION_PROBE} x2, {IRRADIANCE_VOLUME} x2")
         );
     }
 

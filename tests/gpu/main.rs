@@ -21,6 +21,7 @@ mod forward_reference;
 mod gizmos;
 #[cfg(feature = "inspector")]
 mod inspector;
+mod light_probes;
 mod missing;
 mod robustness;
 mod showcase;

@@ -1,0 +1,502 @@
+//! Light probes (`LightProbe` entities, issue 15): reflection probes (`LightProbe` +
+//! `EnvironmentMapLight`) and irradiance volumes (`LightProbe` + `IrradianceVolume`).
+//!
+//! The tile path lights with the camera's own `EnvironmentMapLight` only; every probe in a tile
+//! camera's view is listed in its `TileMissing`, so that an `Auto` camera falls back to Bevy's
+//! `Core3d` while one is in view.
+//!
+//! What Bevy itself draws depends on the device: bevy_pbr 0.19.1 samples reflection probes only
+//! where texture binding arrays are usable (`binding_arrays_are_usable`: the features
+//! `TEXTURE_BINDING_ARRAY` and `SAMPLED_TEXTURE_AND_STORAGE_BUFFER_ARRAY_NON_UNIFORM_INDEXING`
+//! and 24 array elements per stage; its shaders then get `MULTIPLE_LIGHT_PROBES_IN_ARRAY`).
+//! Elsewhere `compute_radiances` reads the view's environment map only, and reflection probes
+//! change nothing. Mesa lavapipe 22.3 has no descriptor indexing
+//! (`shaderSampledImageArrayDynamicIndexing = false`), so Bevy ignores reflection probes there,
+//! which [`what_bevy_draws_of_light_probes_on_this_device`] checks on the frames. Irradiance
+//! volumes it draws on every Vulkan device (one 3D texture where arrays are not usable).
+
+use crate::{
+    content::{
+        MIN_PSNR, MIN_PSNR_MSAA, Region, RegionCheck, add_image, assert_content_matches_to,
+        distinct_colours, environment_cube, headless, spawn_sphere_grid,
+    },
+    harness::{Frame, GpuTest, HeadlessApp, image_compare::psnr},
+    scenes::fidelity::{FidelityCamera, FidelityCase, FidelityScene, stage_origin},
+};
+use bevy::{
+    asset::RenderAssetUsages,
+    light::{IrradianceVolume, LightProbe},
+    prelude::*,
+    render::{
+        render_resource::{
+            Extent3d, TextureDimension, TextureFormat, TextureViewDescriptor, TextureViewDimension,
+        },
+        renderer::RenderDevice,
+        settings::WgpuFeatures,
+        view::Msaa,
+    },
+};
+use bevy_tile_deferred::{
+    TileDeferred,
+    tiers::{MISSING_RETURN_FRAMES, RenderTier, TierDecision, TierSetting},
+    tile_deferred::missing::{MissingFeature, TileMissing},
+};
+
+/// Where the sphere grid is: stage 0, its centre 1.4 above the ground.
+fn grid_centre() -> Vec3 {
+    stage_origin(0) + Vec3::new(0.0, 1.4, 0.0)
+}
+
+/// The front camera on the grid (the environment-map scene's).
+fn front_camera() -> FidelityCamera {
+    let centre = grid_centre();
+    FidelityCamera::looking(centre + Vec3::new(0.0, 0.6, 4.6), centre)
+}
+
+/// The reflection probe's box: around the grid's two left columns (x -1.56 and -0.78), all
+/// rows, nothing of the three right columns.
+fn probe_transform() -> Transform {
+    Transform::from_translation(grid_centre() + Vec3::new(-1.17, 0.0, 0.0))
+        .with_scale(Vec3::new(1.5, 3.2, 1.6))
+}
+
+/// In the images, the two left columns (inside the probe's box) and the two right ones
+/// (outside it).
+const INSIDE_PROBE: Region = Region {
+    x0: 0.2,
+    y0: 0.15,
+    x1: 0.43,
+    y1: 0.88,
+};
+const OUTSIDE_PROBE: Region = Region {
+    x0: 0.57,
+    y0: 0.15,
+    x1: 0.8,
+    y1: 0.88,
+};
+
+/// A cube map of one colour (linear `rgb`) with `mips` levels of `size`, sRGB: what the
+/// reflection probe holds, far from the view's sky-and-ground map.
+fn solid_cube(size: u32, mips: u32, rgb: Vec3) -> Image {
+    let srgb = Color::linear_rgb(rgb.x, rgb.y, rgb.z).to_srgba();
+    let texel = [srgb.red, srgb.green, srgb.blue].map(|v| (v * 255.0).round() as u8);
+    let mut data = Vec::new();
+    for _face in 0..6 {
+        for mip in 0..mips {
+            let level = (size >> mip).max(1);
+            for _ in 0..level * level {
+                data.extend(texel);
+                data.push(255);
+            }
+        }
+    }
+    let mut image = Image::new(
+        Extent3d {
+            width: size,
+            height: size,
+            depth_or_array_layers: 6,
+        },
+        TextureDimension::D2,
+        vec![0; (size * size * 6 * 4) as usize],
+        TextureFormat::Rgba8UnormSrgb,
+        RenderAssetUsages::default(),
+    );
+    image.data = Some(data);
+    image.texture_descriptor.mip_level_count = mips;
+    image.texture_view_descriptor = Some(TextureViewDescriptor {
+        dimension: Some(TextureViewDimension::Cube),
+        ..default()
+    });
+    image
+}
+
+/// An irradiance volume's voxels in bevy_pbr's layout (a 3D texture of 2 x 2 x 2 ambient cubes:
+/// width x, height 2 y (positive then negative), depth 3 z (the x, y, z faces)), every face a
+/// warm orange.
+fn orange_voxels() -> Image {
+    let (width, height, depth) = (2, 4, 6);
+    let data = [230u8, 110, 30, 255].repeat(width * height * depth);
+    Image::new(
+        Extent3d {
+            width: width as u32,
+            height: height as u32,
+            depth_or_array_layers: depth as u32,
+        },
+        TextureDimension::D3,
+        data,
+        TextureFormat::Rgba8Unorm,
+        RenderAssetUsages::default(),
+    )
+}
+
+/// The scene: the roughness x metallic sphere grid under a sun. The cameras get the view's
+/// environment map (`view_map`).
+fn spawn_grid(world: &mut World) {
+    spawn_sphere_grid(world, grid_centre());
+    world.spawn((
+        DirectionalLight {
+            illuminance: 2_000.0,
+            shadow_maps_enabled: false,
+            ..default()
+        },
+        Transform::from_translation(stage_origin(0) + Vec3::new(2.0, 5.0, 4.0))
+            .looking_at(stage_origin(0), Vec3::Y),
+    ));
+}
+
+/// The view's environment map (sky over ground, the environment-map scene's cubes).
+fn view_map(world: &mut World) -> EnvironmentMapLight {
+    EnvironmentMapLight {
+        diffuse_map: add_image(world, environment_cube(8, 1, 0.9)),
+        specular_map: add_image(world, environment_cube(32, 6, 0.0)),
+        intensity: 1_200.0,
+        ..default()
+    }
+}
+
+/// The reflection probe's environment map: a solid magenta cube, brighter than the view's.
+fn probe_map(world: &mut World) -> EnvironmentMapLight {
+    let rgb = Vec3::new(0.9, 0.05, 0.6);
+    EnvironmentMapLight {
+        diffuse_map: add_image(world, solid_cube(8, 1, rgb)),
+        specular_map: add_image(world, solid_cube(32, 6, rgb)),
+        intensity: 2_500.0,
+        ..default()
+    }
+}
+
+/// Whether Bevy samples reflection probes on this app's device: bevy_pbr's
+/// `binding_arrays_are_usable` (16 standard-material textures + 8 probes per stage; this crate
+/// builds Bevy without `shader_format_glsl`, and the test devices are no Adreno).
+fn bevy_draws_reflection_probes(app: &App) -> bool {
+    let device = app.world().resource::<RenderDevice>();
+    let limits = device.limits();
+    limits.max_binding_array_elements_per_shader_stage >= 24
+        && limits.max_binding_array_sampler_elements_per_shader_stage >= 24
+        && device.features().contains(
+            WgpuFeatures::TEXTURE_BINDING_ARRAY
+                | WgpuFeatures::SAMPLED_TEXTURE_AND_STORAGE_BUFFER_ARRAY_NON_UNIFORM_INDEXING,
+        )
+}
+
+fn decision(headless: &HeadlessApp, camera: Entity) -> TierDecision {
+    headless
+        .app
+        .world()
+        .get::<TierDecision>(camera)
+        .expect("a tile camera has a decision")
+        .clone()
+}
+
+fn missing(headless: &HeadlessApp, camera: Entity) -> Vec<MissingFeature> {
+    headless
+        .app
+        .world()
+        .get::<TileMissing>(camera)
+        .map(|m| m.items.clone())
+        .unwrap_or_default()
+}
+
+/// A reflection probe and then an irradiance volume in an `Auto` tile camera's view: each is
+/// listed in `TileMissing` by entity and name and the camera falls back to `Core3d` while it is
+/// in view; out of view (frustum-culled), nothing is listed and the tile path draws.
+#[test]
+fn light_probes_in_view_make_auto_fall_back() {
+    let _test = GpuTest::start("light_probes_in_view_make_auto_fall_back");
+    let mut headless = headless();
+    let world = headless.app.world_mut();
+    spawn_grid(world);
+    let environment = view_map(world);
+    let reflection = probe_map(world);
+    let far_away = Transform::from_xyz(400.0, 0.0, 0.0);
+    let probe = world
+        .spawn((
+            Name::new("left reflection probe"),
+            LightProbe::default(),
+            reflection,
+            far_away,
+        ))
+        .id();
+    let camera = headless.spawn_camera((
+        front_camera().bundle(),
+        environment,
+        TileDeferred::default(),
+    ));
+    headless.render(3);
+    assert_eq!(
+        decision(&headless, camera).tier,
+        RenderTier::TileDeferred,
+        "a probe out of view changes nothing"
+    );
+    assert_eq!(missing(&headless, camera), []);
+
+    // Into view.
+    *headless
+        .app
+        .world_mut()
+        .get_mut::<Transform>(probe)
+        .unwrap() = probe_transform();
+    headless.render(3);
+    let fell = decision(&headless, camera);
+    assert_eq!(fell.tier, RenderTier::Forward, "{fell:?}");
+    assert!(
+        fell.summary().contains("reflection probe"),
+        "{}",
+        fell.summary()
+    );
+    let listed = missing(&headless, camera);
+    assert!(
+        listed.iter().any(|m| m.entity == probe
+            && m.name.as_deref() == Some("left reflection probe")
+            && m.what.contains("reflection probe")),
+        "{listed:?}"
+    );
+
+    // Out of view again: back to the tile path after the hysteresis.
+    *headless
+        .app
+        .world_mut()
+        .get_mut::<Transform>(probe)
+        .unwrap() = far_away;
+    for _ in 0..MISSING_RETURN_FRAMES + 2 {
+        headless.update();
+    }
+    assert_eq!(decision(&headless, camera).tier, RenderTier::TileDeferred);
+    assert_eq!(missing(&headless, camera), []);
+
+    // An irradiance volume over the whole grid.
+    let voxels = add_image(headless.app.world_mut(), orange_voxels());
+    let volume = headless
+        .app
+        .world_mut()
+        .spawn((
+            Name::new("grid irradiance volume"),
+            LightProbe::default(),
+            IrradianceVolume {
+                voxels,
+                intensity: 3_000.0,
+                ..default()
+            },
+            Transform::from_translation(grid_centre()).with_scale(Vec3::new(5.0, 3.2, 1.6)),
+        ))
+        .id();
+    headless.render(3);
+    let fell = decision(&headless, camera);
+    assert_eq!(fell.tier, RenderTier::Forward, "{fell:?}");
+    let listed = missing(&headless, camera);
+    assert!(
+        listed.iter().any(|m| m.entity == volume
+            && m.name.as_deref() == Some("grid irradiance volume")
+            && m.what.contains("irradiance volume")),
+        "{listed:?}"
+    );
+}
+
+/// The region of `frame` a check names.
+fn crop(frame: &Frame, region: Region) -> Frame {
+    region.crop(frame)
+}
+
+/// Bevy forward on this device, without and with each kind of probe (no tile camera): where
+/// binding arrays are not usable (lavapipe), a reflection probe changes no pixel, though its
+/// magenta map would change the left columns beyond the fidelity bar (the picture of the grid
+/// under the probe's map as the view's, which is what Bevy draws inside the probe where it
+/// samples probes). An irradiance volume changes the picture on every device. This is why the
+/// tile path reports both: the fallback is Bevy's own picture on every device.
+#[test]
+fn what_bevy_draws_of_light_probes_on_this_device() {
+    let _test = GpuTest::start("what_bevy_draws_of_light_probes_on_this_device");
+    let mut headless = headless();
+    headless.use_cpu_light_clustering();
+    let draws_probes = bevy_draws_reflection_probes(&headless.app);
+    let world = headless.app.world_mut();
+    spawn_grid(world);
+    let environment = view_map(world);
+    let reflection = probe_map(world);
+    let camera = headless.spawn_camera((front_camera().bundle(), environment.clone()));
+    let plain = headless.render(4);
+    assert!(
+        distinct_colours(&crop(&plain, INSIDE_PROBE)) > 20,
+        "the grid is drawn"
+    );
+
+    let probe = headless
+        .app
+        .world_mut()
+        .spawn((LightProbe::default(), reflection.clone(), probe_transform()))
+        .id();
+    let with_probe = headless.render(4);
+    let inside = psnr(
+        &crop(&plain, INSIDE_PROBE),
+        &crop(&with_probe, INSIDE_PROBE),
+    );
+    let whole = psnr(&plain, &with_probe);
+    eprintln!(
+        "Bevy forward, reflection probe vs none: binding arrays usable {draws_probes}; inside the \
+         probe {inside:.2} dB, whole frame {whole:.2} dB"
+    );
+    if draws_probes {
+        assert!(
+            inside < MIN_PSNR,
+            "Bevy samples the probe here: {inside:.2} dB"
+        );
+    } else {
+        assert!(
+            inside >= 60.0 && whole >= 60.0,
+            "Bevy ignores reflection probes without binding arrays: {inside:.2} / {whole:.2} dB"
+        );
+    }
+
+    // The grid under the probe's map as the view's: what Bevy draws inside the probe where it
+    // samples probes (the probe's weight is 1 inside its box without falloff).
+    headless.app.world_mut().entity_mut(probe).despawn();
+    headless
+        .app
+        .world_mut()
+        .entity_mut(camera)
+        .insert(reflection);
+    let under_probe_map = headless.render(4);
+    let probe_map_difference = psnr(
+        &crop(&plain, INSIDE_PROBE),
+        &crop(&under_probe_map, INSIDE_PROBE),
+    );
+    eprintln!("Bevy forward, the probe's map as the view's: {probe_map_difference:.2} dB");
+    assert!(
+        probe_map_difference < 25.0,
+        "the probe's map would show: {probe_map_difference:.2} dB"
+    );
+
+    // An irradiance volume over the grid, back under the view's map.
+    headless
+        .app
+        .world_mut()
+        .entity_mut(camera)
+        .insert(environment);
+    let voxels = add_image(headless.app.world_mut(), orange_voxels());
+    headless.app.world_mut().spawn((
+        LightProbe::default(),
+        IrradianceVolume {
+            voxels,
+            intensity: 3_000.0,
+            ..default()
+        },
+        Transform::from_translation(grid_centre()).with_scale(Vec3::new(5.0, 3.2, 1.6)),
+    ));
+    let with_volume = headless.render(4);
+    let volume_difference = psnr(&plain, &with_volume);
+    eprintln!("Bevy forward, irradiance volume vs none: whole frame {volume_difference:.2} dB");
+    assert!(
+        volume_difference < 30.0,
+        "Bevy samples irradiance volumes on every Vulkan device: {volume_difference:.2} dB"
+    );
+}
+
+// ------------------------------------------------------------------------------------------
+// A tile camera forced onto the tile path with a reflection probe in view: the same picture as
+// Bevy forward on a device where Bevy ignores reflection probes.
+
+/// The tiers the reflection-probe scene's tile cameras were given, in order.
+static FORCED_TILE_TIERS: std::sync::Mutex<Vec<RenderTier>> = std::sync::Mutex::new(Vec::new());
+
+const REFLECTION_PROBE_SCENE: FidelityScene = FidelityScene {
+    name: "reflection_probe",
+    spawn: spawn_reflection_probe_scene,
+    cases: reflection_probe_cases,
+};
+
+fn reflection_probe_cases() -> Vec<FidelityCase> {
+    let mut msaa = front_camera();
+    msaa.msaa = Some(Msaa::Sample4);
+    vec![
+        FidelityCase::single("reflection_probe", front_camera()),
+        FidelityCase::single("reflection_probe_msaa", msaa),
+    ]
+}
+
+fn spawn_reflection_probe_scene(world: &mut World) {
+    spawn_grid(world);
+    let environment = view_map(world);
+    let reflection = probe_map(world);
+    world.spawn((
+        Name::new("left reflection probe"),
+        LightProbe::default(),
+        reflection,
+        probe_transform(),
+    ));
+    world.add_observer(move |add: On<Add, Camera3d>, mut commands: Commands| {
+        commands.entity(add.entity).insert(environment.clone());
+    });
+    // Every tier decision of the scene's cameras, to check the tile cameras did draw.
+    world.add_observer(
+        |insert: On<Insert, TierDecision>, decisions: Query<&TierDecision>| {
+            if let Ok(decision) = decisions.get(insert.entity) {
+                FORCED_TILE_TIERS.lock().unwrap().push(decision.tier);
+            }
+        },
+    );
+    // Forced tile tiers: an `Auto` camera would fall back to Bevy for the probe.
+    world.add_observer(
+        |add: On<Add, TileDeferred>, mut commands: Commands, msaa: Query<&Msaa>| {
+            let tier = match msaa.get(add.entity) {
+                Ok(Msaa::Sample4) => RenderTier::TileDeferredMsaa { samples: 4 },
+                _ => RenderTier::TileDeferred,
+            };
+            commands.entity(add.entity).insert(TileDeferred {
+                tier: TierSetting::Force(tier),
+                ..default()
+            });
+        },
+    );
+}
+
+/// A tile camera forced onto the tile path (1x and 4x MSAA) with a reflection probe over the
+/// grid's left columns, against Bevy forward: on a device where Bevy ignores reflection probes
+/// (lavapipe) both draw the view's environment map everywhere, whole frame and inside and
+/// outside the probe's box (a tile path that drew the probe would fail inside it: see
+/// [`what_bevy_draws_of_light_probes_on_this_device`]). Where Bevy samples probes the tile
+/// path does not draw what Bevy draws, which `TileMissing` reports; the comparison is skipped.
+#[test]
+fn content_reflection_probe_forced_tile_matches_bevy() {
+    let _test = GpuTest::start("content_reflection_probe_forced_tile_matches_bevy");
+    let mut headless = headless();
+    // The render device is there once the app has finished its setup.
+    headless.update();
+    if bevy_draws_reflection_probes(&headless.app) {
+        eprintln!(
+            "skipped: Bevy samples reflection probes on this device, the tile path reports them"
+        );
+        return;
+    }
+    let lit = |f: &Frame| distinct_colours(f) >= 30;
+    let checks: Vec<RegionCheck> = reflection_probe_cases()
+        .iter()
+        .flat_map(|case| {
+            [
+                (INSIDE_PROBE, "the grid's left columns, inside the probe"),
+                (OUTSIDE_PROBE, "the grid's right columns, outside the probe"),
+            ]
+            .map(|(region, shows)| RegionCheck {
+                case: case.name,
+                region,
+                shows,
+                visible: lit,
+            })
+        })
+        .collect();
+    assert_content_matches_to(headless, &REFLECTION_PROBE_SCENE, &checks, |case| {
+        if case.contains("msaa") {
+            MIN_PSNR_MSAA
+        } else {
+            MIN_PSNR
+        }
+    });
+    // The tile cameras were drawn by the tile path, not by Bevy through a fallback.
+    let tiers = FORCED_TILE_TIERS.lock().unwrap().clone();
+    for expected in [
+        RenderTier::TileDeferred,
+        RenderTier::TileDeferredMsaa { samples: 4 },
+    ] {
+        assert!(tiers.contains(&expected), "{tiers:?}");
+    }
+    assert!(tiers.iter().all(|tier| tier.is_tile()), "{tiers:?}");
+}

@@ -6,8 +6,9 @@
 //!   features the G-buffer has no room for (clearcoat, anisotropy, transmission, parallax,
 //!   specular tint), morph targets whose displacements the main world no longer holds (a mesh
 //!   kept only in the render world), lightmaps;
-//! - clustered decals reaching its view, and light probes (reflection probes and irradiance
-//!   volumes: `LightProbe` entities) in it;
+//! - clustered decals reaching its view, and reflection probes (`LightProbe` +
+//!   `EnvironmentMapLight`) in it, and its irradiance volumes where Bevy would sample them from
+//!   more than one texture;
 //! - camera components whose effect it does not render (post-processing, fog, sky,
 //!   environment light, a non-default colour grading);
 //! - bevy_ui nodes drawn over it (Bevy's UI pass runs inside `Core3d`, which a tile camera does
@@ -40,7 +41,7 @@ use bevy::{
     platform::collections::HashMap,
     prelude::*,
     reflect::ReflectRef,
-    render::view::ColorGrading,
+    render::{renderer::RenderDevice, view::ColorGrading},
 };
 use std::{any::TypeId, fmt};
 
@@ -292,15 +293,29 @@ const CLUSTERED_DECAL: &str = "clustered decal";
 pub(crate) const REFLECTION_PROBE: &str = "reflection probe (LightProbe + EnvironmentMapLight; the tile path lights with the camera's \
      own environment map only)";
 
-/// What [`find_missing`] reports for an irradiance volume (`LightProbe` + `IrradianceVolume`)
-/// in a camera's view: the tile path does not sample it (Bevy does on every Vulkan device).
-pub(crate) const IRRADIANCE_VOLUME: &str =
-    "irradiance volume (LightProbe + IrradianceVolume; the tile path does not sample it)";
+/// What [`find_missing`] reports for each irradiance volume (`LightProbe` + `IrradianceVolume`)
+/// in a camera's view where Bevy samples each volume from its own voxels (texture binding
+/// arrays usable) and the volumes in view have more than one texture: the tile path samples
+/// every volume from the nearest one's voxels, as Bevy does without binding arrays.
+pub(crate) const IRRADIANCE_VOLUME: &str = "irradiance volume with voxels of its own beside other \
+     volumes' (Bevy samples each from its own with binding arrays; the tile path samples one \
+     texture)";
+
+/// Whether the tile path draws the irradiance volumes in a view as Bevy does: Bevy samples
+/// them all from the nearest one's voxels where binding arrays are not usable (so does the tile
+/// path), and each from its own where they are: the same picture while they share one texture.
+pub(crate) fn irradiance_volumes_drawn(
+    binding_arrays: bool,
+    voxels_in_view: &[AssetId<Image>],
+) -> bool {
+    !binding_arrays || voxels_in_view.iter().all(|id| *id == voxels_in_view[0])
+}
 
 /// What the tile path does not draw of a clusterable object in a camera's view: decals and
 /// light probes (`decal`, `probe`, `reflection`, `irradiance`: the entity has `ClusteredDecal`,
-/// `LightProbe`, `EnvironmentMapLight`, `IrradianceVolume`; a probe with both is both to
-/// Bevy). Lights are drawn: nothing.
+/// `LightProbe`, `EnvironmentMapLight`, an `IrradianceVolume` the tile path does not draw as
+/// Bevy does ([`irradiance_volumes_drawn`]); a probe with both is both to Bevy). Lights are
+/// drawn: nothing.
 pub(crate) fn undrawable_clusterable(
     decal: bool,
     probe: bool,
@@ -324,7 +339,7 @@ type ViewedClusterables<'w, 's> = Query<
         Has<ClusteredDecal>,
         Has<LightProbe>,
         Has<EnvironmentMapLight>,
-        Has<IrradianceVolume>,
+        Option<&'static IrradianceVolume>,
     ),
 >;
 
@@ -355,8 +370,12 @@ pub(crate) fn find_missing(
     registry: Res<AppTypeRegistry>,
     ui_drawn: Option<Res<UiDrawnOverTileCameras>>,
     foreign_draws: Option<Res<ForeignTransparentDraws>>,
+    device: Option<Res<RenderDevice>>,
     mut lookups: Local<Option<Lookups>>,
 ) {
+    let binding_arrays = device
+        .as_deref()
+        .is_some_and(super::environment::bevy_uses_binding_arrays);
     if cameras.is_empty() {
         return;
     }
@@ -421,10 +440,18 @@ pub(crate) fn find_missing(
             .copied()
             .collect();
         clustered.sort_unstable();
+        let voxels_in_view: Vec<AssetId<Image>> = clustered
+            .iter()
+            .filter_map(|&entity| clusterables.get(entity).ok())
+            .filter(|(_, _, probe, ..)| *probe)
+            .filter_map(|(.., volume)| Some(volume?.voxels.id()))
+            .collect();
+        let volumes_drawn = irradiance_volumes_drawn(binding_arrays, &voxels_in_view);
         for entity in clustered {
-            let Ok((name, decal, probe, reflection, irradiance)) = clusterables.get(entity) else {
+            let Ok((name, decal, probe, reflection, volume)) = clusterables.get(entity) else {
                 continue;
             };
+            let irradiance = volume.is_some() && !volumes_drawn;
             for what in undrawable_clusterable(decal, probe, reflection, irradiance) {
                 items.push(MissingFeature {
                     entity,
@@ -838,21 +865,11 @@ mod tests {
             visible.push(entity, TypeId::of::<ClusterVisibilityClass>());
         }
         run(&mut world);
-        // In entity order; a probe with both is both.
-        let mut in_order = [reflection, irradiance, both];
+        // Reflection probes, in entity order; the irradiance volumes are drawn (no render
+        // device here: Bevy's single-texture path).
+        let mut in_order = [reflection, both];
         in_order.sort_unstable();
-        let expected: Vec<(Entity, String)> = in_order
-            .into_iter()
-            .flat_map(|entity| {
-                match entity {
-                    e if e == reflection => vec![REFLECTION_PROBE],
-                    e if e == irradiance => vec![IRRADIANCE_VOLUME],
-                    _ => vec![REFLECTION_PROBE, IRRADIANCE_VOLUME],
-                }
-                .into_iter()
-                .map(move |what| (entity, what.to_string()))
-            })
-            .collect();
+        let expected = in_order.map(|entity| (entity, REFLECTION_PROBE.to_string()));
         assert_eq!(items(&world, tile), expected);
         let listed = &world.get::<TileMissing>(tile).unwrap().items;
         let name_of = |entity| {
@@ -860,11 +877,33 @@ mod tests {
             item.name.clone()
         };
         assert_eq!(name_of(reflection).as_deref(), Some("hall probe"));
-        assert_eq!(name_of(irradiance), None);
+        assert_eq!(name_of(both), None);
         assert_eq!(
             world.get::<TileMissing>(tile).unwrap().summary().unwrap(),
-            format!("{REFLECTION_PROBE} x2, {IRRADIANCE_VOLUME} x2")
+            format!("{REFLECTION_PROBE} x2")
         );
+        assert!(!listed.iter().any(|item| item.entity == irradiance));
+        // Where Bevy samples each volume from its own voxels, two textures are two pictures.
+        assert_eq!(
+            undrawable_clusterable(false, true, false, true).collect::<Vec<_>>(),
+            [IRRADIANCE_VOLUME]
+        );
+    }
+
+    #[test]
+    fn irradiance_volumes_are_drawn_unless_bevy_samples_several_textures() {
+        let (a, b) = (AssetId::<Image>::default(), AssetId::<Image>::invalid());
+        assert!(irradiance_volumes_drawn(false, &[]));
+        assert!(
+            irradiance_volumes_drawn(false, &[a, b]),
+            "one texture without arrays"
+        );
+        assert!(irradiance_volumes_drawn(true, &[]));
+        assert!(
+            irradiance_volumes_drawn(true, &[a, a]),
+            "one texture for all"
+        );
+        assert!(!irradiance_volumes_drawn(true, &[a, b]));
     }
 
     #[test]

@@ -1,9 +1,11 @@
 //! Light probes (`LightProbe` entities, issue 15): reflection probes (`LightProbe` +
 //! `EnvironmentMapLight`) and irradiance volumes (`LightProbe` + `IrradianceVolume`).
 //!
-//! The tile path lights with the camera's own `EnvironmentMapLight` only; every probe in a tile
-//! camera's view is listed in its `TileMissing`, so that an `Auto` camera falls back to Bevy's
-//! `Core3d` while one is in view.
+//! The tile path lights with the camera's own `EnvironmentMapLight`, not with reflection
+//! probes: each in a tile camera's view is listed in its `TileMissing`, so that an `Auto` camera
+//! falls back to Bevy's `Core3d` while one is in view. It draws irradiance volumes as Bevy does
+//! without binding arrays (all of the view's volumes sampled from the nearest one's voxels;
+//! where Bevy has binding arrays and the volumes have several textures, they are listed).
 //!
 //! What Bevy itself draws depends on the device: bevy_pbr 0.19.1 samples reflection probes only
 //! where texture binding arrays are usable (`binding_arrays_are_usable`: the features
@@ -197,9 +199,10 @@ fn missing(headless: &HeadlessApp, camera: Entity) -> Vec<MissingFeature> {
         .unwrap_or_default()
 }
 
-/// A reflection probe and then an irradiance volume in an `Auto` tile camera's view: each is
-/// listed in `TileMissing` by entity and name and the camera falls back to `Core3d` while it is
-/// in view; out of view (frustum-culled), nothing is listed and the tile path draws.
+/// A reflection probe in an `Auto` tile camera's view: listed in `TileMissing` by entity and
+/// name, and the camera falls back to `Core3d` while it is in view; out of view
+/// (frustum-culled), nothing is listed and the tile path draws. An irradiance volume (one
+/// texture) is drawn by the tile path: not listed, no fall back.
 #[test]
 fn light_probes_in_view_make_auto_fall_back() {
     let _test = GpuTest::start("light_probes_in_view_make_auto_fall_back");
@@ -281,14 +284,12 @@ fn light_probes_in_view_make_auto_fall_back() {
         ))
         .id();
     headless.render(3);
-    let fell = decision(&headless, camera);
-    assert_eq!(fell.tier, RenderTier::Forward, "{fell:?}");
+    let stays = decision(&headless, camera);
+    assert_eq!(stays.tier, RenderTier::TileDeferred, "{stays:?}");
     let listed = missing(&headless, camera);
     assert!(
-        listed.iter().any(|m| m.entity == volume
-            && m.name.as_deref() == Some("grid irradiance volume")
-            && m.what.contains("irradiance volume")),
-        "{listed:?}"
+        !listed.iter().any(|m| m.entity == volume),
+        "the tile path draws the volume: {listed:?}"
     );
 }
 
@@ -296,8 +297,9 @@ fn light_probes_in_view_make_auto_fall_back() {
 /// binding arrays are not usable (lavapipe), a reflection probe changes no pixel, though its
 /// magenta map would change the left columns beyond the fidelity bar (the picture of the grid
 /// under the probe's map as the view's, which is what Bevy draws inside the probe where it
-/// samples probes). An irradiance volume changes the picture on every device. This is why the
-/// tile path reports both: the fallback is Bevy's own picture on every device.
+/// samples probes). An irradiance volume changes the picture on every device (the tile path
+/// draws it: [`content_irradiance_volumes`]). This is why the tile path reports reflection
+/// probes: the fallback is Bevy's own picture on every device.
 #[test]
 fn what_bevy_draws_of_light_probes_on_this_device() {
     let _test = GpuTest::start("what_bevy_draws_of_light_probes_on_this_device");
@@ -466,6 +468,208 @@ fn content_reflection_probe_forced_tile_matches_bevy() {
         })
         .collect();
     assert_content_matches_to(headless, &REFLECTION_PROBE_SCENE, &checks, |case| {
+        if case.contains("msaa") {
+            MIN_PSNR_MSAA
+        } else {
+            MIN_PSNR
+        }
+    });
+}
+
+// ------------------------------------------------------------------------------------------
+// Irradiance volumes, drawn by the tile path: against Bevy forward.
+
+/// Voxels of `res` ambient cubes in bevy_pbr's atlas layout (width x, height y with the
+/// positive faces above the negative ones, depth z for the x, y and z faces, one after the
+/// other), each texel a different colour from its voxel, axis and sign (`tint` mixes them).
+fn varied_voxels(res: UVec3, tint: Vec3) -> Image {
+    let (width, height, depth) = (res.x, res.y * 2, res.z * 3);
+    let mut data = Vec::with_capacity((width * height * depth * 4) as usize);
+    for z in 0..depth {
+        for y in 0..height {
+            for x in 0..width {
+                let axis = (z / res.z) as f32;
+                let negative = if y >= res.y { 1.0 } else { 0.0 };
+                let voxel = Vec3::new(
+                    x as f32 / (res.x - 1).max(1) as f32,
+                    (y % res.y) as f32 / (res.y - 1).max(1) as f32,
+                    (z % res.z) as f32 / (res.z - 1).max(1) as f32,
+                );
+                let rgb = Vec3::new(
+                    0.15 + 0.7 * voxel.x,
+                    0.2 + 0.25 * axis + 0.3 * voxel.y,
+                    0.85 - 0.5 * negative - 0.2 * voxel.z,
+                )
+                .lerp(tint, 0.35);
+                data.extend(
+                    rgb.to_array()
+                        .map(|c| (c.clamp(0.0, 1.0) * 255.0).round() as u8),
+                );
+                data.push(255);
+            }
+        }
+    }
+    Image::new(
+        Extent3d {
+            width,
+            height,
+            depth_or_array_layers: depth,
+        },
+        TextureDimension::D3,
+        data,
+        TextureFormat::Rgba8Unorm,
+        RenderAssetUsages::default(),
+    )
+}
+
+const IRRADIANCE_VOLUMES: FidelityScene = FidelityScene {
+    name: "irradiance_volumes",
+    spawn: spawn_irradiance_volumes,
+    cases: irradiance_volume_cases,
+};
+
+fn irradiance_volume_cases() -> Vec<FidelityCase> {
+    let mut msaa = front_camera();
+    msaa.msaa = Some(Msaa::Sample4);
+    let centre = grid_centre();
+    let mut side = front_camera();
+    side.transform =
+        Transform::from_translation(centre + Vec3::new(-3.0, 2.0, 3.4)).looking_at(centre, Vec3::Y);
+    vec![
+        FidelityCase::single("irradiance_volumes", front_camera()),
+        FidelityCase::single("irradiance_volumes_msaa", msaa),
+        FidelityCase::single("irradiance_volumes_side", side),
+    ]
+}
+
+/// The grid under the view's environment map with two irradiance volumes: a sharp one around
+/// the two left columns (nearest to the front camera: Bevy binds its voxels for both), and a
+/// larger one with a 30% falloff around the right half (voxels of its own, which Bevy does not
+/// sample without binding arrays).
+fn spawn_irradiance_volumes(world: &mut World) {
+    spawn_grid(world);
+    let environment = view_map(world);
+    world.add_observer(move |add: On<Add, Camera3d>, mut commands: Commands| {
+        commands.entity(add.entity).insert(environment.clone());
+    });
+    let left = add_image(
+        world,
+        varied_voxels(UVec3::new(3, 2, 2), Vec3::new(1.0, 0.4, 0.1)),
+    );
+    let right = add_image(
+        world,
+        varied_voxels(UVec3::new(2, 2, 2), Vec3::new(0.1, 0.9, 0.3)),
+    );
+    world.spawn((
+        Name::new("left irradiance volume"),
+        LightProbe::default(),
+        IrradianceVolume {
+            voxels: left,
+            intensity: 2_500.0,
+            ..default()
+        },
+        probe_transform(),
+    ));
+    world.spawn((
+        Name::new("right irradiance volume"),
+        LightProbe {
+            falloff: Vec3::splat(0.3),
+        },
+        IrradianceVolume {
+            voxels: right,
+            intensity: 4_000.0,
+            ..default()
+        },
+        Transform::from_translation(grid_centre() + Vec3::new(1.0, 0.0, -0.3))
+            .with_scale(Vec3::new(2.4, 3.2, 2.0)),
+    ));
+}
+
+/// Two irradiance volumes (one sharp, one with falloff) over a sphere grid under an environment
+/// map, from the front (1x and 4x MSAA) and the side, `Auto` tile cameras (they stay on the
+/// tile path) against Bevy forward: whole frame and each volume's columns.
+#[test]
+fn content_irradiance_volumes() {
+    let _test = GpuTest::start("content_irradiance_volumes");
+    let lit = |f: &Frame| distinct_colours(f) >= 30;
+    let checks: Vec<RegionCheck> = irradiance_volume_cases()
+        .iter()
+        .filter(|case| case.name != "irradiance_volumes_side")
+        .flat_map(|case| {
+            [
+                (INSIDE_PROBE, "the left columns, in the sharp volume"),
+                (
+                    OUTSIDE_PROBE,
+                    "the right columns, in the volume with falloff",
+                ),
+            ]
+            .map(|(region, shows)| RegionCheck {
+                case: case.name,
+                region,
+                shows,
+                visible: lit,
+            })
+        })
+        .chain([RegionCheck {
+            case: "irradiance_volumes_side",
+            region: Region::CENTRE,
+            shows: "the grid from the side",
+            visible: lit,
+        }])
+        .collect();
+    assert_content_matches_to(headless(), &IRRADIANCE_VOLUMES, &checks, |case| {
+        if case.contains("msaa") {
+            MIN_PSNR_MSAA
+        } else {
+            MIN_PSNR
+        }
+    });
+}
+
+const IRRADIANCE_VOLUMES_UNMERGED: FidelityScene = FidelityScene {
+    name: "irradiance_volumes_unmerged",
+    spawn: spawn_irradiance_volumes_unmerged,
+    cases: irradiance_volume_unmerged_cases,
+};
+
+fn irradiance_volume_unmerged_cases() -> Vec<FidelityCase> {
+    let mut msaa = front_camera();
+    msaa.msaa = Some(Msaa::Sample4);
+    vec![
+        FidelityCase::single("irradiance_volumes_unmerged", front_camera()),
+        FidelityCase::single("irradiance_volumes_unmerged_msaa", msaa),
+    ]
+}
+
+/// [`spawn_irradiance_volumes`] with the tile cameras on the unmerged tier (the G-buffer stored
+/// and sampled as textures: the lighting shaders' sampled variants).
+fn spawn_irradiance_volumes_unmerged(world: &mut World) {
+    spawn_irradiance_volumes(world);
+    world.add_observer(|add: On<Add, TileDeferred>, mut commands: Commands| {
+        commands.entity(add.entity).insert(TileDeferred {
+            merge_subpasses: false,
+            ..default()
+        });
+    });
+}
+
+/// [`content_irradiance_volumes`] on the unmerged tier, 1x and 4x MSAA.
+#[test]
+fn content_irradiance_volumes_unmerged() {
+    let _test = GpuTest::start("content_irradiance_volumes_unmerged");
+    let lit = |f: &Frame| distinct_colours(f) >= 30;
+    let checks: Vec<RegionCheck> = irradiance_volume_unmerged_cases()
+        .iter()
+        .flat_map(|case| {
+            [INSIDE_PROBE, OUTSIDE_PROBE].map(|region| RegionCheck {
+                case: case.name,
+                region,
+                shows: "the columns in a volume",
+                visible: lit,
+            })
+        })
+        .collect();
+    assert_content_matches_to(headless(), &IRRADIANCE_VOLUMES_UNMERGED, &checks, |case| {
         if case.contains("msaa") {
             MIN_PSNR_MSAA
         } else {

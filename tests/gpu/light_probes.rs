@@ -19,8 +19,9 @@
 
 use crate::{
     content::{
-        MIN_PSNR, MIN_PSNR_MSAA, Region, RegionCheck, add_image, assert_content_matches_to,
-        distinct_colours, environment_cube, headless, spawn_sphere_grid,
+        MIN_PSNR, MIN_PSNR_MSAA, Region, RegionCheck, add_image, add_material, add_mesh,
+        assert_content_matches_to, distinct_colours, environment_cube, headless, spawn,
+        spawn_sphere_grid,
     },
     harness::{Frame, GpuTest, HeadlessApp, image_compare::psnr},
     scenes::fidelity::{FidelityCamera, FidelityCase, FidelityScene, stage_origin},
@@ -522,6 +523,14 @@ fn varied_voxels(res: UVec3, tint: Vec3) -> Image {
     )
 }
 
+/// In the front image, the inside of the translucent sphere.
+const GLASS: Region = Region {
+    x0: 0.27,
+    y0: 0.57,
+    x1: 0.34,
+    y1: 0.68,
+};
+
 const IRRADIANCE_VOLUMES: FidelityScene = FidelityScene {
     name: "irradiance_volumes",
     spawn: spawn_irradiance_volumes,
@@ -545,9 +554,26 @@ fn irradiance_volume_cases() -> Vec<FidelityCase> {
 /// The grid under the view's environment map with two irradiance volumes: a sharp one around
 /// the two left columns (nearest to the front camera: Bevy binds its voxels for both), and a
 /// larger one with a 30% falloff around the right half (voxels of its own, which Bevy does not
-/// sample without binding arrays).
+/// sample without binding arrays). A translucent white sphere in front of the left columns,
+/// inside the sharp volume, is lit by the transparent subpass.
 fn spawn_irradiance_volumes(world: &mut World) {
     spawn_grid(world);
+    let sphere = add_mesh(world, Sphere::new(0.3).mesh().uv(32, 16));
+    let glass = add_material(
+        world,
+        StandardMaterial {
+            base_color: Color::srgba(0.95, 0.95, 0.95, 0.6),
+            alpha_mode: AlphaMode::Blend,
+            perceptual_roughness: 0.6,
+            ..default()
+        },
+    );
+    spawn(
+        world,
+        &sphere,
+        &glass,
+        Transform::from_translation(grid_centre() + Vec3::new(-1.17, -0.35, 0.6)),
+    );
     let environment = view_map(world);
     world.add_observer(move |add: On<Add, Camera3d>, mut commands: Commands| {
         commands.entity(add.entity).insert(environment.clone());
@@ -586,7 +612,7 @@ fn spawn_irradiance_volumes(world: &mut World) {
 }
 
 /// Two irradiance volumes (one sharp, one with falloff) over a sphere grid under an environment
-/// map, from the front (1x and 4x MSAA) and the side, `Auto` tile cameras (they stay on the
+/// map, a translucent sphere among them, from the front (1x and 4x MSAA) and the side, `Auto` tile cameras (they stay on the
 /// tile path) against Bevy forward: whole frame and each volume's columns.
 #[test]
 fn content_irradiance_volumes() {
@@ -610,12 +636,20 @@ fn content_irradiance_volumes() {
                 visible: lit,
             })
         })
-        .chain([RegionCheck {
-            case: "irradiance_volumes_side",
-            region: Region::CENTRE,
-            shows: "the grid from the side",
-            visible: lit,
-        }])
+        .chain([
+            RegionCheck {
+                case: "irradiance_volumes_side",
+                region: Region::CENTRE,
+                shows: "the grid from the side",
+                visible: lit,
+            },
+            RegionCheck {
+                case: "irradiance_volumes",
+                region: GLASS,
+                shows: "the translucent sphere, lit by the sharp volume",
+                visible: |f| distinct_colours(f) >= 8,
+            },
+        ])
         .collect();
     assert_content_matches_to(headless(), &IRRADIANCE_VOLUMES, &checks, |case| {
         if case.contains("msaa") {

@@ -115,7 +115,7 @@ fn view_irradiance_volumes(
             (FloatOrd(distance), volume.voxels.id(), gpu)
         })
         .collect();
-    // Bevy's sort is stable too: equally distant volumes keep the view's order.
+    // Bevy's `sort_by_cached_key` is stable too: equally distant volumes keep the view's order.
     found.sort_by_key(|(distance, ..)| *distance);
     found.truncate(MAX_IRRADIANCE_VOLUMES);
     let voxels = found.first()?.1;
@@ -142,10 +142,11 @@ fn gpu_irradiance_volume(
 
 /// Reads what the tile cameras' skyboxes and environment maps need beyond Bevy's render-world
 /// data: the images' sampler settings (the render world's `GpuImage` holds only the wgpu
-/// sampler made from them) and the environment map itself. (A `GeneratedEnvironmentMapLight`
-/// is drawn: bevy_pbr inserts an `EnvironmentMapLight` beside it whose cubes its compute passes
-/// fill in the `Render` schedule, outside any camera's schedule, and the tile path samples them
-/// as any environment map. Light probes are not: `find_missing` reports them.)
+/// sampler made from them), the environment map itself, and the irradiance volumes in view.
+/// (A `GeneratedEnvironmentMapLight` is drawn: bevy_pbr inserts an `EnvironmentMapLight` beside
+/// it whose cubes its compute passes fill in the `Render` schedule, outside any camera's
+/// schedule, and the tile path samples them as any environment map. Reflection probes are not
+/// drawn: `find_missing` reports them.)
 pub(crate) fn extract_environment(
     mut commands: Commands,
     cameras: Extract<TileCameraEnvironments>,

@@ -2,8 +2,13 @@
 //! subpass on background pixels (skybox.glsl), in place of the clear colour; its
 //! `EnvironmentMapLight`, added to the indirect light by the lighting subpass
 //! (environment.glsl); and its `DistanceFog`, applied by the tonemap subpass to surface pixels
-//! (fog.glsl). Light probes (`LightProbe` entities) are not drawn yet: the view's own
-//! environment map lights everything.
+//! (fog.glsl). Irradiance volumes (`LightProbe` + `IrradianceVolume`) are drawn as Bevy draws
+//! them where texture binding arrays are not usable: the view's nearest 8, weighted by their
+//! falloff, all sampled from the nearest one's voxels (environment.glsl). Reflection probes
+//! (`LightProbe` + `EnvironmentMapLight`) are not drawn: `find_missing` (missing.rs) lists each
+//! in a tile camera's view in its `TileMissing`, so that an `Auto` camera falls back to Bevy's
+//! `Core3d` while one is in view (as it does for irradiance volumes with more than one texture
+//! where Bevy samples each from its own).
 //!
 //! Bevy keeps these uniforms private (`SkyboxUniforms`, `GpuFog`, its light-probe view info), so
 //! they are recomputed here from the public `Skybox`, `DistanceFog` and `EnvironmentMapLight`
@@ -16,18 +21,22 @@ use super::{
     backend::TileBackend,
     error::{TileResult, step},
     extract::SamplerKey,
-    gpu_types::{GpuView, fog_mode},
+    gpu_types::{GpuIrradianceVolume, GpuView, MAX_IRRADIANCE_VOLUMES, fog_mode},
 };
 use ash::vk;
 use bevy::{
-    light::{EnvironmentMapLight, LightProbe, Skybox},
+    camera::visibility::VisibleEntities,
+    light::{
+        EnvironmentMapLight, IrradianceVolume, LightProbe, Skybox, cluster::ClusterVisibilityClass,
+    },
+    math::FloatOrd,
     pbr::{DistanceFog, FogFalloff},
     platform::collections::HashMap,
     prelude::*,
     render::{
         Extract,
         render_asset::RenderAssets,
-        render_resource::{DefaultImageSamplerDescriptor, TextureViewDimension},
+        render_resource::{DefaultImageSamplerDescriptor, TextureDimension, TextureViewDimension},
         sync_world::RenderEntity,
         texture::GpuImage,
     },
@@ -57,45 +66,104 @@ type TileCameraEnvironments<'w, 's> = Query<
         RenderEntity,
         Option<&'static Skybox>,
         Option<&'static EnvironmentMapLight>,
+        &'static GlobalTransform,
+        &'static VisibleEntities,
     ),
     With<TileDeferred>,
 >;
 
-/// Light probes, which the tile path does not draw yet. (A `GeneratedEnvironmentMapLight` is
-/// drawn: bevy_pbr inserts an `EnvironmentMapLight` beside it whose cubes its compute passes
-/// fill in the `Render` schedule, outside any camera's schedule, and the tile path samples them
-/// as any environment map.)
-type UnsupportedEnvironment<'w, 's> = Query<'w, 's, (), With<LightProbe>>;
+/// A tile camera's irradiance volumes as the lighting subpass reads them, on the render-world
+/// camera: what Bevy's `gather_light_probes::<IrradianceVolume>` keeps of them (Bevy's own list
+/// is private), and the voxels Bevy binds where binding arrays are not usable (the nearest
+/// volume's).
+#[derive(Component, Clone, Debug)]
+pub(crate) struct TileIrradianceVolumes {
+    voxels: AssetId<Image>,
+    /// The voxels' own sampler (Bevy binds the image's).
+    sampler: SamplerKey,
+    volumes: Vec<GpuIrradianceVolume>,
+}
+
+type SceneIrradianceVolumes<'w, 's> = Query<
+    'w,
+    's,
+    (
+        &'static GlobalTransform,
+        &'static LightProbe,
+        &'static IrradianceVolume,
+    ),
+>;
+
+/// The irradiance volumes Bevy gives a view (`gather_light_probes`): those in its view whose
+/// voxels are uploaded, nearest to the camera first, at most 8; with the nearest one's voxels.
+fn view_irradiance_volumes(
+    camera: &GlobalTransform,
+    visible: &VisibleEntities,
+    volumes: &SceneIrradianceVolumes,
+    uploaded: impl Fn(AssetId<Image>) -> bool,
+) -> Option<(AssetId<Image>, Vec<GpuIrradianceVolume>)> {
+    let mut found: Vec<(FloatOrd, AssetId<Image>, GpuIrradianceVolume)> = visible
+        .get(std::any::TypeId::of::<ClusterVisibilityClass>())
+        .iter()
+        .filter_map(|&entity| volumes.get(entity).ok())
+        .filter(|(_, _, volume)| uploaded(volume.voxels.id()))
+        .map(|(transform, probe, volume)| {
+            let world_from_light = transform.affine();
+            let distance =
+                (world_from_light.translation - camera.translation_vec3a()).length_squared();
+            let gpu = gpu_irradiance_volume(&world_from_light, probe, volume);
+            (FloatOrd(distance), volume.voxels.id(), gpu)
+        })
+        .collect();
+    // Bevy's `sort_by_cached_key` is stable too: equally distant volumes keep the view's order.
+    found.sort_by_key(|(distance, ..)| *distance);
+    found.truncate(MAX_IRRADIANCE_VOLUMES);
+    let voxels = found.first()?.1;
+    Some((voxels, found.into_iter().map(|(.., gpu)| gpu).collect()))
+}
+
+/// What Bevy's `RenderLightProbe` holds of a volume that its shader reads: the transposed
+/// inverse of the probe's transform (three rows), the falloff and the intensity.
+fn gpu_irradiance_volume(
+    world_from_light: &bevy::math::Affine3A,
+    probe: &LightProbe,
+    volume: &IrradianceVolume,
+) -> GpuIrradianceVolume {
+    let transposed = Mat4::from(world_from_light.inverse()).transpose();
+    GpuIrradianceVolume {
+        light_from_world_transposed: [
+            transposed.x_axis.to_array(),
+            transposed.y_axis.to_array(),
+            transposed.z_axis.to_array(),
+        ],
+        falloff_intensity: probe.falloff.extend(volume.intensity).to_array(),
+    }
+}
 
 /// Reads what the tile cameras' skyboxes and environment maps need beyond Bevy's render-world
 /// data: the images' sampler settings (the render world's `GpuImage` holds only the wgpu
-/// sampler made from them) and the environment map itself. Says once when the scene has light
-/// probes, which tile cameras do not see.
+/// sampler made from them), the environment map itself, and the irradiance volumes in view.
+/// (A `GeneratedEnvironmentMapLight` is drawn: bevy_pbr inserts an `EnvironmentMapLight` beside
+/// it whose cubes its compute passes fill in the `Render` schedule, outside any camera's
+/// schedule, and the tile path samples them as any environment map. Reflection probes are not
+/// drawn: `find_missing` reports them.)
 pub(crate) fn extract_environment(
     mut commands: Commands,
     cameras: Extract<TileCameraEnvironments>,
-    unsupported: Extract<UnsupportedEnvironment>,
+    volumes: Extract<SceneIrradianceVolumes>,
     images: Extract<Res<Assets<Image>>>,
+    uploaded: Res<RenderAssets<GpuImage>>,
     default_sampler: Option<Res<DefaultImageSamplerDescriptor>>,
     mut samplers: ResMut<TileEnvironmentSamplers>,
-    mut warned: Local<bool>,
 ) {
     samplers.0.clear();
-    if !cameras.is_empty() && !unsupported.is_empty() && !*warned {
-        *warned = true;
-        warn!(
-            "bevy_tile_deferred: the scene has light probes (LightProbe); the tile-deferred path \
-             lights with the camera's own EnvironmentMapLight only, so tile cameras do not see \
-             them"
-        );
-    }
     let default_sampler = default_sampler.as_deref().map(|d| &d.0);
     let sampler_of = |handle: &Handle<Image>| {
         images
             .get(handle)
             .map(|image| SamplerKey::for_image(&image.sampler, default_sampler))
     };
-    for (render_entity, skybox, environment_map) in &cameras {
+    for (render_entity, skybox, environment_map, transform, visible) in &cameras {
         if let Some(handle) = skybox.and_then(|skybox| skybox.image.as_ref())
             && let Some(key) = sampler_of(handle)
         {
@@ -116,7 +184,42 @@ pub(crate) fn extract_environment(
                 entity.try_remove::<TileEnvironmentMap>();
             }
         }
+        let in_view = view_irradiance_volumes(transform, visible, &volumes, |id| {
+            uploaded.get(id).is_some()
+        });
+        match in_view {
+            Some((voxels, volumes)) => {
+                let key = images
+                    .get(voxels)
+                    .map(|image| SamplerKey::for_image(&image.sampler, default_sampler));
+                entity.try_insert(TileIrradianceVolumes {
+                    voxels,
+                    sampler: key.unwrap_or_else(SamplerKey::bevy_default),
+                    volumes,
+                });
+            }
+            None => {
+                entity.try_remove::<TileIrradianceVolumes>();
+            }
+        }
     }
+}
+
+/// Whether Bevy samples light probes from texture binding arrays on `device`
+/// (`MULTIPLE_LIGHT_PROBES_IN_ARRAY`): bevy_pbr's `binding_arrays_are_usable`, which is private.
+/// Its other two conditions, where Bevy turns binding arrays off, are not checked: bevy_pbr's
+/// `shader_format_glsl` feature (this crate does not enable it) and an Adreno 610 or older; on
+/// such an app or device the tile path reports more than needed, never less.
+pub(crate) fn bevy_uses_binding_arrays(device: &bevy::render::renderer::RenderDevice) -> bool {
+    // bevy_pbr's STANDARD_MATERIAL_FRAGMENT_SHADER_MIN_TEXTURE_BINDINGS + MAX_VIEW_LIGHT_PROBES.
+    const ELEMENTS: u32 = 16 + 8;
+    let limits = device.limits();
+    limits.max_binding_array_elements_per_shader_stage >= ELEMENTS
+        && limits.max_binding_array_sampler_elements_per_shader_stage >= ELEMENTS
+        && device.features().contains(
+            bevy::render::settings::WgpuFeatures::TEXTURE_BINDING_ARRAY
+                | bevy::render::settings::WgpuFeatures::SAMPLED_TEXTURE_AND_STORAGE_BUFFER_ARRAY_NON_UNIFORM_INDEXING,
+        )
 }
 
 /// A texture one of the view's descriptor sets samples: Bevy's image and the sampler to read it
@@ -132,6 +235,8 @@ pub(super) struct ViewTexture<'a> {
 pub(super) struct EnvironmentSources<'a> {
     pub(super) images: &'a RenderAssets<GpuImage>,
     pub(super) fallback_cube: &'a GpuImage,
+    /// Bevy's fallback 3D image, bound where the view has no irradiance volume.
+    pub(super) fallback_volume: &'a GpuImage,
     pub(super) samplers: &'a TileEnvironmentSamplers,
 }
 
@@ -142,6 +247,10 @@ pub(super) struct ViewEnvironment<'a> {
     pub(super) skybox: ViewTexture<'a>,
     /// The environment map's diffuse and specular cubes (the fallback cube without one).
     environment_maps: [ViewTexture<'a>; 2],
+    /// The voxels of the view's nearest irradiance volume (the fallback 3D image without one).
+    irradiance_volume: ViewTexture<'a>,
+    /// `GpuView::irradiance_volumes`, nearest first (none without voxels to sample).
+    irradiance_volumes: Vec<GpuIrradianceVolume>,
     /// `GpuView::environment` and `environment_rotation`, zero without an environment map.
     environment_uniform: [[f32; 4]; 2],
     /// `GpuView::skybox` and `skybox_transform`, when the camera draws a skybox.
@@ -162,6 +271,7 @@ impl<'a> ViewEnvironment<'a> {
         skybox: Option<&Skybox>,
         fog: Option<&DistanceFog>,
         environment_map: Option<&TileEnvironmentMap>,
+        irradiance_volumes: Option<&TileIrradianceVolumes>,
         exposure: f32,
     ) -> TileResult<Self> {
         let drawn = skybox.and_then(|skybox| Some((skybox, usable_skybox_image(skybox, scene)?)));
@@ -185,7 +295,24 @@ impl<'a> ViewEnvironment<'a> {
             "creating the environment map sampler",
             backend.sampler(&key),
         )?;
+        let volumes = irradiance_volumes
+            .and_then(|volumes| Some((volumes, usable_voxels(volumes.voxels, scene)?)));
+        let (voxels, key) = match volumes {
+            Some((volumes, image)) => (image, volumes.sampler),
+            None => (scene.fallback_volume, SamplerKey::bevy_default()),
+        };
+        let voxel_sampler = step(
+            "creating the irradiance volume sampler",
+            backend.sampler(&key),
+        )?;
         Ok(Self {
+            irradiance_volume: ViewTexture {
+                image: voxels,
+                sampler: voxel_sampler,
+            },
+            irradiance_volumes: volumes
+                .map(|(volumes, _)| volumes.volumes.clone())
+                .unwrap_or_default(),
             skybox: ViewTexture { image, sampler },
             environment_maps: [diffuse, specular].map(|image| ViewTexture {
                 image,
@@ -199,10 +326,11 @@ impl<'a> ViewEnvironment<'a> {
         })
     }
 
-    /// The cubes the view's sets sample: skybox, environment diffuse, environment specular.
-    pub(super) fn textures(&self) -> [&ViewTexture<'a>; 3] {
+    /// The textures the view's sets sample: the skybox, environment diffuse and specular cubes,
+    /// and the irradiance volume's voxels.
+    pub(super) fn textures(&self) -> [&ViewTexture<'a>; 4] {
         let [diffuse, specular] = &self.environment_maps;
-        [&self.skybox, diffuse, specular]
+        [&self.skybox, diffuse, specular, &self.irradiance_volume]
     }
 
     /// Writes the skybox's, the environment map's and the fog's uniforms into the view's (zero
@@ -211,6 +339,9 @@ impl<'a> ViewEnvironment<'a> {
         let [environment, rotation] = self.environment_uniform;
         gpu_view.environment = environment;
         gpu_view.environment_rotation = rotation;
+        let count = self.irradiance_volumes.len().min(MAX_IRRADIANCE_VOLUMES);
+        gpu_view.irradiance_volume_count = [count as u32, 0, 0, 0];
+        gpu_view.irradiance_volumes[..count].copy_from_slice(&self.irradiance_volumes[..count]);
         let (skybox, transform) = self.skybox_uniform.unwrap_or_default();
         gpu_view.skybox = skybox;
         gpu_view.skybox_transform = transform;
@@ -249,6 +380,12 @@ fn usable_environment_maps<'a>(
         (dimension == Some(TextureViewDimension::Cube)).then_some(image)
     };
     Some((cube(map.diffuse)?, cube(map.specular)?))
+}
+
+/// The irradiance volume's voxels, if Bevy would sample them: uploaded and a 3D texture.
+fn usable_voxels<'a>(id: AssetId<Image>, scene: EnvironmentSources<'a>) -> Option<&'a GpuImage> {
+    let image = scene.images.get(id)?;
+    (image.texture_descriptor.dimension == TextureDimension::D3).then_some(image)
 }
 
 /// What Bevy's light-probe uniform holds for the view's environment map: intensity, the

@@ -89,6 +89,24 @@ pub struct GpuView {
     pub environment: [f32; 4],
     /// The inverse of `EnvironmentMapLight::rotation`, as a quaternion (x, y, z, w).
     pub environment_rotation: [f32; 4],
+    /// x: the irradiance volumes in `irradiance_volumes` (`environment::ViewEnvironment`).
+    pub irradiance_volume_count: [u32; 4],
+    /// The view's irradiance volumes, nearest to the camera first (Bevy's per-view list).
+    pub irradiance_volumes: [GpuIrradianceVolume; MAX_IRRADIANCE_VOLUMES],
+}
+
+/// Irradiance volumes a view samples at most (Bevy's `MAX_VIEW_LIGHT_PROBES`).
+pub const MAX_IRRADIANCE_VOLUMES: usize = 8;
+
+/// `IrradianceVolume` in common.glsl: what Bevy's `RenderLightProbe` gives its
+/// `irradiance_volume_light`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+pub struct GpuIrradianceVolume {
+    /// The rows of the world-to-probe transform (the probe is the unit cube at the origin).
+    pub light_from_world_transposed: [[f32; 4]; 3],
+    /// xyz: `LightProbe::falloff`; w: `IrradianceVolume::intensity`.
+    pub falloff_intensity: [f32; 4],
 }
 
 /// `GpuView::fog_bi_mode.w` values, as `FOG_MODE_*` in fog.glsl.
@@ -293,8 +311,17 @@ mod tests {
         assert_eq!(size_of::<GpuDirectionalLight>(), 64 + 4 * 80);
         assert_eq!(
             size_of::<GpuView>(),
-            4 * 64 + 7 * 16 + MAX_DIRECTIONAL_LIGHTS * 384 + 16 + 64 + 4 * 16 + 2 * 16
+            4 * 64
+                + 7 * 16
+                + MAX_DIRECTIONAL_LIGHTS * 384
+                + 16
+                + 64
+                + 4 * 16
+                + 2 * 16
+                + 16
+                + MAX_IRRADIANCE_VOLUMES * 64
         );
+        assert_eq!(size_of::<GpuIrradianceVolume>(), 64);
         assert_eq!(size_of::<GpuClusterableLight>(), 80);
         assert_eq!(size_of::<GpuMaterial>(), 96);
         assert_eq!(size_of::<GpuInstance>(), 80);

@@ -7,7 +7,9 @@
 //!   specular tint), morph targets whose displacements the main world no longer holds (a mesh
 //!   kept only in the render world), lightmaps the tile path cannot light as Bevy does
 //!   ([`lightmap_missing`]);
-//! - clustered decals reaching its view;
+//! - clustered decals reaching its view, and reflection probes (`LightProbe` +
+//!   `EnvironmentMapLight`) in it, and its irradiance volumes where Bevy would sample them from
+//!   more than one texture;
 //! - camera components whose effect it does not render (post-processing, fog, sky,
 //!   environment light, a non-default colour grading);
 //! - bevy_ui nodes drawn over it (Bevy's UI pass runs inside `Core3d`, which a tile camera does
@@ -33,15 +35,15 @@ use bevy::{
     },
     light::{
         Atmosphere, AtmosphereEnvironmentMapLight, ClusteredDecal, EnvironmentMapLight,
-        GeneratedEnvironmentMapLight, GlobalAmbientLight, VolumetricFog,
-        cluster::ClusterVisibilityClass,
+        GeneratedEnvironmentMapLight, GlobalAmbientLight, IrradianceVolume, LightProbe,
+        VolumetricFog, cluster::ClusterVisibilityClass,
     },
     mesh::{MeshAccessError, morph::MeshMorphWeights},
     pbr::{Lightmap, ScreenSpaceAmbientOcclusion, ScreenSpaceReflections},
     platform::collections::HashMap,
     prelude::*,
     reflect::ReflectRef,
-    render::view::ColorGrading,
+    render::{renderer::RenderDevice, view::ColorGrading},
 };
 use std::{any::TypeId, fmt};
 
@@ -333,6 +335,53 @@ type TileCameras<'w, 's> = Query<
 /// point, spot and directional lights are drawn since issue 13).
 const CLUSTERED_DECAL: &str = "clustered decal";
 
+/// What [`find_missing`] reports for a reflection probe (`LightProbe` + `EnvironmentMapLight`)
+/// in a camera's view: the tile path lights with the camera's own `EnvironmentMapLight` only.
+/// Bevy draws reflection probes only where texture binding arrays are usable
+/// (`MULTIPLE_LIGHT_PROBES_IN_ARRAY`), and only there are they reported: elsewhere (Mesa
+/// lavapipe 22 and other devices without descriptor indexing) Bevy ignores them too, and the
+/// tile camera draws Bevy's picture.
+pub(crate) const REFLECTION_PROBE: &str = "reflection probe (LightProbe + EnvironmentMapLight; the tile path lights with the camera's \
+     own environment map only)";
+
+/// What [`find_missing`] reports for each irradiance volume (`LightProbe` + `IrradianceVolume`)
+/// in a camera's view where Bevy samples each volume from its own voxels (texture binding
+/// arrays usable) and the volumes in view have more than one texture: the tile path samples
+/// every volume from the nearest one's voxels, as Bevy does without binding arrays.
+pub(crate) const IRRADIANCE_VOLUME: &str = "irradiance volume with voxels of its own beside other \
+     volumes' (Bevy samples each from its own with binding arrays; the tile path samples one \
+     texture)";
+
+/// Whether the tile path draws the irradiance volumes in a view as Bevy does: Bevy samples
+/// them all from the nearest one's voxels where binding arrays are not usable (so does the tile
+/// path), and each from its own where they are: the same picture while they share one texture.
+pub(crate) fn irradiance_volumes_drawn(
+    binding_arrays: bool,
+    voxels_in_view: &[AssetId<Image>],
+) -> bool {
+    !binding_arrays || voxels_in_view.iter().all(|id| *id == voxels_in_view[0])
+}
+
+/// What the tile path does not draw of a clusterable object in a camera's view: decals and
+/// light probes (`decal`, `probe`, `reflection`, `irradiance`: the entity has `ClusteredDecal`,
+/// `LightProbe`, `EnvironmentMapLight`, an `IrradianceVolume` the tile path does not draw as
+/// Bevy does ([`irradiance_volumes_drawn`]); a probe with both is both to Bevy). Lights are
+/// drawn: nothing.
+pub(crate) fn undrawable_clusterable(
+    decal: bool,
+    probe: bool,
+    reflection: bool,
+    irradiance: bool,
+) -> impl Iterator<Item = &'static str> {
+    [
+        (decal, CLUSTERED_DECAL),
+        (probe && reflection, REFLECTION_PROBE),
+        (probe && irradiance, IRRADIANCE_VOLUME),
+    ]
+    .into_iter()
+    .filter_map(|(is, what)| is.then_some(what))
+}
+
 type ViewedClusterables<'w, 's> = Query<
     'w,
     's,
@@ -341,6 +390,9 @@ type ViewedClusterables<'w, 's> = Query<
         Has<ClusteredDecal>,
         Option<&'static PointLight>,
         Option<&'static SpotLight>,
+        Has<LightProbe>,
+        Has<EnvironmentMapLight>,
+        Option<&'static IrradianceVolume>,
     ),
 >;
 
@@ -379,8 +431,12 @@ pub(crate) fn find_missing(
     registry: Res<AppTypeRegistry>,
     ui_drawn: Option<Res<UiDrawnOverTileCameras>>,
     foreign_draws: Option<Res<ForeignTransparentDraws>>,
+    device: Option<Res<RenderDevice>>,
     mut lookups: Local<Option<Lookups>>,
 ) {
+    let binding_arrays = device
+        .as_deref()
+        .is_some_and(super::environment::bevy_uses_binding_arrays);
     if cameras.is_empty() {
         return;
     }
@@ -404,10 +460,12 @@ pub(crate) fn find_missing(
         // What Bevy leaves out of lightmapped meshes in this view, where it differs from its
         // defaults (every directional light counts: they light every view of their layers).
         let excludes_point_or_spot = |entity: &Entity| {
-            clusterables.get(*entity).is_ok_and(|(_, _, point, spot)| {
-                point.is_some_and(|p| !p.affects_lightmapped_mesh_diffuse)
-                    || spot.is_some_and(|s| !s.affects_lightmapped_mesh_diffuse)
-            })
+            clusterables
+                .get(*entity)
+                .is_ok_and(|(_, _, point, spot, ..)| {
+                    point.is_some_and(|p| !p.affects_lightmapped_mesh_diffuse)
+                        || spot.is_some_and(|s| !s.affects_lightmapped_mesh_diffuse)
+                })
         };
         let lightmap_view = LightmapContext {
             environment_map: camera_ref.contains::<EnvironmentMapLight>()
@@ -476,16 +534,31 @@ pub(crate) fn find_missing(
                 });
             }
         }
-        // Decals in the camera's clusters.
+        // Decals and light probes in the camera's view (Bevy gathers a view's light probes
+        // from the same list: `gather_light_probes`). A probe whose images are still loading is
+        // listed too: Bevy skips it until they are uploaded, so an `Auto` camera may fall back
+        // a few frames early, never late.
+        let voxels_in_view: Vec<AssetId<Image>> = clustered
+            .iter()
+            .filter_map(|&entity| clusterables.get(entity).ok())
+            .filter(|(_, _, _, _, probe, ..)| *probe)
+            .filter_map(|(.., volume)| Some(volume?.voxels.id()))
+            .collect();
+        let volumes_drawn = irradiance_volumes_drawn(binding_arrays, &voxels_in_view);
         for entity in clustered {
-            let Ok((name, decal, ..)) = clusterables.get(entity) else {
+            let Ok((name, decal, _, _, probe, reflection, volume)) = clusterables.get(entity)
+            else {
                 continue;
             };
-            if decal {
+            let irradiance = volume.is_some() && !volumes_drawn;
+            // A reflection probe changes Bevy's picture only where it samples them (binding
+            // arrays usable); elsewhere Bevy ignores it, and so does the tile path.
+            let reflection = reflection && binding_arrays;
+            for what in undrawable_clusterable(decal, probe, reflection, irradiance) {
                 items.push(MissingFeature {
                     entity,
                     name: name.map(ToString::to_string),
-                    what: CLUSTERED_DECAL.to_string(),
+                    what: what.to_string(),
                 });
             }
         }
@@ -919,6 +992,76 @@ mod tests {
                 .filter(|item| item.entity == tile)
                 .all(|item| item.name.as_deref() == Some("tile camera"))
         );
+    }
+
+    /// Without binding arrays (here: no render device at all) Bevy ignores reflection probes
+    /// and samples every irradiance volume from one texture: the tile path draws that picture,
+    /// and nothing in view is listed.
+    #[test]
+    fn light_probes_are_not_listed_where_bevy_ignores_them() {
+        let mut world = world_with_registry(false);
+        let tile = world
+            .spawn((TileDeferred::default(), VisibleEntities::default()))
+            .id();
+        let reflection = world
+            .spawn((
+                Name::new("hall probe"),
+                LightProbe::default(),
+                EnvironmentMapLight::default(),
+            ))
+            .id();
+        let irradiance = world
+            .spawn((LightProbe::default(), IrradianceVolume::default()))
+            .id();
+        let both = world
+            .spawn((
+                LightProbe::default(),
+                EnvironmentMapLight::default(),
+                IrradianceVolume::default(),
+            ))
+            .id();
+        let mut visible = world.get_mut::<VisibleEntities>(tile).unwrap();
+        for entity in [both, irradiance, reflection] {
+            visible.push(entity, TypeId::of::<ClusterVisibilityClass>());
+        }
+        run(&mut world);
+        assert_eq!(items(&world, tile), []);
+    }
+
+    /// What a clusterable object in view makes the tile path list: decals always; a reflection
+    /// probe where Bevy draws it (the caller passes `reflection` only where binding arrays are
+    /// usable); a probe with both an environment map and a volume is both to Bevy.
+    #[test]
+    fn clusterables_listed() {
+        let listed = |decal, probe, reflection, irradiance| {
+            undrawable_clusterable(decal, probe, reflection, irradiance).collect::<Vec<_>>()
+        };
+        assert_eq!(listed(true, false, false, false), [CLUSTERED_DECAL]);
+        assert_eq!(listed(false, true, true, false), [REFLECTION_PROBE]);
+        assert_eq!(
+            listed(false, true, true, true),
+            [REFLECTION_PROBE, IRRADIANCE_VOLUME]
+        );
+        // An environment map on an entity without a LightProbe is no probe.
+        assert_eq!(listed(false, false, true, false), Vec::<&str>::new());
+        // Where Bevy samples each volume from its own voxels, two textures are two pictures.
+        assert_eq!(listed(false, true, false, true), [IRRADIANCE_VOLUME]);
+    }
+
+    #[test]
+    fn irradiance_volumes_are_drawn_unless_bevy_samples_several_textures() {
+        let (a, b) = (AssetId::<Image>::default(), AssetId::<Image>::invalid());
+        assert!(irradiance_volumes_drawn(false, &[]));
+        assert!(
+            irradiance_volumes_drawn(false, &[a, b]),
+            "one texture without arrays"
+        );
+        assert!(irradiance_volumes_drawn(true, &[]));
+        assert!(
+            irradiance_volumes_drawn(true, &[a, a]),
+            "one texture for all"
+        );
+        assert!(!irradiance_volumes_drawn(true, &[a, b]));
     }
 
     #[test]

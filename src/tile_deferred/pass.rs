@@ -18,7 +18,7 @@ use super::{
     backend::{MaterialResources, PassResources, TileBackend, ViewResources},
     clusters::{ClusterAssignment, ClusterInputs, LightClusters},
     draws::{self, DrawList},
-    environment::{EnvironmentSources, TileEnvironmentMap, ViewEnvironment},
+    environment::{EnvironmentSources, TileEnvironmentMap, TileIrradianceVolumes, ViewEnvironment},
     error::{TileError, TileResult},
     extract::MaterialSetKey,
     gpu_types::{GpuTonemapParams, tonemap_flags},
@@ -92,7 +92,12 @@ pub(crate) fn tile_deferred_pass(
         &frame,
         view.visible,
         view.shadow_maps,
-        (view.skybox, view.fog, view.environment_map),
+        (
+            view.skybox,
+            view.fog,
+            view.environment_map,
+            view.irradiance_volumes,
+        ),
         (output_view, overlay_depth),
         &mut ctx,
     );
@@ -114,10 +119,11 @@ fn render_view(
     frame: &ViewFrame,
     visible: &RenderVisibleEntities,
     shadow_maps: Option<&ViewShadowBindings>,
-    (skybox, fog, environment_map): (
+    (skybox, fog, environment_map, irradiance_volumes): (
         Option<&Skybox>,
         Option<&DistanceFog>,
         Option<&TileEnvironmentMap>,
+        Option<&TileIrradianceVolumes>,
     ),
     (output_view, overlay_depth): (&TextureView, Option<&TextureView>),
     ctx: &mut RenderContext,
@@ -230,10 +236,18 @@ fn render_view(
     let sources = EnvironmentSources {
         images: &scene.images,
         fallback_cube: &scene.fallback_image.cube,
+        fallback_volume: &scene.fallback_image.d3,
         samplers: &scene.environment_samplers,
     };
-    let environment =
-        ViewEnvironment::gather(backend, sources, skybox, fog, environment_map, exposure)?;
+    let environment = ViewEnvironment::gather(
+        backend,
+        sources,
+        skybox,
+        fog,
+        environment_map,
+        irradiance_volumes,
+        exposure,
+    )?;
     let cluster_assign = (
         backend.cluster_assign,
         backend

@@ -346,10 +346,10 @@ fn allocate_view_sets(
     layouts: &TileLayouts,
     sampled: bool,
 ) -> TileResult<(vk::DescriptorPool, [vk::DescriptorSet; 3])> {
-    // Samplers: Bevy's two shadow textures (set 0), the LUT, the skybox cube and the environment
-    // map's two cubes, and the unmerged tier's 7 attachment reads (the G-buffer's 4; light, depth
-    // and material in the tonemap set).
-    let (inputs, samplers) = if sampled { (0, 2 + 11) } else { (7, 2 + 4) };
+    // Samplers: Bevy's two shadow textures (set 0), the LUT, the skybox cube, the environment
+    // map's two cubes and the irradiance volume, and the unmerged tier's 7 attachment reads (the
+    // G-buffer's 4; light, depth and material in the tonemap set).
+    let (inputs, samplers) = if sampled { (0, 2 + 12) } else { (7, 2 + 5) };
     let sizes = [
         (vk::DescriptorType::UNIFORM_BUFFER, 1),
         (vk::DescriptorType::STORAGE_BUFFER, 7),
@@ -492,7 +492,7 @@ fn write_view_sets(
     compiled: &CompiledFrame,
     lut: &GpuImage,
     lut_view: vk::ImageView,
-    environment: &[(&ViewTexture, vk::ImageView); 3],
+    environment: &[(&ViewTexture, vk::ImageView); 4],
     shadow_maps: [vk::ImageView; 2],
 ) {
     let sampled = plan::samples_attachments(compiled);
@@ -559,7 +559,7 @@ fn write_view_sets(
         image_layout: vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL,
     }];
     // The skybox (set 3 binding 3), the environment map's diffuse and specular cubes (set 2
-    // bindings 4 and 5).
+    // bindings 4 and 5), the irradiance volume's voxels (set 2 binding 6).
     let environment_infos: Vec<[vk::DescriptorImageInfo; 1]> = environment
         .iter()
         .map(|(texture, raw)| {
@@ -615,6 +615,7 @@ fn write_view_sets(
         (view.tonemap_set, 3),
         (view.gbuffer_set, 4),
         (view.gbuffer_set, 5),
+        (view.gbuffer_set, 6),
     ]
     .into_iter()
     .zip(&environment_infos)
@@ -919,11 +920,12 @@ pub(super) fn prepare_view_data(
             step: "reading an environment cube's view",
         })
     };
-    let [skybox, diffuse, specular] = environment.textures();
+    let [skybox, diffuse, specular, voxels] = environment.textures();
     let environment_views = [
         (skybox, raw_view(skybox)?),
         (diffuse, raw_view(diffuse)?),
         (specular, raw_view(specular)?),
+        (voxels, raw_view(voxels)?),
     ];
     write_view_sets(
         device,

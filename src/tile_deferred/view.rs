@@ -53,6 +53,8 @@ pub(crate) struct TileViewQuery {
     pub(super) fog: Option<&'static bevy::pbr::DistanceFog>,
     /// Extracted by `environment::extract_environment`.
     pub(super) environment_map: Option<&'static super::environment::TileEnvironmentMap>,
+    /// Extracted by `environment::extract_environment`.
+    pub(super) irradiance_volumes: Option<&'static super::environment::TileIrradianceVolumes>,
     /// Bevy's depth texture of the camera (`prepare_core_3d_depth_textures` makes one for every
     /// `Camera3d`); the tile path writes it only on frames that draw gizmos.
     pub(super) view_depth: Option<&'static bevy::render::view::ViewDepthTexture>,

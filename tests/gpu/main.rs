@@ -22,6 +22,7 @@ mod gizmos;
 #[cfg(feature = "inspector")]
 mod inspector;
 mod light_assignment;
+mod light_probes;
 mod lightmaps;
 mod missing;
 mod robustness;

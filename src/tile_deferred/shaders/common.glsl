@@ -53,6 +53,14 @@ struct DirectionalLight {
 #define SHADOW_FILTER_GAUSSIAN 1u
 #define SHADOW_FILTER_TEMPORAL 2u
 
+// An irradiance volume (LightProbe + IrradianceVolume; environment.glsl): Bevy's RenderLightProbe
+// fields that its irradiance_volume_light reads. Bevy's MAX_VIEW_LIGHT_PROBES per view.
+#define MAX_IRRADIANCE_VOLUMES 8
+struct IrradianceVolume {
+    vec4 light_from_world_transposed[3]; // rows of the world-to-probe transform (probe: unit cube)
+    vec4 falloff_intensity;              // xyz: LightProbe::falloff; w: IrradianceVolume::intensity
+};
+
 struct View {
     mat4 clip_from_world;
     mat4 world_from_clip;
@@ -75,6 +83,8 @@ struct View {
     vec4 fog_bi_mode;                 // xyz: bi; w: mode (FOG_MODE_*, 0 = no fog)
     vec4 environment;          // EnvironmentMapLight: x intensity, y smallest specular mip, z 1.0 when used
     vec4 environment_rotation; // the inverse of EnvironmentMapLight::rotation (quaternion xyzw)
+    uvec4 irradiance_volume_count; // x: irradiance volumes in view (0 to MAX_IRRADIANCE_VOLUMES)
+    IrradianceVolume irradiance_volumes[MAX_IRRADIANCE_VOLUMES]; // nearest to the camera first
 };
 
 struct ClusterableLight {

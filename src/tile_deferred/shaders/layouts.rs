@@ -5,7 +5,7 @@
 //! lights' cluster masks, Bevy's two shadow textures, the instances' joint matrices and morph
 //! weights, the morph displacements; and for the light assignment's compute pipeline, which
 //! has a layout of its own over the same set, the lights' reaches, the cluster extents and the
-//! assignment's statistics), set 1 material (uniform + 5 textures + the draw's lightmap), set 2 the G-buffer input attachments and the environment map's cubes, set 3 the
+//! assignment's statistics), set 1 material (uniform + 5 textures + the draw's lightmap), set 2 the G-buffer input attachments, the environment map's cubes and the irradiance volume, set 3 the
 //! tonemap inputs (light, depth, LUT, skybox cube, material), and 48 bytes of fragment push constants. The unmerged debug tier
 //! uses a second one whose sets 2 and 3 hold the same attachments as textures. Binding the view
 //! set once per pass and switching only the material set per draw keeps the command stream short.
@@ -74,13 +74,14 @@ impl TileLayouts {
             context.create_descriptor_set_layout(&bindings)
         };
         let (input, sampler) = (D::INPUT_ATTACHMENT, D::COMBINED_IMAGE_SAMPLER);
-        // Set 2 bindings 4 and 5: the environment map's diffuse and specular cubes
-        // (environment.glsl).
-        let gbuffer_inputs = fragment_set(&[input, input, input, input, sampler, sampler])?;
+        // Set 2 bindings 4 and 5: the environment map's diffuse and specular cubes, binding 6:
+        // the irradiance volume's voxels (environment.glsl).
+        let gbuffer_inputs =
+            fragment_set(&[input, input, input, input, sampler, sampler, sampler])?;
         // Set 3 binding 3: the skybox cube (skybox.glsl); binding 4: the G-buffer material (its
         // no-fog bit, tonemap.glsl).
         let tonemap_inputs = fragment_set(&[input, input, sampler, sampler, input])?;
-        let gbuffer_textures = fragment_set(&[sampler; 6])?;
+        let gbuffer_textures = fragment_set(&[sampler; 7])?;
         let tonemap_textures = fragment_set(&[sampler; 5])?;
         let push_constants = [vk::PushConstantRange::default()
             .stage_flags(S::FRAGMENT)

@@ -62,8 +62,18 @@ vec3 surface_light(LightingInput lighting_input, vec3 world_position, vec3 shado
                                         perceptual_roughness, vec3(diffuse_occlusion),
                                         view.ambient.rgb);
 
+    // Irradiance volumes (indirect): where the view has any, Bevy's IRRADIANCE_VOLUME path
+    // gives the diffuse indirect light (zero outside every volume) and the environment map
+    // adds no diffuse light anywhere in the view.
+    bool found_diffuse_indirect = view.irradiance_volume_count.x > 0u;
+    if (found_diffuse_indirect) {
+        indirect_light += irradiance_volume_light(world_position, lighting_input.N) *
+            lighting_input.diffuse_color * diffuse_occlusion;
+    }
+
     // Environment map light (indirect), before the ambient light as in apply_pbr_lighting.
-    indirect_light += environment_map_light(lighting_input, vec3(diffuse_occlusion));
+    indirect_light += environment_map_light(lighting_input, vec3(diffuse_occlusion),
+                                            found_diffuse_indirect);
 
     return direct_light + indirect_light;
 }

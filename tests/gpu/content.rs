@@ -1127,14 +1127,23 @@ const FOG: FidelityScene = FidelityScene {
 };
 
 fn fog_cases() -> Vec<FidelityCase> {
-    let names: [[&'static str; 2]; 4] = [
-        ["fog_linear_near", "fog_linear_far"],
-        ["fog_exponential_near", "fog_exponential_far"],
+    let names: [[&'static str; 3]; 4] = [
+        ["fog_linear_near", "fog_linear_far", "fog_linear_far_msaa4"],
+        [
+            "fog_exponential_near",
+            "fog_exponential_far",
+            "fog_exponential_far_msaa4",
+        ],
         [
             "fog_exponential_squared_near",
             "fog_exponential_squared_far",
+            "fog_exponential_squared_far_msaa4",
         ],
-        ["fog_atmospheric_near", "fog_atmospheric_far"],
+        [
+            "fog_atmospheric_near",
+            "fog_atmospheric_far",
+            "fog_atmospheric_far_msaa4",
+        ],
     ];
     (0..FOG_MODES.len())
         .flat_map(|stage| {
@@ -1148,9 +1157,16 @@ fn fog_cases() -> Vec<FidelityCase> {
                 origin + Vec3::new(3.5, 4.0, 14.0),
                 origin + Vec3::new(0.0, 0.5, -8.0),
             );
+            // The far camera again with 4x MSAA (against Bevy forward 4x): the fog and its
+            // shadowed inscattering per sample on edges.
+            let far_msaa = FidelityCamera {
+                msaa: Some(Msaa::Sample4),
+                ..far.clone()
+            };
             [
                 FidelityCase::single(names[stage][0], near),
                 FidelityCase::single(names[stage][1], far),
+                FidelityCase::single(names[stage][2], far_msaa),
             ]
         })
         .collect()
@@ -1251,8 +1267,8 @@ fn far_end_is_drawn(frame: &Frame) -> bool {
 }
 
 /// Each `DistanceFog` falloff (linear, exponential and exponential squared with directional
-/// inscattering, atmospheric) from two camera positions, against Bevy forward, whole frames and
-/// the far end of the row.
+/// inscattering, atmospheric) from two camera positions, the second also with 4x MSAA, against
+/// Bevy forward, whole frames and the far end of the row.
 #[test]
 fn content_fog() {
     let _test = GpuTest::start("content_fog");
@@ -1262,8 +1278,14 @@ fn content_fog() {
         x1: 0.7,
         y1: 0.5,
     };
+    // The far band is checked without MSAA only. With 4x MSAA it matches at 40-53 dB but with a
+    // p99.5 of up to 15/255 on the cubes' silhouettes (the whole frames meet the usual bar):
+    // there the tile path lights and fogs each sample where it lies and forward MSAA shades the
+    // pixel centre of each primitive, and this low sun's shadow acne in the inscattering turns
+    // that sub-pixel offset into visible differences.
     let checks: Vec<RegionCheck> = fog_cases()
         .iter()
+        .filter(|case| !case.name.contains("msaa"))
         .map(|case| RegionCheck {
             case: case.name,
             region: far_band,
@@ -1271,7 +1293,13 @@ fn content_fog() {
             visible: far_end_is_drawn,
         })
         .collect();
-    assert_content_matches(headless(), &FOG, &checks);
+    assert_content_matches_to(headless(), &FOG, &checks, |case| {
+        if case.contains("msaa") {
+            MIN_PSNR_MSAA
+        } else {
+            MIN_PSNR
+        }
+    });
 }
 
 // ------------------------------------------------------------------------------------------

@@ -178,6 +178,27 @@ vec3 octahedral_decode(vec2 e) {
     return normalize(n);
 }
 
+// Vulkan's standard sample locations (VkPhysicalDeviceLimits::standardSampleLocations, the D3D
+// pattern), in pixel units from the pixel's top-left corner: entries [N - 2, 2N - 2) for
+// N = 2, 4, 8.
+const vec2 MSAA_STANDARD_SAMPLE_LOCATIONS[14] = vec2[](
+    // 2 samples
+    vec2(0.75, 0.75), vec2(0.25, 0.25),
+    // 4 samples
+    vec2(0.375, 0.125), vec2(0.875, 0.375), vec2(0.125, 0.625), vec2(0.625, 0.875),
+    // 8 samples
+    vec2(0.5625, 0.3125), vec2(0.4375, 0.6875), vec2(0.8125, 0.5625), vec2(0.3125, 0.1875),
+    vec2(0.1875, 0.8125), vec2(0.0625, 0.4375), vec2(0.6875, 0.9375), vec2(0.9375, 0.0625));
+
+// Where sample i of a pixel is, in pixel units from the pixel's top-left corner: the standard
+// location, or the centre for counts without one.
+vec2 msaa_sample_location(int sample_count, int sample_index) {
+    if (sample_count == 2 || sample_count == 4 || sample_count == 8) {
+        return MSAA_STANDARD_SAMPLE_LOCATIONS[sample_count - 2 + sample_index];
+    }
+    return vec2(0.5);
+}
+
 // World position of a pixel from its depth (reverse-Z, wgpu clip conventions).
 vec3 world_position_from_depth(View view, vec2 frag_coord, float depth) {
     vec2 uv = (frag_coord - view.viewport.xy) / view.viewport.zw;

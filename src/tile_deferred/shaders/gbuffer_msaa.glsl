@@ -62,18 +62,6 @@ const float MSAA_ALBEDO_TOLERANCE = 0.01;
 // unlit flag (alpha 0 or 1) always differs by more.
 const float MSAA_MATERIAL_TOLERANCE = 1.5 / 255.0;
 
-// Vulkan's standard sample locations (VkPhysicalDeviceLimits::standardSampleLocations, the D3D
-// pattern), in pixel units from the pixel's top-left corner: entries [N - 2, 2N - 2) for
-// N = 2, 4, 8.
-const vec2 MSAA_STANDARD_SAMPLE_LOCATIONS[14] = vec2[](
-    // 2 samples
-    vec2(0.75, 0.75), vec2(0.25, 0.25),
-    // 4 samples
-    vec2(0.375, 0.125), vec2(0.875, 0.375), vec2(0.125, 0.625), vec2(0.625, 0.875),
-    // 8 samples
-    vec2(0.5625, 0.3125), vec2(0.4375, 0.6875), vec2(0.8125, 0.5625), vec2(0.3125, 0.1875),
-    vec2(0.1875, 0.8125), vec2(0.0625, 0.4375), vec2(0.6875, 0.9375), vec2(0.9375, 0.0625));
-
 int msaa_sample_count() {
     return int(clamp(msaa_params.msaa.y, 1u, uint(MSAA_MAX_SAMPLES)));
 }
@@ -85,11 +73,7 @@ int msaa_sample_count() {
 // pixel's corner whether gl_FragCoord is the pixel centre (per-pixel shading) or a sample's
 // location (sample-rate shading).
 vec2 msaa_sample_frag_coord(int sample_count, int sample_index) {
-    vec2 location = vec2(0.5);
-    if (sample_count == 2 || sample_count == 4 || sample_count == 8) {
-        location = MSAA_STANDARD_SAMPLE_LOCATIONS[sample_count - 2 + sample_index];
-    }
-    return floor(gl_FragCoord.xy) + location;
+    return floor(gl_FragCoord.xy) + msaa_sample_location(sample_count, sample_index);
 }
 
 // Distance in front of the camera plane (view-space -z) of a reverse-Z depth (> 0), from

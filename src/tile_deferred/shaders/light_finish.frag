@@ -62,7 +62,10 @@ void main() {
     if (gbuffer_no_fog(material_a)) {
         discard;
     }
-    vec3 world_position = world_position_from_depth(view, pixel_centre, depth);
+    // Where the depth was rasterised: with MSAA this draw runs per sample (it reads
+    // gl_SampleID) and gl_FragCoord is the sample's location, so the point lies on the surface
+    // (see tonemap_pass.glsl fogged_light); without MSAA, the pixel centre.
+    vec3 world_position = world_position_from_depth(view, gl_FragCoord.xy, depth);
     vec3 offset = apply_fog(vec3(0.0), world_position, pixel_centre);
     if (KIND == 1u) {
         out_color = vec4(apply_fog(vec3(1.0), world_position, pixel_centre) - offset, 1.0);

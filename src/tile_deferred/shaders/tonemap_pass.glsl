@@ -60,12 +60,16 @@ bool fogs_surface(float material_a) {
     return !gbuffer_no_fog(material_a);
 }
 
-// `fog`: tonemap_fogs() and fogs_surface() of the pixel (or sample).
-vec3 fogged_light(vec3 light, float depth, vec2 frag_coord, bool fog) {
+// `fog`: tonemap_fogs() and fogs_surface() of the pixel (or sample). `at` is where `depth` was
+// rasterised (framebuffer coordinates), so that the fogged point lies on the surface: the
+// directional inscattering's shadow lookup turns a point off the surface into a different shadow
+// (and its acne into a different pattern). The shadow filter's noise follows the pixel, as in
+// Bevy.
+vec3 fogged_light(vec3 light, float depth, vec2 at, bool fog) {
     if (!fog) {
         return light;
     }
-    return apply_fog(light, world_position_from_depth(view, frag_coord, depth), frag_coord);
+    return apply_fog(light, world_position_from_depth(view, at, depth), gl_FragCoord.xy);
 }
 
 // mode.w bits (gpu_types::tonemap_flags).
@@ -185,8 +189,22 @@ void main() {
 
     vec3 color;
     if (interior) {
-        color = background0 ? background_display(clear_rgb, light0)
-                            : display_color(fogged_light(light0, depth0, gl_FragCoord.xy, fog0));
+        // Fogged once, at the pixel centre, where forward MSAA fogs it: all samples lie on one
+        // surface, whose depth is affine in screen space, and the standard sample locations are
+        // centred on the pixel, so the samples' mean depth is the depth at the centre (as the
+        // lighting's msaa_shade_at_pixel_centre). Sample 0's depth at the centre would put the
+        // point off a sloped surface.
+        float centre_depth = depth0;
+        if (fog0) {
+            centre_depth = 0.0;
+            for (int i = 0; i < sample_count; ++i) {
+                centre_depth += TILE_READ_SAMPLE(depth_input, i).r;
+            }
+            centre_depth /= float(sample_count);
+        }
+        color = background0
+            ? background_display(clear_rgb, light0)
+            : display_color(fogged_light(light0, centre_depth, gl_FragCoord.xy, fog0));
     } else {
         // Each sample clamped to [0, 1] as the 8-bit output would store it, so that one very
         // bright sample (TONEMAP_NONE, or an emissive over the clear colour) cannot outweigh the
@@ -200,7 +218,9 @@ void main() {
             } else {
                 vec3 light = TILE_READ_SAMPLE(light_accumulation, i).rgb;
                 bool fog = fogs && fogs_surface(TILE_READ_SAMPLE(material_input, i).a);
-                sample_color = display_color(fogged_light(light, depth, gl_FragCoord.xy, fog));
+                // At the sample's own location: a point on its surface.
+                vec2 at = floor(gl_FragCoord.xy) + msaa_sample_location(sample_count, i);
+                sample_color = display_color(fogged_light(light, depth, at, fog));
             }
             sum += clamp(sample_color, vec3(0.0), vec3(1.0));
         }

@@ -452,20 +452,6 @@ impl ClusterAssignment {
         }
     }
 
-    /// Assigns a view's lights: `view` is its uniform (matrices), `viewport` its rectangle.
-    pub(crate) fn for_view(
-        view: &GpuView,
-        viewport: UVec4,
-        lights: &[GpuClusterableLight],
-    ) -> Self {
-        Self::assign(
-            UVec2::new(viewport.z, viewport.w),
-            &Mat4::from_cols_array_2d(&view.view_from_world),
-            Mat4::from_cols_array_2d(&view.clip_from_view),
-            lights,
-        )
-    }
-
     /// What the report says about the clusters.
     pub(crate) fn stats(&self, assignment_ms: f64) -> TileClusterStats {
         let (max, mean) = self.occupancy();
@@ -550,21 +536,6 @@ pub(crate) struct ClusterInputs {
 }
 
 impl ClusterInputs {
-    /// The inputs of a view's assignment: `view` is its uniform (matrices), `viewport` its
-    /// rectangle.
-    pub(crate) fn for_view(
-        view: &GpuView,
-        viewport: UVec4,
-        lights: &[GpuClusterableLight],
-    ) -> Self {
-        Self::prepare(
-            UVec2::new(viewport.z, viewport.w),
-            &Mat4::from_cols_array_2d(&view.view_from_world),
-            Mat4::from_cols_array_2d(&view.clip_from_view),
-            lights,
-        )
-    }
-
     /// As [`ClusterAssignment::assign`], up to the pairs.
     pub(crate) fn prepare(
         size: UVec2,
@@ -604,6 +575,34 @@ pub(crate) enum LightClusters {
 }
 
 impl LightClusters {
+    /// A view's clusters this frame: `view` is its uniform (matrices), `viewport` its
+    /// rectangle; assigned on the CPU (`on_cpu`) or prepared for the GPU's assignment.
+    pub(crate) fn for_view(
+        view: &GpuView,
+        viewport: UVec4,
+        lights: &[GpuClusterableLight],
+        on_cpu: bool,
+    ) -> Self {
+        let size = UVec2::new(viewport.z, viewport.w);
+        let view_from_world = Mat4::from_cols_array_2d(&view.view_from_world);
+        let clip_from_view = Mat4::from_cols_array_2d(&view.clip_from_view);
+        if on_cpu {
+            Self::Cpu(ClusterAssignment::assign(
+                size,
+                &view_from_world,
+                clip_from_view,
+                lights,
+            ))
+        } else {
+            Self::Gpu(ClusterInputs::prepare(
+                size,
+                &view_from_world,
+                clip_from_view,
+                lights,
+            ))
+        }
+    }
+
     pub(crate) fn grid(&self) -> &ClusterGrid {
         match self {
             Self::Cpu(assignment) => &assignment.grid,

@@ -16,7 +16,7 @@
 
 use super::{
     backend::{MaterialResources, PassResources, TileBackend, ViewResources},
-    clusters::{ClusterAssignment, ClusterInputs, LightClusters},
+    clusters::LightClusters,
     draws::{self, DrawList},
     environment::{EnvironmentSources, TileEnvironmentMap, TileIrradianceVolumes, ViewEnvironment},
     error::{TileError, TileResult},
@@ -204,19 +204,12 @@ fn render_view(
     };
     // On the GPU (a compute dispatch before the render pass; the CPU prepares each light's
     // reach and the grid), unless the render world asks for the CPU reference.
-    let clusters = if scene.cpu_light_assignment.is_some() {
-        LightClusters::Cpu(ClusterAssignment::for_view(
-            &frame.gpu_view,
-            frame.viewport,
-            lights,
-        ))
-    } else {
-        LightClusters::Gpu(ClusterInputs::for_view(
-            &frame.gpu_view,
-            frame.viewport,
-            lights,
-        ))
-    };
+    let clusters = LightClusters::for_view(
+        &frame.gpu_view,
+        frame.viewport,
+        lights,
+        scene.cpu_light_assignment.is_some(),
+    );
     let assignment_ms = assigning.elapsed().as_secs_f64() * 1000.0;
     for draw in drawn.all() {
         materials::ensure_material(backend, scene, draw.material_set_key())?;

@@ -96,24 +96,17 @@ impl VulkanContext {
         if let Some(depth_stencil) = desc.depth_stencil {
             info = info.depth_stencil_state(depth_stencil);
         }
-        if self
-            .faults
-            .strike(super::faults::FaultPoint::PipelineCreation)
-        {
-            return Err(vk::Result::ERROR_OUT_OF_DEVICE_MEMORY);
-        }
-        // SAFETY: the create info references live shader modules, layouts and render pass, and
-        // all its state structs outlive this call.
-        let pipelines = unsafe {
-            self.device.create_graphics_pipelines(
-                vk::PipelineCache::null(),
-                std::slice::from_ref(&info),
-                None,
-            )
-        }
-        .map_err(|(_, error)| error)?;
-        LiveObjects::created(&self.live.pipelines);
-        Ok(pipelines[0])
+        self.create_one_pipeline(|| {
+            // SAFETY: the create info references live shader modules, layouts and render pass,
+            // and all its state structs outlive this call.
+            unsafe {
+                self.device.create_graphics_pipelines(
+                    vk::PipelineCache::null(),
+                    std::slice::from_ref(&info),
+                    None,
+                )
+            }
+        })
     }
 
     /// Creates a compute pipeline running `module`'s `main`.
@@ -129,22 +122,32 @@ impl VulkanContext {
         let info = vk::ComputePipelineCreateInfo::default()
             .stage(stage)
             .layout(layout);
+        self.create_one_pipeline(|| {
+            // SAFETY: the module and layout are live objects of this device; the create info
+            // outlives the call.
+            unsafe {
+                self.device.create_compute_pipelines(
+                    vk::PipelineCache::null(),
+                    std::slice::from_ref(&info),
+                    None,
+                )
+            }
+        })
+    }
+
+    /// One pipeline from `create` (a `vkCreate*Pipelines` call for one create info), counted
+    /// as live; the fault injection's `PipelineCreation` fails it first.
+    fn create_one_pipeline(
+        &self,
+        create: impl FnOnce() -> Result<Vec<vk::Pipeline>, (Vec<vk::Pipeline>, vk::Result)>,
+    ) -> Result<vk::Pipeline, vk::Result> {
         if self
             .faults
             .strike(super::faults::FaultPoint::PipelineCreation)
         {
             return Err(vk::Result::ERROR_OUT_OF_DEVICE_MEMORY);
         }
-        // SAFETY: the module and layout are live objects of this device; the create info
-        // outlives the call.
-        let pipelines = unsafe {
-            self.device.create_compute_pipelines(
-                vk::PipelineCache::null(),
-                std::slice::from_ref(&info),
-                None,
-            )
-        }
-        .map_err(|(_, error)| error)?;
+        let pipelines = create().map_err(|(_, error)| error)?;
         LiveObjects::created(&self.live.pipelines);
         Ok(pipelines[0])
     }

@@ -1153,7 +1153,9 @@ fn print_time_table(runs: &[Run]) {
         "wall: app.update() + poll(Wait) | loop: per frame of frames rendered back to back \
          without waiting | CPU: app.update()",
         "ts gbuf/light/tone/total: the tile path's GPU timestamps per subpass (ts light: the \
-         lighting subpass alone) | crate CPU: the crate's own per-view CPU time (report.cpu_ms)",
+         lighting subpass alone; tile 1x has no tonemap subpass, its lighting tone maps: ts \
+         tone about 0, ts light includes the tone mapping) | crate CPU: the crate's own \
+         per-view CPU time (report.cpu_ms)",
         "assign: the crate's CPU time assigning lights to clusters \
          (report.clusters.assignment_ms): preparing the GPU's inputs (each light's reach, the \
          cluster boxes), or with tilecpu the whole assignment on the CPU | clusters: grid \

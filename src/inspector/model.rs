@@ -662,7 +662,8 @@ pub fn surface_lines(
             TileVerdict::Unlimited => "no tile budget".into(),
         };
         // The crate's timestamps mark the end of each logical pass (G-buffer, lighting,
-        // tonemap): a native pass takes the sum of its subpasses' times, merged or not.
+        // tonemap): a native pass takes the sum of its subpasses' times, merged or not. (Where
+        // the lighting tone maps, there is no tonemap subpass and its time is the lighting's.)
         let time_of = |name: &str| {
             gpu.and_then(|t| match name {
                 names::GBUFFER => Some(t.gbuffer_ms),
@@ -801,7 +802,7 @@ mod tests {
             "{line}"
         );
         assert!(
-            line.contains(" bins | 0.875 ms | 3 subpasses : gbuffer 0.500ms"),
+            line.contains(" bins | 0.750 ms | 2 subpasses : gbuffer 0.500ms lighting 0.250ms"),
             "{line}"
         );
         // Only the 1280x720 BGRA8 output is stored: 3.69 MB.

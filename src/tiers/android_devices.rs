@@ -83,7 +83,7 @@ fn plan() -> PlanRequirements {
         color_attachments: 4,
         color_pass_depth: true,
         input_pass: "lighting".into(),
-        input_attachments: ["albedo_occlusion", "normal", "material", "depth"]
+        input_attachments: ["albedo_occlusion", "normal", "material", "depth", "light"]
             .map(String::from)
             .to_vec(),
     }

@@ -655,7 +655,7 @@ mod tests {
             color_attachments: 4,
             color_pass_depth: true,
             input_pass: "lighting".into(),
-            input_attachments: ["albedo_occlusion", "normal", "material", "depth"]
+            input_attachments: ["albedo_occlusion", "normal", "material", "depth", "light"]
                 .map(String::from)
                 .to_vec(),
         }
@@ -1221,7 +1221,7 @@ mod tests {
         let decision = choose_tier(&four_colour, &smaller, 1, TierSetting::Auto);
         assert_eq!(decision.tier, RenderTier::TileDeferred);
 
-        // 3 input attachments allowed; lighting reads 4.
+        // 3 input attachments allowed; lighting reads 5.
         let three_inputs = with(lavapipe(), |p| {
             p.vulkan.as_mut().unwrap().max_per_stage_input_attachments = 3;
         });
@@ -1230,8 +1230,8 @@ mod tests {
         assert_eq!(
             decision.reasons,
             [
-                "fewer than 4 input attachments per fragment shader (the lighting subpass reads \
-              albedo_occlusion, normal, material and depth on tile)"
+                "fewer than 5 input attachments per fragment shader (the lighting subpass reads \
+              albedo_occlusion, normal, material, depth and light on tile)"
             ]
         );
         let smaller = PlanRequirements {

@@ -308,6 +308,7 @@ fn render_view(
         timestamps: queries.timestamps,
         edge_query: queries.edge_query,
         samples: desc.samples,
+        lighting_tonemaps: desc.lighting_tonemaps(),
         transparent_pass: desc.transparent,
         steps: compiled
             .native_passes
@@ -472,6 +473,7 @@ fn recording_of(
         instance_buffer: vk::Buffer::null(),
         updates: std::mem::take(&mut backend.pending_updates),
         draws: recorded_draws(&backend.materials, pass, &drawn.draws, mesh_bindings),
+        lighting_tonemaps: false,
         transparent_pass: TransparentPass::None,
         transparent_draws: recorded_draws(
             &backend.materials,

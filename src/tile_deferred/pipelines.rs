@@ -171,21 +171,24 @@ pub(super) const LIGHT_FINISH_FOG_ADD: u32 = 2;
 /// The G-buffer module of `AlphaMode::AlphaToCoverage` with MSAA (it writes the sample mask).
 pub(super) const ALPHA_TO_COVERAGE: Variant = Variant {
     msaa: true,
-    sampled: false,
-    split: Split::Off,
+    ..Variant::BASE
 };
 
 /// The MSAA stencil split's own variants: the edge classification (stencil marking) and the
 /// edge pixels' lighting, per sample; both read input attachments.
 pub(super) const SPLIT_CLASSIFY: Variant = Variant {
     msaa: true,
-    sampled: false,
-    split: Split::Off,
+    ..Variant::BASE
 };
 pub(super) const SPLIT_EDGES: Variant = Variant {
     msaa: true,
-    sampled: false,
     split: Split::Sample,
+    ..Variant::BASE
+};
+/// The lighting of plans without a tonemap subpass: it writes the tone-mapped output.
+pub(super) const LIGHTING_TONEMAPS: Variant = Variant {
+    tonemap: true,
+    ..Variant::BASE
 };
 
 /// The shader variants of a plan's lighting pipeline and of its
@@ -202,7 +205,7 @@ pub(super) fn screen_variants(
     let variant = Variant {
         msaa: multisampled,
         sampled: sampled && !split,
-        split: Split::Off,
+        ..Variant::BASE
     };
     let lighting = Variant {
         split: if split { Split::Pixel } else { Split::Off },

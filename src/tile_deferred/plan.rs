@@ -7,6 +7,11 @@
 //! and depth as input attachments and writes the camera's output. The compiler merges them into
 //! one native render pass where the device allows it, and decides every load and store.
 //!
+//! Single-sample frames with nothing blended after the lighting have two passes: `lighting`
+//! reads the light accumulation as an input attachment too and writes the tone-mapped output
+//! itself ([`ViewFrameDesc::lighting_tonemaps`]). Transparent meshes add a `transparent` pass, and
+//! gizmo frames a `depth_export` pass.
+//!
 //! The shadow maps are Bevy's passes, not the tile path's: the recorded plan leaves them out,
 //! and the priced one ([`price_with_shadows`]) declares them before the tile passes, one stored
 //! depth pass per map, so the frame's cost and its floor include them.
@@ -122,6 +127,17 @@ impl ViewFrameDesc {
     /// The lighting subpass splits edge and interior pixels with the stencil.
     pub fn stencil_split(&self) -> bool {
         self.samples > 1 && self.msaa_depth_stencil.is_some() && !self.unmerged
+    }
+
+    /// The lighting subpass writes the tone-mapped output itself, and the frame has no tonemap
+    /// subpass: single-sample, merged, with nothing blended into the light or the output after
+    /// the lighting (no transparent pass). One full-screen pass fewer, and the lighting's blend
+    /// into the light attachment becomes a read of it. MSAA keeps the tonemap subpass (it tone
+    /// maps where samples differ, then resolves); so do transparent meshes (an HDR camera's
+    /// blend into the light before tonemap, an LDR camera's over the tone-mapped colour) and the
+    /// unmerged tier (a pass per render pass).
+    pub fn lighting_tonemaps(&self) -> bool {
+        self.samples == 1 && !self.unmerged && self.transparent == TransparentPass::None
     }
 
     /// The depth attachment's format.
@@ -242,6 +258,22 @@ pub(crate) fn declare_with_shadows(
     for map in &shadow_maps {
         lighting = lighting.sample(map);
     }
+    if desc.lighting_tonemaps() {
+        // The light's emissive (input attachment 4: lighting.glsl) plus the lights, tone mapped
+        // into the output: the frame's only store.
+        let output_access = if desc.keep_output {
+            Access::Write
+        } else {
+            Access::WriteAll
+        };
+        lighting
+            .input(&light)
+            .color(&mut output, output_access, None)
+            .depth_read_only(&depth)
+            .finish()?;
+        declare_depth_export(&mut graph, desc, &depth)?;
+        return Ok(graph);
+    }
     let lighting = lighting.color(&mut light, Access::ReadWrite, None);
     if desc.stencil_split() {
         // The first draw marks edge pixels in stencil; the lighting draws test it.
@@ -319,25 +351,42 @@ pub(crate) fn declare_with_shadows(
                 .finish()?;
         }
     }
-    if desc.export_depth {
-        // Bevy's depth texture has the camera's samples and `Depth32Float`; every sample is
-        // written (gl_FragDepth per sample). The compiler schedules the pass where it fits
-        // after the G-buffer; the recording follows its order.
-        let mut view_depth = graph.import_attachment(
-            VIEW_DEPTH,
-            tile(Format::Depth32Float),
-            ImportParams {
-                contents_needed: false,
-                needed_after_frame: true,
-                clear_on_first_use: false,
-                discard_on_last_use: false,
-            },
-        );
-        read(graph.add_raster_pass(DEPTH_EXPORT), &depth, unmerged)
-            .depth(&mut view_depth, Access::WriteAll, None)
-            .finish()?;
-    }
+    declare_depth_export(&mut graph, desc, &depth)?;
     Ok(graph)
+}
+
+/// The depth export pass of gizmo frames ([`ViewFrameDesc::export_depth`]), last.
+fn declare_depth_export(
+    graph: &mut FrameGraph,
+    desc: &ViewFrameDesc,
+    depth: &crate::frame_graph::AttachmentHandle,
+) -> Result<(), GraphError> {
+    if !desc.export_depth {
+        return Ok(());
+    }
+    // Bevy's depth texture has the camera's samples and `Depth32Float`; every sample is
+    // written (gl_FragDepth per sample). The compiler schedules the pass where it fits
+    // after the G-buffer; the recording follows its order.
+    let mut view_depth = graph.import_attachment(
+        names::VIEW_DEPTH,
+        AttachmentDesc::new(Format::Depth32Float).with_samples(desc.samples),
+        ImportParams {
+            contents_needed: false,
+            needed_after_frame: true,
+            clear_on_first_use: false,
+            discard_on_last_use: false,
+        },
+    );
+    let export = graph.add_raster_pass(names::DEPTH_EXPORT);
+    let export = if desc.unmerged {
+        export.sample(depth)
+    } else {
+        export.input(depth)
+    };
+    export
+        .depth(&mut view_depth, Access::WriteAll, None)
+        .finish()?;
+    Ok(())
 }
 
 /// The sample count a view renders with, and why it differs from the request.
@@ -450,7 +499,9 @@ fn check_shape(
     compiled: &crate::frame_graph::CompiledFrame,
     desc: &ViewFrameDesc,
 ) -> TileResult<()> {
-    let passes = 3 + usize::from(desc.transparent.is_some()) + usize::from(desc.export_depth);
+    let passes = 3 - usize::from(desc.lighting_tonemaps())
+        + usize::from(desc.transparent.is_some())
+        + usize::from(desc.export_depth);
     let expected = if desc.unmerged { passes } else { 1 };
     let subpasses: usize = compiled
         .native_passes
@@ -762,7 +813,16 @@ mod tests {
             let frame = compile(&declare(&desc(samples)).unwrap(), &caps).unwrap();
             assert_eq!(frame.render_pass_count(), 1, "{}", frame.describe());
             let native = &frame.native_passes[0];
-            assert!(native.subpasses.len() == 3 && native.samples == samples);
+            // Single-sample, the lighting writes the tone-mapped output; with MSAA a tonemap
+            // subpass resolves.
+            let subpasses: &[&str] = if samples == 1 {
+                &[names::GBUFFER, names::LIGHTING]
+            } else {
+                &[names::GBUFFER, names::LIGHTING, names::TONEMAP]
+            };
+            let names: Vec<&str> = native.subpasses.iter().map(|s| s.name.as_str()).collect();
+            assert_eq!(names, subpasses, "{}", frame.describe());
+            assert_eq!(native.samples, samples);
             for attachment in &native.attachments {
                 let stored = attachment.store == StoreOp::Store;
                 assert_eq!(
@@ -777,6 +837,120 @@ mod tests {
             assert_eq!(frame.cost.total.stored, 1920 * 1080 * 4);
             assert_eq!(frame.cost.total.loaded, 0);
         }
+    }
+
+    /// Which frames the lighting tone maps: single-sample, merged, nothing blended after it.
+    /// There the lighting subpass reads the light accumulation (emissive) as its fifth input
+    /// attachment, after the G-buffer's four, and writes the output; the light never leaves the
+    /// tile and is no longer a colour attachment of the lighting.
+    #[test]
+    fn lighting_tonemaps_single_sample_frames_without_transparent_meshes() {
+        let hdr_transparent = TransparentPass::BeforeTonemap {
+            light_clear: [0; 3],
+        };
+        for (frame_desc, tonemaps) in [
+            (desc(1), true),
+            (
+                ViewFrameDesc {
+                    keep_output: true,
+                    ..desc(1)
+                },
+                true,
+            ),
+            (
+                ViewFrameDesc {
+                    export_depth: true,
+                    ..desc(1)
+                },
+                true,
+            ),
+            (desc(4), false),
+            (
+                ViewFrameDesc {
+                    unmerged: true,
+                    ..desc(1)
+                },
+                false,
+            ),
+            (
+                ViewFrameDesc {
+                    transparent: TransparentPass::AfterTonemap,
+                    ..desc(1)
+                },
+                false,
+            ),
+            (
+                ViewFrameDesc {
+                    transparent: hdr_transparent,
+                    ..desc(1)
+                },
+                false,
+            ),
+        ] {
+            assert_eq!(frame_desc.lighting_tonemaps(), tonemaps, "{frame_desc:?}");
+            let caps = DeviceCaps::desktop()
+                .with_merging(!frame_desc.unmerged)
+                .with_depth_change_merges(true);
+            let frame = compile(&declare(&frame_desc).unwrap(), &caps).unwrap();
+            check_shape(&frame, &frame_desc).unwrap();
+            assert_eq!(
+                locate_pass(&frame, names::TONEMAP).is_none(),
+                tonemaps,
+                "{}",
+                frame.describe()
+            );
+            if !tonemaps {
+                continue;
+            }
+            let native = &frame.native_passes[0];
+            let (_, lighting) = locate_pass(&frame, names::LIGHTING).unwrap();
+            let lighting = &native.subpasses[lighting];
+            let name = |index: usize| native.attachments[index].name.as_str();
+            let inputs: Vec<&str> = lighting.input.iter().map(|&i| name(i)).collect();
+            assert_eq!(
+                inputs,
+                [
+                    names::ALBEDO_OCCLUSION,
+                    names::NORMAL,
+                    names::MATERIAL,
+                    names::DEPTH,
+                    names::LIGHT
+                ],
+                "the input indices lighting.glsl reads (TONEMAP_IN_LIGHTING)"
+            );
+            let colors: Vec<&str> = lighting.color.iter().map(|&i| name(i)).collect();
+            assert_eq!(colors, [names::OUTPUT]);
+            let output = native.attachment_named(names::OUTPUT).unwrap();
+            let expected_load = if frame_desc.keep_output {
+                LoadOp::Load
+            } else {
+                LoadOp::DontCare
+            };
+            assert_eq!((output.load, output.store), (expected_load, StoreOp::Store));
+            let light = native.attachment_named(names::LIGHT).unwrap();
+            assert!(light.transient && light.store != StoreOp::Store);
+            // Still one store of the output (and, for gizmos, of Bevy's depth).
+            let pixels = 1920 * 1080;
+            let depth_export = if frame_desc.export_depth {
+                pixels * 4
+            } else {
+                0
+            };
+            assert_eq!(frame.cost.total.stored, pixels * 4 + depth_export);
+            assert_eq!(
+                frame.cost.total.loaded,
+                if frame_desc.keep_output {
+                    pixels * 4
+                } else {
+                    0
+                }
+            );
+        }
+        // A frame whose sample count the tile budget lowers to 1 tone maps in the lighting too.
+        let mut cache = crate::frame_graph::FrameGraphCache::default();
+        let planned = plan_frame(&desc(4), &DeviceCaps::mali_valhall(), &mut cache).unwrap();
+        assert_eq!(planned.desc.samples, 1);
+        assert!(locate_pass(&planned.compiled, names::TONEMAP).is_none());
     }
 
     #[test]
@@ -980,7 +1154,8 @@ mod tests {
     #[test]
     fn the_tier_rules_get_what_the_declared_passes_use() {
         // What the tier rules stated by hand before: the G-buffer subpass writes 4 colour
-        // attachments plus depth, lighting reads 4 input attachments.
+        // attachments plus depth; the lighting reads 4 input attachments, and 5 where it tone
+        // maps (the light too): the most any frame asks.
         let expected = PlanRequirements {
             color_pass: names::GBUFFER.into(),
             color_attachments: 4,
@@ -991,12 +1166,13 @@ mod tests {
                 names::NORMAL,
                 names::MATERIAL,
                 names::DEPTH,
+                names::LIGHT,
             ]
             .map(String::from)
             .to_vec(),
         };
         assert_eq!(requirements(), expected);
-        // Every merged frame asks the same of its subpasses.
+        // Every merged frame asks the same of its subpasses, or (MSAA) one input fewer.
         let split = ViewFrameDesc {
             msaa_depth_stencil: Some(Format::Depth32FloatStencil8),
             ..desc(4)
@@ -1005,10 +1181,19 @@ mod tests {
             keep_output: true,
             ..desc(1)
         };
-        for frame in [desc(1), desc(4), split, keep] {
+        let msaa_expected = PlanRequirements {
+            input_attachments: expected.input_attachments[..4].to_vec(),
+            ..expected.clone()
+        };
+        for (frame, expected) in [
+            (desc(1), &expected),
+            (keep, &expected),
+            (desc(4), &msaa_expected),
+            (split, &msaa_expected),
+        ] {
             let compiled = compile(&declare(&frame).unwrap(), &DeviceCaps::desktop()).unwrap();
             assert_eq!(compiled.render_pass_count(), 1, "{frame:?}");
-            assert_eq!(subpass_requirements(&compiled), expected, "{frame:?}");
+            assert_eq!(&subpass_requirements(&compiled), expected, "{frame:?}");
         }
     }
 
@@ -1153,7 +1338,9 @@ mod tests {
                 assert_eq!(map.store, StoreOp::Store);
             }
             let tile = &priced.native_passes[shadow_passes];
-            assert_eq!(tile.subpasses.len(), 3);
+            // Single-sample: the lighting tone maps (two subpasses).
+            let subpasses = if samples == 1 { 2 } else { 3 };
+            assert_eq!(tile.subpasses.len(), subpasses);
             let ops = |native: &crate::frame_graph::NativePass| {
                 let ops = native.attachments.iter();
                 ops.map(|a| (a.name.clone(), a.load, a.store, a.transient))

@@ -82,8 +82,9 @@ pub(super) struct ClusterDispatch {
 
 /// Everything the raw recording needs, gathered beforehand.
 pub(super) struct Recording {
-    /// One render pass whose subpasses are G-buffer, lighting and tonemap (the merged tiers), or
-    /// one render pass for each (the unmerged tier).
+    /// One render pass whose subpasses are G-buffer, lighting and tonemap (the merged tiers;
+    /// single-sample frames without transparent meshes: G-buffer and lighting), or one render
+    /// pass for each (the unmerged tier).
     pub(super) passes: Vec<RecordedPass>,
     pub(super) render_area: vk::Rect2D,
     pub(super) pipeline_layout: vk::PipelineLayout,
@@ -92,6 +93,9 @@ pub(super) struct Recording {
     pub(super) tonemap_set: vk::DescriptorSet,
     /// The one lighting draw (with the stencil split: of the interior pixels).
     pub(super) lighting: vk::Pipeline,
+    /// The lighting draw writes the tone-mapped output (no tonemap subpass): it reads the
+    /// tonemap set too.
+    pub(super) lighting_tonemaps: bool,
     pub(super) tonemap: vk::Pipeline,
     pub(super) tonemap_params: GpuTonemapParams,
     pub(super) zero_buffer: vk::Buffer,
@@ -506,6 +510,9 @@ impl Recorder<'_> {
         unsafe {
             self.next_pass(index);
             self.bind_set(2, r.gbuffer_set);
+            if r.lighting_tonemaps {
+                self.bind_set(3, r.tonemap_set);
+            }
             // The MSAA stencil split (Lauritzen): one draw classifies each pixel and marks edge
             // pixels with stencil 1 on all samples (the occlusion query around it counts N
             // samples per edge pixel); the lighting draw then runs once with stencil == 0, per

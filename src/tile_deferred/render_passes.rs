@@ -8,9 +8,9 @@ use super::{
     draws::Draw,
     error::{TileError, TileResult, step},
     pipelines::{
-        LIGHT_FINISH_FOG_ADD, LIGHT_FINISH_FOG_MULTIPLY, LIGHT_FINISH_SKY, LightingKey, PassesKey,
-        PipelineTarget, SPLIT_CLASSIFY, SPLIT_EDGES, ScreenBlend, ScreenDepth, ScreenState,
-        ScreenStencil, screen_variants,
+        LIGHT_FINISH_FOG_ADD, LIGHT_FINISH_FOG_MULTIPLY, LIGHT_FINISH_SKY, LIGHTING_TONEMAPS,
+        LightingKey, PassesKey, PipelineTarget, SPLIT_CLASSIFY, SPLIT_EDGES, ScreenBlend,
+        ScreenDepth, ScreenState, ScreenStencil, screen_variants,
     },
     plan::{self, names},
     shaders::{ShaderId, TileLayouts, TileShaders, Variant},
@@ -237,24 +237,37 @@ fn create_screen_pipelines(
         stencil,
         per_sample,
     };
-    pass.lighting = context.create_screen_pipeline(
-        layouts,
-        lighting,
-        [fullscreen, lighting_stage(lighting_variant)],
-        additive(untested, interior, false),
-    )?;
-    pass.tonemap = context.create_screen_pipeline(
-        layouts,
-        shape.target(compiled, names::TONEMAP),
-        // The fog's inscattering is shadowed (shadows.glsl): the lighting's specialisation.
-        [
-            fullscreen,
-            shaders
-                .stage(ShaderId::Tonemap, variant)
-                .specialization_info(&specialization),
-        ],
-        ScreenState::plain(ScreenBlend::Replace),
-    )?;
+    if plan::locate_pass(compiled, names::TONEMAP).is_none() {
+        // The lighting writes the tone-mapped output (`ViewFrameDesc::lighting_tonemaps`).
+        pass.lighting = context.create_screen_pipeline(
+            layouts,
+            lighting,
+            [fullscreen, lighting_stage(LIGHTING_TONEMAPS)],
+            ScreenState {
+                depth: untested,
+                ..ScreenState::plain(ScreenBlend::Replace)
+            },
+        )?;
+    } else {
+        pass.lighting = context.create_screen_pipeline(
+            layouts,
+            lighting,
+            [fullscreen, lighting_stage(lighting_variant)],
+            additive(untested, interior, false),
+        )?;
+        pass.tonemap = context.create_screen_pipeline(
+            layouts,
+            shape.target(compiled, names::TONEMAP),
+            // The fog's inscattering is shadowed (shadows.glsl): the lighting's specialisation.
+            [
+                fullscreen,
+                shaders
+                    .stage(ShaderId::Tonemap, variant)
+                    .specialization_info(&specialization),
+            ],
+            ScreenState::plain(ScreenBlend::Replace),
+        )?;
+    }
     if multisampled && !stencil_split {
         pass.edge_counter = context.create_screen_pipeline(
             layouts,

@@ -41,10 +41,12 @@ pub struct VulkanAttachmentReport {
 pub struct TileGpuTimes {
     /// G-buffer subpass, ms.
     pub gbuffer_ms: f64,
-    /// Lighting subpass, ms.
+    /// Lighting subpass, ms. Where the lighting tone maps (single-sample frames without
+    /// transparent meshes: no tonemap subpass), the tone mapping too.
     pub lighting_ms: f64,
     /// Tonemap subpass, and the transparent subpass where the frame has one (before or after
-    /// tonemap: one timestamp closes both), ms.
+    /// tonemap: one timestamp closes both), ms. Where the lighting tone maps, only the render
+    /// pass's end (and a depth export): about zero.
     pub tonemap_ms: f64,
 }
 

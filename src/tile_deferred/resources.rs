@@ -520,7 +520,13 @@ fn write_view_sets(
             })
     };
     let lighting_depth_layout = input_layout(names::LIGHTING, names::DEPTH);
-    let tonemap_depth_layout = input_layout(names::TONEMAP, names::DEPTH);
+    // Plans without a tonemap subpass read the tonemap set in the lighting subpass.
+    let tonemap_reader = if plan::locate_pass(compiled, names::TONEMAP).is_some() {
+        names::TONEMAP
+    } else {
+        names::LIGHTING
+    };
+    let tonemap_depth_layout = input_layout(tonemap_reader, names::DEPTH);
     let gbuffer_views = [
         view_of(names::ALBEDO_OCCLUSION),
         view_of(names::NORMAL),

@@ -7,17 +7,23 @@
 #ifndef TILE_DEFERRED_GBUFFER_INPUT_GLSL
 #define TILE_DEFERRED_GBUFFER_INPUT_GLSL
 
+#ifndef TILE_DEFERRED_VIEW_UNIFORM
+#define TILE_DEFERRED_VIEW_UNIFORM
 layout(set = 0, binding = 0, std140) uniform ViewUniform {
     View view;
 };
+#endif
 
 // The fragment push-constant range is 48 bytes: TonemapParams (bytes 0..32, read by the tonemap
-// pass) then msaa (bytes 32..48).
+// pass) then msaa (bytes 32..48). The lighting that tone maps (TONEMAP_IN_LIGHTING) declares the
+// whole range as tonemap.glsl's `params` and names it msaa_params too.
+#ifndef TONEMAP_IN_LIGHTING
 layout(push_constant) uniform MsaaParams {
     // x: sample index s this draw shades (MSAA per-sample-index draws only); y: sample count N;
     // z: MSAA_FLAG_* bits; w: debug view (DEBUG_VIEW_* in common.glsl)
     layout(offset = 32) uvec4 msaa;
 } msaa_params;
+#endif
 
 #include "attachment_read.glsl"
 

@@ -12,15 +12,32 @@
 // pixels: sample 0 for every sample), with MSAA_STENCIL_SAMPLE (stencil split, edge pixels:
 // sample-rate shading, gl_SampleID) or alone (the fallback drawn N times, once per sample index:
 // classifies the pixel, picks the sample and sets gl_SampleMask); SAMPLED_ATTACHMENTS (the unmerged
-// tier, see attachment_read.glsl). Everything below is the same in all variants.
+// tier, see attachment_read.glsl); TONEMAP_IN_LIGHTING (single-sample, merged, no transparent pass:
+// the plan has no tonemap subpass, and this one writes the output, reading the light attachment's
+// emissive as input attachment 4 and tone mapping the sum as the tonemap pass would; one
+// full-screen pass and the blend into the light less). Everything else is the same in all variants.
 
 #include "common.glsl"
 #include "pbr_lighting.glsl"
+#ifdef TONEMAP_IN_LIGHTING
+// The tonemap set's light, depth and material are this subpass's input attachments 4, 3 and 2
+// (plan.rs declares albedo, normal, material, depth, then the light).
+#define TONEMAP_LIGHT_INPUT 4
+#define TONEMAP_DEPTH_INPUT 3
+#define TONEMAP_MATERIAL_INPUT 2
+#include "tonemap.glsl"
+#define msaa_params params
+#endif
 #include "gbuffer_input.glsl"
 #include "clusters.glsl"
 #include "shadows.glsl"
 #include "environment.glsl"
 #include "surface_lighting.glsl"
+#ifdef TONEMAP_IN_LIGHTING
+#include "skybox.glsl"
+#include "fog.glsl"
+#include "tonemap_display.glsl"
+#endif
 
 // The stencil split's test must run before the shader: the lighting draws write no depth or
 // stencil, and a driver that tests late (the shader may discard) would shade every sample of every
@@ -28,7 +45,9 @@
 // every sample).
 layout(early_fragment_tests) in;
 
+#ifndef TONEMAP_IN_LIGHTING
 layout(location = 0) out vec4 out_light;
+#endif
 
 // What a G-buffer debug view shows of this sample, as light the tonemap pass displays unchanged:
 // linear albedo; the normal, roughness/metallic/reflectance and a depth ramp as 8-bit codes.
@@ -47,10 +66,13 @@ vec3 gbuffer_debug_value(GbufferSample s, uint debug_view) {
     return srgb_to_linear(vec3(1.0 / (1.0 + 0.1 * distance_to_view)));
 }
 
-void main() {
+// The light this pass adds to the pixel (or sample): false where it adds none (background and
+// unlit pixels keep what subpass 0 wrote).
+bool added_light(out vec3 added) {
+    added = vec3(0.0);
     GbufferSample s;
     if (!load_gbuffer(s)) {
-        discard; // background or unlit: keep what subpass 0 wrote
+        return false;
     }
     uint debug_view = msaa_params.msaa.w;
     uint cluster = cluster_index(gl_FragCoord.xy, s.world_position);
@@ -61,12 +83,12 @@ void main() {
         for (uint word = 0u; word < words; word++) {
             count += uint(bitCount(cluster_light_masks[word * clusters + cluster]));
         }
-        out_light = vec4(float(count), 0.0, 0.0, 0.0);
-        return;
+        added = vec3(float(count), 0.0, 0.0);
+        return true;
     }
     if (debug_view_replaces_lighting(debug_view)) {
-        out_light = vec4(gbuffer_debug_value(s, debug_view), 0.0);
-        return;
+        added = gbuffer_debug_value(s, debug_view);
+        return true;
     }
     LightingInput lighting_input = lighting_input_from_gbuffer(s);
 
@@ -75,5 +97,34 @@ void main() {
     vec3 light = surface_light(lighting_input, s.world_position, s.N, s.shadow_receiver,
                                gl_FragCoord.xy, cluster, s.base_color, s.metallic, s.reflectance,
                                s.perceptual_roughness, s.diffuse_occlusion);
-    out_light = vec4(view.exposure.x * light, 0.0);
+    added = view.exposure.x * light;
+    return true;
 }
+
+#ifndef TONEMAP_IN_LIGHTING
+void main() {
+    vec3 added;
+    if (!added_light(added)) {
+        discard; // background or unlit: keep what subpass 0 wrote
+    }
+    out_light = vec4(added, 0.0);
+}
+#else
+// The tonemap pass's single-sample main (tonemap_pass.glsl) on the light attachment plus the
+// light added here, summed at full precision (the tonemap pass reads it back from the 32-bit
+// light attachment).
+void main() {
+    float depth = TILE_READ(depth_input).r;
+    if (depth == 0.0) {
+        out_color = background_output();
+        return;
+    }
+    vec3 light = TILE_READ(light_accumulation).rgb;
+    vec3 added;
+    if (added_light(added)) {
+        light += added;
+    }
+    bool fog = tonemap_fogs() && fogs_surface(TILE_READ(material_input).a);
+    out_color = surface_output(light, depth, fog);
+}
+#endif

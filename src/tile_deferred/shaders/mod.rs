@@ -44,7 +44,8 @@ pub(crate) enum ShaderId {
     /// `fullscreen.vert`: the full-screen triangle of the lighting, edge classification and
     /// tonemap draws.
     FullscreenVert,
-    /// `lighting.glsl`: ambient, directional and the cluster's point and spot lights.
+    /// `lighting.glsl`: ambient, directional and the cluster's point and spot lights (and, in
+    /// plans without a tonemap subpass, the tone mapping).
     Lighting,
     /// `msaa_classify.glsl`: the MSAA edge classification.
     MsaaClassify,
@@ -115,6 +116,9 @@ pub(crate) struct Variant {
     pub sampled: bool,
     /// `MSAA_STENCIL_PIXEL` or `MSAA_STENCIL_SAMPLE`.
     pub split: Split,
+    /// `TONEMAP_IN_LIGHTING`: the lighting subpass writes the tone-mapped output (plans without
+    /// a tonemap subpass, see `plan::ViewFrameDesc::lighting_tonemaps`).
+    pub tonemap: bool,
 }
 
 impl Variant {
@@ -123,6 +127,7 @@ impl Variant {
         msaa: false,
         sampled: false,
         split: Split::Off,
+        tonemap: false,
     };
 
     /// The `-D` defines of this variant, in the order the bodies test them.
@@ -137,6 +142,7 @@ impl Variant {
             self.msaa.then_some("MSAA"),
             split,
             self.sampled.then_some("SAMPLED_ATTACHMENTS"),
+            self.tonemap.then_some("TONEMAP_IN_LIGHTING"),
         ]
         .into_iter()
         .flatten()
@@ -159,12 +165,19 @@ pub(crate) struct ShaderVariant {
 
 macro_rules! variant {
     ($id:ident, $msaa:literal, $sampled:literal, $split:ident, $name:literal) => {
+        variant!($id, $msaa, $sampled, $split, false, $name)
+    };
+    ($id:ident, $msaa:literal, $sampled:literal, $split:ident, tonemap, $name:literal) => {
+        variant!($id, $msaa, $sampled, $split, true, $name)
+    };
+    ($id:ident, $msaa:literal, $sampled:literal, $split:ident, $tonemap:literal, $name:literal) => {
         ShaderVariant {
             id: ShaderId::$id,
             variant: Variant {
                 msaa: $msaa,
                 sampled: $sampled,
                 split: Split::$split,
+                tonemap: $tonemap,
             },
             name: $name,
             spirv: include_bytes!(concat!("spirv/", $name, ".spv")),
@@ -188,6 +201,7 @@ pub(crate) const VARIANTS: &[ShaderVariant] = &[
     variant!(Lighting,        true,  true,   Off,    "lighting_ms_sampled.frag"),
     variant!(Lighting,        true,  false,  Pixel,  "lighting_pixel_ms.frag"),
     variant!(Lighting,        true,  false,  Sample, "lighting_sample_ms.frag"),
+    variant!(Lighting,        false, false,  Off,    tonemap, "lighting_tonemap.frag"),
     variant!(MsaaClassify,    true,  false,  Off,    "msaa_classify.frag"),
     variant!(MsaaClassify,    true,  true,   Off,    "msaa_classify_sampled.frag"),
     variant!(Tonemap,         false, false,  Off,    "tonemap.frag"),

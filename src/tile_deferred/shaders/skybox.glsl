@@ -9,9 +9,12 @@
 #ifndef TILE_DEFERRED_SKYBOX_GLSL
 #define TILE_DEFERRED_SKYBOX_GLSL
 
+#ifndef TILE_DEFERRED_VIEW_UNIFORM
+#define TILE_DEFERRED_VIEW_UNIFORM
 layout(set = 0, binding = 0, std140) uniform ViewUniform {
     View view;
 };
+#endif
 
 layout(set = 3, binding = 3) uniform samplerCube skybox_texture;
 

@@ -1,5 +1,6 @@
 // Subpass 2 (tonemap), included by tonemap_pass.glsl in all its variants (MSAA: define MSAA
-// before including): the set 3 attachments, the push constants, and Bevy's in-shader tone
+// before including), and by the lighting that tone maps (lighting.glsl, TONEMAP_IN_LIGHTING): the
+// set 3 attachments, the push constants, and Bevy's in-shader tone
 // mapping of an LDR camera (tonemapping.glsl; pbr_functions.wgsl
 // main_pass_post_lighting_processing's DEBAND_DITHER is applied by the main functions). Requires
 // common.glsl to be included first.
@@ -13,9 +14,16 @@
 // The light accumulation and depth (every sample with MSAA; textures in the unmerged variants),
 // and the G-buffer material, whose alpha code says which surfaces the fog leaves alone
 // (GBUFFER_NO_FOG; read only when the view has fog).
-TILE_ATTACHMENT(3, 0, 0, light_accumulation);
-TILE_ATTACHMENT(3, 1, 1, depth_input);
-TILE_ATTACHMENT(3, 4, 2, material_input);
+// Their input attachment indices are the tonemap subpass's (light, depth, material); the lighting
+// subpass that tone maps (TONEMAP_IN_LIGHTING) reads them at its own indices.
+#ifndef TONEMAP_LIGHT_INPUT
+#define TONEMAP_LIGHT_INPUT 0
+#define TONEMAP_DEPTH_INPUT 1
+#define TONEMAP_MATERIAL_INPUT 2
+#endif
+TILE_ATTACHMENT(3, 0, TONEMAP_LIGHT_INPUT, light_accumulation);
+TILE_ATTACHMENT(3, 1, TONEMAP_DEPTH_INPUT, depth_input);
+TILE_ATTACHMENT(3, 4, TONEMAP_MATERIAL_INPUT, material_input);
 
 layout(push_constant) uniform TonemapParams {
     vec4 clear_color; // linear rgb; a: 1.0 = write clear_color on background pixels (depth == 0), 0.0 = discard background pixels (keep loaded contents)

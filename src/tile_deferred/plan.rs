@@ -130,14 +130,20 @@ impl ViewFrameDesc {
     }
 
     /// The lighting subpass writes the tone-mapped output itself, and the frame has no tonemap
-    /// subpass: single-sample, merged, with nothing blended into the light or the output after
-    /// the lighting (no transparent pass). One full-screen pass fewer, and the lighting's blend
-    /// into the light attachment becomes a read of it. MSAA keeps the tonemap subpass (it tone
-    /// maps where samples differ, then resolves); so do transparent meshes (an HDR camera's
-    /// blend into the light before tonemap, an LDR camera's over the tone-mapped colour) and the
-    /// unmerged tier (a pass per render pass).
+    /// subpass: merged, with nothing blended into the light or the output after the lighting
+    /// (no transparent pass). One full-screen pass fewer, and the lighting's blend into the
+    /// light attachment becomes a read of it. With MSAA only under the stencil split (its edge
+    /// draw tone maps each sample and the resolve averages them) and where the output stores
+    /// linear light (an sRGB or float format): a UNORM output encoded in the shader would be
+    /// averaged encoded, where the tonemap subpass averages before encoding. Transparent meshes
+    /// keep the tonemap subpass (an HDR camera's blend into the light before it, an LDR
+    /// camera's over the tone-mapped colour), and so does the unmerged tier (a pass per render
+    /// pass) and MSAA's per-sample-index fallback.
     pub fn lighting_tonemaps(&self) -> bool {
-        self.samples == 1 && !self.unmerged && self.transparent == TransparentPass::None
+        let msaa_ok = self.samples == 1
+            || (self.stencil_split()
+                && !crate::vulkan::conv::needs_shader_srgb_encode(self.output_format));
+        msaa_ok && !self.unmerged && self.transparent == TransparentPass::None
     }
 
     /// The depth attachment's format.
@@ -251,6 +257,9 @@ pub(crate) fn declare_with_shadows(
             }),
         )
         .finish()?;
+    // Where the lighting tone maps with MSAA, it writes the multisampled colour.
+    let mut lighting_samples = (desc.lighting_tonemaps() && n > 1)
+        .then(|| graph.create_attachment(OUTPUT_SAMPLES, tile(desc.output_format)));
     let mut lighting = graph.add_raster_pass(LIGHTING);
     for h in [&albedo, &normal, &material, &depth] {
         lighting = read(lighting, h, unmerged);
@@ -260,17 +269,26 @@ pub(crate) fn declare_with_shadows(
     }
     if desc.lighting_tonemaps() {
         // The light's emissive (input attachment 4: lighting.glsl) plus the lights, tone mapped
-        // into the output: the frame's only store.
-        let output_access = if desc.keep_output {
-            Access::Write
+        // into the output (with MSAA: into a multisampled colour resolved in-pass): the frame's
+        // only store.
+        let lighting = lighting.input(&light);
+        if let Some(samples) = lighting_samples.as_mut() {
+            lighting
+                .color(samples, Access::WriteAll, None)
+                .resolve(samples, &mut output)
+                .depth_read_only_stencil_write(&mut depth)
+                .finish()?;
         } else {
-            Access::WriteAll
-        };
-        lighting
-            .input(&light)
-            .color(&mut output, output_access, None)
-            .depth_read_only(&depth)
-            .finish()?;
+            let output_access = if desc.keep_output {
+                Access::Write
+            } else {
+                Access::WriteAll
+            };
+            lighting
+                .color(&mut output, output_access, None)
+                .depth_read_only(&depth)
+                .finish()?;
+        }
         declare_depth_export(&mut graph, desc, &depth)?;
         return Ok(graph);
     }
@@ -751,6 +769,7 @@ mod tests {
             let frame = compile(&declare(&export).unwrap(), &imr).unwrap();
             assert_eq!(frame.render_pass_count(), 1, "{}", frame.describe());
             check_shape(&frame, &export).unwrap();
+            let tonemaps = export.lighting_tonemaps();
             let native = &frame.native_passes[0];
             // Wherever the compiler schedules it after the G-buffer (it reads only the depth).
             let export = native
@@ -780,15 +799,21 @@ mod tests {
                 "{}",
                 frame.describe()
             );
-            // The output is still written (resolved) by the last subpass.
-            let last = native.subpasses.last().unwrap();
+            // The output is still written (resolved) by the subpass that tone maps: the last
+            // one, or the lighting where it tone maps.
             let output = native
                 .attachments
                 .iter()
                 .position(|a| a.name == names::OUTPUT)
                 .unwrap();
+            let writer = if tonemaps {
+                names::LIGHTING
+            } else {
+                native.subpasses.last().unwrap().name.as_str()
+            };
+            let writer = native.subpasses.iter().find(|s| s.name == writer).unwrap();
             assert!(
-                last.color.contains(&output) || last.resolve.contains(&Some(output)),
+                writer.color.contains(&output) || writer.resolve.contains(&Some(output)),
                 "{}",
                 frame.describe()
             );
@@ -957,11 +982,15 @@ mod tests {
     fn msaa_stencil_split_marks_edges_with_read_only_depth() {
         use crate::vulkan::render_pass;
         use ash::vk;
+        // A UNORM output (encoded in the shader) keeps the tonemap subpass; an sRGB one tone
+        // maps in the lighting (below).
         let split = ViewFrameDesc {
             msaa_depth_stencil: Some(Format::Depth32FloatStencil8),
+            output_format: Format::Bgra8Unorm,
             ..desc(4)
         };
         assert!(split.stencil_split());
+        assert!(!split.lighting_tonemaps());
         // Without MSAA the stencil format is ignored: the single-sample frame is unchanged.
         let single = ViewFrameDesc {
             msaa_depth_stencil: Some(Format::Depth32FloatStencil8),
@@ -1031,6 +1060,42 @@ mod tests {
             attachment.stencil_store_op,
             vk::AttachmentStoreOp::DONT_CARE
         );
+
+        // The lighting that tone maps (sRGB output): two subpasses; the lighting reads the light
+        // too, writes the multisampled colour and resolves it into the output, with the same
+        // read-only depth and stencil writes.
+        let tonemaps = ViewFrameDesc {
+            output_format: Format::Bgra8Srgb,
+            ..split
+        };
+        assert!(tonemaps.lighting_tonemaps());
+        let frame = compile(&declare(&tonemaps).unwrap(), &DeviceCaps::desktop()).unwrap();
+        check_shape(&frame, &tonemaps).unwrap();
+        assert_eq!(frame.cost.total.stored, 1920 * 1080 * 4);
+        let native = &frame.native_passes[0];
+        let names: Vec<&str> = native.subpasses.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, [names::GBUFFER, names::LIGHTING]);
+        let lighting = &native.subpasses[1];
+        let index = |name| native.attachments.iter().position(|a| a.name == name);
+        assert_eq!(
+            lighting.input,
+            [
+                names::ALBEDO_OCCLUSION,
+                names::NORMAL,
+                names::MATERIAL,
+                names::DEPTH,
+                names::LIGHT
+            ]
+            .map(|name| index(name).unwrap())
+        );
+        assert_eq!(lighting.color, [index(names::OUTPUT_SAMPLES).unwrap()]);
+        assert_eq!(lighting.resolve, [index(names::OUTPUT)]);
+        let depth_ref = lighting.depth.unwrap();
+        assert!(depth_ref.read_only && depth_ref.stencil_write);
+        let samples = native.attachment_named(names::OUTPUT_SAMPLES).unwrap();
+        assert!(samples.transient && samples.samples == 4);
+        let description = render_pass::describe(native, None, &[], |_| None);
+        assert_eq!(description.subpasses[1].depth.unwrap().layout, layout);
     }
 
     #[test]
@@ -1172,7 +1237,8 @@ mod tests {
             .to_vec(),
         };
         assert_eq!(requirements(), expected);
-        // Every merged frame asks the same of its subpasses, or (MSAA) one input fewer.
+        // Every merged frame asks the same of its subpasses, or one input fewer where a tonemap
+        // subpass remains.
         let split = ViewFrameDesc {
             msaa_depth_stencil: Some(Format::Depth32FloatStencil8),
             ..desc(4)
@@ -1185,11 +1251,12 @@ mod tests {
             input_attachments: expected.input_attachments[..4].to_vec(),
             ..expected.clone()
         };
+        // (The per-sample-index fallback, without the stencil split, keeps the tonemap subpass.)
         for (frame, expected) in [
             (desc(1), &expected),
             (keep, &expected),
+            (split, &expected),
             (desc(4), &msaa_expected),
-            (split, &msaa_expected),
         ] {
             let compiled = compile(&declare(&frame).unwrap(), &DeviceCaps::desktop()).unwrap();
             assert_eq!(compiled.render_pass_count(), 1, "{frame:?}");

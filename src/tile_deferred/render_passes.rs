@@ -9,8 +9,9 @@ use super::{
     error::{TileError, TileResult, step},
     pipelines::{
         LIGHT_FINISH_FOG_ADD, LIGHT_FINISH_FOG_MULTIPLY, LIGHT_FINISH_SKY, LIGHTING_TONEMAPS,
-        LightingKey, PassesKey, PipelineTarget, SPLIT_CLASSIFY, SPLIT_EDGES, ScreenBlend,
-        ScreenDepth, ScreenState, ScreenStencil, screen_variants,
+        LightingKey, PassesKey, PipelineTarget, SPLIT_CLASSIFY, SPLIT_EDGES, SPLIT_EDGES_TONEMAPS,
+        SPLIT_INTERIOR_TONEMAPS, ScreenBlend, ScreenDepth, ScreenState, ScreenStencil,
+        screen_variants,
     },
     plan::{self, names},
     shaders::{ShaderId, TileLayouts, TileShaders, Variant},
@@ -237,15 +238,24 @@ fn create_screen_pipelines(
         stencil,
         per_sample,
     };
-    if plan::locate_pass(compiled, names::TONEMAP).is_none() {
-        // The lighting writes the tone-mapped output (`ViewFrameDesc::lighting_tonemaps`).
+    // The lighting writes the tone-mapped output (`ViewFrameDesc::lighting_tonemaps`): it
+    // replaces, where it otherwise adds into the light.
+    let lighting_tonemaps = plan::locate_pass(compiled, names::TONEMAP).is_none();
+    if lighting_tonemaps {
+        let variant = if stencil_split {
+            SPLIT_INTERIOR_TONEMAPS
+        } else {
+            LIGHTING_TONEMAPS
+        };
         pass.lighting = context.create_screen_pipeline(
             layouts,
             lighting,
-            [fullscreen, lighting_stage(LIGHTING_TONEMAPS)],
+            [fullscreen, lighting_stage(variant)],
             ScreenState {
+                blend: ScreenBlend::Replace,
                 depth: untested,
-                ..ScreenState::plain(ScreenBlend::Replace)
+                stencil: interior,
+                per_sample: false,
             },
         )?;
     } else {
@@ -375,12 +385,26 @@ fn create_screen_pipelines(
                 per_sample: false,
             },
         )?;
-        split.lighting_per_sample = context.create_screen_pipeline(
-            layouts,
-            lighting,
-            [fullscreen, lighting_stage(SPLIT_EDGES)],
-            additive(untested, edges, true),
-        )?;
+        split.lighting_per_sample = if lighting_tonemaps {
+            context.create_screen_pipeline(
+                layouts,
+                lighting,
+                [fullscreen, lighting_stage(SPLIT_EDGES_TONEMAPS)],
+                ScreenState {
+                    blend: ScreenBlend::Replace,
+                    depth: untested,
+                    stencil: edges,
+                    per_sample: true,
+                },
+            )?
+        } else {
+            context.create_screen_pipeline(
+                layouts,
+                lighting,
+                [fullscreen, lighting_stage(SPLIT_EDGES)],
+                additive(untested, edges, true),
+            )?
+        };
     }
     Ok(())
 }

@@ -12,10 +12,11 @@
 // pixels: sample 0 for every sample), with MSAA_STENCIL_SAMPLE (stencil split, edge pixels:
 // sample-rate shading, gl_SampleID) or alone (the fallback drawn N times, once per sample index:
 // classifies the pixel, picks the sample and sets gl_SampleMask); SAMPLED_ATTACHMENTS (the unmerged
-// tier, see attachment_read.glsl); TONEMAP_IN_LIGHTING (single-sample, merged, no transparent pass:
-// the plan has no tonemap subpass, and this one writes the output, reading the light attachment's
-// emissive as input attachment 4 and tone mapping the sum as the tonemap pass would; one
-// full-screen pass and the blend into the light less). Everything else is the same in all variants.
+// tier, see attachment_read.glsl); TONEMAP_IN_LIGHTING (merged, no transparent pass; with MSAA
+// only under the stencil split: the plan has no tonemap subpass, and this one writes the output,
+// reading the light attachment's emissive as input attachment 4 and tone mapping the sum as the
+// tonemap pass would; one full-screen pass and the blend into the light less). Everything else
+// is the same in all variants.
 
 #include "common.glsl"
 #include "pbr_lighting.glsl"
@@ -109,7 +110,7 @@ void main() {
     }
     out_light = vec4(added, 0.0);
 }
-#else
+#elif !defined(MSAA)
 // The tonemap pass's single-sample main (tonemap_pass.glsl) on the light attachment plus the
 // light added here, summed at full precision (the tonemap pass reads it back from the 32-bit
 // light attachment).
@@ -127,4 +128,34 @@ void main() {
     bool fog = tonemap_fogs() && fogs_surface(TILE_READ(material_input).a);
     out_color = surface_output(light, depth, fog);
 }
+#elif defined(MSAA_STENCIL_PIXEL)
+// The stencil split's interior (and all-background) pixels, once per pixel: the tonemap pass's
+// MSAA main (msaa_pixel_display) with the light shaded here added to every surface sample,
+// written to every sample of the multisampled output (resolved at the end of the subpass).
+void main() {
+    vec3 added;
+    if (!added_light(added)) {
+        added = vec3(0.0);
+    }
+    out_color = encoded_output(msaa_pixel_display(added));
+}
+#elif defined(MSAA_STENCIL_SAMPLE)
+// The stencil split's edge pixels, per sample: this sample's light plus the light shaded here,
+// tone mapped and clamped as the tonemap pass's per-sample path does; the resolve averages the
+// samples (in linear light: this variant is used only where the output is not a UNORM format
+// encoded in the shader, see plan::ViewFrameDesc::lighting_tonemaps).
+void main() {
+    vec3 added;
+    if (!added_light(added)) {
+        added = vec3(0.0);
+    }
+    vec3 clear_rgb = background_color(pixel_centre(), params.clear_color.rgb);
+    vec3 color = msaa_sample_display(gl_SampleID, added, clear_rgb);
+    if ((params.msaa.z & MSAA_FLAG_DEBUG_EDGES) != 0u) {
+        color = mix(color, vec3(1.0, 0.0, 0.0), 0.5);
+    }
+    out_color = encoded_output(color);
+}
+#else
+#error "the lighting tone maps with MSAA only under the stencil split"
 #endif

@@ -202,6 +202,8 @@ pub(crate) const VARIANTS: &[ShaderVariant] = &[
     variant!(Lighting,        true,  false,  Pixel,  "lighting_pixel_ms.frag"),
     variant!(Lighting,        true,  false,  Sample, "lighting_sample_ms.frag"),
     variant!(Lighting,        false, false,  Off,    tonemap, "lighting_tonemap.frag"),
+    variant!(Lighting,        true,  false,  Pixel,  tonemap, "lighting_pixel_ms_tonemap.frag"),
+    variant!(Lighting,        true,  false,  Sample, tonemap, "lighting_sample_ms_tonemap.frag"),
     variant!(MsaaClassify,    true,  false,  Off,    "msaa_classify.frag"),
     variant!(MsaaClassify,    true,  true,   Off,    "msaa_classify_sampled.frag"),
     variant!(Tonemap,         false, false,  Off,    "tonemap.frag"),

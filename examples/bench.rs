@@ -80,7 +80,8 @@
 //! Flags: `--width W --height H` (1920x1080), `--lights 1,16,256,1024`, `--meshes M` (64; a
 //! list switches to the mesh-scaling mode), `--frames N` (100) measured after `--warmup N`
 //! (20), `--paths tile,tilecpu,tile4x,tile4xall,unmerged,forward,forward4x,deferred`
-//! (`tilecpu`: 1x with the lights assigned on the CPU, `TileCpuLightAssignment`; `tile4x`: 4x
+//! (`tilecpu`: 1x with the lights assigned on the CPU, `TileCpuLightAssignment`; `tile4xdraws`:
+//! 4x edge-selective with per-sample-index draws, `TileNoStencilSplit`; `tile4x`: 4x
 //! edge-selective, `tile4xall`: 4x every sample), `--range R` (metres), `--sun`, `--shadows`
 //! (each light count without and with shadows; grid scene, one `--meshes` count),
 //! `--scene grid|dense`, `--plans` (print each compiled plan; the tile path's priced frame).
@@ -133,7 +134,7 @@ fn main() {
 
 const USAGE: &str = "usage: bench [--width W] [--height H] [--lights 1,16,256,1024] \
                      [--meshes M | --meshes 1000,10000] [--frames N] [--warmup N] \
-                     [--paths tile,tilecpu,tile4x,tile4xall,unmerged,forward,forward4x,deferred] \
+                     [--paths tile,tilecpu,tile4x,tile4xall,tile4xdraws,unmerged,forward,forward4x,deferred] \
                      [--range METRES] [--sun] [--shadows] [--scene grid|dense] [--plans]";
 
 /// The main mode: every path at every light count.
@@ -399,6 +400,9 @@ enum PathKind {
     Tile4xEdge,
     /// The tile path at 4x MSAA, every sample lit (`MsaaShading::EverySample`).
     Tile4xEvery,
+    /// The tile path at 4x MSAA, edge-selective, lit with per-sample-index draws instead of the
+    /// stencil split (`TileNoStencilSplit`: the path of devices without sample-rate shading).
+    Tile4xDraws,
     /// The tile path's unmerged debug tier: the same passes as separate render passes.
     TileUnmerged,
     Forward,
@@ -407,11 +411,12 @@ enum PathKind {
 }
 
 impl PathKind {
-    const ALL: [PathKind; 8] = [
+    const ALL: [PathKind; 9] = [
         PathKind::Tile,
         PathKind::TileCpuAssign,
         PathKind::Tile4xEdge,
         PathKind::Tile4xEvery,
+        PathKind::Tile4xDraws,
         PathKind::TileUnmerged,
         PathKind::Forward,
         PathKind::Forward4x,
@@ -424,6 +429,7 @@ impl PathKind {
             PathKind::TileCpuAssign => "tile 1x, CPU assignment",
             PathKind::Tile4xEdge => "tile 4x edge-selective",
             PathKind::Tile4xEvery => "tile 4x every sample",
+            PathKind::Tile4xDraws => "tile 4x per-sample draws",
             PathKind::TileUnmerged => "tile 1x unmerged (debug)",
             PathKind::Forward => "Bevy forward 1x",
             PathKind::Forward4x => "Bevy forward 4x",
@@ -437,6 +443,7 @@ impl PathKind {
             PathKind::TileCpuAssign => "tilecpu",
             PathKind::Tile4xEdge => "tile4x",
             PathKind::Tile4xEvery => "tile4xall",
+            PathKind::Tile4xDraws => "tile4xdraws",
             PathKind::TileUnmerged => "tileU",
             PathKind::Forward => "fwd",
             PathKind::Forward4x => "fwd4x",
@@ -450,6 +457,7 @@ impl PathKind {
             "tilecpu" => Some(PathKind::TileCpuAssign),
             "tile4x" | "tile4x-edge" => Some(PathKind::Tile4xEdge),
             "tile4xall" | "tile4x-every" => Some(PathKind::Tile4xEvery),
+            "tile4xdraws" => Some(PathKind::Tile4xDraws),
             "unmerged" | "tileU" => Some(PathKind::TileUnmerged),
             "forward" | "fwd" => Some(PathKind::Forward),
             "forward4x" | "fwd4x" => Some(PathKind::Forward4x),
@@ -465,6 +473,7 @@ impl PathKind {
             | PathKind::TileCpuAssign
             | PathKind::Tile4xEdge
             | PathKind::Tile4xEvery
+            | PathKind::Tile4xDraws
             | PathKind::TileUnmerged => None,
             PathKind::Forward => Some(StockBevyPath::Forward { msaa_samples: 1 }),
             PathKind::Forward4x => Some(StockBevyPath::Forward { msaa_samples: 4 }),
@@ -479,7 +488,10 @@ impl PathKind {
 
     fn msaa(self) -> Msaa {
         match self {
-            PathKind::Tile4xEdge | PathKind::Tile4xEvery | PathKind::Forward4x => Msaa::Sample4,
+            PathKind::Tile4xEdge
+            | PathKind::Tile4xEvery
+            | PathKind::Tile4xDraws
+            | PathKind::Forward4x => Msaa::Sample4,
             _ => Msaa::Off,
         }
     }
@@ -488,7 +500,7 @@ impl PathKind {
     fn tile_settings(self) -> Option<TileDeferred> {
         match self {
             PathKind::Tile | PathKind::TileCpuAssign => Some(TileDeferred::default()),
-            PathKind::Tile4xEdge => Some(TileDeferred {
+            PathKind::Tile4xEdge | PathKind::Tile4xDraws => Some(TileDeferred {
                 msaa_shading: MsaaShading::EdgeSelective,
                 ..default()
             }),
@@ -794,6 +806,10 @@ fn measure_in_app(
     if path == PathKind::TileCpuAssign {
         app.sub_app_mut(bevy::render::RenderApp)
             .insert_resource(bevy_tile_deferred::TileCpuLightAssignment);
+    }
+    if path == PathKind::Tile4xDraws {
+        app.sub_app_mut(bevy::render::RenderApp)
+            .insert_resource(bevy_tile_deferred::TileNoStencilSplit);
     }
     let camera = spawn_scene_and_camera(&mut app, options, path, scene);
     // As Bevy's runners do: wait for the renderer to be created, then finish the plugins.

@@ -185,22 +185,6 @@ pub(super) const SPLIT_EDGES: Variant = Variant {
     split: Split::Sample,
     ..Variant::BASE
 };
-/// The lighting of plans without a tonemap subpass (it writes the tone-mapped output): the
-/// single-sample draw, and the stencil split's interior and edge draws.
-pub(super) const LIGHTING_TONEMAPS: Variant = Variant {
-    tonemap: true,
-    ..Variant::BASE
-};
-pub(super) const SPLIT_INTERIOR_TONEMAPS: Variant = Variant {
-    msaa: true,
-    split: Split::Pixel,
-    tonemap: true,
-    ..Variant::BASE
-};
-pub(super) const SPLIT_EDGES_TONEMAPS: Variant = Variant {
-    tonemap: true,
-    ..SPLIT_EDGES
-};
 
 /// The shader variants of a plan's lighting pipeline and of its
 /// tonemap (and MSAA edge counter) pipelines. MSAA reads the attachments per sample, the unmerged

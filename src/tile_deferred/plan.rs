@@ -185,6 +185,20 @@ pub(crate) const ALBEDO_FORMAT: Format = Format::Rgba8Srgb;
 pub(crate) const NORMAL_FORMAT: Format = Format::Rg16Float;
 pub(crate) const MATERIAL_FORMAT: Format = Format::Rgba8Unorm;
 
+/// How a pass reads what an earlier pass wrote at the same pixel: on tile as an input
+/// attachment, or (unmerged) from memory as a texture.
+fn read<'g>(
+    pass: crate::frame_graph::RasterPassBuilder<'g>,
+    h: &crate::frame_graph::AttachmentHandle,
+    unmerged: bool,
+) -> crate::frame_graph::RasterPassBuilder<'g> {
+    if unmerged {
+        pass.sample(h)
+    } else {
+        pass.input(h)
+    }
+}
+
 /// Declares the view's frame: the passes the tile path records.
 pub(crate) fn declare(desc: &ViewFrameDesc) -> Result<FrameGraph, GraphError> {
     declare_with_shadows(desc, &ShadowMaps::NONE)
@@ -199,20 +213,14 @@ pub(crate) fn declare_with_shadows(
 ) -> Result<FrameGraph, GraphError> {
     use crate::frame_graph::{AttachmentHandle, RasterPassBuilder};
     use names::*;
-    // How a pass reads what an earlier pass wrote at the same pixel: on tile as an input
-    // attachment, or (unmerged) from memory as a texture.
-    fn read<'g>(
-        pass: RasterPassBuilder<'g>,
-        h: &AttachmentHandle,
-        unmerged: bool,
-    ) -> RasterPassBuilder<'g> {
-        if unmerged {
-            pass.sample(h)
-        } else {
-            pass.input(h)
-        }
-    }
     let unmerged = desc.unmerged;
+    let lighting_tonemaps = desc.lighting_tonemaps();
+    // The single-sample output is written whole unless it keeps what it held.
+    let output_access = if desc.keep_output {
+        Access::Write
+    } else {
+        Access::WriteAll
+    };
     let mut graph = FrameGraph::new(desc.extent);
     let shadow_maps = declare_shadow_maps(&mut graph, maps)?;
     let n = desc.samples;
@@ -258,7 +266,7 @@ pub(crate) fn declare_with_shadows(
         )
         .finish()?;
     // Where the lighting tone maps with MSAA, it writes the multisampled colour.
-    let mut lighting_samples = (desc.lighting_tonemaps() && n > 1)
+    let mut lighting_samples = (lighting_tonemaps && n > 1)
         .then(|| graph.create_attachment(OUTPUT_SAMPLES, tile(desc.output_format)));
     let mut lighting = graph.add_raster_pass(LIGHTING);
     for h in [&albedo, &normal, &material, &depth] {
@@ -267,7 +275,7 @@ pub(crate) fn declare_with_shadows(
     for map in &shadow_maps {
         lighting = lighting.sample(map);
     }
-    if desc.lighting_tonemaps() {
+    if lighting_tonemaps {
         // The light's emissive (input attachment 4: lighting.glsl) plus the lights, tone mapped
         // into the output (with MSAA: into a multisampled colour resolved in-pass): the frame's
         // only store.
@@ -279,11 +287,6 @@ pub(crate) fn declare_with_shadows(
                 .depth_read_only_stencil_write(&mut depth)
                 .finish()?;
         } else {
-            let output_access = if desc.keep_output {
-                Access::Write
-            } else {
-                Access::WriteAll
-            };
             lighting
                 .color(&mut output, output_access, None)
                 .depth_read_only(&depth)
@@ -351,15 +354,7 @@ pub(crate) fn declare_with_shadows(
         }
     } else {
         read_all(graph.add_raster_pass(TONEMAP), tonemap_inputs, unmerged)
-            .color(
-                &mut output,
-                if desc.keep_output {
-                    Access::Write
-                } else {
-                    Access::WriteAll
-                },
-                None,
-            )
+            .color(&mut output, output_access, None)
             .finish()?;
         if after_tonemap {
             graph
@@ -395,15 +390,13 @@ fn declare_depth_export(
             discard_on_last_use: false,
         },
     );
-    let export = graph.add_raster_pass(names::DEPTH_EXPORT);
-    let export = if desc.unmerged {
-        export.sample(depth)
-    } else {
-        export.input(depth)
-    };
-    export
-        .depth(&mut view_depth, Access::WriteAll, None)
-        .finish()?;
+    read(
+        graph.add_raster_pass(names::DEPTH_EXPORT),
+        depth,
+        desc.unmerged,
+    )
+    .depth(&mut view_depth, Access::WriteAll, None)
+    .finish()?;
     Ok(())
 }
 

@@ -8,10 +8,9 @@ use super::{
     draws::Draw,
     error::{TileError, TileResult, step},
     pipelines::{
-        LIGHT_FINISH_FOG_ADD, LIGHT_FINISH_FOG_MULTIPLY, LIGHT_FINISH_SKY, LIGHTING_TONEMAPS,
-        LightingKey, PassesKey, PipelineTarget, SPLIT_CLASSIFY, SPLIT_EDGES, SPLIT_EDGES_TONEMAPS,
-        SPLIT_INTERIOR_TONEMAPS, ScreenBlend, ScreenDepth, ScreenState, ScreenStencil,
-        screen_variants,
+        LIGHT_FINISH_FOG_ADD, LIGHT_FINISH_FOG_MULTIPLY, LIGHT_FINISH_SKY, LightingKey, PassesKey,
+        PipelineTarget, SPLIT_CLASSIFY, SPLIT_EDGES, ScreenBlend, ScreenDepth, ScreenState,
+        ScreenStencil, screen_variants,
     },
     plan::{self, names},
     shaders::{ShaderId, TileLayouts, TileShaders, Variant},
@@ -232,39 +231,31 @@ fn create_screen_pipelines(
     } else {
         ScreenDepth::NoAttachment
     };
-    let additive = |depth, stencil, per_sample| ScreenState {
-        blend: ScreenBlend::Additive,
-        depth,
+    // The lighting writes the tone-mapped output where the plan has no tonemap subpass
+    // (`ViewFrameDesc::lighting_tonemaps`): its shaders are the same variants with
+    // TONEMAP_IN_LIGHTING, and it replaces where it otherwise adds into the light.
+    let lighting_tonemaps = plan::locate_pass(compiled, names::TONEMAP).is_none();
+    let tonemapping = |variant: Variant| Variant {
+        tonemap: lighting_tonemaps,
+        ..variant
+    };
+    let lit = |stencil, per_sample| ScreenState {
+        blend: if lighting_tonemaps {
+            ScreenBlend::Replace
+        } else {
+            ScreenBlend::Additive
+        },
+        depth: untested,
         stencil,
         per_sample,
     };
-    // The lighting writes the tone-mapped output (`ViewFrameDesc::lighting_tonemaps`): it
-    // replaces, where it otherwise adds into the light.
-    let lighting_tonemaps = plan::locate_pass(compiled, names::TONEMAP).is_none();
-    if lighting_tonemaps {
-        let variant = if stencil_split {
-            SPLIT_INTERIOR_TONEMAPS
-        } else {
-            LIGHTING_TONEMAPS
-        };
-        pass.lighting = context.create_screen_pipeline(
-            layouts,
-            lighting,
-            [fullscreen, lighting_stage(variant)],
-            ScreenState {
-                blend: ScreenBlend::Replace,
-                depth: untested,
-                stencil: interior,
-                per_sample: false,
-            },
-        )?;
-    } else {
-        pass.lighting = context.create_screen_pipeline(
-            layouts,
-            lighting,
-            [fullscreen, lighting_stage(lighting_variant)],
-            additive(untested, interior, false),
-        )?;
+    pass.lighting = context.create_screen_pipeline(
+        layouts,
+        lighting,
+        [fullscreen, lighting_stage(tonemapping(lighting_variant))],
+        lit(interior, false),
+    )?;
+    if !lighting_tonemaps {
         pass.tonemap = context.create_screen_pipeline(
             layouts,
             shape.target(compiled, names::TONEMAP),
@@ -385,26 +376,12 @@ fn create_screen_pipelines(
                 per_sample: false,
             },
         )?;
-        split.lighting_per_sample = if lighting_tonemaps {
-            context.create_screen_pipeline(
-                layouts,
-                lighting,
-                [fullscreen, lighting_stage(SPLIT_EDGES_TONEMAPS)],
-                ScreenState {
-                    blend: ScreenBlend::Replace,
-                    depth: untested,
-                    stencil: edges,
-                    per_sample: true,
-                },
-            )?
-        } else {
-            context.create_screen_pipeline(
-                layouts,
-                lighting,
-                [fullscreen, lighting_stage(SPLIT_EDGES)],
-                additive(untested, edges, true),
-            )?
-        };
+        split.lighting_per_sample = context.create_screen_pipeline(
+            layouts,
+            lighting,
+            [fullscreen, lighting_stage(tonemapping(SPLIT_EDGES))],
+            lit(edges, true),
+        )?;
     }
     Ok(())
 }

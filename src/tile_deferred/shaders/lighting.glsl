@@ -150,11 +150,7 @@ void main() {
         added = vec3(0.0);
     }
     vec3 clear_rgb = background_color(pixel_centre(), params.clear_color.rgb);
-    vec3 color = msaa_sample_display(gl_SampleID, added, clear_rgb);
-    if ((params.msaa.z & MSAA_FLAG_DEBUG_EDGES) != 0u) {
-        color = mix(color, vec3(1.0, 0.0, 0.0), 0.5);
-    }
-    out_color = encoded_output(color);
+    out_color = encoded_output(debug_edge_tint(msaa_sample_display(gl_SampleID, added, clear_rgb)));
 }
 #else
 #error "the lighting tone maps with MSAA only under the stencil split"

@@ -135,6 +135,14 @@ vec4 surface_output(vec3 light, float depth, bool fog) {
 #define MSAA_MAX_SAMPLES 8
 #endif
 
+// msaa.z bit 1 (the edge-mask debug view): a colour shaded per sample, pure red mixed 50% over.
+vec3 debug_edge_tint(vec3 color) {
+    if ((params.msaa.z & MSAA_FLAG_DEBUG_EDGES) != 0u) {
+        return mix(color, vec3(1.0, 0.0, 0.0), 0.5);
+    }
+    return color;
+}
+
 int tonemap_sample_count() {
     return int(clamp(params.msaa.y, 1u, uint(MSAA_MAX_SAMPLES)));
 }
@@ -234,11 +242,7 @@ vec3 msaa_pixel_display(vec3 added) {
     for (int i = 0; i < sample_count; ++i) {
         sum += msaa_sample_display(i, added, clear_rgb);
     }
-    vec3 color = sum / float(sample_count);
-    if ((params.msaa.z & MSAA_FLAG_DEBUG_EDGES) != 0u) {
-        color = mix(color, vec3(1.0, 0.0, 0.0), 0.5);
-    }
-    return color;
+    return debug_edge_tint(sum / float(sample_count));
 }
 
 #endif // MSAA

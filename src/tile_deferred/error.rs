@@ -39,6 +39,12 @@ pub(crate) enum TileError {
         /// What was being looked up ("reading the output view").
         step: &'static str,
     },
+    /// The camera's target has a format the tile path cannot write (its tone mapping writes
+    /// 8-bit, 10-bit and half-float colour).
+    UnsupportedOutput {
+        /// The target's format, as wgpu names it.
+        format: String,
+    },
     /// A fault injected by a test hook (`TileFaultInjection`).
     Injected {
         /// The step the fault stands in for.
@@ -68,6 +74,10 @@ impl fmt::Display for TileError {
                  {expected} expected:\n{plan}"
             ),
             Self::Missing { step } => write!(f, "{step} failed: not available from wgpu/Bevy"),
+            Self::UnsupportedOutput { format } => write!(
+                f,
+                "writing the camera's target failed: the tile path cannot write {format}"
+            ),
             Self::Injected { step } => write!(f, "{step} failed (injected fault)"),
         }
     }

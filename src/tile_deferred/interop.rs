@@ -3,9 +3,12 @@
 //! buffers and the sampled textures is made to match here (Bevy's clear of the target, the
 //! output's first-use initialisation, resource transitions).
 
-use super::{draws::Draw, scene::TileSceneParams, view::ViewFrame};
+use super::{
+    draws::Draw,
+    scene::TileSceneParams,
+    view::{TileViewQueryItem, ViewFrame},
+};
 use crate::vulkan::render_pass::OutputKind;
-use bevy::platform::collections::HashMap;
 use bevy::render::{
     render_resource::{
         CommandEncoder, LoadOp, Operations, RenderPassColorAttachment,
@@ -16,6 +19,7 @@ use bevy::render::{
     texture::GpuImage,
     view::ViewTarget,
 };
+use bevy::{color::LinearRgba, platform::collections::HashMap};
 
 /// Bevy clears a camera target once per frame, when the first camera writes to it (through
 /// `ViewTarget::out_texture_color_attachment`, whose "first call" flag every camera on that
@@ -96,6 +100,91 @@ pub(super) fn mark_window_output_written(
         });
 }
 
+/// Tells wgpu, on Bevy's encoder and before anything of the tile frame can fail, that the
+/// output is this frame's colour target.
+///
+/// For a window's swapchain image this is what synchronises the frame with the presentation
+/// engine: wgpu makes a submission wait on the image's acquire semaphore, and signals the
+/// semaphore the present waits on, only when one of the submission's command buffers uses the
+/// image through wgpu; the raw pass is invisible to it. Without this a lone tile camera on a
+/// window (nothing else drawing into it) wrote an image the presentation engine could still be
+/// reading, and presented it without waiting for the writes
+/// (`VUID-vkAcquireNextImageKHR-semaphore-01286` on every reuse of an acquire semaphore). The
+/// transition is a barrier, not a pass: nothing is loaded or stored. wgpu then moves the image
+/// to `PRESENT_SRC_KHR` after Bevy's command buffer, which is where the raw pass takes it from.
+///
+/// For an image wgpu tracks, it is the layout the raw pass takes it in
+/// (`COLOR_ATTACHMENT_OPTIMAL`).
+pub(super) fn claim_output(output_view: &TextureView, ctx: &mut RenderContext) {
+    ctx.command_encoder().transition_resources(
+        std::iter::empty(),
+        std::iter::once(wgpu::TextureTransition {
+            texture: output_view.texture(),
+            selector: None,
+            state: wgpu::TextureUses::COLOR_TARGET,
+        }),
+    );
+}
+
+/// What a failed tile frame leaves in its output: Bevy's clear colour of the camera, where
+/// nothing else wrote the output this frame. The raw pass would have cleared it (the camera is
+/// the first on its target and covers it); without this the window would present an image
+/// nobody wrote, and an image target would keep the previous frame. A camera that loads what
+/// an earlier camera drew leaves it as it is. `ClearColorConfig::None` on a first camera clears
+/// to transparent black: there is nothing defined to keep.
+pub(super) fn clear_output_of_failed_frame(
+    frame: &ViewFrame,
+    output_view: &TextureView,
+    ctx: &mut RenderContext,
+) {
+    if frame.desc.keep_output {
+        return;
+    }
+    let clear = frame.output_clear.unwrap_or(LinearRgba::NONE);
+    ctx.command_encoder()
+        .begin_render_pass(&RenderPassDescriptor {
+            label: Some("tile_deferred_failed_frame_clear"),
+            color_attachments: &[Some(RenderPassColorAttachment {
+                view: output_view,
+                depth_slice: None,
+                resolve_target: None,
+                ops: Operations {
+                    load: LoadOp::Clear(clear.into()),
+                    store: StoreOp::Store,
+                },
+            })],
+            depth_stencil_attachment: None,
+            timestamp_writes: None,
+            occlusion_query_set: None,
+            multiview_mask: None,
+        });
+}
+
+/// Bevy's clear of a target the tile path cannot write (the camera falls back from the next
+/// frame on): the first camera on the target clears it to its clear colour, as Bevy's would.
+pub(super) fn clear_unwritable_output(
+    view: &TileViewQueryItem,
+    scene: &TileSceneParams,
+    ctx: &mut RenderContext,
+) {
+    let clear = super::view::output_clear(view.camera, scene);
+    let Some(attachment) = view.target.out_texture_color_attachment(clear) else {
+        return;
+    };
+    if !matches!(attachment.ops.load, LoadOp::Clear(_)) {
+        return;
+    }
+    ctx.command_encoder()
+        .begin_render_pass(&RenderPassDescriptor {
+            label: Some("tile_deferred_unwritable_output_clear"),
+            color_attachments: &[Some(attachment)],
+            depth_stencil_attachment: None,
+            timestamp_writes: None,
+            occlusion_query_set: None,
+            multiview_mask: None,
+        });
+}
+
 /// wgpu-side preparation on Bevy's encoder, before the raw command buffer: the output's
 /// first-use initialisation, then the transitions of everything the raw pass touches.
 pub(super) fn prepare_wgpu_resources(
@@ -120,15 +209,7 @@ pub(super) fn prepare_wgpu_resources(
     if let Some(depth) = overlay_depth {
         init_overlay_depth(initialized_outputs, frame_number, depth, encoder);
     }
-    transition_resources(
-        scene,
-        frame,
-        (output_view, overlay_depth),
-        draws,
-        sampled,
-        shadow_maps,
-        encoder,
-    );
+    transition_resources(scene, overlay_depth, draws, sampled, shadow_maps, encoder);
 }
 
 /// The first time Bevy's depth texture of a view is exported into, a wgpu pass that clears and
@@ -207,13 +288,12 @@ fn init_output(
 }
 
 /// Tells wgpu's tracker what the raw pass does with the mesh buffers (vertex and index
-/// reads), the sampled textures (Bevy's shadow maps among them: wgpu then waits for the shadow
-/// passes' depth writes and leaves them in DEPTH_STENCIL_READ_ONLY_OPTIMAL) and an image output
-/// (a colour target).
+/// reads) and the sampled textures (Bevy's shadow maps among them: wgpu then waits for the shadow
+/// passes' depth writes and leaves them in DEPTH_STENCIL_READ_ONLY_OPTIMAL); the output was
+/// claimed as a colour target before ([`claim_output`]).
 fn transition_resources(
     scene: &TileSceneParams,
-    frame: &ViewFrame,
-    (output_view, overlay_depth): (&TextureView, Option<&TextureView>),
+    overlay_depth: Option<&TextureView>,
     draws: &[&Draw],
     sampled: &[&GpuImage],
     shadow_maps: [&wgpu::Texture; 2],
@@ -246,13 +326,6 @@ fn transition_resources(
     }
     textures.sort_by_key(|t| *t as *const wgpu::Texture);
     textures.dedup_by_key(|t| *t as *const wgpu::Texture);
-    let output_texture = output_view.texture();
-    let output_transition =
-        (frame.output_kind == OutputKind::TrackedImage).then_some(wgpu::TextureTransition {
-            texture: output_texture,
-            selector: None,
-            state: wgpu::TextureUses::COLOR_TARGET,
-        });
     // Bevy's depth texture, written by the depth export: a depth target, as the gizmo pass uses
     // it after.
     let depth_transition = overlay_depth.map(|depth| wgpu::TextureTransition {
@@ -272,7 +345,6 @@ fn transition_resources(
                 selector: None,
                 state: wgpu::TextureUses::RESOURCE,
             })
-            .chain(output_transition)
             .chain(depth_transition),
     );
 }

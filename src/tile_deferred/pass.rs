@@ -69,6 +69,19 @@ pub(crate) fn tile_deferred_pass(
     let Some(output_view) = view.target.out_texture() else {
         return;
     };
+    let camera = view.main_entity.id();
+    // A target the tile path cannot write falls back to Bevy from the next frame on; this
+    // frame shows Bevy's clear colour, not an image nobody wrote.
+    if let Some(format) = view.target.out_texture_view_format()
+        && conv::frame_graph_format(format).is_none()
+    {
+        interop::clear_unwritable_output(&view, &scene, &mut ctx);
+        let error = TileError::UnsupportedOutput {
+            format: format!("{format:?}"),
+        };
+        scene.reports.report_failure(camera, error.to_string());
+        return;
+    }
     // 1. The view: nothing to draw into (zero-size, no output yet) draws nothing.
     let Some(frame) = ViewFrame::gather(&view, &scene, &backend.context) else {
         return;
@@ -77,7 +90,9 @@ pub(crate) fn tile_deferred_pass(
     interop::clear_output_like_bevy(&frame, view.target, &mut ctx);
     // A wgpu pass loading a window image after the tile pass needs wgpu to see it as written.
     interop::mark_window_output_written(&frame, &scene, output_view, &mut ctx);
-    let camera = view.main_entity.id();
+    // The output is this frame's colour target for wgpu too: a window frame then waits on the
+    // swapchain image's acquire and its present waits on the frame, whatever follows.
+    interop::claim_output(output_view, &mut ctx);
     // Test hook: a fault armed by `TileFaultInjection` may strike this view's Vulkan calls.
     let faults = scene.fault.as_deref().map(|fault| fault.for_view());
     backend.context.faults.arm_for_view(faults);
@@ -86,6 +101,8 @@ pub(crate) fn tile_deferred_pass(
         .view_depth
         .filter(|_| view.draws_gizmos)
         .map(|depth| depth.view());
+    // Set once the raw pass is handed to Bevy: from then on the output is written.
+    let mut output_written = false;
     let rendered = render_view(
         &mut backend,
         &scene,
@@ -100,6 +117,7 @@ pub(crate) fn tile_deferred_pass(
         ),
         (output_view, overlay_depth),
         &mut ctx,
+        &mut output_written,
     );
     backend.context.faults.view_done();
     match rendered {
@@ -107,6 +125,10 @@ pub(crate) fn tile_deferred_pass(
         // The main world lowers the camera's tier and logs it (`route_cameras`); the camera
         // is drawn by the next tier from the next frame on.
         Err(error) => {
+            // The output shows the camera's clear colour, not an image nobody wrote.
+            if !output_written {
+                interop::clear_output_of_failed_frame(&frame, output_view, &mut ctx);
+            }
             scene::forget_failed_view_updates(&mut backend, frame.entity);
             scene.reports.report_failure(camera, error.to_string());
         }
@@ -127,6 +149,7 @@ fn render_view(
     ),
     (output_view, overlay_depth): (&TextureView, Option<&TextureView>),
     ctx: &mut RenderContext,
+    output_written: &mut bool,
 ) -> TileResult<TileViewReport> {
     let started = std::time::Instant::now();
     let frame_number = backend.frame;
@@ -363,6 +386,7 @@ fn render_view(
         ));
     }
     ctx.add_command_buffer(command_buffer);
+    *output_written = true;
 
     // 10. The report: what was planned, created, drawn and measured, and the price of the
     // frame with Bevy's shadow passes.

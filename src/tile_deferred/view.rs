@@ -313,7 +313,10 @@ fn gpu_view(view: &TileViewQueryItem, scene: &TileSceneParams, viewport: UVec4) 
 }
 
 /// What Bevy clears the camera's target to before the first camera draws into it.
-fn output_clear(camera: &ExtractedCamera, scene: &TileSceneParams) -> Option<LinearRgba> {
+pub(super) fn output_clear(
+    camera: &ExtractedCamera,
+    scene: &TileSceneParams,
+) -> Option<LinearRgba> {
     match camera.output_mode {
         CameraOutputMode::Write {
             clear_color: ClearColorConfig::Default,

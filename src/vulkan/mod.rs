@@ -9,9 +9,11 @@
 //! *before* that buffer: layout transitions of the output image, the meshes' vertex buffers and
 //! the sampled textures (`transition_resources`), and a first-use clear of output images wgpu
 //! believes uninitialised (it would otherwise zero-fill them before its next read, wiping what
-//! the raw pass drew). Swapchain images are never transitioned through wgpu, which moves them to
-//! `PRESENT_SRC_KHR` after each command buffer: the raw pass takes them from `UNDEFINED` (or
-//! `PRESENT_SRC_KHR` when it loads) and leaves them in `PRESENT_SRC_KHR`.
+//! the raw pass drew). The output is claimed as a colour target on Bevy's encoder too, a swapchain
+//! image included: that use is what makes wgpu's submission wait on the image's acquire
+//! semaphore and signal the semaphore its present waits on. wgpu moves a swapchain image to
+//! `PRESENT_SRC_KHR` after each command buffer that uses it: the raw pass takes it from
+//! `UNDEFINED` (or `PRESENT_SRC_KHR` when it loads) and leaves it in `PRESENT_SRC_KHR`.
 //!
 //! A plan of several render passes (the unmerged debug tier) is recorded in one command buffer;
 //! each hands its attachments to the next through the compiler's external subpass

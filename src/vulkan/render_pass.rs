@@ -13,7 +13,8 @@ use ash::vk;
 /// How the imported output image is handed over at the start and end of the pass.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum OutputKind {
-    /// A swapchain image: wgpu leaves it in `PRESENT_SRC_KHR` after every command buffer.
+    /// A swapchain image: wgpu leaves it in `PRESENT_SRC_KHR` after every command buffer that
+    /// uses it (Bevy's, which claims it before the raw pass).
     Swapchain,
     /// An image wgpu tracks, transitioned by wgpu to `COLOR_ATTACHMENT_OPTIMAL` beforehand.
     TrackedImage,

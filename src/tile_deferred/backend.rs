@@ -177,6 +177,10 @@ pub(crate) struct ViewResources {
     pub sampled_sets: bool,
     /// The views written into `gbuffer_set`/`tonemap_set` (rewritten when they change).
     pub input_views: Vec<vk::ImageView>,
+    /// Something the sets reference was replaced (a grown buffer, rebuilt attachments) and
+    /// replacing the sets failed: they must not be bound, nor written in place (a frame in
+    /// flight may use them), until fresh ones are allocated.
+    pub sets_outdated: bool,
     /// The wgpu view of the tonemapping LUT written into `tonemap_set`, held while the set
     /// can be used.
     pub lut_keep_alive: Option<bevy::render::render_resource::TextureView>,
@@ -436,6 +440,10 @@ impl TileBackend {
 
     /// Queues material resources for destruction after the GPU is done.
     pub fn retire_material(&mut self, material: MaterialResources) {
+        // An upload still queued for it (a view that failed kept it) must not be recorded into
+        // the buffer once it is destroyed.
+        self.pending_updates
+            .retain(|(buffer, _)| *buffer != material.buffer.buffer);
         self.graveyard
             .retire(Box::new(move |context: &VulkanContext| {
                 // The set came from a material pool, created with FREE_DESCRIPTOR_SET, and no

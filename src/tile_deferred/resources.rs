@@ -198,6 +198,7 @@ fn ensure_view<'a>(
             tonemap_set: sets[2],
             sampled_sets: false,
             input_views: Vec::new(),
+            sets_outdated: false,
             lut_keep_alive: None,
             environment_keep_alive: Vec::new(),
             environment_samplers: Vec::new(),
@@ -333,6 +334,8 @@ pub(super) fn ensure_buffer_capacity(
             | BufferSlot::Displacements
     ) {
         // The view set references the storage buffers: write a fresh set from a fresh pool.
+        // Until that succeeds the old set names the retired buffer.
+        view.sets_outdated = true;
         let sampled = view.sampled_sets;
         reallocate_view_sets(device, view, sampled)?;
     }
@@ -399,6 +402,7 @@ fn reallocate_view_sets(
     view.gbuffer_set = sets[1];
     view.tonemap_set = sets[2];
     view.input_views.clear();
+    view.sets_outdated = false;
     write_buffer_descriptors(device.context, view);
     device.graveyard.retire(Box::new(move |c: &VulkanContext| {
         c.destroy_descriptor_pool(old_pool)
@@ -468,7 +472,8 @@ pub(super) fn ensure_attachments(
     }
     let old_images = std::mem::replace(&mut view.attachments, created);
     view.attachments_extent = frame.target_extent;
-    view.input_views.clear();
+    // The sets name the old views until fresh ones are written.
+    view.sets_outdated = true;
     let old_framebuffers: Vec<vk::Framebuffer> =
         view.framebuffers.drain().map(|(_, (fb, _))| fb).collect();
     let sampled = view.sampled_sets;
@@ -494,7 +499,7 @@ fn write_view_sets(
     lut_view: vk::ImageView,
     environment: &[(&ViewTexture, vk::ImageView); 4],
     shadow_maps: [vk::ImageView; 2],
-) {
+) -> TileResult<()> {
     let sampled = plan::samples_attachments(compiled);
     let view_of = |name: &str| {
         compiled
@@ -540,17 +545,17 @@ fn write_view_sets(
     all.extend(environment.iter().map(|(_, raw)| *raw));
     all.extend(shadow_maps);
     let samplers: Vec<vk::Sampler> = environment.iter().map(|(t, _)| t.sampler).collect();
-    if view.input_views == all
-        && view.sampled_sets == sampled
-        && view.environment_samplers == samplers
-    {
-        return;
-    }
-    if !view.input_views.is_empty() || view.sampled_sets != sampled {
-        // In use by a frame in flight, or of the other kind: write fresh sets instead.
-        if reallocate_view_sets(device, view, sampled).is_err() {
-            return;
-        }
+    let action = view_sets_action(ViewSetsState {
+        outdated: view.sets_outdated,
+        written: !view.input_views.is_empty(),
+        same_kind: view.sampled_sets == sampled,
+        same_contents: view.input_views == all && view.environment_samplers == samplers,
+    });
+    match action {
+        ViewSetsAction::Keep => return Ok(()),
+        ViewSetsAction::WriteInPlace => {}
+        // A failure leaves `sets_outdated` set: the frame fails, and the next one tries again.
+        ViewSetsAction::Replace => reallocate_view_sets(device, view, sampled)?,
     }
     let sampler = if sampled {
         device.attachment_sampler
@@ -651,6 +656,46 @@ fn write_view_sets(
         device
             .graveyard
             .retire(Box::new(move |_: &VulkanContext| drop(old)));
+    }
+    Ok(())
+}
+
+/// What [`view_sets_action`] decides from.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct ViewSetsState {
+    /// Something the sets reference was replaced and replacing them failed.
+    pub outdated: bool,
+    /// The sets were written for a frame (a frame in flight may use them).
+    pub written: bool,
+    /// The sets hold the kind of reads the plan wants (input attachments or textures).
+    pub same_kind: bool,
+    /// The views and samplers written are those the frame wants.
+    pub same_contents: bool,
+}
+
+/// What to do with a view's G-buffer and tonemap sets before a frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum ViewSetsAction {
+    /// Bind them as they are.
+    Keep,
+    /// Write the frame's views into them: they are fresh (never used by a frame).
+    WriteInPlace,
+    /// Allocate fresh sets and write those: the old ones may be in use by a frame in flight
+    /// (updating them would be undefined behaviour), are of the other kind, or are outdated.
+    Replace,
+}
+
+/// Whether the view's sets are kept, written in place or replaced: sets a submitted frame may
+/// use are never written, and outdated sets are never kept.
+pub(super) fn view_sets_action(state: ViewSetsState) -> ViewSetsAction {
+    if state.outdated || !state.same_kind {
+        ViewSetsAction::Replace
+    } else if state.same_contents && state.written {
+        ViewSetsAction::Keep
+    } else if state.written {
+        ViewSetsAction::Replace
+    } else {
+        ViewSetsAction::WriteInPlace
     }
 }
 
@@ -941,7 +986,7 @@ pub(super) fn prepare_view_data(
         lut_view,
         &environment_views,
         shadow_maps,
-    );
+    )?;
     let mut gpu_view = frame.gpu_view;
     environment.write_uniforms(&mut gpu_view);
     gpu_view.counts[1] = draws.lights.len() as u32;
@@ -1039,4 +1084,55 @@ pub(super) fn view_mut(
     views.get_mut(&entity).ok_or(TileError::Missing {
         step: "finding the view's resources",
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{ViewSetsAction, ViewSetsState, view_sets_action};
+
+    fn state(outdated: bool, written: bool, same_kind: bool, same_contents: bool) -> ViewSetsState {
+        ViewSetsState {
+            outdated,
+            written,
+            same_kind,
+            same_contents,
+        }
+    }
+
+    #[test]
+    fn sets_a_frame_may_use_are_never_written_in_place() {
+        // Fresh sets (just allocated) are written; written ones are kept while nothing
+        // changed, and replaced when anything did.
+        assert_eq!(
+            view_sets_action(state(false, false, true, false)),
+            ViewSetsAction::WriteInPlace
+        );
+        assert_eq!(
+            view_sets_action(state(false, true, true, true)),
+            ViewSetsAction::Keep
+        );
+        assert_eq!(
+            view_sets_action(state(false, true, true, false)),
+            ViewSetsAction::Replace
+        );
+        // The other kind of reads (input attachments against textures) needs other layouts.
+        assert_eq!(
+            view_sets_action(state(false, false, false, false)),
+            ViewSetsAction::Replace
+        );
+    }
+
+    #[test]
+    fn outdated_sets_are_replaced_whatever_they_hold() {
+        // A buffer grew or attachments were rebuilt and the replacement failed: the sets name
+        // destroyed objects even where the views written look the same.
+        for written in [false, true] {
+            for same_contents in [false, true] {
+                assert_eq!(
+                    view_sets_action(state(true, written, true, same_contents)),
+                    ViewSetsAction::Replace
+                );
+            }
+        }
+    }
 }

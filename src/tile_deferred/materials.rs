@@ -9,7 +9,16 @@ use super::{
     scene::TileSceneParams,
 };
 use ash::vk;
-use bevy::{core_pipeline::tonemapping::Tonemapping, prelude::*, render::texture::GpuImage};
+use bevy::{
+    core_pipeline::tonemapping::Tonemapping,
+    prelude::*,
+    render::{
+        render_resource::{
+            TextureDimension, TextureFormat, TextureSampleType, TextureViewDimension,
+        },
+        texture::GpuImage,
+    },
+};
 use wgpu::hal::api::Vulkan;
 
 /// The tonemapping LUT the camera's operator samples (the fallback 3D image when it uses none).
@@ -22,6 +31,63 @@ pub(super) fn lut_image<'a>(scene: &'a TileSceneParams, tonemapping: Tonemapping
     handle
         .and_then(|h| scene.images.get(h))
         .unwrap_or(&scene.fallback_image.d3)
+}
+
+/// Why the tile path's material and lightmap bindings (`sampler2D`, floating-point) cannot
+/// read `image`, if they cannot: anything but a single-layer, single-sample 2D image of a
+/// floating-point (or normalised) colour format, viewed as 2D.
+pub(crate) fn unsampleable_as_2d(image: &GpuImage) -> Option<&'static str> {
+    let texture = &image.texture_descriptor;
+    texture_unsampleable_as_2d(TextureShape {
+        dimension: texture.dimension,
+        layers: texture.size.depth_or_array_layers,
+        samples: texture.sample_count,
+        format: texture.format,
+        view_dimension: image
+            .texture_view_descriptor
+            .as_ref()
+            .and_then(|view| view.dimension),
+    })
+}
+
+/// What decides whether a `sampler2D` can read an image: its texture and view descriptors'
+/// fields (the main world's `Image` and the render world's `GpuImage` hold the same).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct TextureShape {
+    pub dimension: TextureDimension,
+    pub layers: u32,
+    pub samples: u32,
+    pub format: TextureFormat,
+    /// The view's dimension, where the image names one.
+    pub view_dimension: Option<TextureViewDimension>,
+}
+
+/// [`unsampleable_as_2d`] of an image's shape.
+pub(crate) fn texture_unsampleable_as_2d(texture: TextureShape) -> Option<&'static str> {
+    let float = matches!(
+        texture.format.sample_type(None, None),
+        Some(TextureSampleType::Float { .. })
+    );
+    if texture.dimension != TextureDimension::D2 {
+        Some("material texture: a 1D or 3D image (the tile path samples 2D textures)")
+    } else if texture.layers != 1
+        || texture
+            .view_dimension
+            .is_some_and(|d| d != TextureViewDimension::D2)
+    {
+        Some("material texture: an array or cube image (the tile path samples 2D textures)")
+    } else if texture.samples != 1 {
+        Some(
+            "material texture: a multisampled image (the tile path samples single-sample textures)",
+        )
+    } else if !float {
+        Some(
+            "material texture: an integer or depth image (the tile path samples floating-point \
+             textures)",
+        )
+    } else {
+        None
+    }
 }
 
 /// Makes sure the material of `key` has a uniform buffer and a descriptor set, with the
@@ -39,10 +105,15 @@ pub(super) fn ensure_material(
     // The material's five textures, then the lightmap (the fallback while it is not loaded, as
     // Bevy's lightmap slots hold the fallback image until the image is).
     let textures: Vec<_> = material.textures.iter().chain([&lightmap]).collect();
+    // A texture the material's `sampler2D` cannot read (a cube, an array, a 3D or integer
+    // image) is never bound: that is undefined behaviour on the GPU. The fallback takes its
+    // place, and `find_missing` lists the material's meshes, so the picture is Bevy's or the
+    // omission is reported.
     let images: Vec<&GpuImage> = textures
         .iter()
         .map(|t| {
             t.and_then(|t| scene.images.get(t.image))
+                .filter(|image| unsampleable_as_2d(image).is_none())
                 .unwrap_or(fallback)
         })
         .collect();

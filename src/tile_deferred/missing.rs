@@ -27,9 +27,10 @@
 use super::{
     TileDeferred,
     foreign_draws::{FOREIGN_TRANSPARENT_DRAWS, ForeignTransparentDraws},
+    materials::{TextureShape, texture_unsampleable_as_2d},
 };
 use bevy::{
-    camera::visibility::VisibleEntities,
+    camera::{RenderTarget, visibility::VisibleEntities},
     ecs::{
         archetype::Archetypes, component::Components, reflect::ReflectComponent, world::EntityRef,
     },
@@ -159,6 +160,15 @@ fn camera_features(registry: &AppTypeRegistry, named: &[&str]) -> Vec<(TypeId, S
     features
 }
 
+/// What [`find_missing`] reports for a camera whose target image has a format the tile path
+/// cannot write (the render world would fail the frame; an `Auto` camera falls back first).
+pub(crate) fn unwritable_target(format: bevy::render::render_resource::TextureFormat) -> String {
+    format!(
+        "camera target: a {format:?} image (the tile path writes Rgba8, Bgra8, Rgb10a2 and \
+         Rgba16Float targets)"
+    )
+}
+
 /// What [`find_missing`] reports for a camera whose `ColorGrading` is not the default: the
 /// tonemap subpass applies the default grading (as Bevy's in-shader tone mapping does for it).
 const COLOR_GRADING: &str = "colour grading (a ColorGrading other than the default)";
@@ -244,6 +254,42 @@ pub(crate) fn standard_material_missing(material: &StandardMaterial) -> Option<&
     } else {
         None
     }
+}
+
+/// Why the tile path cannot sample one of a `StandardMaterial`'s textures that it draws (base
+/// colour, emissive, metallic-roughness, normal map, occlusion), if it cannot
+/// ([`texture_unsampleable_as_2d`]): the mesh would be drawn without it. Images not loaded yet
+/// are not drawn by Bevy either.
+pub(crate) fn material_textures_missing(
+    material: &StandardMaterial,
+    images: &Assets<Image>,
+) -> Option<&'static str> {
+    [
+        &material.base_color_texture,
+        &material.emissive_texture,
+        &material.metallic_roughness_texture,
+        &material.normal_map_texture,
+        &material.occlusion_texture,
+    ]
+    .into_iter()
+    .flatten()
+    .filter_map(|handle| images.get(handle))
+    .find_map(image_unsampleable_as_2d)
+}
+
+/// [`texture_unsampleable_as_2d`] of a main-world image.
+fn image_unsampleable_as_2d(image: &Image) -> Option<&'static str> {
+    let texture = &image.texture_descriptor;
+    texture_unsampleable_as_2d(TextureShape {
+        dimension: texture.dimension,
+        layers: texture.size.depth_or_array_layers,
+        samples: texture.sample_count,
+        format: texture.format,
+        view_dimension: image
+            .texture_view_descriptor
+            .as_ref()
+            .and_then(|view| view.dimension),
+    })
 }
 
 /// What decides whether a lightmapped mesh is drawn as Bevy draws it ([`lightmap_missing`]).
@@ -411,7 +457,7 @@ type ViewedMeshes<'w, 's> = Query<
         Option<&'static Name>,
         Option<&'static MeshMaterial3d<StandardMaterial>>,
         Has<MeshMorphWeights>,
-        Has<Lightmap>,
+        Option<&'static Lightmap>,
     ),
     With<Mesh3d>,
 >;
@@ -425,7 +471,11 @@ pub(crate) fn find_missing(
     clusterables: ViewedClusterables,
     (directional_lights, global_ambient): LightmapSources,
     entities: Query<EntityRef>,
-    (materials, mesh_assets): (Res<Assets<StandardMaterial>>, Res<Assets<Mesh>>),
+    (materials, mesh_assets, images): (
+        Res<Assets<StandardMaterial>>,
+        Res<Assets<Mesh>>,
+        Res<Assets<Image>>,
+    ),
     components: &Components,
     archetypes: &Archetypes,
     registry: Res<AppTypeRegistry>,
@@ -499,12 +549,13 @@ pub(crate) fn find_missing(
                 });
             // A material not loaded yet is not drawn by Bevy either.
             let standard = standard.map(|material| {
-                materials
-                    .get(&material.0)
-                    .and_then(standard_material_missing)
+                materials.get(&material.0).and_then(|material| {
+                    standard_material_missing(material)
+                        .or_else(|| material_textures_missing(material, &images))
+                })
             });
             let lightmap = lightmapped
-                .then(|| {
+                .map(|lightmap| {
                     let asset = mesh_assets.get(&mesh.0);
                     let transparent = meshes
                         .get(entity)
@@ -522,6 +573,11 @@ pub(crate) fn find_missing(
                         }),
                         transparent,
                         ..lightmap_view
+                    })
+                    .or_else(|| {
+                        images
+                            .get(&lightmap.image)
+                            .and_then(image_unsampleable_as_2d)
                     })
                 })
                 .flatten();
@@ -583,6 +639,12 @@ pub(crate) fn find_missing(
             .is_some_and(|grading| !is_default_grading(grading))
         {
             on_camera(COLOR_GRADING);
+        }
+        if let Some(RenderTarget::Image(target)) = camera_ref.get::<RenderTarget>()
+            && let Some(image) = images.get(&target.handle)
+            && crate::vulkan::conv::frame_graph_format(image.texture_descriptor.format).is_none()
+        {
+            on_camera(&unwritable_target(image.texture_descriptor.format));
         }
         if ui_cameras.contains_key(&camera) {
             on_camera(UI_OVER_TILE_CAMERA);

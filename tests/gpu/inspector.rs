@@ -279,7 +279,7 @@ fn inspector_window_run(name: &'static str, images: &str, msaa: Msaa) {
     app.run();
 
     let run = std::mem::take(&mut *shared.0.lock().unwrap());
-    let errors = test.take_errors_except_swapchain_noise();
+    let errors = test.take_errors();
     assert!(errors.is_empty(), "errors in the window run: {errors:#?}");
     assert_eq!(
         run.checkpoints.iter().map(|c| c.step).collect::<Vec<_>>(),

@@ -37,6 +37,7 @@ mod tile_lifecycle;
 mod tile_msaa;
 mod tile_window;
 mod transparent;
+mod unusual_content;
 #[cfg(feature = "ui")]
 mod ui_overlay;
 mod validation_net;

@@ -15,7 +15,8 @@ use crate::harness::{
     Frame, GpuTest, capture,
     image_compare::psnr,
     presented::{self, PresentedAndScreenshot},
-    run_window_test_in_child_process, run_window_test_in_child_process_with_env,
+    record_error_counts, run_window_test_against_control, run_window_test_against_control_with_env,
+    run_window_test_in_child_process,
     window::{Shared, drawn_fraction, latest_report_frame, lit_spheres_window_app},
 };
 use bevy::{
@@ -27,18 +28,21 @@ use bevy::{
 };
 use bevy_tile_deferred::{TileDeferred, TileRenderReports, TileResourceCounts as ResourceCounts};
 
-/// The validation error stock Bevy 0.19.1 (wgpu 29) gives under Xvfb when it configures a
-/// surface at a size the X window no longer has: for a window set to 0 x 0 it configures the
-/// surface at 1 x 1 while the X window still has its old size; for a window resized by the X
-/// server it configures the size winit reported, after the window moved on. The same runs with
-/// a Bevy camera show it (`child_bevy_window_shrunk_to_nothing`,
-/// `child_bevy_swapchain_gone_stale`).
-const BEVY_STALE_SWAPCHAIN_EXTENT: &str = "VUID-VkSwapchainCreateInfoKHR-imageExtent-01274";
+// Stock Bevy 0.19.1 (wgpu 29) gives validation errors of its own under Xvfb when it configures
+// a surface at a size the X window no longer has (`VUID-VkSwapchainCreateInfoKHR-imageExtent-01274`;
+// for a window set to 0 x 0 it configures the surface at 1 x 1, and around that swapchain an
+// acquire semaphore is reused signalled and an image presented unwritten, `...-01286` and
+// `...-01296`). The tests of those scenarios run a Bevy camera as the control
+// (`run_window_test_against_control`): the tile run may give what Bevy's gives, no more.
 
 #[test]
 fn a_tile_window_shrunk_to_nothing_renders_again_and_leaks_nothing() {
-    run_window_test_in_child_process("surface_loss::child_bevy_window_shrunk_to_nothing");
-    run_window_test_in_child_process("surface_loss::child_tile_window_shrunk_to_nothing");
+    // Stock Bevy's run gives validation messages of its own here (the stale extent, and an
+    // acquire and a present around the 1 x 1 swapchain): the tile run may give those, no more.
+    run_window_test_against_control(
+        "surface_loss::child_bevy_window_shrunk_to_nothing",
+        "surface_loss::child_tile_window_shrunk_to_nothing",
+    );
 }
 
 /// What the run saw, per phase.
@@ -80,18 +84,12 @@ fn shrink_to_nothing(tile: bool) {
     let seen = shared.take();
     eprintln!("{seen:?}");
     assert!(seen.done, "the run finished: {seen:?}");
-    let errors = test.take_errors_except_swapchain_noise();
-    let (bevys, others): (Vec<String>, Vec<String>) = errors
-        .into_iter()
-        .partition(|e| e.contains(BEVY_STALE_SWAPCHAIN_EXTENT));
-    assert!(others.is_empty(), "{others:#?}");
+    let errors = test.take_errors();
+    // The parent compares both runs' errors; run alone, the child allows none.
+    if !record_error_counts(&errors) {
+        assert!(errors.is_empty(), "{errors:#?}");
+    }
     if !tile {
-        // Stock Bevy gives the one error the tile run is allowed (if Xvfb ever resizes in
-        // time and neither gives it, nothing is lost).
-        eprintln!(
-            "Bevy alone: {} x {BEVY_STALE_SWAPCHAIN_EXTENT}",
-            bevys.len()
-        );
         return;
     }
     // Phases: before, 0x0, 200x120, restored. The tile path rendered before and after.
@@ -221,7 +219,7 @@ fn child_tile_window_closed_and_reopened() {
     );
     eprintln!("{summary}");
     assert_eq!(seen.phase, Reopening::Done, "the run finished: {summary}");
-    let errors = test.take_errors_except_swapchain_noise();
+    let errors = test.take_errors();
     assert!(errors.is_empty(), "{errors:#?}");
 
     // Closed: nothing drawn, the view's attachments and framebuffers given back.
@@ -381,19 +379,15 @@ const STALE_SETTLE_FRAMES: u32 = 6;
 /// answered (wgpu's debug messages), prints it, and asserts that the driver did notice the
 /// stale swapchain, that the tile path drew through it and after, at the new size, that the
 /// only validation message is the one stock Bevy gives for the same resizes
-/// ([`BEVY_STALE_SWAPCHAIN_EXTENT`], a Bevy camera run shows it), and that the crate holds the
+/// (`VUID-VkSwapchainCreateInfoKHR-imageExtent-01274`, a Bevy camera run shows it), and that the crate holds the
 /// same objects and memory once the window has its old size again.
 #[test]
 fn a_swapchain_gone_stale_renders_again_and_leaks_nothing() {
-    for child in [
-        "child_bevy_swapchain_gone_stale",
-        "child_tile_swapchain_gone_stale",
-    ] {
-        run_window_test_in_child_process_with_env(
-            &format!("surface_loss::{child}"),
-            &[(capture::WATCH_SWAPCHAIN_ENV, "1")],
-        );
-    }
+    run_window_test_against_control_with_env(
+        "surface_loss::child_bevy_swapchain_gone_stale",
+        "surface_loss::child_tile_swapchain_gone_stale",
+        &[(capture::WATCH_SWAPCHAIN_ENV, "1")],
+    );
 }
 
 /// Where the stale-swapchain run is.
@@ -464,16 +458,11 @@ fn go_stale(tile: bool) {
         }
     }
     assert_eq!(seen.phase, Staling::Done, "the run finished: {summary}");
-    let errors = test.take_errors_except_swapchain_noise();
-    let (bevys, others): (Vec<String>, Vec<String>) = errors
-        .into_iter()
-        .partition(|e| e.contains(BEVY_STALE_SWAPCHAIN_EXTENT));
-    assert!(others.is_empty(), "{others:#?}");
-    eprintln!(
-        "{} camera: {} x {BEVY_STALE_SWAPCHAIN_EXTENT}",
-        if tile { "tile" } else { "Bevy" },
-        bevys.len()
-    );
+    let errors = test.take_errors();
+    // The parent compares both runs' errors; run alone, the child allows none.
+    if !record_error_counts(&errors) {
+        assert!(errors.is_empty(), "{errors:#?}");
+    }
 
     // The driver noticed: a present answered SUBOPTIMAL, or an acquire OUT_OF_DATE (Bevy then
     // configures the surface at the size it still has, 320 x 180, before it hears of the

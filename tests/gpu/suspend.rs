@@ -93,7 +93,7 @@ fn child_tile_window_suspended_and_resumed() {
     );
     eprintln!("{summary}");
     assert_eq!(seen.phase, Phase::Done, "the run finished: {summary}");
-    let errors = test.take_errors_except_swapchain_noise();
+    let errors = test.take_errors();
     assert!(errors.is_empty(), "{errors:#?}");
 
     // Suspended: nothing drawn, the view's attachments and framebuffers given back.

@@ -171,7 +171,7 @@ fn window_run(
         run.render_passes_recorded, render_passes,
         "render passes recorded per frame"
     );
-    let errors = test.take_errors_except_swapchain_noise();
+    let errors = test.take_errors();
     assert!(errors.is_empty(), "errors in the window run: {errors:#?}");
     assert!(run.live_before_resize > 0);
     assert_eq!(

@@ -504,7 +504,7 @@ fn ui_window_run(name: &'static str, images: &str, msaa: Msaa) {
     app.run();
 
     let run = shared.take();
-    let errors = test.take_errors_except_swapchain_noise();
+    let errors = test.take_errors();
     assert!(errors.is_empty(), "errors in the window run: {errors:#?}");
     let (hidden, hidden_screenshot) = run.hidden.expect("captured with the UI hidden");
     let (shown, shown_screenshot) = run.shown.expect("captured with the UI shown");

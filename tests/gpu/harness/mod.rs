@@ -32,12 +32,6 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 static GPU: Mutex<()> = Mutex::new(());
 
-/// Validation messages lavapipe's swapchain produces for stock Bevy too (not the crate's).
-pub const KNOWN_SWAPCHAIN_NOISE: &[&str] = &[
-    "VUID-vkAcquireNextImageKHR-semaphore-01286",
-    "VUID-VkPresentInfoKHR-pImageIndices-01296",
-];
-
 /// A running GPU test; see the module docs.
 pub struct GpuTest {
     name: &'static str,
@@ -66,15 +60,6 @@ impl GpuTest {
     /// Errors logged so far in this test (taken: they will not fail the test).
     pub fn take_errors(&self) -> Vec<String> {
         capture::take_errors()
-    }
-
-    /// Errors logged so far, except the validation messages lavapipe's swapchain produces for
-    /// stock Bevy too ([`KNOWN_SWAPCHAIN_NOISE`]); window tests use it.
-    pub fn take_errors_except_swapchain_noise(&self) -> Vec<String> {
-        capture::take_errors()
-            .into_iter()
-            .filter(|e| !KNOWN_SWAPCHAIN_NOISE.iter().any(|vuid| e.contains(vuid)))
-            .collect()
     }
 
     /// Warnings logged so far in this test.
@@ -360,4 +345,93 @@ pub fn run_window_test_in_child_process_with_env(name: &str, env: &[(&str, &str)
     );
     let _exclusive = GPU.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     run_in_child_process_with_env(name, env);
+}
+
+/// The environment variable through which a parent asks a window child for its error counts
+/// ([`record_error_counts`]).
+const ERROR_COUNTS_FILE: &str = "GPU_TEST_ERROR_COUNTS_FILE";
+
+/// What an error is counted as: its validation message ID (`VUID-...`, `SYNC-...`) where it has
+/// one, else its whole text.
+pub fn error_key(error: &str) -> String {
+    error
+        .split(|c: char| c.is_whitespace() || matches!(c, '[' | ']' | '(' | ')' | ','))
+        .find(|word| word.starts_with("VUID-") || word.starts_with("SYNC-"))
+        .unwrap_or(error)
+        .to_string()
+}
+
+/// `errors` counted by [`error_key`].
+pub fn error_counts(errors: &[String]) -> std::collections::BTreeMap<String, usize> {
+    let mut counts = std::collections::BTreeMap::new();
+    for error in errors {
+        *counts.entry(error_key(error)).or_insert(0) += 1;
+    }
+    counts
+}
+
+/// In a window child run by [`run_window_test_against_control`]: hands `errors` (all of them,
+/// taken from the test) to the parent, which compares them with the control's. Returns false
+/// when the child runs alone (no parent asked): the caller then asserts there are none.
+pub fn record_error_counts(errors: &[String]) -> bool {
+    let Some(path) = std::env::var_os(ERROR_COUNTS_FILE) else {
+        return false;
+    };
+    let lines: String = error_counts(errors)
+        .into_iter()
+        .map(|(key, count)| format!("{count}\t{}\n", key.replace('\n', " ")))
+        .collect();
+    std::fs::write(path, lines).expect("the error counts are written");
+    true
+}
+
+/// Runs the window child `control` (the same scenario with a Bevy camera), then `test` (with
+/// the tile camera), and fails if `test` logged any error more often than `control` did: lavapipe's
+/// swapchain gives some validation messages for stock Bevy too (a window shrunk to nothing), and
+/// only what the crate adds to them is the crate's. Both children pass their own asserts.
+pub fn run_window_test_against_control(control: &str, test: &str) {
+    run_window_test_against_control_with_env(control, test, &[]);
+}
+
+/// [`run_window_test_against_control`] with `env` added to both children's environment.
+pub fn run_window_test_against_control_with_env(control: &str, test: &str, env: &[(&str, &str)]) {
+    let dir = std::env::temp_dir();
+    let counts = |name: &str| {
+        let path = dir.join(format!(
+            "gpu-error-counts-{}-{}",
+            std::process::id(),
+            name.replace("::", "-")
+        ));
+        let _ = std::fs::remove_file(&path);
+        let mut child_env = env.to_vec();
+        child_env.push((ERROR_COUNTS_FILE, path.to_str().expect("a UTF-8 temp dir")));
+        run_window_test_in_child_process_with_env(name, &child_env);
+        let text = std::fs::read_to_string(&path).expect("the child wrote its error counts");
+        let _ = std::fs::remove_file(&path);
+        text.lines()
+            .filter_map(|line| {
+                let (count, key) = line.split_once('\t')?;
+                Some((key.to_string(), count.parse::<usize>().ok()?))
+            })
+            .collect::<std::collections::BTreeMap<String, usize>>()
+    };
+    let control_counts = counts(control);
+    let test_counts = counts(test);
+    eprintln!("errors of {control} (control): {control_counts:?}");
+    eprintln!("errors of {test}: {test_counts:?}");
+    let beyond: Vec<String> = test_counts
+        .iter()
+        .filter(|(key, count)| **count > control_counts.get(*key).copied().unwrap_or(0))
+        .map(|(key, count)| {
+            format!(
+                "{key}: {count} (control: {})",
+                control_counts.get(key).copied().unwrap_or(0)
+            )
+        })
+        .collect();
+    assert!(
+        beyond.is_empty(),
+        "{test} logged errors beyond its Bevy control {control}:\n{}",
+        beyond.join("\n")
+    );
 }

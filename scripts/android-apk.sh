@@ -1,19 +1,25 @@
 #!/usr/bin/env bash
-# Builds Android examples as arm64-v8a NativeActivity APKs and checks them, without the NDK
-# download (none is reachable here): it links against the hand-made NDK sysroot in
-# shared/android/ (see its README), then for every library and APK:
+# Builds Android examples as arm64-v8a NativeActivity APKs and checks them. It compiles and links
+# with a real NDK when ANDROID_NDK_HOME or ANDROID_NDK_ROOT is set (as cargo-ndk does), else
+# with the hand-made NDK sysroot in shared/android/ (see its README; the stand-in for the NDK on
+# machines that cannot download it, as CI here): scripts/android-ndk.sh picks. Then for every
+# library and APK:
 #   - check-so.py: every undefined symbol and version exists in bionic at API 26, NEEDED list,
 #     16 KiB LOAD alignment, no text relocations, NativeActivity's entry point exported;
 #   - aapt dump badging (the manifest as Android reads it), zipalign -c, apksigner verify.
 # Any finding fails the script. Nothing here runs the APK: no phone or emulator is reachable.
 #
-# Usage: scripts/android-apk.sh [--profile PROFILE] [--out DIR] [EXAMPLE...]
+# Usage: scripts/android-apk.sh [--profile PROFILE] [--out DIR] [--dry-run] [EXAMPLE...]
 #   EXAMPLE    cdylib examples with #[bevy_main] (default: android_showcase, the showcase scene
-#              with the inspector overlay)
+#              with the inspector overlay); each is a NativeActivity app (the examples' Android
+#              dev-dependency picks bevy's android-native-activity)
 #   --profile  cargo profile (default release; CI uses android-ci, see Cargo.toml)
 #   --out      folder for the APKs (default: apk/ in the profile's target folder)
-# Environment: SHARED_ANDROID_DIR overrides where shared/android/ is looked for; CARGO_TARGET_DIR
-# is honoured (the unpacked sysroot is cached next to the builds).
+#   --dry-run  print the NDK, linker and cargo command it would use, and stop
+# Environment: ANDROID_NDK_HOME or ANDROID_NDK_ROOT (a real NDK, r23 or newer); SHARED_ANDROID_DIR
+# overrides where shared/android/ (check-so.py, build-apk.sh, the hand-made sysroot and the
+# symbol maps check-so.py reads) is looked for; CARGO_TARGET_DIR is honoured (the unpacked
+# sysroot is cached next to the builds).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
@@ -22,58 +28,30 @@ target=aarch64-linux-android
 api=26
 profile=release
 out=
+dry_run=0
 examples=()
 while [ $# -gt 0 ]; do
     case "$1" in
         --profile) profile=$2; shift 2 ;;
         --out) out=$2; shift 2 ;;
+        --dry-run) dry_run=1; shift ;;
         -*) echo "unknown option $1" >&2; exit 2 ;;
         *) examples+=("$1"); shift ;;
     esac
 done
 [ ${#examples[@]} -gt 0 ] || examples=(android_showcase)
 
-# shared/android/ sits next to the main checkout (../shared/android from it); a clone elsewhere
-# (a worktree, a CI folder) finds it in the nearest ancestor that has it, else at /work/shared.
-find_shared_android() {
-    if [ -n "${SHARED_ANDROID_DIR:-}" ]; then
-        echo "$SHARED_ANDROID_DIR"
-        return
-    fi
-    local dir=$repo
-    while [ "$dir" != / ]; do
-        dir=$(dirname "$dir")
-        if [ -f "$dir/shared/android/build-apk.sh" ]; then
-            echo "$dir/shared/android"
-            return
-        fi
-    done
-    echo /work/shared/android
-}
-shared=$(find_shared_android)
-tarball=$shared/android-ndk-handmade-aarch64-api26.tar.gz
-for file in "$tarball" "$shared/env.sh" "$shared/check-so.py" "$shared/build-apk.sh"; do
-    [ -f "$file" ] || { echo "error: $file not found (set SHARED_ANDROID_DIR)" >&2; exit 1; }
-done
-
-bash scripts/ensure-packages.sh clang lld llvm python3 aapt zipalign apksigner \
-    android-framework-res default-jre-headless
-if ! rustup target list --installed 2>/dev/null | grep -qx "$target"; then
-    rustup target add "$target"
-fi
-
 target_dir=${CARGO_TARGET_DIR:-$repo/target}
-# Unpacked once per tarball version, next to the builds that link against it.
-ndk=$target_dir/android-ndk-handmade-$(sha256sum "$tarball" | cut -c1-12)
-if [ ! -d "$ndk/android-ndk-handmade" ]; then
-    rm -rf "$ndk.partial"
-    mkdir -p "$ndk.partial"
-    tar xzf "$tarball" -C "$ndk.partial"
-    mv "$ndk.partial" "$ndk"
+# shellcheck source=scripts/android-ndk.sh
+. "$repo/scripts/android-ndk.sh"
+
+if [ "$dry_run" = 0 ]; then
+    bash scripts/ensure-packages.sh clang lld llvm python3 aapt zipalign apksigner \
+        android-framework-res default-jre-headless
+    if ! rustup target list --installed 2>/dev/null | grep -qx "$target"; then
+        rustup target add "$target"
+    fi
 fi
-ndk=$ndk/android-ndk-handmade
-# shellcheck source=/dev/null
-. "$shared/env.sh" "$ndk" "$api"
 
 case "$profile" in
     dev) profile_dir=debug ;;
@@ -101,13 +79,23 @@ for example in "${examples[@]}"; do
     example_args+=(--example "$example")
 done
 echo "building ${examples[*]} for $target (profile $profile, API $api)"
-cargo build --target "$target" --profile "$profile" --features inspector "${example_args[@]}"
+build=(cargo build --target "$target" --profile "$profile" --features inspector "${example_args[@]}")
+if [ "$dry_run" = 1 ]; then
+    echo "CC_aarch64_linux_android=$CC_aarch64_linux_android"
+    echo "CXX_aarch64_linux_android=$CXX_aarch64_linux_android"
+    echo "AR_aarch64_linux_android=$AR_aarch64_linux_android"
+    echo "CARGO_TARGET_AARCH64_LINUX_ANDROID_RUSTFLAGS=${CARGO_TARGET_AARCH64_LINUX_ANDROID_RUSTFLAGS:-}"
+    echo "check-so.py maps: $maps_ndk/maps"
+    echo "would run: ${build[*]}"
+    exit 0
+fi
+"${build[@]}"
 
 for example in "${examples[@]}"; do
     lib=$target_dir/$target/$profile_dir/examples/lib$example.so
     [ -f "$lib" ] || { echo "error: $lib not built: is $example a cdylib example?" >&2; exit 1; }
     echo "== $example: $(du -m "$lib" | cut -f1) MB library, check-so.py"
-    python3 "$shared/check-so.py" "$ndk" "$lib" --api "$api"
+    python3 "$shared/check-so.py" "$maps_ndk" "$lib" --api "$api"
 
     apk=$out/$example.apk
     # Bevy's AssetServer reads the APK's assets/ on Android, under the paths it reads assets/ by

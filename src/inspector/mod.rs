@@ -37,13 +37,9 @@ mod ui;
 pub use model::{CameraPanel, PlanSummary, surface_lines};
 
 use crate::{MsaaShading, TileDebugView, TileDeferred, TileRenderReports, tiers::TierSetting};
-use bevy::{
-    camera::RenderTarget,
-    ecs::schedule::ScheduleLabel,
-    prelude::*,
-    window::{PrimaryWindow, WindowRef},
-};
+use bevy::{camera::RenderTarget, ecs::schedule::ScheduleLabel, prelude::*};
 use bevy_egui::{EguiContext, EguiGlobalSettings, EguiPlugin, EguiSchedule};
+use bevy_window::{PrimaryWindow, WindowRef};
 use std::collections::VecDeque;
 
 /// Shows and hides the inspector overlay with a key or a multi-finger tap; see the

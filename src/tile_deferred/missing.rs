@@ -49,6 +49,7 @@ use std::{any::TypeId, fmt};
 
 /// One thing a tile camera sees that the tile path does not draw.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Reflect)]
+#[reflect(Clone, Debug, PartialEq, Hash)]
 pub struct MissingFeature {
     /// The entity: a mesh in view, or the camera itself for a camera component.
     pub entity: Entity,
@@ -70,6 +71,7 @@ impl fmt::Display for MissingFeature {
 /// On a tile camera (main world, updated every frame after visibility): what it sees that the
 /// tile path cannot draw. Empty when nothing is missing.
 #[derive(Component, Clone, Debug, Default, PartialEq, Reflect)]
+#[reflect(Component, Clone, Debug, Default, PartialEq)]
 pub struct TileMissing {
     /// What is missing this frame: meshes in view (in entity order), lights and decals, then
     /// the camera's own components and UI (with the camera as the entity).
@@ -218,7 +220,8 @@ fn ui_node_camera(reflect: &ReflectComponent, node: EntityRef) -> Option<Entity>
 
 /// Main-world resource: the tile path draws bevy_ui over tile cameras (feature `ui`, with
 /// bevy_ui_render's plugin in the app), so [`find_missing`] does not report UI nodes.
-#[derive(Resource, Clone, Copy, Debug, Default)]
+#[derive(Resource, Clone, Copy, Debug, Default, Reflect)]
+#[reflect(Resource, Clone, Debug, Default)]
 pub struct UiDrawnOverTileCameras;
 
 /// What the registry tells [`find_missing`], looked up once.

@@ -229,10 +229,15 @@ mod tests {
     #[test]
     fn tier_changes_are_written_with_their_reason() {
         let mut app = router();
-        // `TileDeferred` alone: it brings `Camera3d` (the router only sees 3D cameras).
+        // `TileDeferred` brings `Camera3d` (the router only sees 3D cameras); the render graph
+        // is what Bevy's Core3dPlugin, absent here, makes `Camera3d` require.
         let camera = app
             .world_mut()
-            .spawn((TileDeferred::default(), Msaa::Sample4))
+            .spawn((
+                TileDeferred::default(),
+                Msaa::Sample4,
+                CameraRenderGraph::new(Core3d),
+            ))
             .id();
         assert!(app.world().entity(camera).contains::<Camera3d>());
         let msaa4 = RenderTier::TileDeferredMsaa { samples: 4 };
@@ -248,6 +253,10 @@ mod tests {
         assert_eq!(
             app.world().get::<TierDecision>(camera).map(|d| d.tier),
             Some(msaa4)
+        );
+        assert_eq!(
+            app.world().get::<CameraRenderGraph>(camera).map(|g| g.0),
+            Some(TileDeferredGraph.intern())
         );
 
         // Nothing changes: nothing is written.

@@ -47,17 +47,12 @@
 //! release.
 
 pub mod device;
-/// The frame-graph compiler. **Unstable**: public for the crate's benches, tests and tools, not
-/// part of the supported API; it may change in any release. Games read its output through
-/// [`TileViewReport`].
 #[doc(hidden)]
 pub mod frame_graph;
 #[cfg(feature = "inspector")]
 pub mod inspector;
 pub mod tiers;
 pub mod tile_deferred;
-/// The crate's Vulkan layer. **Unstable**: public for the crate's tests, not part of the
-/// supported API; it may change in any release.
 #[doc(hidden)]
 pub mod vulkan;
 

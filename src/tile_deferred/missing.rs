@@ -6,7 +6,7 @@
 //!   features the G-buffer has no room for (clearcoat, anisotropy, transmission, parallax,
 //!   specular tint), morph targets whose displacements the main world no longer holds (a mesh
 //!   kept only in the render world), lightmaps the tile path cannot light as Bevy does
-//!   ([`lightmap_missing`]);
+//!   (`lightmap_missing`);
 //! - clustered decals reaching its view, and reflection probes (`LightProbe` +
 //!   `EnvironmentMapLight`) in it, and its irradiance volumes where Bevy would sample them from
 //!   more than one texture;
@@ -219,7 +219,7 @@ fn ui_node_camera(reflect: &ReflectComponent, node: EntityRef) -> Option<Entity>
 }
 
 /// Main-world resource: the tile path draws bevy_ui over tile cameras (feature `ui`, with
-/// bevy_ui_render's plugin in the app), so [`find_missing`] does not report UI nodes.
+/// bevy_ui_render's plugin in the app), so `find_missing` does not report UI nodes.
 #[derive(Resource, Clone, Copy, Debug, Default, Reflect)]
 #[reflect(Resource, Clone, Debug, Default)]
 pub struct UiDrawnOverTileCameras;

@@ -167,3 +167,57 @@ fn mirror_profile_to_main_world(
         main_world.insert_resource(profile.clone());
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bevy::ecs::reflect::{ReflectComponent, ReflectResource};
+
+    /// Without a renderer the plugin installs nothing of the tile path, but a game's readers of
+    /// `TileTierChanged` and Bevy's reflection tools still find the crate's types.
+    #[test]
+    fn the_plugin_registers_its_types_and_message_without_a_renderer() {
+        let mut app = App::new();
+        app.add_plugins(TileDeferredPlugin);
+        assert!(
+            app.world()
+                .contains_resource::<bevy::ecs::message::Messages<TileTierChanged>>()
+        );
+        let registry = app.world().resource::<AppTypeRegistry>().read();
+        for (name, component) in [
+            (
+                "TileDeferred",
+                registry
+                    .get_type_data::<ReflectComponent>(std::any::TypeId::of::<TileDeferred>())
+                    .is_some(),
+            ),
+            (
+                "TierDecision",
+                registry
+                    .get_type_data::<ReflectComponent>(std::any::TypeId::of::<TierDecision>())
+                    .is_some(),
+            ),
+            (
+                "TileMissing",
+                registry
+                    .get_type_data::<ReflectComponent>(std::any::TypeId::of::<TileMissing>())
+                    .is_some(),
+            ),
+            (
+                "DeviceProfile",
+                registry
+                    .get_type_data::<ReflectResource>(std::any::TypeId::of::<DeviceProfile>())
+                    .is_some(),
+            ),
+        ] {
+            assert!(component, "{name} is not registered with its reflect data");
+        }
+        // Field types come with them.
+        assert!(registry.get(std::any::TypeId::of::<RenderTier>()).is_some());
+        assert!(
+            registry
+                .get(std::any::TypeId::of::<MissingFeature>())
+                .is_some()
+        );
+    }
+}

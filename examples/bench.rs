@@ -1,3 +1,5 @@
+//! A measuring tool, not a scene to copy (see `tile_camera` for that).
+//!
 //! Benchmark: one scene rendered by the tile-deferred path (without MSAA; at 4x MSAA lighting
 //! edges per sample and interiors once, `MsaaShading::EdgeSelective`; at 4x lighting every
 //! sample, `MsaaShading::EverySample`; and as the unmerged debug tier: the same passes as

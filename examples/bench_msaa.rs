@@ -1,3 +1,5 @@
+//! A measuring tool, not a scene to copy (see `tile_camera` for that).
+//!
 //! MSAA on tile memory, measured: a scene rendered with the tile path at 4x with edge-selective
 //! lighting, at 4x lighting every sample (brute force), without MSAA, and with Bevy's forward
 //! renderer at 4x, in one headless run. Prints the fraction of pixels lit per sample, the

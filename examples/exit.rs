@@ -1,3 +1,5 @@
+//! A test tool, not a scene to copy (see `tile_camera` for that).
+//!
 //! Clean exit with GPU work still queued: a headless app with a 1x and a 4x MSAA tile camera,
 //! each drawing the lit spheres into an image, runs as fast as its CPU allows (pipelined
 //! rendering, a runner that never pauses, no frame waited for) and sends `AppExit` after

@@ -1,3 +1,5 @@
+//! A test tool, not a scene to copy (see `tile_camera` for that).
+//!
 //! Soak: a tile camera renders a churning scene into an image for `--frames` frames (10,000 by
 //! default), each frame waited for, and nothing may grow.
 //!

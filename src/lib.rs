@@ -8,43 +8,82 @@
 //! accumulation, depth, MSAA samples) in the GPU's on-chip tile memory through Vulkan subpasses,
 //! and stores only the final image.
 //!
+//! Add [`TileDeferredPlugin`] after `DefaultPlugins` and put [`TileDeferred`] on a camera; the
+//! [`prelude`] holds what a game uses:
+//!
+//! ```no_run
+//! use bevy::prelude::*;
+//! use bevy_tile_deferred::prelude::*;
+//!
+//! App::new()
+//!     .add_plugins((DefaultPlugins, TileDeferredPlugin))
+//!     .add_systems(Startup, |mut commands: Commands| {
+//!         commands.spawn((TileDeferred::default(), Msaa::Sample4));
+//!     })
+//!     .run();
+//! ```
+//!
+//! A camera that cannot take the tile path (not Vulkan, a device rule, a failure, or under
+//! [`TierSetting::Auto`] something in view the tile path does not draw) is rendered by Bevy's
+//! `Core3d`; its [`TierDecision`] says why, [`TileMissing`] lists what it sees that the tile path
+//! does not draw, and a [`TileTierChanged`] message is written each time its tier changes.
+//!
 //! The parts, in the order a frame's data flows through them:
 //! - [`device`]: what the GPU can really do, read from Vulkan at start-up ([`DeviceProfile`]).
 //! - [`tiers`]: which path each tile camera takes on this device (tile + MSAA, tile, the
 //!   unmerged debug tier or Bevy's forward path), as data-driven rules with their reasons.
-//! - [`frame_graph`]: passes declare how they use attachments; `compile()` merges them into
-//!   native render passes with subpasses, picks load/store ops, makes intermediates memoryless,
-//!   explains every merge it refused and prices the frame in bytes, GB/s and mW.
-//! - [`vulkan`]: a small ash layer (context, memory, render passes from a plan, pipelines,
-//!   timing) that decides nothing the compiler decided.
+//! - `frame_graph` (unstable, hidden from these docs): passes declare how they use
+//!   attachments; `compile()` merges them into native render passes with subpasses, picks
+//!   load/store ops, makes intermediates memoryless, explains every merge it refused and prices
+//!   the frame in bytes, GB/s and mW.
+//! - `vulkan` (unstable, hidden): a small ash layer (context, memory, render passes from a plan,
+//!   pipelines, timing) that decides nothing the compiler decided.
 //! - [`tile_deferred`]: the camera schedule that renders a [`TileDeferred`] camera as one
 //!   native render pass, stage by stage.
 //! - `inspector` (feature `inspector`): a live egui overlay of the compiled frame.
 //!
-//! ```no_run
-//! use bevy::prelude::*;
-//! use bevy_tile_deferred::TileDeferredPlugin;
-//!
-//! App::new()
-//!     .add_plugins((DefaultPlugins, TileDeferredPlugin::default()))
-//!     .run();
-//! ```
+//! Modules and items hidden from these docs (the frame-graph compiler, the Vulkan layer, test
+//! hooks) are public only for the crate's tests, benches and tools: they may change in any
+//! release.
 
 pub mod device;
+#[doc(hidden)]
 pub mod frame_graph;
 #[cfg(feature = "inspector")]
 pub mod inspector;
 pub mod tiers;
 pub mod tile_deferred;
+#[doc(hidden)]
 pub mod vulkan;
+
+/// What a game uses: `use bevy_tile_deferred::prelude::*;`.
+pub mod prelude {
+    #[cfg(feature = "inspector")]
+    pub use crate::inspector::{TileInspector, TileInspectorPlugin};
+    #[cfg(feature = "ui")]
+    pub use crate::tile_deferred::TileUiSystems;
+    pub use crate::{
+        DeviceProfile, MsaaShading, TileDebugView, TileDeferred, TileDeferredPlugin,
+        TileGizmoSystems,
+        tiers::{RenderTier, TierChangeReason, TierDecision, TierSetting, TileTierChanged},
+        tile_deferred::{
+            missing::{MissingFeature, TileMissing},
+            report::{TileRenderReports, TileViewReport},
+        },
+    };
+}
 
 pub use device::{DeviceProfile, GpuModel, GpuVendor, GraphicsBackend};
 #[cfg(feature = "inspector")]
 pub use inspector::TileInspectorPlugin;
+pub use tiers::{RenderTier, TierChangeReason, TierDecision, TierSetting, TileTierChanged};
 pub use tile_deferred::TileCpuLightAssignment;
+#[cfg(feature = "ui")]
+pub use tile_deferred::TileUiSystems;
 pub use tile_deferred::{
     MsaaShading, TileDebugView, TileDeferred, TileDeferredGraph, TileGizmoSystems,
     TileOutputLoadedAfter,
+    missing::{MissingFeature, TileMissing},
     report::{TileClusterStats, TileGpuTimes, TileRenderReports, TileViewReport},
 };
 #[doc(hidden)]
@@ -69,6 +108,17 @@ pub struct TileDeferredPlugin;
 
 impl Plugin for TileDeferredPlugin {
     fn build(&self, app: &mut App) {
+        // Before the renderer check: a game's readers of these work with or without a renderer.
+        app.add_message::<TileTierChanged>()
+            .register_type::<TileDeferred>()
+            .register_type::<TierDecision>()
+            .register_type::<TileMissing>()
+            .register_type::<DeviceProfile>()
+            .register_type::<TileTierChanged>()
+            .register_type::<TileOutputLoadedAfter>()
+            .register_type::<tile_deferred::missing::UiDrawnOverTileCameras>()
+            .register_type::<TileCpuLightAssignment>()
+            .register_type::<TileNoStencilSplit>();
         let Some(render_app) = app.get_sub_app_mut(RenderApp) else {
             warn!("bevy_tile_deferred: no renderer, the tile path is disabled");
             return;
@@ -115,5 +165,59 @@ fn mirror_profile_to_main_world(
     let Some(profile) = profile else { return };
     if profile.is_changed() || !main_world.contains_resource::<DeviceProfile>() {
         main_world.insert_resource(profile.clone());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bevy::ecs::reflect::{ReflectComponent, ReflectResource};
+
+    /// Without a renderer the plugin installs nothing of the tile path, but a game's readers of
+    /// `TileTierChanged` and Bevy's reflection tools still find the crate's types.
+    #[test]
+    fn the_plugin_registers_its_types_and_message_without_a_renderer() {
+        let mut app = App::new();
+        app.add_plugins(TileDeferredPlugin);
+        assert!(
+            app.world()
+                .contains_resource::<bevy::ecs::message::Messages<TileTierChanged>>()
+        );
+        let registry = app.world().resource::<AppTypeRegistry>().read();
+        for (name, component) in [
+            (
+                "TileDeferred",
+                registry
+                    .get_type_data::<ReflectComponent>(std::any::TypeId::of::<TileDeferred>())
+                    .is_some(),
+            ),
+            (
+                "TierDecision",
+                registry
+                    .get_type_data::<ReflectComponent>(std::any::TypeId::of::<TierDecision>())
+                    .is_some(),
+            ),
+            (
+                "TileMissing",
+                registry
+                    .get_type_data::<ReflectComponent>(std::any::TypeId::of::<TileMissing>())
+                    .is_some(),
+            ),
+            (
+                "DeviceProfile",
+                registry
+                    .get_type_data::<ReflectResource>(std::any::TypeId::of::<DeviceProfile>())
+                    .is_some(),
+            ),
+        ] {
+            assert!(component, "{name} is not registered with its reflect data");
+        }
+        // Field types come with them.
+        assert!(registry.get(std::any::TypeId::of::<RenderTier>()).is_some());
+        assert!(
+            registry
+                .get(std::any::TypeId::of::<MissingFeature>())
+                .is_some()
+        );
     }
 }

@@ -4,10 +4,12 @@
 //! report 0, and the model (which Mali generation, which Adreno series) is only in the name.
 //! Both are pure functions so the tier rules can be tested on tables of real devices.
 
+use bevy::reflect::Reflect;
 use std::fmt;
 
 /// The company behind a GPU, which decides its rendering architecture.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Reflect)]
+#[reflect(Clone, Debug, PartialEq, Hash)]
 pub enum GpuVendor {
     /// Qualcomm Adreno (PCI id 0x5143): tile-based, GMEM bins.
     Qualcomm,
@@ -124,7 +126,8 @@ impl fmt::Display for GpuVendor {
 
 /// The architecture generation of a mobile GPU, parsed from its name; tier rules and tile
 /// budgets depend on it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Reflect)]
+#[reflect(Clone, Debug, PartialEq, Hash)]
 pub enum GpuModel {
     /// Adreno with its model number (e.g. 650); `series()` gives 6 for 6xx.
     Adreno(u32),
@@ -155,7 +158,8 @@ pub enum GpuModel {
 }
 
 /// Mali architecture generations; the per-pixel tile budget changed between them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Reflect)]
+#[reflect(Clone, Debug, PartialEq, Hash)]
 pub enum MaliArch {
     /// Midgard: Mali-T6xx/T7xx/T8xx.
     Midgard,

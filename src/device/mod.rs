@@ -13,11 +13,12 @@ mod probe;
 pub use classify::{GpuModel, GpuVendor, MaliArch};
 pub(crate) use probe::probe_render_device;
 
-use bevy::prelude::Resource;
+use bevy::prelude::{Reflect, ReflectDefault, ReflectResource, Resource};
 use std::fmt;
 
 /// The graphics API the renderer runs on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Reflect)]
+#[reflect(Clone, Debug, PartialEq, Hash)]
 pub enum GraphicsBackend {
     /// Vulkan: the only backend the tile path can use.
     Vulkan,
@@ -47,7 +48,8 @@ impl fmt::Display for GraphicsBackend {
 }
 
 /// What kind of device wgpu reports.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Reflect)]
+#[reflect(Clone, Debug, PartialEq, Hash)]
 pub enum DeviceKind {
     /// A GPU sharing memory with the CPU: every phone GPU.
     Integrated,
@@ -62,7 +64,8 @@ pub enum DeviceKind {
 }
 
 /// A Vulkan API version as `vkGetPhysicalDeviceProperties` reports it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Reflect)]
+#[reflect(Clone, Debug, PartialEq, Hash)]
 pub struct ApiVersion {
     /// Major version.
     pub major: u32,
@@ -95,7 +98,8 @@ impl fmt::Display for ApiVersion {
 }
 
 /// A set of sample counts (bit `n` set means `2^n` samples), as Vulkan's `VkSampleCountFlags`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Reflect)]
+#[reflect(Clone, Debug, Default, PartialEq, Hash)]
 pub struct SampleCounts(pub u32);
 
 impl SampleCounts {
@@ -126,7 +130,8 @@ impl fmt::Display for SampleCounts {
 
 /// Depth/stencil resolve modes as `VkResolveModeFlags` (bit 0 sample zero, 1 average, 2 min,
 /// 3 max).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Reflect)]
+#[reflect(Clone, Debug, Default, PartialEq, Hash)]
 pub struct ResolveModes(pub u32);
 
 impl ResolveModes {
@@ -166,7 +171,8 @@ impl fmt::Display for ResolveModes {
 }
 
 /// `VK_KHR_depth_stencil_resolve` (core in Vulkan 1.2) support.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Reflect)]
+#[reflect(Clone, Debug, PartialEq, Hash)]
 pub struct DepthStencilResolve {
     /// Supported depth resolve modes.
     pub depth_modes: ResolveModes,
@@ -179,7 +185,8 @@ pub struct DepthStencilResolve {
 }
 
 /// GPU timestamp support on the graphics queue.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, Reflect)]
+#[reflect(Clone, Debug, PartialEq)]
 pub struct TimestampSupport {
     /// Nanoseconds per timestamp tick (`timestampPeriod`).
     pub period_ns: f32,
@@ -188,7 +195,8 @@ pub struct TimestampSupport {
 }
 
 /// What the Vulkan device reports, read with ash from the device wgpu created.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Reflect)]
+#[reflect(Clone, Debug, PartialEq)]
 pub struct VulkanCaps {
     /// `maxColorAttachments`: colour attachments one subpass can write.
     pub max_color_attachments: u32,
@@ -219,7 +227,8 @@ pub struct VulkanCaps {
 /// The GPU this app renders with and what it can do, probed once at render start-up.
 ///
 /// A render-world resource, mirrored into the main world.
-#[derive(Resource, Clone, Debug, PartialEq)]
+#[derive(Resource, Clone, Debug, PartialEq, Reflect)]
+#[reflect(Resource, Clone, Debug, PartialEq)]
 pub struct DeviceProfile {
     /// The graphics API in use.
     pub backend: GraphicsBackend,
@@ -384,6 +393,46 @@ impl DeviceProfile {
 
 fn yes_no(value: bool) -> &'static str {
     if value { "yes" } else { "no" }
+}
+
+#[cfg(test)]
+impl DeviceProfile {
+    /// Mesa lavapipe as the GPU tests see it (Vulkan 1.3, 1x and 4x MSAA), for unit tests of
+    /// what the profile decides.
+    pub(crate) fn lavapipe_for_tests() -> Self {
+        let name = "llvmpipe (LLVM 15.0.6, 256 bits)";
+        Self {
+            backend: GraphicsBackend::Vulkan,
+            vendor: GpuVendor::classify(0x10005, name),
+            model: GpuModel::parse(name),
+            vendor_id: 0x10005,
+            device_id: 0,
+            device_kind: DeviceKind::Cpu,
+            device_name: name.into(),
+            driver_name: "llvmpipe".into(),
+            driver_info: String::new(),
+            driver_version: 0,
+            api_version: Some(ApiVersion {
+                major: 1,
+                minor: 3,
+                patch: 0,
+            }),
+            max_color_attachments: 8,
+            vulkan: Some(VulkanCaps {
+                max_color_attachments: 8,
+                max_per_stage_input_attachments: 8,
+                framebuffer_color_sample_counts: SampleCounts(0b101),
+                framebuffer_depth_sample_counts: SampleCounts(0b101),
+                sample_rate_shading: true,
+                lazily_allocated_memory: false,
+                depth_stencil_resolve: None,
+                timestamps: None,
+                create_renderpass2_supported: true,
+                create_renderpass2_enabled: true,
+                enabled_extensions: Vec::new(),
+            }),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -224,7 +224,7 @@ pub(crate) struct PassDecl {
 }
 
 /// The declaration of one frame: attachments and passes in submission
-/// order. Compile it with [`compile`](super::compile) or through a
+/// order. Compile it with `compile()` or through a
 /// [`FrameGraphCache`](super::FrameGraphCache).
 #[derive(Debug)]
 pub struct FrameGraph {

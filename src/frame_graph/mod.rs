@@ -1,5 +1,5 @@
 //! The frame-graph compiler: passes declare how they use attachments;
-//! [`compile`] merges adjacent raster passes into native render passes with
+//! `compile()` merges adjacent raster passes into native render passes with
 //! subpasses, picks every load/store/resolve op, decides which attachments
 //! are memoryless, derives exact subpass dependencies, explains every merge
 //! it refused, and prices the frame in bytes, GB/s and milliwatts.
@@ -7,6 +7,10 @@
 //! It is pure CPU code (no Bevy, Vulkan or wgpu types): the Vulkan backend
 //! maps [`LoadOp`], [`StoreOp`], [`PipelineStages`] and [`AccessMask`] (same
 //! names and bits as Vulkan) onto its own enums.
+//!
+//! **Unstable**: hidden from the docs and public only for the crate's benches, tests and tools;
+//! not part of the supported API, it may change in any release. Games read its output through
+//! [`TileViewReport`](crate::TileViewReport).
 //!
 //! # Declaring
 //!
@@ -22,7 +26,7 @@
 //!
 //! # Compiling
 //!
-//! [`compile`] runs named stages, each relying on the previous ones:
+//! `compile()` runs named stages, each relying on the previous ones:
 //!
 //! 1. **validate** — unknown or foreign handles, reads before any write,
 //!    mismatched resolves, mixed extents or sample counts in one pass,

@@ -62,7 +62,8 @@ impl Default for TileInspectorPlugin {
 }
 
 /// The inspector's state (main world). Set `visible` to show or hide it from code.
-#[derive(Resource, Clone, Debug)]
+#[derive(Resource, Clone, Debug, Reflect)]
+#[reflect(Resource, Clone, Debug)]
 pub struct TileInspector {
     /// The overlay is shown.
     pub visible: bool,
@@ -137,7 +138,8 @@ pub struct TileInspectorSystems;
 pub struct TileInspectorContextPass;
 
 /// Marks the camera that carries the inspector's egui context while it is shown.
-#[derive(Component, Clone, Copy, Debug)]
+#[derive(Component, Clone, Copy, Debug, Default, Reflect)]
+#[reflect(Component, Clone, Debug, Default)]
 pub struct TileInspectorOverlay;
 
 /// Per-camera plot history: (seconds since start, GB/s, GPU ms).
@@ -173,6 +175,8 @@ impl Plugin for TileInspectorPlugin {
         .init_resource::<model::FrameClock>()
         .init_resource::<model::CounterfactualCache>()
         .add_message::<InspectorToggle>()
+        .register_type::<TileInspector>()
+        .register_type::<TileInspectorOverlay>()
         .add_systems(
             PreUpdate,
             (toggle_visibility, attach_overlay_context)

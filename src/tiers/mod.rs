@@ -23,6 +23,7 @@ use std::fmt;
 
 /// A rendering path.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Reflect)]
+#[reflect(Clone, Debug, PartialEq, Hash)]
 pub enum RenderTier {
     /// Tile-deferred with MSAA on tile memory at this many samples.
     TileDeferredMsaa {
@@ -100,6 +101,7 @@ impl fmt::Display for RenderTier {
 
 /// What the user asks for on a camera.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Reflect)]
+#[reflect(Clone, Debug, Default, PartialEq, Hash)]
 pub enum TierSetting {
     /// The best tier the device supports.
     #[default]
@@ -145,6 +147,7 @@ impl Quirks {
 /// the render world).
 #[derive(Component, Clone, Debug, PartialEq, Reflect, ExtractComponent)]
 #[extract_component_filter(With<Camera>)]
+#[reflect(Component, Clone, Debug, PartialEq)]
 pub struct TierDecision {
     /// The tier in use.
     pub tier: RenderTier,
@@ -161,6 +164,7 @@ pub struct TierDecision {
 
 /// Why an `Auto` tile camera renders with `Core3d` for now, and the tile tier it goes back to.
 #[derive(Clone, Debug, PartialEq, Eq, Reflect)]
+#[reflect(Clone, Debug, PartialEq)]
 pub struct MissingFallback {
     /// The tile tier the camera returns to once nothing of the kind has been in view for
     /// [`MISSING_RETURN_FRAMES`] frames.
@@ -173,6 +177,101 @@ impl TierDecision {
     /// One readable line for the log and the inspector.
     pub fn summary(&self) -> String {
         format!("{} ({})", self.tier, self.reasons.join("; "))
+    }
+}
+
+/// Written (a Bevy [`Message`]) when a tile camera's tier is first decided and each time it
+/// changes: read it with a `MessageReader<TileTierChanged>` to react when a camera falls back to
+/// Bevy's renderer, and why.
+///
+/// Only the tier counts: a [`TierDecision`] whose reasons change while its tier stays is not a
+/// change. Removing [`TileDeferred`](crate::TileDeferred) from a camera writes nothing.
+///
+/// ```no_run
+/// use bevy::prelude::*;
+/// use bevy_tile_deferred::prelude::*;
+///
+/// fn watch_tiers(mut changes: MessageReader<TileTierChanged>) {
+///     for change in changes.read() {
+///         if !change.to.is_tile() {
+///             warn!("camera {} renders with Bevy's Core3d: {}", change.camera, change.reason);
+///         }
+///     }
+/// }
+/// ```
+#[derive(Message, Clone, Debug, PartialEq, Reflect)]
+#[reflect(Clone, Debug, PartialEq)]
+pub struct TileTierChanged {
+    /// The main-world camera entity.
+    pub camera: Entity,
+    /// The tier it rendered with until now (None: its first decision).
+    pub from: Option<RenderTier>,
+    /// The tier it renders with from this frame.
+    pub to: RenderTier,
+    /// Why it changed.
+    pub reason: TierChangeReason,
+}
+
+/// Why a camera's tier changed ([`TileTierChanged::reason`]).
+#[derive(Clone, Debug, PartialEq, Eq, Reflect)]
+#[reflect(Clone, Debug, PartialEq)]
+pub enum TierChangeReason {
+    /// The device's rules and the camera's settings: its first decision, a changed
+    /// [`TileDeferred`](crate::TileDeferred) or `Msaa`, or a new device. The rules that applied,
+    /// in plain words ([`TierDecision::reasons`]).
+    Rules(Vec<String>),
+    /// The tile path failed at run time (out of memory, a pipeline or render pass that could
+    /// not be created): the error. The camera keeps the lower tier for the rest of the run.
+    Failure(String),
+    /// Under [`TierSetting::Auto`], the camera sees what the tile path cannot draw (the kinds,
+    /// in plain words; the entities are on its [`TileMissing`](crate::TileMissing)): Bevy's
+    /// `Core3d` renders it meanwhile.
+    Missing(String),
+    /// What the tile path cannot draw has been out of view for [`MISSING_RETURN_FRAMES`] frames:
+    /// the camera is back on its tile tier.
+    MissingCleared,
+}
+
+impl fmt::Display for TierChangeReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Rules(reasons) => f.write_str(&reasons.join("; ")),
+            Self::Failure(why) => write!(f, "the tile path failed: {why}"),
+            Self::Missing(what) => write!(f, "in view, not drawn by the tile path: {what}"),
+            Self::MissingCleared => write!(
+                f,
+                "nothing the tile path cannot draw in view for {MISSING_RETURN_FRAMES} frames"
+            ),
+        }
+    }
+}
+
+impl TileTierChanged {
+    /// The message for a camera whose decision goes from `previous` to `next`, where `failure`
+    /// is the tile path's failure reported this frame, if any; None when the tier stays. Pure.
+    pub fn between(
+        camera: Entity,
+        previous: Option<&TierDecision>,
+        next: &TierDecision,
+        failure: Option<&str>,
+    ) -> Option<Self> {
+        let from = previous.map(|previous| previous.tier);
+        if from == Some(next.tier) {
+            return None;
+        }
+        let fell_back = previous.is_some_and(|p| p.missing_fallback.is_some());
+        let reason = match (failure, &next.missing_fallback) {
+            (Some(why), _) => TierChangeReason::Failure(why.to_string()),
+            (None, Some(missing)) if !fell_back => TierChangeReason::Missing(missing.why.clone()),
+            (None, None) if fell_back => TierChangeReason::MissingCleared,
+            _ => TierChangeReason::Rules(next.reasons.clone()),
+        };
+        Some(Self {
+            camera,
+            from,
+            to: next.tier,
+            reason,
+        })
     }
 }
 
@@ -1352,6 +1451,65 @@ mod tests {
         assert_eq!(failed.tier, RenderTier::TileDeferred);
         let back = apply_missing(failed.clone(), TierSetting::Auto, None, false, Some(&fell));
         assert_eq!(back.tier, RenderTier::TileDeferred);
+    }
+
+    #[test]
+    fn tier_changes_carry_their_reason() {
+        let camera = Entity::from_raw_u32(7).unwrap();
+        let msaa4 = RenderTier::TileDeferredMsaa { samples: 4 };
+        let auto = fresh(&lavapipe(), 4, TierSetting::Auto);
+        // The first decision is a change from nothing, for the device's rules.
+        let first = TileTierChanged::between(camera, None, &auto, None).unwrap();
+        assert_eq!((first.camera, first.from, first.to), (camera, None, msaa4));
+        assert_eq!(first.reason, TierChangeReason::Rules(auto.reasons.clone()));
+        // The same tier again is no change, whatever else changed.
+        let mut reworded = auto.clone();
+        reworded.reasons.push("another rule".into());
+        assert_eq!(
+            TileTierChanged::between(camera, Some(&auto), &reworded, None),
+            None
+        );
+        // A failure this frame lowers the tier, with the error as the reason.
+        let why = "render pass creation failed";
+        let failed = decide(
+            &lavapipe(),
+            &plan(),
+            4,
+            TierSetting::Auto,
+            true,
+            Some(&auto),
+            Some(why),
+        );
+        let change = TileTierChanged::between(camera, Some(&auto), &failed, Some(why)).unwrap();
+        assert_eq!(
+            (change.from, change.to),
+            (Some(msaa4), RenderTier::TileDeferred)
+        );
+        assert_eq!(change.reason, TierChangeReason::Failure(why.into()));
+        assert!(change.reason.to_string().contains(why));
+        // Something the tile path cannot draw comes into view: Core3d, with what it is.
+        let what = "custom Material x1";
+        let fell = apply_missing(auto.clone(), TierSetting::Auto, Some(what), true, None);
+        let change = TileTierChanged::between(camera, Some(&auto), &fell, None).unwrap();
+        assert_eq!((change.from, change.to), (Some(msaa4), RenderTier::Forward));
+        assert_eq!(change.reason, TierChangeReason::Missing(what.into()));
+        // ... and has been out of view long enough: back on the tile tier.
+        let change = TileTierChanged::between(camera, Some(&fell), &auto, None).unwrap();
+        assert_eq!((change.from, change.to), (Some(RenderTier::Forward), msaa4));
+        assert_eq!(change.reason, TierChangeReason::MissingCleared);
+        // A changed setting (MSAA off) is the rules again.
+        let one = decide(
+            &lavapipe(),
+            &plan(),
+            1,
+            TierSetting::Auto,
+            true,
+            Some(&auto),
+            None,
+        );
+        let change = TileTierChanged::between(camera, Some(&auto), &one, None).unwrap();
+        assert_eq!(change.to, RenderTier::TileDeferred);
+        assert_eq!(change.reason, TierChangeReason::Rules(one.reasons.clone()));
     }
 
     #[test]

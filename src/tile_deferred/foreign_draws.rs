@@ -135,7 +135,7 @@ impl GizmoMsaaViews {
 
 /// Render-world system set, in [`TileDeferredGraph`], of the system that draws other plugins'
 /// `Transparent3d` items (gizmos) over a tile camera, after the tile pass and before the UI and
-/// the inspector. It runs only for a view with [`GizmosOverTile`].
+/// the inspector. It runs only for a view with `GizmosOverTile`.
 #[derive(SystemSet, Clone, Debug, PartialEq, Eq, Hash)]
 pub struct TileGizmoSystems;
 

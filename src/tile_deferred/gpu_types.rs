@@ -112,6 +112,10 @@ pub struct GpuIrradianceVolume {
 /// `GpuView::fog_bi_mode.w` values, as `FOG_MODE_*` in fog.glsl.
 pub mod fog_mode {
     /// No fog.
+    #[allow(
+        dead_code,
+        reason = "mirrors FOG_MODE_OFF in fog.glsl; the CPU writes it as the zeroed default"
+    )]
     pub const OFF: f32 = 0.0;
     /// `FogFalloff::Linear`.
     pub const LINEAR: f32 = 1.0;

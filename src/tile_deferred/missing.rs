@@ -6,7 +6,7 @@
 //!   features the G-buffer has no room for (clearcoat, anisotropy, transmission, parallax,
 //!   specular tint), morph targets whose displacements the main world no longer holds (a mesh
 //!   kept only in the render world), lightmaps the tile path cannot light as Bevy does
-//!   ([`lightmap_missing`]);
+//!   (`lightmap_missing`);
 //! - clustered decals reaching its view, and reflection probes (`LightProbe` +
 //!   `EnvironmentMapLight`) in it, and its irradiance volumes where Bevy would sample them from
 //!   more than one texture;
@@ -50,6 +50,7 @@ use std::{any::TypeId, fmt};
 
 /// One thing a tile camera sees that the tile path does not draw.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Reflect)]
+#[reflect(Clone, Debug, PartialEq, Hash)]
 pub struct MissingFeature {
     /// The entity: a mesh in view, or the camera itself for a camera component.
     pub entity: Entity,
@@ -71,6 +72,7 @@ impl fmt::Display for MissingFeature {
 /// On a tile camera (main world, updated every frame after visibility): what it sees that the
 /// tile path cannot draw. Empty when nothing is missing.
 #[derive(Component, Clone, Debug, Default, PartialEq, Reflect)]
+#[reflect(Component, Clone, Debug, Default, PartialEq)]
 pub struct TileMissing {
     /// What is missing this frame: meshes in view (in entity order), lights and decals, then
     /// the camera's own components and UI (with the camera as the entity).
@@ -227,8 +229,9 @@ fn ui_node_camera(reflect: &ReflectComponent, node: EntityRef) -> Option<Entity>
 }
 
 /// Main-world resource: the tile path draws bevy_ui over tile cameras (feature `ui`, with
-/// bevy_ui_render's plugin in the app), so [`find_missing`] does not report UI nodes.
-#[derive(Resource, Clone, Copy, Debug, Default)]
+/// bevy_ui_render's plugin in the app), so `find_missing` does not report UI nodes.
+#[derive(Resource, Clone, Copy, Debug, Default, Reflect)]
+#[reflect(Resource, Clone, Debug, Default)]
 pub struct UiDrawnOverTileCameras;
 
 /// What the registry tells [`find_missing`], looked up once.

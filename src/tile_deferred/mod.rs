@@ -1,20 +1,21 @@
 //! The tile-deferred camera path.
 //!
 //! A camera with [`TileDeferred`] is rendered by the crate's own camera schedule
-//! ([`TileDeferredGraph`]) instead of Bevy's `Core3d`: one Vulkan render pass with three
-//! subpasses (G-buffer, lighting reading the G-buffer as input attachments, tonemap writing
-//! the camera's target), declared to the [frame-graph compiler](crate::frame_graph) and built
-//! from its plan, so only the final image leaves tile memory. `Camera3d` stays on the camera:
-//! Bevy's view, light and visibility preparation still run for it. The unmerged debug tier
-//! ([`TileDeferred::merge_subpasses`] off) records the same passes as three render passes that
-//! store the G-buffer and read it back as textures, to measure what merging saves.
+//! ([`TileDeferredGraph`]) instead of Bevy's `Core3d`: one Vulkan render pass with subpasses
+//! (G-buffer, lighting reading the G-buffer as input attachments, tonemap writing the camera's
+//! target; the lighting tone maps itself where nothing is blended after it, and transparent
+//! meshes add a subpass), declared to the crate's frame-graph compiler and built from its plan,
+//! so only the final image leaves tile memory. `Camera3d` stays on the camera (`TileDeferred`
+//! requires it): Bevy's view, light and visibility preparation still run for it. The unmerged
+//! debug tier ([`TileDeferred::merge_subpasses`] off) records the same passes as separate render
+//! passes that store the G-buffer and read it back as textures, to measure what merging saves.
 //!
 //! ```no_run
 //! use bevy::prelude::*;
-//! use bevy_tile_deferred::{TileDeferred, TileDeferredPlugin};
+//! use bevy_tile_deferred::prelude::*;
 //!
 //! fn setup(mut commands: Commands) {
-//!     commands.spawn((Camera3d::default(), TileDeferred::default(), Msaa::Off));
+//!     commands.spawn((TileDeferred::default(), Msaa::Off));
 //! }
 //!
 //! App::new()
@@ -31,7 +32,7 @@ mod environment;
 mod error;
 mod extract;
 mod foreign_draws;
-pub mod gpu_types;
+pub(crate) mod gpu_types;
 mod interop;
 #[cfg(test)]
 mod layout_tests;
@@ -75,9 +76,10 @@ use bevy::{
     },
 };
 
-/// Put this on a `Camera3d` to render it with the tile-deferred path.
+/// Put this on a camera to render it with the tile-deferred path.
 ///
-/// Keep `Camera3d` on the camera. Cameras without it keep Bevy's `Core3d` renderer; cameras
+/// It requires `Camera3d` (inserted with its defaults if the camera has none): Bevy still
+/// prepares the view, lights and visibility of a tile camera. Cameras without `TileDeferred` keep Bevy's `Core3d` renderer; cameras
 /// with it fall back to `Core3d` (with a logged reason) where the device cannot run the tile
 /// path, and, under [`TierSetting::Auto`], while they see something the tile path cannot draw
 /// (listed on the camera as a [`TileMissing`](missing::TileMissing); with a forced tier it is
@@ -85,6 +87,7 @@ use bevy::{
 #[derive(Component, Clone, Debug, Reflect, ExtractComponent)]
 #[extract_component_filter(With<Camera>)]
 #[reflect(Component, Clone, Debug, Default)]
+#[require(Camera3d)]
 pub struct TileDeferred {
     /// Merge the frame's passes into subpasses of one render pass (the point of this crate).
     /// Off renders the tile tier as the [`RenderTier::Unmerged`](crate::tiers::RenderTier)
@@ -111,6 +114,7 @@ impl Default for TileDeferred {
 
 /// How a multisampled tile camera shades its samples.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Reflect)]
+#[reflect(Clone, Debug, Default, PartialEq, Hash)]
 pub enum MsaaShading {
     /// Interior pixels are lit once, geometric edges once per sample (Lauritzen's test on the
     /// G-buffer samples): MSAA quality for about the cost of no MSAA.
@@ -123,6 +127,7 @@ pub enum MsaaShading {
 /// What a tile camera shows instead of the lit frame, for debugging. Every view renders the same
 /// passes with the same plan; only what the shaders write changes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Reflect)]
+#[reflect(Clone, Debug, Default, PartialEq, Hash)]
 pub enum TileDebugView {
     /// The lit, tone-mapped frame.
     #[default]
@@ -213,7 +218,8 @@ pub struct TileDeferredGraph;
 /// `RenderSystems::Prepare`): it lasts one frame (the crate takes it off every view in
 /// `RenderSystems::Cleanup`), so that several overlays (bevy_ui with feature `ui`, the inspector)
 /// can each ask for it without taking it from one another.
-#[derive(Component, Clone, Copy, Debug, Default)]
+#[derive(Component, Clone, Copy, Debug, Default, Reflect)]
+#[reflect(Component, Clone, Debug, Default)]
 pub struct TileOutputLoadedAfter;
 
 /// Sets up the tile path in the main and render worlds (called by the crate's plugin).

@@ -81,6 +81,10 @@ pub struct TileClusterStats {
 }
 
 /// A camera's last tile-deferred frame.
+///
+/// `compiled`, `priced`, `shadow_maps`, `ui_pass` and `gizmo_pass` hold the frame-graph
+/// compiler's types, whose API is unstable; [`Self::bytes_per_frame`] and the plain fields are
+/// the stable read.
 #[derive(Clone, Debug)]
 pub struct TileViewReport {
     /// The frame-graph compiler's plan: the passes the tile path records.
@@ -128,6 +132,15 @@ pub struct TileViewReport {
     /// texture (which the tile frame's depth export stored), clears and draws the main texture,
     /// and the composite loads and stores the output. None on frames without them.
     pub gizmo_pass: Option<CompiledFrame>,
+}
+
+impl TileViewReport {
+    /// Attachment bytes the frame loads from and stores to memory, as it runs on the GPU (the
+    /// priced frame: Bevy's shadow maps, then the tile pass; not the UI or gizmo passes drawn
+    /// over it). At the traffic floor this is one store of the output (plus the shadow maps).
+    pub fn bytes_per_frame(&self) -> u64 {
+        self.priced.cost.bytes()
+    }
 }
 
 /// Reports of every tile camera (keyed by the main-world camera entity), shared by the render

@@ -8,7 +8,7 @@
 use super::{TileDeferred, TileDeferredGraph, missing::TileMissing, plan, report};
 use crate::{
     device::DeviceProfile,
-    tiers::{self, PlanRequirements, TierDecision},
+    tiers::{self, PlanRequirements, TierDecision, TileTierChanged},
 };
 use bevy::{
     core_pipeline::schedule::Core3d,
@@ -35,8 +35,8 @@ type RoutedCameras<'w, 's> = Query<
 
 /// Chooses each tile camera's tier (device capabilities, requested MSAA, the camera's setting,
 /// failures reported by the render world, what the camera sees that the tile path cannot draw),
-/// records it on the camera as a [`TierDecision`], logs it when it changes, and puts the camera
-/// on the tile schedule or back on `Core3d`. What a tile camera sees that the tile path cannot
+/// records it on the camera as a [`TierDecision`], logs it and writes a [`TileTierChanged`] when
+/// its tier changes, and puts the camera on the tile schedule or back on `Core3d`. What a tile camera sees that the tile path cannot
 /// draw is logged once per camera, entity and kind.
 pub(super) fn route_cameras(
     mut commands: Commands,
@@ -45,15 +45,16 @@ pub(super) fn route_cameras(
     reports: Res<report::TileRenderReports>,
     mut requirements: Local<Option<PlanRequirements>>,
     mut logged_missing: Local<HashSet<(Entity, Entity, String)>>,
+    mut tier_changes: MessageWriter<TileTierChanged>,
 ) {
     let failures = reports.take_failures();
     for (entity, mut graph, tile, msaa, previous, mut missing) in &mut cameras {
+        let failure = failures.get(&entity).map(String::as_str);
         let decision = match (tile, profile.as_deref()) {
             (None, _) => None,
             // Until the device is probed (first frame), the tile schedule renders.
             (Some(_), None) => previous.cloned(),
             (Some(tile), Some(profile)) => {
-                let failure = failures.get(&entity).map(String::as_str);
                 let decision = tiers::decide(
                     profile,
                     requirements.get_or_insert_with(plan::requirements),
@@ -146,6 +147,11 @@ pub(super) fn route_cameras(
                             decision.summary()
                         );
                     }
+                    if let Some(change) =
+                        TileTierChanged::between(entity, previous, decision, failure)
+                    {
+                        tier_changes.write(change);
+                    }
                     commands.entity(entity).insert(decision.clone());
                 }
                 None => {
@@ -194,5 +200,121 @@ pub(super) fn take_over_msaa(
         if *msaa != wanted {
             *msaa = wanted;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tiers::{RenderTier, TierChangeReason};
+    use bevy::ecs::message::Messages;
+
+    /// The router alone, in an app without a renderer, on a lavapipe-like device.
+    fn router() -> App {
+        let mut app = App::new();
+        app.add_message::<TileTierChanged>()
+            .insert_resource(report::TileRenderReports::default())
+            .insert_resource(DeviceProfile::lavapipe_for_tests())
+            .add_systems(Update, route_cameras);
+        app
+    }
+
+    fn changes(app: &mut App) -> Vec<TileTierChanged> {
+        app.world_mut()
+            .resource_mut::<Messages<TileTierChanged>>()
+            .drain()
+            .collect()
+    }
+
+    #[test]
+    fn tier_changes_are_written_with_their_reason() {
+        let mut app = router();
+        // `TileDeferred` brings `Camera3d` (the router only sees 3D cameras); the render graph
+        // is what Bevy's Core3dPlugin, absent here, makes `Camera3d` require.
+        let camera = app
+            .world_mut()
+            .spawn((
+                TileDeferred::default(),
+                Msaa::Sample4,
+                CameraRenderGraph::new(Core3d),
+            ))
+            .id();
+        assert!(app.world().entity(camera).contains::<Camera3d>());
+        let msaa4 = RenderTier::TileDeferredMsaa { samples: 4 };
+
+        app.update();
+        let first = changes(&mut app);
+        assert_eq!(first.len(), 1, "{first:?}");
+        assert_eq!(
+            (first[0].camera, first[0].from, first[0].to),
+            (camera, None, msaa4)
+        );
+        assert!(matches!(first[0].reason, TierChangeReason::Rules(_)));
+        assert_eq!(
+            app.world().get::<TierDecision>(camera).map(|d| d.tier),
+            Some(msaa4)
+        );
+        assert_eq!(
+            app.world().get::<CameraRenderGraph>(camera).map(|g| g.0),
+            Some(TileDeferredGraph.intern())
+        );
+
+        // Nothing changes: nothing is written.
+        app.update();
+        assert_eq!(changes(&mut app), []);
+
+        // The render world reports a failure: one tier down, with the error.
+        app.world()
+            .resource::<report::TileRenderReports>()
+            .report_failure(camera, "render pass creation failed".into());
+        app.update();
+        assert_eq!(
+            changes(&mut app),
+            [TileTierChanged {
+                camera,
+                from: Some(msaa4),
+                to: RenderTier::TileDeferred,
+                reason: TierChangeReason::Failure("render pass creation failed".into()),
+            }]
+        );
+
+        // Something the tile path cannot draw comes into view: Core3d while it is there.
+        app.world_mut().entity_mut(camera).insert(TileMissing {
+            items: vec![super::super::missing::MissingFeature {
+                entity: camera,
+                name: None,
+                what: "custom Material".into(),
+            }],
+            frames_clear: 0,
+        });
+        app.update();
+        let fell = changes(&mut app);
+        assert_eq!(fell.len(), 1, "{fell:?}");
+        assert_eq!(fell[0].to, RenderTier::Forward);
+        assert_eq!(
+            fell[0].reason,
+            TierChangeReason::Missing("custom Material x1".into())
+        );
+
+        // Out of view long enough: back on the tile tier the failure left.
+        app.world_mut()
+            .get_mut::<TileMissing>(camera)
+            .unwrap()
+            .items
+            .clear();
+        let mut back = Vec::new();
+        for _ in 0..tiers::MISSING_RETURN_FRAMES {
+            app.update();
+            back.extend(changes(&mut app));
+        }
+        assert_eq!(
+            back,
+            [TileTierChanged {
+                camera,
+                from: Some(RenderTier::Forward),
+                to: RenderTier::TileDeferred,
+                reason: TierChangeReason::MissingCleared,
+            }]
+        );
     }
 }

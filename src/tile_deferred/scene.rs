@@ -127,7 +127,8 @@ pub(super) fn command_buffer_lost(
 /// (the path of devices without `sampleRateShading` or a multisampled depth-stencil format)
 /// instead of the stencil split.
 #[doc(hidden)]
-#[derive(Resource, Clone, Default)]
+#[derive(Resource, Clone, Debug, Default, Reflect)]
+#[reflect(Resource, Clone, Debug, Default)]
 pub struct TileNoStencilSplit;
 
 /// While present in the render world, tile views assign their point and spot lights to the
@@ -137,7 +138,8 @@ pub struct TileNoStencilSplit;
 /// CPU time that grows with lights times clusters (about 1 ms for 1024 lights at 4K on a
 /// desktop CPU) and reports its occupancy in the same frame rather than a frame or more late.
 /// Insert it with `app.sub_app_mut(RenderApp).insert_resource(TileCpuLightAssignment)`.
-#[derive(Resource, Clone, Default)]
+#[derive(Resource, Clone, Debug, Default, Reflect)]
+#[reflect(Resource, Clone, Debug, Default)]
 pub struct TileCpuLightAssignment;
 
 /// Everything the pass reads from the render world besides the view.

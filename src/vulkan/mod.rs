@@ -1,5 +1,8 @@
 //! The crate's Vulkan layer: ash on wgpu's device, through wgpu's hal interop.
 //!
+//! **Unstable**: hidden from the docs and public only for the crate's tests; not part of the
+//! supported API, it may change in any release.
+//!
 //! # Design
 //!
 //! wgpu cannot express subpasses, input attachments or memoryless attachments, so the crate
@@ -23,9 +26,9 @@
 //! The objects the crate creates (attachment images, `TRANSIENT_ATTACHMENT` in lazily allocated
 //! memory where the device has it; buffers, render passes, framebuffers, pipelines, descriptor
 //! sets and samplers) are counted with the GPU memory they hold ([`LiveObjects`]) so leaks are
-//! testable, and destroyed only once the GPU is done with them ([`Graveyard`]).
+//! testable, and destroyed only once the GPU is done with them (`Graveyard`).
 //!
-//! Layout follows wgpu-hal's Vulkan backend: [`context`] (the device), `memory` (images and
+//! Layout follows wgpu-hal's Vulkan backend: `context` (the device), `memory` (images and
 //! buffers), `conv` (frame-graph enums to Vulkan), `render_pass` (native passes from the
 //! compiled frame), `descriptors` (descriptor set layouts and pools), `pipeline` (shader modules,
 //! pipeline layouts and graphics pipelines), `timing` (timestamp and occlusion queries). It is

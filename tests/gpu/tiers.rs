@@ -8,7 +8,7 @@ use crate::{
 use bevy::{prelude::*, render::RenderApp, render::view::Msaa};
 use bevy_tile_deferred::{
     TileDeferred, TileFaultInjection, TileRenderReports,
-    tiers::{RenderTier, TierDecision, TierSetting},
+    tiers::{RenderTier, TierChangeReason, TierDecision, TierSetting, TileTierChanged},
 };
 
 const WIDTH: u32 = 256;
@@ -66,6 +66,14 @@ fn every_forced_tier_renders_like_bevy() {
     }
 }
 
+/// Every `TileTierChanged` the app has written, in order.
+#[derive(Resource, Default)]
+struct TierChanges(Vec<TileTierChanged>);
+
+fn record_tier_changes(mut changes: MessageReader<TileTierChanged>, mut seen: ResMut<TierChanges>) {
+    seen.0.extend(changes.read().cloned());
+}
+
 #[test]
 fn a_failing_tile_tier_falls_back_to_forward() {
     let test = GpuTest::start("a_failing_tile_tier_falls_back_to_forward");
@@ -76,7 +84,19 @@ fn a_failing_tile_tier_falls_back_to_forward() {
         .app
         .sub_app_mut(RenderApp)
         .insert_resource(fault.clone());
+    headless
+        .app
+        .init_resource::<TierChanges>()
+        .add_systems(Last, record_tier_changes);
     headless.render(2);
+    // The first decision is a message too, for the device's rules.
+    let changes = &headless.app.world().resource::<TierChanges>().0;
+    assert_eq!(changes.len(), 1, "{changes:#?}");
+    assert_eq!(
+        (changes[0].camera, changes[0].from, changes[0].to),
+        (camera, None, RenderTier::TileDeferred)
+    );
+    assert!(matches!(changes[0].reason, TierChangeReason::Rules(_)));
     assert_eq!(
         headless
             .app
@@ -102,6 +122,18 @@ fn a_failing_tile_tier_falls_back_to_forward() {
             .as_deref()
             .unwrap()
             .contains("injected fault")
+    );
+    // A game hears of it: one message, with the error as the reason.
+    let changes = &headless.app.world().resource::<TierChanges>().0;
+    assert_eq!(changes.len(), 2, "{changes:#?}");
+    let fell = &changes[1];
+    assert_eq!(
+        (fell.camera, fell.from, fell.to),
+        (camera, Some(RenderTier::TileDeferred), RenderTier::Forward)
+    );
+    assert!(
+        matches!(&fell.reason, TierChangeReason::Failure(why) if why.contains("injected fault")),
+        "{fell:?}"
     );
     let errors = test.take_errors();
     assert!(

@@ -445,6 +445,13 @@ type ViewedClusterables<'w, 's> = Query<
     ),
 >;
 
+/// The assets [`find_missing`] reads: materials, meshes and the images they sample.
+type ViewedAssets<'w> = (
+    Res<'w, Assets<StandardMaterial>>,
+    Res<'w, Assets<Mesh>>,
+    Res<'w, Assets<Image>>,
+);
+
 /// What decides whether lightmapped meshes are drawn as Bevy draws them, besides the camera
 /// and its clusters: the directional lights and the global ambient light.
 type LightmapSources<'w, 's> = (
@@ -474,11 +481,7 @@ pub(crate) fn find_missing(
     clusterables: ViewedClusterables,
     (directional_lights, global_ambient): LightmapSources,
     entities: Query<EntityRef>,
-    (materials, mesh_assets, images): (
-        Res<Assets<StandardMaterial>>,
-        Res<Assets<Mesh>>,
-        Res<Assets<Image>>,
-    ),
+    (materials, mesh_assets, images): ViewedAssets,
     components: &Components,
     archetypes: &Archetypes,
     registry: Res<AppTypeRegistry>,
@@ -557,33 +560,30 @@ pub(crate) fn find_missing(
                         .or_else(|| material_textures_missing(material, &images))
                 })
             });
-            let lightmap = lightmapped
-                .map(|lightmap| {
-                    let asset = mesh_assets.get(&mesh.0);
-                    let transparent = meshes
-                        .get(entity)
-                        .ok()
-                        .and_then(|(_, _, material, ..)| materials.get(&material?.0))
-                        .is_some_and(|material| {
-                            !matches!(
-                                material.alpha_mode,
-                                AlphaMode::Opaque | AlphaMode::Mask(_) | AlphaMode::AlphaToCoverage
-                            )
-                        });
-                    lightmap_missing(LightmapContext {
-                        has_uv1: asset.and_then(|mesh| {
-                            mesh.try_contains_attribute(Mesh::ATTRIBUTE_UV_1).ok()
-                        }),
-                        transparent,
-                        ..lightmap_view
-                    })
-                    .or_else(|| {
-                        images
-                            .get(&lightmap.image)
-                            .and_then(image_unsampleable_as_2d)
-                    })
+            let lightmap = lightmapped.and_then(|lightmap| {
+                let asset = mesh_assets.get(&mesh.0);
+                let transparent = meshes
+                    .get(entity)
+                    .ok()
+                    .and_then(|(_, _, material, ..)| materials.get(&material?.0))
+                    .is_some_and(|material| {
+                        !matches!(
+                            material.alpha_mode,
+                            AlphaMode::Opaque | AlphaMode::Mask(_) | AlphaMode::AlphaToCoverage
+                        )
+                    });
+                lightmap_missing(LightmapContext {
+                    has_uv1: asset
+                        .and_then(|mesh| mesh.try_contains_attribute(Mesh::ATTRIBUTE_UV_1).ok()),
+                    transparent,
+                    ..lightmap_view
                 })
-                .flatten();
+                .or_else(|| {
+                    images
+                        .get(&lightmap.image)
+                        .and_then(image_unsampleable_as_2d)
+                })
+            });
             // `fog_enabled: false` is drawn: the G-buffer's no-fog bit (issue 15).
             if let Some(what) = undrawable_mesh(standard, morphs_unreachable, lightmap) {
                 items.push(MissingFeature {

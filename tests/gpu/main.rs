@@ -37,9 +37,9 @@ mod tile_lifecycle;
 mod tile_msaa;
 mod tile_window;
 mod transparent;
-mod unusual_content;
 #[cfg(feature = "ui")]
 mod ui_overlay;
+mod unusual_content;
 mod validation_net;
 
 /// Counts the Rust heap for the soak (`scenes::soak::rust_heap`).

@@ -165,8 +165,11 @@ fn unusual_material_textures_are_listed_and_never_bound() {
                 .get::<TileMissing>(camera)
                 .expect("a tile camera has a TileMissing");
             assert!(
-                missing.items.iter().any(|item| item.entity == textured
-                    && item.what.starts_with("material texture:")),
+                missing
+                    .items
+                    .iter()
+                    .any(|item| item.entity == textured
+                        && item.what.starts_with("material texture:")),
                 "{kind:?}, {tier:?}: the box is listed: {missing:?}"
             );
             let decision = world

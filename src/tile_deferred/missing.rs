@@ -938,6 +938,7 @@ mod tests {
         world.init_resource::<AppTypeRegistry>();
         world.init_resource::<Assets<StandardMaterial>>();
         world.init_resource::<Assets<Mesh>>();
+        world.init_resource::<Assets<Image>>();
         if register_ui {
             world
                 .resource::<AppTypeRegistry>()

@@ -64,7 +64,7 @@ pub mod prelude {
     pub use crate::tile_deferred::TileUiSystems;
     pub use crate::{
         DeviceProfile, MsaaShading, TileDebugView, TileDeferred, TileDeferredPlugin,
-        TileGizmoSystems,
+        TileDeferredSystems, TileGizmoSystems,
         tiers::{RenderTier, TierChangeReason, TierDecision, TierSetting, TileTierChanged},
         tile_deferred::{
             missing::{MissingFeature, TileMissing},
@@ -81,8 +81,8 @@ pub use tile_deferred::TileCpuLightAssignment;
 #[cfg(feature = "ui")]
 pub use tile_deferred::TileUiSystems;
 pub use tile_deferred::{
-    MsaaShading, TileDebugView, TileDeferred, TileDeferredGraph, TileGizmoSystems,
-    TileOutputLoadedAfter,
+    MsaaShading, TileDebugView, TileDeferred, TileDeferredGraph, TileDeferredSystems,
+    TileGizmoSystems, TileOutputLoadedAfter,
     missing::{MissingFeature, TileMissing},
     report::{TileClusterStats, TileGpuTimes, TileRenderReports, TileViewReport},
 };

@@ -279,12 +279,14 @@ enum OverlayHost {
 }
 
 /// The inspector's own passes, priced with the same model. Over a tile camera, the passes every
-/// overlay takes there (`tile_deferred::overlay::price_overlay`): the main texture cleared
+/// overlay takes there (`tile_deferred::overlays::composite::price_overlay`): the main texture cleared
 /// (stored), egui drawn into it (loaded and stored), then sampled and blended over the output
 /// (loaded and stored); on a window, plus the empty pass that stores the output for wgpu. Over a
 /// `Core3d` camera only the egui pass is its own.
 fn overlay_cost(extent: Extent, output_format: Format, host: OverlayHost) -> Option<CompiledFrame> {
-    use crate::tile_deferred::overlay::{OverlayPassNames, OverlayTarget, price_overlay};
+    use crate::tile_deferred::overlays::composite::{
+        OverlayPassNames, OverlayTarget, price_overlay,
+    };
     let main_format = Format::Rgba8Srgb;
     let names = OverlayPassNames {
         clear: "inspector clear",

@@ -5,11 +5,13 @@
 //! uses the main texture, so after the tile pass this module clears the main texture to
 //! transparent, runs bevy_egui's `prepare_egui_pass` and `egui_pass` into it, and blends it
 //! (premultiplied alpha, Bevy's blit pipeline) over the output, with the passes bevy_ui's overlay
-//! shares (`tile_deferred::overlay`). Only views that carry an egui
+//! shares (`tile_deferred::overlays::composite`). Only views that carry an egui
 //! context run these systems: with the inspector hidden nothing is recorded.
 
 use super::TileInspectorSystems;
-use crate::{TileDeferredGraph, TileOutputLoadedAfter, tile_deferred::overlay};
+use crate::{
+    TileDeferredGraph, TileOutputLoadedAfter, tile_deferred::overlays::composite as overlay,
+};
 use bevy::{
     core_pipeline::blit::BlitPipeline,
     ecs::schedule::{InternedSystemSet, ScheduleLabel},

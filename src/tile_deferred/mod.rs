@@ -24,203 +24,42 @@
 //!     .run();
 //! ```
 
-mod backend;
-mod cluster_stats;
-mod clusters;
-mod draws;
-mod environment;
+// Layers, bottom first: each folder may use the ones above it in this list, never one below
+// (`layout_tests` checks it).
+mod camera;
+mod coverage;
 mod error;
-mod extract;
-mod foreign_draws;
-pub(crate) mod gpu_types;
-mod interop;
+mod frame;
+mod gpu;
 #[cfg(test)]
 mod layout_tests;
-mod materials;
-pub mod missing;
-pub(crate) mod overlay;
-mod pass;
-mod pipelines;
+mod lighting;
+pub(crate) mod overlays;
 pub(crate) mod plan;
-mod record;
-mod render_passes;
 pub mod report;
-mod resources;
-mod route;
 mod scene;
-mod shadows;
-mod transforms;
-#[doc(hidden)]
-pub use scene::{TileCpuLightAssignment, TileFaultInjection, TileNoStencilSplit};
-mod shaders;
-#[cfg(feature = "ui")]
-mod ui_overlay;
-pub use foreign_draws::TileGizmoSystems;
-#[cfg(feature = "ui")]
-pub use ui_overlay::TileUiSystems;
-mod view;
 
-use backend::TileBackend;
-
-use crate::{
-    tiers::{TierDecision, TierSetting},
-    vulkan::VulkanContext,
+pub use camera::{
+    MsaaShading, TileDebugView, TileDeferred, TileDeferredGraph, TileDeferredSystems,
+    TileOutputLoadedAfter,
 };
+pub use coverage::missing;
+pub use overlays::gizmos::TileGizmoSystems;
+#[cfg(feature = "ui")]
+pub use overlays::ui::TileUiSystems;
+#[doc(hidden)]
+pub use scene::params::{TileCpuLightAssignment, TileFaultInjection, TileNoStencilSplit};
+
+use gpu::backend::TileBackend;
+
+use crate::{tiers::TierDecision, vulkan::VulkanContext};
 use bevy::{
-    ecs::schedule::ScheduleLabel,
     prelude::*,
     render::{
         ExtractSchedule, Render, RenderApp, RenderStartup, RenderSystems,
-        extract_component::{ExtractComponent, ExtractComponentPlugin},
-        renderer::RenderDevice,
+        extract_component::ExtractComponentPlugin, renderer::RenderDevice,
     },
 };
-
-/// Put this on a camera to render it with the tile-deferred path.
-///
-/// It requires `Camera3d` (inserted with its defaults if the camera has none): Bevy still
-/// prepares the view, lights and visibility of a tile camera. Cameras without `TileDeferred` keep Bevy's `Core3d` renderer; cameras
-/// with it fall back to `Core3d` (with a logged reason) where the device cannot run the tile
-/// path, and, under [`TierSetting::Auto`], while they see something the tile path cannot draw
-/// (listed on the camera as a [`TileMissing`](missing::TileMissing); with a forced tier it is
-/// logged and left out of the frame).
-#[derive(Component, Clone, Debug, Reflect, ExtractComponent)]
-#[extract_component_filter(With<Camera>)]
-#[reflect(Component, Clone, Debug, Default)]
-#[require(Camera3d)]
-pub struct TileDeferred {
-    /// Merge the frame's passes into subpasses of one render pass (the point of this crate).
-    /// Off renders the tile tier as the [`RenderTier::Unmerged`](crate::tiers::RenderTier)
-    /// debug tier: separate render passes, the G-buffer stored and sampled, for A/B comparison.
-    pub merge_subpasses: bool,
-    /// With `Msaa` above `Off`: which samples the lighting shades.
-    pub msaa_shading: MsaaShading,
-    /// What the camera shows: the lit frame, or one of the debug views.
-    pub debug_view: TileDebugView,
-    /// Which tier to render with: the best the device supports, or a forced one.
-    pub tier: TierSetting,
-}
-
-impl Default for TileDeferred {
-    fn default() -> Self {
-        Self {
-            merge_subpasses: true,
-            msaa_shading: MsaaShading::EdgeSelective,
-            debug_view: TileDebugView::None,
-            tier: TierSetting::Auto,
-        }
-    }
-}
-
-/// How a multisampled tile camera shades its samples.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Reflect)]
-#[reflect(Clone, Debug, Default, PartialEq, Hash)]
-pub enum MsaaShading {
-    /// Interior pixels are lit once, geometric edges once per sample (Lauritzen's test on the
-    /// G-buffer samples): MSAA quality for about the cost of no MSAA.
-    #[default]
-    EdgeSelective,
-    /// Every sample of every pixel is lit: the brute-force reference to compare against.
-    EverySample,
-}
-
-/// What a tile camera shows instead of the lit frame, for debugging. Every view renders the same
-/// passes with the same plan; only what the shaders write changes.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Reflect)]
-#[reflect(Clone, Debug, Default, PartialEq, Hash)]
-pub enum TileDebugView {
-    /// The lit, tone-mapped frame.
-    #[default]
-    None,
-    /// Base colour (linear albedo) from the G-buffer.
-    Albedo,
-    /// World-space normal, mapped from [-1, 1] to [0, 1] per channel.
-    Normal,
-    /// Perceptual roughness (red), metallic (green) and reflectance (blue).
-    RoughnessMetallic,
-    /// Distance to the camera: white at the camera, half grey at 10 units, darker beyond.
-    Depth,
-    /// The light accumulation (emissive, ambient and every light) without tone mapping.
-    LightAccumulation,
-    /// How many point and spot lights the pixel's light cluster holds (the lights the lighting
-    /// pass loops over there): dark blue for none, then blue, cyan, green, yellow, red at 16 or
-    /// more.
-    LightCount,
-    /// The lit frame with the pixels lit per sample (MSAA edges) tinted red.
-    MsaaEdges,
-}
-
-impl TileDebugView {
-    /// Every view, in menu order.
-    pub const ALL: [Self; 8] = [
-        Self::None,
-        Self::Albedo,
-        Self::Normal,
-        Self::RoughnessMetallic,
-        Self::Depth,
-        Self::LightAccumulation,
-        Self::LightCount,
-        Self::MsaaEdges,
-    ];
-
-    /// The shaders' `DEBUG_VIEW_*` value (`shaders/common.glsl`); `MsaaEdges` is a flag instead.
-    pub(crate) fn shader_value(self) -> u32 {
-        match self {
-            Self::None | Self::MsaaEdges => 0,
-            Self::Albedo => 1,
-            Self::Normal => 2,
-            Self::RoughnessMetallic => 3,
-            Self::Depth => 4,
-            Self::LightAccumulation => 5,
-            Self::LightCount => 6,
-        }
-    }
-
-    /// The view replaces the lighting with a G-buffer value (no light is evaluated or
-    /// assigned to clusters).
-    pub(crate) fn replaces_lighting(self) -> bool {
-        (1..=4).contains(&self.shader_value())
-    }
-}
-
-impl std::fmt::Display for TileDebugView {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Self::None => "lit frame",
-            Self::Albedo => "albedo",
-            Self::Normal => "normal",
-            Self::RoughnessMetallic => "roughness / metallic",
-            Self::Depth => "depth",
-            Self::LightAccumulation => "light accumulation",
-            Self::LightCount => "light count heat map",
-            Self::MsaaEdges => "MSAA edge mask",
-        })
-    }
-}
-
-/// The camera schedule of tile-deferred cameras (the crate's replacement for `Core3d`).
-#[derive(ScheduleLabel, Debug, Clone, PartialEq, Eq, Hash, Default)]
-pub struct TileDeferredGraph;
-
-/// Render-world marker on a tile camera's view: a wgpu pass drawn after the tile pass loads the
-/// camera's output this frame (an overlay blended over the tile frame, like the inspector's,
-/// recorded in [`TileDeferredGraph`] after the tile pass).
-///
-/// The tile pass writes a window's swapchain image with raw Vulkan, which wgpu cannot see: for
-/// wgpu the image acquired this frame was never written, and it zero-fills it before the first
-/// wgpu pass that loads it, leaving that pass's drawing over black. Where this marker is on the
-/// view (or a later camera draws to the same window), the tile pass records an empty wgpu pass
-/// before its own that stores the image (loading nothing, drawing nothing), so that wgpu counts
-/// it as written. Without the marker nothing is added. Image targets and screenshot frames
-/// need nothing.
-///
-/// Insert it in the render world each frame such a pass will run (e.g. in
-/// `RenderSystems::Prepare`): it lasts one frame (the crate takes it off every view in
-/// `RenderSystems::Cleanup`), so that several overlays (bevy_ui with feature `ui`, the inspector)
-/// can each ask for it without taking it from one another.
-#[derive(Component, Clone, Copy, Debug, Default, Reflect)]
-#[reflect(Component, Clone, Debug, Default)]
-pub struct TileOutputLoadedAfter;
 
 /// Sets up the tile path in the main and render worlds (called by the crate's plugin).
 pub(crate) fn build(app: &mut App) {
@@ -230,10 +69,13 @@ pub(crate) fn build(app: &mut App) {
         ExtractComponentPlugin::<TierDecision>::default(),
     ))
     .insert_resource(reports.clone());
-    foreign_draws::build(app);
+    overlays::gizmos::build(app);
     app.add_systems(
         PostUpdate,
-        (missing::find_missing, route::route_cameras)
+        (
+            coverage::missing::find_missing,
+            coverage::route::route_cameras,
+        )
             .chain()
             .after(bevy::camera::visibility::VisibilitySystems::CheckVisibility),
     );
@@ -249,40 +91,46 @@ pub(crate) fn build(app: &mut App) {
     // The camera's directional shadow cascades, which Bevy renders only inside a camera's
     // schedule: Bevy's own pass, before the tile pass samples them (see `shadows`). Point and
     // spot maps are rendered by Bevy before any camera.
-    schedule.add_systems(
+    schedule.configure_sets(
         (
-            bevy::pbr::per_view_shadow_pass::<{ bevy::pbr::EARLY_SHADOW_PASS }>,
-            pass::tile_deferred_pass,
+            TileDeferredSystems::Shadows,
+            TileDeferredSystems::TilePass,
+            TileDeferredSystems::Overlays,
         )
             .chain(),
     );
+    schedule.add_systems((
+        bevy::pbr::per_view_shadow_pass::<{ bevy::pbr::EARLY_SHADOW_PASS }>
+            .in_set(TileDeferredSystems::Shadows),
+        frame::pass::tile_deferred_pass.in_set(TileDeferredSystems::TilePass),
+    ));
     render_app
         .add_schedule(schedule)
         // Gizmos (other plugins' `Transparent3d` draws) after the tile pass.
         .add_systems(
             TileDeferredGraph,
-            foreign_draws::draw_foreign_transparent.in_set(TileGizmoSystems),
+            overlays::gizmos::draw_foreign_transparent.in_set(TileGizmoSystems),
         )
         .configure_sets(
             TileDeferredGraph,
             TileGizmoSystems
-                .after(pass::tile_deferred_pass)
-                .run_if(foreign_draws::view_draws_gizmos),
+                .in_set(TileDeferredSystems::Overlays)
+                .run_if(overlays::gizmos::view_draws_gizmos),
         )
-        .init_resource::<extract::TileMeshInstances>()
-        .init_resource::<extract::TileMaterials>()
-        .init_resource::<environment::TileEnvironmentSamplers>()
+        .init_resource::<scene::extract::TileMeshInstances>()
+        .init_resource::<scene::extract::TileMaterials>()
+        .init_resource::<lighting::environment::TileEnvironmentSamplers>()
         .add_systems(RenderStartup, create_backend)
         .add_systems(
             ExtractSchedule,
             (
                 (
-                    extract::extract_tile_meshes,
-                    extract::extract_tile_materials,
+                    scene::extract::extract_tile_meshes,
+                    scene::extract::extract_tile_materials,
                 )
                     .chain(),
-                extract::skip_empty_viewports.after(bevy::render::camera::extract_cameras),
-                environment::extract_environment,
+                scene::extract::skip_empty_viewports.after(bevy::render::camera::extract_cameras),
+                lighting::environment::extract_environment,
             ),
         )
         .add_systems(
@@ -290,13 +138,13 @@ pub(crate) fn build(app: &mut App) {
             (
                 // Before Bevy keys its views' specialisation on their `Msaa` (it was ambiguous
                 // with it, and ran first only by chance).
-                route::take_over_msaa
+                coverage::route::take_over_msaa
                     .in_set(RenderSystems::PrepareAssets)
                     .before(bevy::pbr::check_views_need_specialization),
-                extract::skip_unusable_lights.in_set(RenderSystems::PrepareAssets),
-                extract::skip_empty_meshes.in_set(RenderSystems::PrepareResources),
-                overlay::prepare_composite_pipelines.in_set(RenderSystems::Prepare),
-                (pass::end_frame, forget_output_loaded_after).in_set(RenderSystems::Cleanup),
+                scene::extract::skip_unusable_lights.in_set(RenderSystems::PrepareAssets),
+                scene::extract::skip_empty_meshes.in_set(RenderSystems::PrepareResources),
+                overlays::composite::prepare_composite_pipelines.in_set(RenderSystems::Prepare),
+                (frame::pass::end_frame, forget_output_loaded_after).in_set(RenderSystems::Cleanup),
             ),
         );
 }
@@ -353,11 +201,12 @@ pub(crate) fn finish(app: &mut App) {
                     resource_exists::<BatchedInstanceBuffers<MeshUniform, MeshInputUniform>>,
                 ),
             )
+            .in_set(TileDeferredSystems::Shadows)
             .before(per_view_shadow_pass::<EARLY_SHADOW_PASS>),
     );
     // bevy_ui's pass after the tile pass.
     #[cfg(feature = "ui")]
-    ui_overlay::finish(app);
+    overlays::ui::finish(app);
 }
 
 /// [`TileOutputLoadedAfter`] lasts one frame: whoever draws after the tile pass inserts it again.

@@ -504,8 +504,11 @@ pub(crate) fn price_with_shadows(
         .cloned()
 }
 
-/// The recording knows two shapes: one render pass of three subpasses (merged) or three
-/// render passes of one subpass (unmerged).
+/// The recording knows two shapes: one render pass with a subpass per logical pass (merged), or
+/// one render pass per logical pass (unmerged). The passes are the G-buffer and the lighting,
+/// then the tonemap unless the lighting tone maps itself, the transparent pass where there are
+/// transparent meshes, and the depth export where something is drawn after the tile pass: two
+/// to five.
 fn check_shape(
     compiled: &crate::frame_graph::CompiledFrame,
     desc: &ViewFrameDesc,

@@ -1,11 +1,9 @@
 //! What the tile path really did for each camera last frame, readable from the main world:
 //! the compiled plan and the Vulkan render pass that was created from it.
 
-use super::backend::ViewResources;
 use crate::frame_graph::{CompiledFrame, ResourceId, ShadowMaps};
 use crate::vulkan::{
-    LiveObjects, ResourceCounts, VulkanContext, memory::AttachmentImage,
-    render_pass::RenderPassDescription,
+    LiveObjects, ResourceCounts, memory::AttachmentImage, render_pass::RenderPassDescription,
 };
 use ash::vk;
 use bevy::{platform::collections::HashMap, prelude::*};
@@ -76,7 +74,7 @@ pub struct TileClusterStats {
     /// The lights were assigned by a compute dispatch before the render pass (the default);
     /// `max_lights_per_cluster` and `mean_lights_per_occupied_cluster` then come back from the
     /// GPU a frame or more late (zero until the first do). `false`: assigned on the CPU
-    /// ([`TileCpuLightAssignment`](crate::tile_deferred::TileCpuLightAssignment)).
+    /// ([`TileCpuLightAssignment`](super::scene::params::TileCpuLightAssignment)).
     pub assigned_on_gpu: bool,
 }
 
@@ -272,61 +270,4 @@ pub(super) fn attachment_reports(
             }
         })
         .collect()
-}
-
-/// The view's queries in this frame: what the frame that last used this slot measured (read
-/// without waiting), and where this frame records its own.
-pub(super) struct FrameQueries {
-    pub(super) gpu_times: Option<TileGpuTimes>,
-    pub(super) per_sample_fraction: Option<f32>,
-    /// Query pool and first query of the timestamps around the subpasses.
-    pub(super) timestamps: Option<(vk::QueryPool, u32)>,
-    /// With MSAA: the occlusion query counting the samples lit per sample.
-    pub(super) edge_query: Option<(vk::QueryPool, u32)>,
-}
-
-impl FrameQueries {
-    /// Reads the slot of `frame` and claims it for this frame.
-    pub(super) fn take(
-        view: &mut ViewResources,
-        context: &VulkanContext,
-        frame: u64,
-        samples: u32,
-        viewport: UVec4,
-    ) -> Self {
-        let gpu_times = view.timestamps.as_ref().and_then(|queries| {
-            let ms = queries.read(context, frame)?;
-            Some(TileGpuTimes {
-                gbuffer_ms: ms[0],
-                lighting_ms: ms[1],
-                tonemap_ms: ms[2],
-            })
-        });
-        let timestamps = view.timestamps.as_mut().map(|queries| {
-            queries.recorded(frame);
-            (queries.pool, queries.first_query(frame))
-        });
-        // The classification draw's query counts every sample of each edge pixel.
-        let viewport_samples = f64::from(viewport.z) * f64::from(viewport.w) * f64::from(samples);
-        let per_sample_fraction = view
-            .edge_queries
-            .as_ref()
-            .filter(|_| samples > 1)
-            .and_then(|queries| queries.read_raw(context, frame))
-            .map(|counts| (counts[0] as f64 / viewport_samples) as f32);
-        let edge_query = if samples > 1 {
-            view.edge_queries.as_mut().map(|queries| {
-                queries.recorded(frame);
-                (queries.pool, queries.first_query(frame))
-            })
-        } else {
-            None
-        };
-        Self {
-            gpu_times,
-            per_sample_fraction,
-            timestamps,
-            edge_query,
-        }
-    }
 }

@@ -1,0 +1,171 @@
+//! The public camera API of the tile path: the component that opts a camera in, its settings,
+//! and the camera schedule that replaces `Core3d` for it. The bottom layer: it imports nothing
+//! else of `tile_deferred`.
+
+use crate::tiers::TierSetting;
+use bevy::{ecs::schedule::ScheduleLabel, prelude::*, render::extract_component::ExtractComponent};
+
+/// Put this on a camera to render it with the tile-deferred path.
+///
+/// It requires `Camera3d` (inserted with its defaults if the camera has none): Bevy still
+/// prepares the view, lights and visibility of a tile camera. Cameras without `TileDeferred` keep Bevy's `Core3d` renderer; cameras
+/// with it fall back to `Core3d` (with a logged reason) where the device cannot run the tile
+/// path, and, under [`TierSetting::Auto`], while they see something the tile path cannot draw
+/// (listed on the camera as a [`TileMissing`](crate::TileMissing); with a forced tier it is
+/// logged and left out of the frame).
+#[derive(Component, Clone, Debug, Reflect, ExtractComponent)]
+#[extract_component_filter(With<Camera>)]
+#[reflect(Component, Clone, Debug, Default)]
+#[require(Camera3d)]
+pub struct TileDeferred {
+    /// Merge the frame's passes into subpasses of one render pass (the point of this crate).
+    /// Off renders the tile tier as the [`RenderTier::Unmerged`](crate::tiers::RenderTier)
+    /// debug tier: separate render passes, the G-buffer stored and sampled, for A/B comparison.
+    pub merge_subpasses: bool,
+    /// With `Msaa` above `Off`: which samples the lighting shades.
+    pub msaa_shading: MsaaShading,
+    /// What the camera shows: the lit frame, or one of the debug views.
+    pub debug_view: TileDebugView,
+    /// Which tier to render with: the best the device supports, or a forced one.
+    pub tier: TierSetting,
+}
+
+impl Default for TileDeferred {
+    fn default() -> Self {
+        Self {
+            merge_subpasses: true,
+            msaa_shading: MsaaShading::EdgeSelective,
+            debug_view: TileDebugView::None,
+            tier: TierSetting::Auto,
+        }
+    }
+}
+
+/// How a multisampled tile camera shades its samples.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Reflect)]
+#[reflect(Clone, Debug, Default, PartialEq, Hash)]
+pub enum MsaaShading {
+    /// Interior pixels are lit once, geometric edges once per sample (Lauritzen's test on the
+    /// G-buffer samples): MSAA quality for about the cost of no MSAA.
+    #[default]
+    EdgeSelective,
+    /// Every sample of every pixel is lit: the brute-force reference to compare against.
+    EverySample,
+}
+
+/// What a tile camera shows instead of the lit frame, for debugging. Every view renders the same
+/// passes with the same plan; only what the shaders write changes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Reflect)]
+#[reflect(Clone, Debug, Default, PartialEq, Hash)]
+pub enum TileDebugView {
+    /// The lit, tone-mapped frame.
+    #[default]
+    None,
+    /// Base colour (linear albedo) from the G-buffer.
+    Albedo,
+    /// World-space normal, mapped from [-1, 1] to [0, 1] per channel.
+    Normal,
+    /// Perceptual roughness (red), metallic (green) and reflectance (blue).
+    RoughnessMetallic,
+    /// Distance to the camera: white at the camera, half grey at 10 units, darker beyond.
+    Depth,
+    /// The light accumulation (emissive, ambient and every light) without tone mapping.
+    LightAccumulation,
+    /// How many point and spot lights the pixel's light cluster holds (the lights the lighting
+    /// pass loops over there): dark blue for none, then blue, cyan, green, yellow, red at 16 or
+    /// more.
+    LightCount,
+    /// The lit frame with the pixels lit per sample (MSAA edges) tinted red.
+    MsaaEdges,
+}
+
+impl TileDebugView {
+    /// Every view, in menu order.
+    pub const ALL: [Self; 8] = [
+        Self::None,
+        Self::Albedo,
+        Self::Normal,
+        Self::RoughnessMetallic,
+        Self::Depth,
+        Self::LightAccumulation,
+        Self::LightCount,
+        Self::MsaaEdges,
+    ];
+
+    /// The shaders' `DEBUG_VIEW_*` value (`shaders/common.glsl`); `MsaaEdges` is a flag instead.
+    pub(crate) fn shader_value(self) -> u32 {
+        match self {
+            Self::None | Self::MsaaEdges => 0,
+            Self::Albedo => 1,
+            Self::Normal => 2,
+            Self::RoughnessMetallic => 3,
+            Self::Depth => 4,
+            Self::LightAccumulation => 5,
+            Self::LightCount => 6,
+        }
+    }
+
+    /// The view replaces the lighting with a G-buffer value (no light is evaluated or
+    /// assigned to clusters).
+    pub(crate) fn replaces_lighting(self) -> bool {
+        (1..=4).contains(&self.shader_value())
+    }
+}
+
+impl std::fmt::Display for TileDebugView {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::None => "lit frame",
+            Self::Albedo => "albedo",
+            Self::Normal => "normal",
+            Self::RoughnessMetallic => "roughness / metallic",
+            Self::Depth => "depth",
+            Self::LightAccumulation => "light accumulation",
+            Self::LightCount => "light count heat map",
+            Self::MsaaEdges => "MSAA edge mask",
+        })
+    }
+}
+
+/// The camera schedule of tile-deferred cameras (the crate's replacement for `Core3d`).
+#[derive(ScheduleLabel, Debug, Clone, PartialEq, Eq, Hash, Default)]
+pub struct TileDeferredGraph;
+
+/// Render-world marker on a tile camera's view: a wgpu pass drawn after the tile pass loads the
+/// camera's output this frame (an overlay blended over the tile frame, like the inspector's,
+/// recorded in [`TileDeferredGraph`] after the tile pass).
+///
+/// The tile pass writes a window's swapchain image with raw Vulkan, which wgpu cannot see: for
+/// wgpu the image acquired this frame was never written, and it zero-fills it before the first
+/// wgpu pass that loads it, leaving that pass's drawing over black. Where this marker is on the
+/// view (or a later camera draws to the same window), the tile pass records an empty wgpu pass
+/// before its own that stores the image (loading nothing, drawing nothing), so that wgpu counts
+/// it as written. Without the marker nothing is added. Image targets and screenshot frames
+/// need nothing.
+///
+/// Insert it in the render world each frame such a pass will run (e.g. in
+/// `RenderSystems::Prepare`): it lasts one frame (the crate takes it off every view in
+/// `RenderSystems::Cleanup`), so that several overlays (bevy_ui with feature `ui`, the inspector)
+/// can each ask for it without taking it from one another.
+#[derive(Component, Clone, Copy, Debug, Default, Reflect)]
+#[reflect(Component, Clone, Debug, Default)]
+pub struct TileOutputLoadedAfter;
+
+/// Render world, on a tile view (set by `overlays::gizmos`, read by the tile pass): this frame's `Transparent3d` phase holds draws of another
+/// plugin that the tile path draws after its pass (the pass exports its depth for them). Taken
+/// off every view at the end of the frame.
+#[derive(Component)]
+pub(crate) struct GizmosOverTile;
+
+/// The stages of [`TileDeferredGraph`], in order: order a system of your own that draws over a
+/// tile camera `.after(TileDeferredSystems::TilePass)`.
+#[derive(SystemSet, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum TileDeferredSystems {
+    /// Bevy's directional shadow cascades of the camera (and the GPU mesh preprocessing they
+    /// draw from), before the tile pass samples them.
+    Shadows,
+    /// The tile pass: the whole tile frame, in one Vulkan render pass.
+    TilePass,
+    /// What Bevy draws over the tile frame with wgpu: gizmos, bevy_ui, the inspector.
+    Overlays,
+}

@@ -1,0 +1,1170 @@
+//! What a tile camera sees that the tile path cannot draw, found each frame in the main world.
+//!
+//! `find_missing` lists, on each tile camera ([`TileMissing`]):
+//! - meshes in its view the tile path does not draw, or draws without part of what Bevy draws:
+//!   a custom `Material` or `ExtendedMaterial`, a transparent `StandardMaterial`, material
+//!   features the G-buffer has no room for (clearcoat, anisotropy, transmission, parallax,
+//!   specular tint), morph targets whose displacements the main world no longer holds (a mesh
+//!   kept only in the render world), lightmaps the tile path cannot light as Bevy does
+//!   (`lightmap_missing`);
+//! - clustered decals reaching its view, and reflection probes (`LightProbe` +
+//!   `EnvironmentMapLight`) in it, and its irradiance volumes where Bevy would sample them from
+//!   more than one texture;
+//! - camera components whose effect it does not render (post-processing, fog, sky,
+//!   environment light, a non-default colour grading);
+//! - bevy_ui nodes drawn over it (Bevy's UI pass runs inside `Core3d`, which a tile camera does
+//!   not run), unless the tile path draws them (feature `ui`, [`UiDrawnOverTileCameras`]);
+//! - gizmos: `Transparent3d` draws another render plugin queued for it on its last rendered
+//!   frame, counted in the render world (see `overlays/gizmos.rs`).
+//!
+//! The router (`route.rs`, which imports this file) then falls an `Auto` camera back to Bevy's
+//! `Core3d` while any of it is in view ([`tiers::apply_missing`](crate::tiers::apply_missing)),
+//! or, with a forced tier, keeps rendering and logs each once; the inspector lists them.
+//!
+//! The tables below are the tile path's feature coverage: remove a row when the tile path
+//! learns to draw it.
+
+use crate::tile_deferred::{
+    camera::TileDeferred,
+    overlays::gizmos::{FOREIGN_TRANSPARENT_DRAWS, ForeignTransparentDraws},
+    scene::materials::{TextureShape, texture_unsampleable_as_2d},
+};
+use bevy::{
+    camera::{RenderTarget, visibility::VisibleEntities},
+    ecs::{
+        archetype::Archetypes, component::Components, reflect::ReflectComponent, world::EntityRef,
+    },
+    light::{
+        Atmosphere, AtmosphereEnvironmentMapLight, ClusteredDecal, EnvironmentMapLight,
+        GeneratedEnvironmentMapLight, GlobalAmbientLight, IrradianceVolume, LightProbe,
+        VolumetricFog, cluster::ClusterVisibilityClass,
+    },
+    mesh::{MeshAccessError, morph::MeshMorphWeights},
+    pbr::{Lightmap, ScreenSpaceAmbientOcclusion, ScreenSpaceReflections},
+    platform::collections::HashMap,
+    prelude::*,
+    reflect::ReflectRef,
+    render::{renderer::RenderDevice, view::ColorGrading},
+};
+use std::{any::TypeId, fmt};
+
+/// One thing a tile camera sees that the tile path does not draw.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Reflect)]
+#[reflect(Clone, Debug, PartialEq, Hash)]
+pub struct MissingFeature {
+    /// The entity: a mesh in view, or the camera itself for a camera component.
+    pub entity: Entity,
+    /// Its `Name`, if it has one.
+    pub name: Option<String>,
+    /// What the tile path does not draw, e.g. "custom Material (not a StandardMaterial)".
+    pub what: String,
+}
+
+impl fmt::Display for MissingFeature {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.name {
+            Some(name) => write!(f, "{} (\"{name}\"): {}", self.entity, self.what),
+            None => write!(f, "{}: {}", self.entity, self.what),
+        }
+    }
+}
+
+/// On a tile camera (main world, updated every frame after visibility): what it sees that the
+/// tile path cannot draw. Empty when nothing is missing.
+#[derive(Component, Clone, Debug, Default, PartialEq, Reflect)]
+#[reflect(Component, Clone, Debug, Default, PartialEq)]
+pub struct TileMissing {
+    /// What is missing this frame: meshes in view (in entity order), lights and decals, then
+    /// the camera's own components and UI (with the camera as the entity).
+    pub items: Vec<MissingFeature>,
+    /// Frames in a row with nothing missing since the camera fell back for it (the router's
+    /// hysteresis state, [`tiers::missing_hysteresis`](crate::tiers::missing_hysteresis)).
+    pub(crate) frames_clear: u32,
+}
+
+impl TileMissing {
+    /// One line naming the kinds of what is missing and how many of each, for the tier reason
+    /// (None when nothing is). Entities are not named: the reason stays the same while the same
+    /// kinds are in view, so the decision is logged when it changes, not every frame.
+    pub fn summary(&self) -> Option<String> {
+        let mut kinds: Vec<(&str, usize)> = Vec::new();
+        for item in &self.items {
+            match kinds.iter_mut().find(|(what, _)| *what == item.what) {
+                Some((_, count)) => *count += 1,
+                None => kinds.push((&item.what, 1)),
+            }
+        }
+        (!kinds.is_empty()).then(|| {
+            kinds
+                .iter()
+                .map(|(what, count)| format!("{what} x{count}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        })
+    }
+}
+
+/// Camera components whose effect the tile path does not render, named by type: the crates
+/// this crate compiles against.
+fn typed_camera_features() -> [(TypeId, &'static str); 5] {
+    [
+        (
+            TypeId::of::<ScreenSpaceAmbientOcclusion>(),
+            "post-processing: ScreenSpaceAmbientOcclusion",
+        ),
+        (
+            TypeId::of::<ScreenSpaceReflections>(),
+            "post-processing: ScreenSpaceReflections",
+        ),
+        (TypeId::of::<VolumetricFog>(), "fog: VolumetricFog"),
+        (TypeId::of::<Atmosphere>(), "sky: Atmosphere"),
+        (
+            TypeId::of::<AtmosphereEnvironmentMapLight>(),
+            "environment light: AtmosphereEnvironmentMapLight",
+        ),
+    ]
+}
+
+/// Camera components of Bevy crates this crate does not compile against (`bevy_post_process`,
+/// `bevy_anti_alias`), found by their type name in the app's type registry: an app with them
+/// has them registered where Bevy's `reflect_auto_register` feature is on (Bevy's default).
+const NAMED_CAMERA_FEATURES: &[&str] = &[
+    "Bloom",
+    "TemporalAntiAliasing",
+    "DepthOfField",
+    "MotionBlur",
+    "ContrastAdaptiveSharpening",
+    "Fxaa",
+    "Smaa",
+    "ChromaticAberration",
+    "AutoExposure",
+    "Dlss",
+];
+
+/// The camera components the tile path does not render: the typed ones, and those of `named`
+/// (type idents) the registry knows (Bevy types only).
+fn camera_features(registry: &AppTypeRegistry, named: &[&str]) -> Vec<(TypeId, String)> {
+    let mut features: Vec<(TypeId, String)> = typed_camera_features()
+        .into_iter()
+        .map(|(id, what)| (id, what.to_string()))
+        .collect();
+    let registry = registry.read();
+    for registration in registry.iter() {
+        let table = registration.type_info().type_path_table();
+        let bevy_crate = table.crate_name().is_some_and(|c| c.starts_with("bevy_"));
+        if bevy_crate && named.contains(&table.ident().unwrap_or_default()) {
+            features.push((
+                registration.type_id(),
+                format!("post-processing: {}", table.short_path()),
+            ));
+        }
+    }
+    features
+}
+
+/// What [`find_missing`] reports for a camera whose target image has a format the tile path
+/// cannot write (the render world would fail the frame; an `Auto` camera falls back first).
+pub(crate) fn unwritable_target(format: bevy::render::render_resource::TextureFormat) -> String {
+    format!(
+        "camera target: a {format:?} image (the tile path writes Rgba8, Bgra8, Rgb10a2 and \
+         Rgba16Float targets)"
+    )
+}
+
+/// What [`find_missing`] reports for a camera whose `ColorGrading` is not the default: the
+/// tonemap subpass applies the default grading (as Bevy's in-shader tone mapping does for it).
+const COLOR_GRADING: &str = "colour grading (a ColorGrading other than the default)";
+
+/// Whether `grading` is `ColorGrading::default()` (it has no `PartialEq`, and its reflection
+/// cannot compare its `Range` field).
+fn is_default_grading(grading: &ColorGrading) -> bool {
+    let default = ColorGrading::default();
+    let (global, default_global) = (&grading.global, &default.global);
+    global.exposure == default_global.exposure
+        && global.temperature == default_global.temperature
+        && global.tint == default_global.tint
+        && global.hue == default_global.hue
+        && global.post_saturation == default_global.post_saturation
+        && global.midtones_range == default_global.midtones_range
+        && grading.shadows == default.shadows
+        && grading.midtones == default.midtones
+        && grading.highlights == default.highlights
+}
+
+/// bevy_ui's per-node target camera (`bevy_ui::ComputedUiTargetCamera { camera: Entity }`, on
+/// every UI node, computed by bevy_ui from `UiTargetCamera` or the default UI camera): the crate
+/// and ident it is found by in the type registry, as this crate does not compile bevy_ui.
+const UI_TARGET_CAMERA: (&str, &str) = ("bevy_ui", "ComputedUiTargetCamera");
+
+/// What [`find_missing`] reports for bevy_ui nodes targeting a tile camera.
+pub(crate) const UI_OVER_TILE_CAMERA: &str =
+    "UI: bevy_ui nodes target this camera (Bevy's UI pass runs in Core3d)";
+
+/// The registered type of bevy_ui's node target camera, if the app has bevy_ui and its types
+/// are registered.
+fn ui_target_camera(registry: &AppTypeRegistry) -> Option<(TypeId, ReflectComponent)> {
+    let registry = registry.read();
+    registry.iter().find_map(|registration| {
+        let table = registration.type_info().type_path_table();
+        let found = table.crate_name() == Some(UI_TARGET_CAMERA.0)
+            && table.ident() == Some(UI_TARGET_CAMERA.1);
+        found
+            .then(|| registration.data::<ReflectComponent>().cloned())
+            .flatten()
+            .map(|reflect| (registration.type_id(), reflect))
+    })
+}
+
+/// The camera a UI node targets, read through reflection (its `camera` field).
+fn ui_node_camera(reflect: &ReflectComponent, node: EntityRef) -> Option<Entity> {
+    let value = reflect.reflect(node)?;
+    let ReflectRef::Struct(fields) = value.reflect_ref() else {
+        return None;
+    };
+    fields
+        .field("camera")?
+        .try_downcast_ref::<Entity>()
+        .copied()
+        .filter(|camera| *camera != Entity::PLACEHOLDER)
+}
+
+pub use crate::tile_deferred::overlays::UiDrawnOverTileCameras;
+
+/// What the registry tells [`find_missing`], looked up once.
+pub(crate) struct Lookups {
+    camera_features: Vec<(TypeId, String)>,
+    ui_target_camera: Option<(TypeId, ReflectComponent)>,
+}
+
+/// What of a `StandardMaterial` the tile path does not draw, if anything: the first lighting
+/// feature it has no room for (the mesh would be drawn without it). Every `AlphaMode` is drawn:
+/// transparent modes by the transparent pass.
+pub(crate) fn standard_material_missing(material: &StandardMaterial) -> Option<&'static str> {
+    if material.clearcoat > 0.0 {
+        Some("StandardMaterial clearcoat")
+    } else if material.anisotropy_strength > 0.0 {
+        Some("StandardMaterial anisotropy")
+    } else if material.specular_transmission > 0.0 || material.diffuse_transmission > 0.0 {
+        Some("StandardMaterial transmission")
+    } else if material.depth_map.is_some() {
+        Some("StandardMaterial parallax depth map")
+    } else if LinearRgba::from(material.specular_tint) != LinearRgba::WHITE {
+        Some("StandardMaterial specular tint")
+    } else {
+        None
+    }
+}
+
+/// Why the tile path cannot sample one of a `StandardMaterial`'s textures that it draws (base
+/// colour, emissive, metallic-roughness, normal map, occlusion), if it cannot
+/// ([`texture_unsampleable_as_2d`]): the mesh would be drawn without it. Images not loaded yet
+/// are not drawn by Bevy either.
+pub(crate) fn material_textures_missing(
+    material: &StandardMaterial,
+    images: &Assets<Image>,
+) -> Option<&'static str> {
+    [
+        &material.base_color_texture,
+        &material.emissive_texture,
+        &material.metallic_roughness_texture,
+        &material.normal_map_texture,
+        &material.occlusion_texture,
+    ]
+    .into_iter()
+    .flatten()
+    .filter_map(|handle| images.get(handle))
+    .find_map(image_unsampleable_as_2d)
+}
+
+/// [`texture_unsampleable_as_2d`] of a main-world image.
+fn image_unsampleable_as_2d(image: &Image) -> Option<&'static str> {
+    let texture = &image.texture_descriptor;
+    texture_unsampleable_as_2d(TextureShape {
+        dimension: texture.dimension,
+        layers: texture.size.depth_or_array_layers,
+        samples: texture.sample_count,
+        format: texture.format,
+        view_dimension: image
+            .texture_view_descriptor
+            .as_ref()
+            .and_then(|view| view.dimension),
+    })
+}
+
+/// What decides whether a lightmapped mesh is drawn as Bevy draws it ([`lightmap_missing`]).
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct LightmapContext {
+    /// The mesh has `Mesh::ATTRIBUTE_UV_1` (`None`: not known here, the mesh asset is not in the
+    /// main world).
+    pub has_uv1: Option<bool>,
+    /// Its material is transparent (drawn by the transparent pass).
+    pub transparent: bool,
+    /// The camera has an environment map light (`EnvironmentMapLight` or
+    /// `GeneratedEnvironmentMapLight`).
+    pub environment_map: bool,
+    /// The camera's ambient light (its `AmbientLight`, else `GlobalAmbientLight`) has
+    /// `affects_lightmapped_meshes = false`.
+    pub ambient_excluded: bool,
+    /// A point, spot or directional light the camera sees has
+    /// `affects_lightmapped_mesh_diffuse = false`.
+    pub light_excluded: bool,
+}
+
+/// Why the tile path does not draw a lightmapped mesh as Bevy does, if it does not. The G-buffer
+/// subpass adds the lightmap's light (lightmap.glsl); the lighting subpass cannot tell a
+/// lightmapped pixel from another (the G-buffer has no flag for it), so whatever Bevy leaves out
+/// of lightmapped meshes only falls back.
+pub(crate) fn lightmap_missing(context: LightmapContext) -> Option<&'static str> {
+    if context.has_uv1 == Some(false) {
+        // bevy_pbr's fragment shader reads `uv_b` under LIGHTMAP: without UV_1 its pipeline
+        // fails to build and Bevy does not draw the mesh either.
+        Some("lightmap on a mesh without Mesh::ATTRIBUTE_UV_1 (Bevy's pipeline for it fails too)")
+    } else if context.transparent {
+        Some("lightmap on a transparent material (the transparent pass does not sample it)")
+    } else if context.environment_map {
+        // pbr_functions.wgsl: a lightmap is found diffuse indirect light, and
+        // environment_map.wgsl then leaves out the map's diffuse light.
+        Some(
+            "lightmap under the camera's environment map (Bevy leaves the map's diffuse light \
+             out of lightmapped meshes; the G-buffer has no lightmapped flag)",
+        )
+    } else if context.ambient_excluded {
+        Some(
+            "lightmap with AmbientLight::affects_lightmapped_meshes = false (the G-buffer has no \
+             lightmapped flag)",
+        )
+    } else if context.light_excluded {
+        Some(
+            "lightmap with a light's affects_lightmapped_mesh_diffuse = false (the G-buffer has \
+             no lightmapped flag)",
+        )
+    } else {
+        None
+    }
+}
+
+/// Why the tile path does not draw a mesh in view, if it does not. `standard` is what
+/// [`standard_material_missing`] says of its `StandardMaterial` (None: not a `StandardMaterial`).
+/// Skinned meshes and morph targets are drawn (issue 15); `morphs_unreachable`: the mesh has
+/// morph weights but its displacements were moved to the render world (`asset_usage` without
+/// `MAIN_WORLD`), where the tile path cannot read them (they are in Bevy's mesh slabs).
+/// `lightmap`: what [`lightmap_missing`] says of its `Lightmap`, if it has one.
+pub(crate) fn undrawable_mesh(
+    standard: Option<Option<&'static str>>,
+    morphs_unreachable: bool,
+    lightmap: Option<&'static str>,
+) -> Option<&'static str> {
+    match standard {
+        None => Some("custom Material (not a StandardMaterial)"),
+        Some(Some(what)) => Some(what),
+        Some(None) if morphs_unreachable => Some(
+            "morph targets of a mesh kept only in the render world (the tile path reads the \
+             displacements from the main world)",
+        ),
+        Some(None) => lightmap,
+    }
+}
+
+type TileCameras<'w, 's> = Query<
+    'w,
+    's,
+    (
+        Entity,
+        &'static VisibleEntities,
+        Option<&'static TileMissing>,
+    ),
+    With<TileDeferred>,
+>;
+
+/// What the tile path does not draw of a clusterable object in a camera's clusters (shadows of
+/// point, spot and directional lights are drawn since issue 13).
+const CLUSTERED_DECAL: &str = "clustered decal";
+
+/// What [`find_missing`] reports for a reflection probe (`LightProbe` + `EnvironmentMapLight`)
+/// in a camera's view: the tile path lights with the camera's own `EnvironmentMapLight` only.
+/// Bevy draws reflection probes only where texture binding arrays are usable
+/// (`MULTIPLE_LIGHT_PROBES_IN_ARRAY`), and only there are they reported: elsewhere (Mesa
+/// lavapipe 22 and other devices without descriptor indexing) Bevy ignores them too, and the
+/// tile camera draws Bevy's picture.
+pub(crate) const REFLECTION_PROBE: &str = "reflection probe (LightProbe + EnvironmentMapLight; the tile path lights with the camera's \
+     own environment map only)";
+
+/// What [`find_missing`] reports for each irradiance volume (`LightProbe` + `IrradianceVolume`)
+/// in a camera's view where Bevy samples each volume from its own voxels (texture binding
+/// arrays usable) and the volumes in view have more than one texture: the tile path samples
+/// every volume from the nearest one's voxels, as Bevy does without binding arrays.
+pub(crate) const IRRADIANCE_VOLUME: &str = "irradiance volume with voxels of its own beside other \
+     volumes' (Bevy samples each from its own with binding arrays; the tile path samples one \
+     texture)";
+
+/// Whether the tile path draws the irradiance volumes in a view as Bevy does: Bevy samples
+/// them all from the nearest one's voxels where binding arrays are not usable (so does the tile
+/// path), and each from its own where they are: the same picture while they share one texture.
+pub(crate) fn irradiance_volumes_drawn(
+    binding_arrays: bool,
+    voxels_in_view: &[AssetId<Image>],
+) -> bool {
+    !binding_arrays || voxels_in_view.iter().all(|id| *id == voxels_in_view[0])
+}
+
+/// What the tile path does not draw of a clusterable object in a camera's view: decals and
+/// light probes (`decal`, `probe`, `reflection`, `irradiance`: the entity has `ClusteredDecal`,
+/// `LightProbe`, `EnvironmentMapLight`, an `IrradianceVolume` the tile path does not draw as
+/// Bevy does ([`irradiance_volumes_drawn`]); a probe with both is both to Bevy). Lights are
+/// drawn: nothing.
+pub(crate) fn undrawable_clusterable(
+    decal: bool,
+    probe: bool,
+    reflection: bool,
+    irradiance: bool,
+) -> impl Iterator<Item = &'static str> {
+    [
+        (decal, CLUSTERED_DECAL),
+        (probe && reflection, REFLECTION_PROBE),
+        (probe && irradiance, IRRADIANCE_VOLUME),
+    ]
+    .into_iter()
+    .filter_map(|(is, what)| is.then_some(what))
+}
+
+type ViewedClusterables<'w, 's> = Query<
+    'w,
+    's,
+    (
+        Option<&'static Name>,
+        Has<ClusteredDecal>,
+        Option<&'static PointLight>,
+        Option<&'static SpotLight>,
+        Has<LightProbe>,
+        Has<EnvironmentMapLight>,
+        Option<&'static IrradianceVolume>,
+    ),
+>;
+
+/// The assets [`find_missing`] reads: materials, meshes and the images they sample.
+type ViewedAssets<'w> = (
+    Res<'w, Assets<StandardMaterial>>,
+    Res<'w, Assets<Mesh>>,
+    Res<'w, Assets<Image>>,
+);
+
+/// What decides whether lightmapped meshes are drawn as Bevy draws them, besides the camera
+/// and its clusters: the directional lights and the global ambient light.
+type LightmapSources<'w, 's> = (
+    Query<'w, 's, &'static DirectionalLight>,
+    Option<Res<'w, GlobalAmbientLight>>,
+);
+
+type ViewedMeshes<'w, 's> = Query<
+    'w,
+    's,
+    (
+        &'static Mesh3d,
+        Option<&'static Name>,
+        Option<&'static MeshMaterial3d<StandardMaterial>>,
+        Has<MeshMorphWeights>,
+        Option<&'static Lightmap>,
+    ),
+    With<Mesh3d>,
+>;
+
+/// Lists on every tile camera what it sees this frame that the tile path cannot draw
+/// ([`TileMissing`]); runs after visibility, before the router.
+pub(crate) fn find_missing(
+    mut commands: Commands,
+    cameras: TileCameras,
+    meshes: ViewedMeshes,
+    clusterables: ViewedClusterables,
+    (directional_lights, global_ambient): LightmapSources,
+    entities: Query<EntityRef>,
+    (materials, mesh_assets, images): ViewedAssets,
+    components: &Components,
+    archetypes: &Archetypes,
+    registry: Res<AppTypeRegistry>,
+    ui_drawn: Option<Res<UiDrawnOverTileCameras>>,
+    foreign_draws: Option<Res<ForeignTransparentDraws>>,
+    device: Option<Res<RenderDevice>>,
+    mut lookups: Local<Option<Lookups>>,
+) {
+    let binding_arrays = device
+        .as_deref()
+        .is_some_and(crate::tile_deferred::lighting::environment::bevy_uses_binding_arrays);
+    if cameras.is_empty() {
+        return;
+    }
+    // Plugins have registered their types by the first frame's `PostUpdate`.
+    let lookups = lookups.get_or_insert_with(|| Lookups {
+        camera_features: camera_features(&registry, NAMED_CAMERA_FEATURES),
+        // UI nodes are looked for only where the tile path does not draw them.
+        ui_target_camera: ui_target_camera(&registry).filter(|_| ui_drawn.is_none()),
+    });
+    let ui_cameras = visible_ui_nodes_by_camera(lookups, components, archetypes, &entities);
+    for (camera, visible, previous) in &cameras {
+        let Ok(camera_ref) = entities.get(camera) else {
+            continue;
+        };
+        let mut items: Vec<MissingFeature> = Vec::new();
+        let mut clustered: Vec<Entity> = visible
+            .iter(TypeId::of::<ClusterVisibilityClass>())
+            .copied()
+            .collect();
+        clustered.sort_unstable();
+        // What Bevy leaves out of lightmapped meshes in this view, where it differs from its
+        // defaults (every directional light counts: they light every view of their layers).
+        let excludes_point_or_spot = |entity: &Entity| {
+            clusterables
+                .get(*entity)
+                .is_ok_and(|(_, _, point, spot, ..)| {
+                    point.is_some_and(|p| !p.affects_lightmapped_mesh_diffuse)
+                        || spot.is_some_and(|s| !s.affects_lightmapped_mesh_diffuse)
+                })
+        };
+        let lightmap_view = LightmapContext {
+            environment_map: camera_ref.contains::<EnvironmentMapLight>()
+                || camera_ref.contains::<GeneratedEnvironmentMapLight>(),
+            ambient_excluded: camera_ref.get::<AmbientLight>().map_or_else(
+                || {
+                    global_ambient
+                        .as_ref()
+                        .is_some_and(|a| !a.affects_lightmapped_meshes)
+                },
+                |a| !a.affects_lightmapped_meshes,
+            ),
+            light_excluded: directional_lights
+                .iter()
+                .any(|light| !light.affects_lightmapped_mesh_diffuse)
+                || clustered.iter().any(excludes_point_or_spot),
+            ..default()
+        };
+        let mut in_view: Vec<Entity> = visible.iter(TypeId::of::<Mesh3d>()).copied().collect();
+        in_view.sort_unstable();
+        for entity in in_view {
+            let Ok((mesh, name, standard, morphed, lightmapped)) = meshes.get(entity) else {
+                continue;
+            };
+            let morphs_unreachable = morphed
+                && mesh_assets.get(&mesh.0).is_some_and(|mesh| {
+                    matches!(
+                        mesh.try_morph_targets(),
+                        Err(MeshAccessError::ExtractedToRenderWorld)
+                    )
+                });
+            // A material not loaded yet is not drawn by Bevy either.
+            let standard = standard.map(|material| {
+                materials.get(&material.0).and_then(|material| {
+                    standard_material_missing(material)
+                        .or_else(|| material_textures_missing(material, &images))
+                })
+            });
+            let lightmap = lightmapped.and_then(|lightmap| {
+                let asset = mesh_assets.get(&mesh.0);
+                let transparent = meshes
+                    .get(entity)
+                    .ok()
+                    .and_then(|(_, _, material, ..)| materials.get(&material?.0))
+                    .is_some_and(|material| {
+                        !matches!(
+                            material.alpha_mode,
+                            AlphaMode::Opaque | AlphaMode::Mask(_) | AlphaMode::AlphaToCoverage
+                        )
+                    });
+                lightmap_missing(LightmapContext {
+                    has_uv1: asset
+                        .and_then(|mesh| mesh.try_contains_attribute(Mesh::ATTRIBUTE_UV_1).ok()),
+                    transparent,
+                    ..lightmap_view
+                })
+                .or_else(|| {
+                    images
+                        .get(&lightmap.image)
+                        .and_then(image_unsampleable_as_2d)
+                })
+            });
+            // `fog_enabled: false` is drawn: the G-buffer's no-fog bit (issue 15).
+            if let Some(what) = undrawable_mesh(standard, morphs_unreachable, lightmap) {
+                items.push(MissingFeature {
+                    entity,
+                    name: name.map(ToString::to_string),
+                    what: what.to_string(),
+                });
+            }
+        }
+        // Decals and light probes in the camera's view (Bevy gathers a view's light probes
+        // from the same list: `gather_light_probes`). A probe whose images are still loading is
+        // listed too: Bevy skips it until they are uploaded, so an `Auto` camera may fall back
+        // a few frames early, never late.
+        let voxels_in_view: Vec<AssetId<Image>> = clustered
+            .iter()
+            .filter_map(|&entity| clusterables.get(entity).ok())
+            .filter(|(_, _, _, _, probe, ..)| *probe)
+            .filter_map(|(.., volume)| Some(volume?.voxels.id()))
+            .collect();
+        let volumes_drawn = irradiance_volumes_drawn(binding_arrays, &voxels_in_view);
+        for entity in clustered {
+            let Ok((name, decal, _, _, probe, reflection, volume)) = clusterables.get(entity)
+            else {
+                continue;
+            };
+            let irradiance = volume.is_some() && !volumes_drawn;
+            // A reflection probe changes Bevy's picture only where it samples them (binding
+            // arrays usable); elsewhere Bevy ignores it, and so does the tile path.
+            let reflection = reflection && binding_arrays;
+            for what in undrawable_clusterable(decal, probe, reflection, irradiance) {
+                items.push(MissingFeature {
+                    entity,
+                    name: name.map(ToString::to_string),
+                    what: what.to_string(),
+                });
+            }
+        }
+        let camera_name = camera_ref.get::<Name>().map(ToString::to_string);
+        let mut on_camera = |what: &str| {
+            items.push(MissingFeature {
+                entity: camera,
+                name: camera_name.clone(),
+                what: what.to_string(),
+            });
+        };
+        for (type_id, what) in &lookups.camera_features {
+            if components
+                .get_id(*type_id)
+                .is_some_and(|id| camera_ref.contains_id(id))
+            {
+                on_camera(what);
+            }
+        }
+        if camera_ref
+            .get::<ColorGrading>()
+            .is_some_and(|grading| !is_default_grading(grading))
+        {
+            on_camera(COLOR_GRADING);
+        }
+        if let Some(RenderTarget::Image(target)) = camera_ref.get::<RenderTarget>()
+            && let Some(image) = images.get(&target.handle)
+            && crate::vulkan::conv::frame_graph_format(image.texture_descriptor.format).is_none()
+        {
+            on_camera(&unwritable_target(image.texture_descriptor.format));
+        }
+        if ui_cameras.contains_key(&camera) {
+            on_camera(UI_OVER_TILE_CAMERA);
+        }
+        if let Some(why) = foreign_draws.as_ref().and_then(|d| d.undrawable(camera)) {
+            on_camera(&format!("{FOREIGN_TRANSPARENT_DRAWS}: {why}"));
+        }
+        if previous.is_none_or(|previous| previous.items != items) {
+            let frames_clear = previous.map_or(0, |previous| previous.frames_clear);
+            commands.entity(camera).insert(TileMissing {
+                items,
+                frames_clear,
+            });
+        }
+    }
+}
+
+/// How many visible bevy_ui nodes target each camera (none without bevy_ui).
+fn visible_ui_nodes_by_camera(
+    lookups: &Lookups,
+    components: &Components,
+    archetypes: &Archetypes,
+    entities: &Query<EntityRef>,
+) -> HashMap<Entity, usize> {
+    let mut by_camera = HashMap::default();
+    let Some((type_id, reflect)) = &lookups.ui_target_camera else {
+        return by_camera;
+    };
+    let Some(component) = components.get_id(*type_id) else {
+        return by_camera;
+    };
+    let nodes = archetypes
+        .iter()
+        .filter(|archetype| archetype.contains(component))
+        .flat_map(|archetype| archetype.entities())
+        .filter_map(|node| entities.get(node.id()).ok());
+    for node in nodes {
+        let visible = node.get::<InheritedVisibility>().is_some_and(|v| v.get());
+        if let Some(camera) = ui_node_camera(reflect, node).filter(|_| visible) {
+            *by_camera.entry(camera).or_default() += 1;
+        }
+    }
+    by_camera
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn what_the_tile_path_does_not_draw() {
+        // StandardMaterials of every alpha mode are drawn (the transparent ones by the
+        // transparent pass).
+        assert_eq!(undrawable_mesh(Some(None), false, None), None);
+        for mode in [
+            AlphaMode::Opaque,
+            AlphaMode::Mask(0.5),
+            AlphaMode::AlphaToCoverage,
+            AlphaMode::Blend,
+            AlphaMode::Premultiplied,
+            AlphaMode::Add,
+            AlphaMode::Multiply,
+        ] {
+            let material = StandardMaterial {
+                alpha_mode: mode,
+                ..default()
+            };
+            assert_eq!(standard_material_missing(&material), None, "{mode:?}");
+        }
+        // Lighting features the G-buffer has no room for.
+        for (material, what) in [
+            (
+                StandardMaterial {
+                    clearcoat: 1.0,
+                    ..default()
+                },
+                "clearcoat",
+            ),
+            (
+                StandardMaterial {
+                    anisotropy_strength: 0.5,
+                    ..default()
+                },
+                "anisotropy",
+            ),
+            (
+                StandardMaterial {
+                    specular_transmission: 0.9,
+                    ..default()
+                },
+                "transmission",
+            ),
+            (
+                StandardMaterial {
+                    diffuse_transmission: 0.5,
+                    ..default()
+                },
+                "transmission",
+            ),
+            (
+                StandardMaterial {
+                    depth_map: Some(Handle::default()),
+                    ..default()
+                },
+                "parallax",
+            ),
+            (
+                StandardMaterial {
+                    specular_tint: Color::srgb(1.0, 0.5, 0.5),
+                    ..default()
+                },
+                "specular tint",
+            ),
+        ] {
+            let missing = standard_material_missing(&material);
+            assert!(missing.is_some_and(|m| m.contains(what)), "{missing:?}");
+        }
+        // Textures on the second UV channel are drawn (issue 15).
+        let second_channel = StandardMaterial {
+            base_color_texture: Some(Handle::default()),
+            base_color_channel: bevy::mesh::UvChannel::Uv1,
+            ..default()
+        };
+        assert_eq!(standard_material_missing(&second_channel), None);
+        // The material is checked first: a custom material is missing whatever else it has.
+        assert!(
+            undrawable_mesh(None, true, Some("lightmap"))
+                .unwrap()
+                .contains("custom Material")
+        );
+        assert_eq!(
+            undrawable_mesh(Some(Some("StandardMaterial clearcoat")), true, None),
+            Some("StandardMaterial clearcoat")
+        );
+        // Skinned meshes and morph targets are drawn (issue 15), but for displacements the
+        // main world no longer holds.
+        assert_eq!(undrawable_mesh(Some(None), false, None), None);
+        assert!(
+            undrawable_mesh(Some(None), true, None)
+                .unwrap()
+                .contains("morph")
+        );
+    }
+
+    /// Lightmaps are drawn (issue 15) under Bevy's defaults; what Bevy leaves out of
+    /// lightmapped meshes beyond them, and a mesh Bevy cannot draw with its lightmap, are
+    /// reported on the mesh.
+    #[test]
+    fn lightmaps_are_missing_only_off_bevys_defaults() {
+        let drawn = LightmapContext {
+            has_uv1: Some(true),
+            ..default()
+        };
+        assert_eq!(lightmap_missing(drawn), None);
+        // A mesh asset kept only in the render world: its attributes are not known here.
+        assert_eq!(
+            lightmap_missing(LightmapContext {
+                has_uv1: None,
+                ..drawn
+            }),
+            None
+        );
+        assert_eq!(
+            undrawable_mesh(Some(None), false, lightmap_missing(drawn)),
+            None
+        );
+        for (context, expected) in [
+            (
+                LightmapContext {
+                    has_uv1: Some(false),
+                    ..drawn
+                },
+                "ATTRIBUTE_UV_1",
+            ),
+            (
+                LightmapContext {
+                    transparent: true,
+                    ..drawn
+                },
+                "transparent",
+            ),
+            (
+                LightmapContext {
+                    environment_map: true,
+                    ..drawn
+                },
+                "environment map",
+            ),
+            (
+                LightmapContext {
+                    ambient_excluded: true,
+                    ..drawn
+                },
+                "AmbientLight::affects_lightmapped_meshes",
+            ),
+            (
+                LightmapContext {
+                    light_excluded: true,
+                    ..drawn
+                },
+                "affects_lightmapped_mesh_diffuse",
+            ),
+        ] {
+            let what = lightmap_missing(context).unwrap();
+            assert!(what.contains(expected), "{context:?}: {what}");
+            assert_eq!(undrawable_mesh(Some(None), false, Some(what)), Some(what));
+        }
+    }
+
+    #[test]
+    fn only_a_changed_colour_grading_is_missing() {
+        assert!(is_default_grading(&ColorGrading::default()));
+        let mut warmer = ColorGrading::default();
+        warmer.global.temperature = 0.3;
+        assert!(!is_default_grading(&warmer));
+        let mut contrast = ColorGrading::default();
+        contrast.shadows.contrast = 1.2;
+        assert!(!is_default_grading(&contrast));
+        let mut range = ColorGrading::default();
+        range.global.midtones_range = 0.1..0.9;
+        assert!(!is_default_grading(&range));
+    }
+
+    #[test]
+    fn the_summary_counts_kinds_without_naming_entities() {
+        let item = |index: u32, what: &str| MissingFeature {
+            entity: Entity::from_raw_u32(index).unwrap(),
+            name: Some(format!("mesh {index}")),
+            what: what.to_string(),
+        };
+        assert_eq!(TileMissing::default().summary(), None);
+        let missing = TileMissing {
+            items: vec![
+                item(1, "custom Material (not a StandardMaterial)"),
+                item(2, "transparent StandardMaterial"),
+                item(3, "custom Material (not a StandardMaterial)"),
+            ],
+            frames_clear: 0,
+        };
+        let summary = missing.summary().unwrap();
+        assert_eq!(
+            summary,
+            "custom Material (not a StandardMaterial) x2, transparent StandardMaterial x1"
+        );
+        assert!(!summary.contains("mesh 1"));
+        // Each item names its entity and name for the log and the inspector.
+        assert_eq!(
+            missing.items[0].to_string(),
+            format!(
+                "{} (\"mesh 1\"): custom Material (not a StandardMaterial)",
+                missing.items[0].entity
+            )
+        );
+    }
+
+    #[test]
+    fn camera_features_are_typed_or_found_by_name_in_the_registry() {
+        // Without the post-processing crates registered: the typed features only.
+        let registry = AppTypeRegistry::default();
+        let typed = camera_features(&registry, NAMED_CAMERA_FEATURES);
+        assert_eq!(typed.len(), typed_camera_features().len());
+        // A registered Bevy type is found by its ident (here one this crate can name, as the
+        // post-processing crates' types are where they are compiled in).
+        registry
+            .write()
+            .register::<bevy::pbr::ScreenSpaceReflections>();
+        registry.write().register::<Transform>();
+        let found = camera_features(&registry, &["ScreenSpaceReflections", "Bloom"]);
+        assert_eq!(found.len(), typed.len() + 1, "{found:?}");
+        let (id, what) = found.last().unwrap();
+        assert_eq!(*id, TypeId::of::<bevy::pbr::ScreenSpaceReflections>());
+        assert_eq!(what, "post-processing: ScreenSpaceReflections");
+        // Not by a name that is not in the list.
+        assert_eq!(camera_features(&registry, &["Bloom"]).len(), typed.len());
+    }
+
+    /// Stands in for bevy_ui's `ComputedUiTargetCamera` (this crate does not compile bevy_ui):
+    /// the same crate, ident and field, so the registry finds it as it finds bevy_ui's.
+    #[derive(Component, Reflect)]
+    #[reflect(Component)]
+    #[type_path = "bevy_ui::ui_node"]
+    struct ComputedUiTargetCamera {
+        camera: Entity,
+    }
+
+    fn world_with_registry(register_ui: bool) -> World {
+        let mut world = World::new();
+        world.init_resource::<AppTypeRegistry>();
+        world.init_resource::<Assets<StandardMaterial>>();
+        world.init_resource::<Assets<Mesh>>();
+        world.init_resource::<Assets<Image>>();
+        if register_ui {
+            world
+                .resource::<AppTypeRegistry>()
+                .write()
+                .register::<ComputedUiTargetCamera>();
+        }
+        world
+    }
+
+    fn run(world: &mut World) {
+        use bevy::ecs::system::RunSystemOnce;
+        world.run_system_once(find_missing).unwrap();
+    }
+
+    fn items(world: &World, camera: Entity) -> Vec<(Entity, String)> {
+        world
+            .get::<TileMissing>(camera)
+            .map(|m| m.items.iter().map(|i| (i.entity, i.what.clone())).collect())
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn meshes_in_view_camera_features_and_ui_nodes_are_found() {
+        let mut world = world_with_registry(true);
+        let tile = world
+            .spawn((
+                Name::new("tile camera"),
+                TileDeferred::default(),
+                VisibleEntities::default(),
+            ))
+            .id();
+        let other = world.spawn(VisibleEntities::default()).id();
+        // A custom-material mesh (no StandardMaterial) in the tile camera's view, and one out
+        // of it.
+        let in_view = world.spawn(Mesh3d(Handle::default())).id();
+        let _out_of_view = world.spawn(Mesh3d(Handle::default())).id();
+        world
+            .get_mut::<VisibleEntities>(tile)
+            .unwrap()
+            .push(in_view, TypeId::of::<Mesh3d>());
+        // Shadow-casting lights (drawn since issue 13: never listed): a directional light with
+        // shadows, one without, and a hidden one with.
+        let sun = world
+            .spawn(DirectionalLight {
+                shadow_maps_enabled: true,
+                ..default()
+            })
+            .id();
+        world.spawn(DirectionalLight::default());
+        world.spawn((
+            DirectionalLight {
+                shadow_maps_enabled: true,
+                ..default()
+            },
+            InheritedVisibility::HIDDEN,
+        ));
+        // A spot light with shadows in the camera's clusters (drawn: not listed either).
+        let spot = world
+            .spawn(SpotLight {
+                shadow_maps_enabled: true,
+                ..default()
+            })
+            .id();
+        world
+            .get_mut::<VisibleEntities>(tile)
+            .unwrap()
+            .push(spot, TypeId::of::<ClusterVisibilityClass>());
+        // A hidden UI node on the tile camera, a visible one on the other camera.
+        world.spawn((
+            ComputedUiTargetCamera { camera: tile },
+            InheritedVisibility::HIDDEN,
+        ));
+        world.spawn((
+            ComputedUiTargetCamera { camera: other },
+            InheritedVisibility::VISIBLE,
+        ));
+        // Required components start hidden; visibility propagation runs in the app.
+        world.entity_mut(sun).insert(InheritedVisibility::VISIBLE);
+        run(&mut world);
+        let before_ui = [(
+            in_view,
+            "custom Material (not a StandardMaterial)".to_string(),
+        )];
+        assert_eq!(items(&world, tile), before_ui);
+        assert!(
+            items(&world, tile)
+                .iter()
+                .all(|(entity, _)| *entity != spot && *entity != sun),
+            "shadow-casting lights are drawn, not missing"
+        );
+        assert!(
+            world.get::<TileMissing>(other).is_none(),
+            "not a tile camera"
+        );
+
+        // A visible UI node on the tile camera, and SSAO on it.
+        world.spawn((
+            ComputedUiTargetCamera { camera: tile },
+            InheritedVisibility::VISIBLE,
+        ));
+        world
+            .entity_mut(tile)
+            .insert(ScreenSpaceAmbientOcclusion::default());
+        run(&mut world);
+        let mut expected = before_ui.to_vec();
+        expected.push((
+            tile,
+            "post-processing: ScreenSpaceAmbientOcclusion".to_string(),
+        ));
+        expected.push((tile, UI_OVER_TILE_CAMERA.to_string()));
+        assert_eq!(items(&world, tile), expected);
+        let listed = world.get::<TileMissing>(tile).unwrap();
+        assert!(
+            listed
+                .items
+                .iter()
+                .filter(|item| item.entity == tile)
+                .all(|item| item.name.as_deref() == Some("tile camera"))
+        );
+    }
+
+    /// Without binding arrays (here: no render device at all) Bevy ignores reflection probes
+    /// and samples every irradiance volume from one texture: the tile path draws that picture,
+    /// and nothing in view is listed.
+    #[test]
+    fn light_probes_are_not_listed_where_bevy_ignores_them() {
+        let mut world = world_with_registry(false);
+        let tile = world
+            .spawn((TileDeferred::default(), VisibleEntities::default()))
+            .id();
+        let reflection = world
+            .spawn((
+                Name::new("hall probe"),
+                LightProbe::default(),
+                EnvironmentMapLight::default(),
+            ))
+            .id();
+        let irradiance = world
+            .spawn((LightProbe::default(), IrradianceVolume::default()))
+            .id();
+        let both = world
+            .spawn((
+                LightProbe::default(),
+                EnvironmentMapLight::default(),
+                IrradianceVolume::default(),
+            ))
+            .id();
+        let mut visible = world.get_mut::<VisibleEntities>(tile).unwrap();
+        for entity in [both, irradiance, reflection] {
+            visible.push(entity, TypeId::of::<ClusterVisibilityClass>());
+        }
+        run(&mut world);
+        assert_eq!(items(&world, tile), []);
+    }
+
+    /// What a clusterable object in view makes the tile path list: decals always; a reflection
+    /// probe where Bevy draws it (the caller passes `reflection` only where binding arrays are
+    /// usable); a probe with both an environment map and a volume is both to Bevy.
+    #[test]
+    fn clusterables_listed() {
+        let listed = |decal, probe, reflection, irradiance| {
+            undrawable_clusterable(decal, probe, reflection, irradiance).collect::<Vec<_>>()
+        };
+        assert_eq!(listed(true, false, false, false), [CLUSTERED_DECAL]);
+        assert_eq!(listed(false, true, true, false), [REFLECTION_PROBE]);
+        assert_eq!(
+            listed(false, true, true, true),
+            [REFLECTION_PROBE, IRRADIANCE_VOLUME]
+        );
+        // An environment map on an entity without a LightProbe is no probe.
+        assert_eq!(listed(false, false, true, false), Vec::<&str>::new());
+        // Where Bevy samples each volume from its own voxels, two textures are two pictures.
+        assert_eq!(listed(false, true, false, true), [IRRADIANCE_VOLUME]);
+    }
+
+    #[test]
+    fn irradiance_volumes_are_drawn_unless_bevy_samples_several_textures() {
+        let (a, b) = (AssetId::<Image>::default(), AssetId::<Image>::invalid());
+        assert!(irradiance_volumes_drawn(false, &[]));
+        assert!(
+            irradiance_volumes_drawn(false, &[a, b]),
+            "one texture without arrays"
+        );
+        assert!(irradiance_volumes_drawn(true, &[]));
+        assert!(
+            irradiance_volumes_drawn(true, &[a, a]),
+            "one texture for all"
+        );
+        assert!(!irradiance_volumes_drawn(true, &[a, b]));
+    }
+
+    #[test]
+    fn ui_nodes_are_not_found_without_the_registered_type() {
+        // Without bevy_ui's type in the registry (bevy_ui absent, or reflection auto
+        // registration off), a UI node cannot be read: nothing is claimed.
+        let mut world = world_with_registry(false);
+        let tile = world
+            .spawn((TileDeferred::default(), VisibleEntities::default()))
+            .id();
+        world.spawn((
+            ComputedUiTargetCamera { camera: tile },
+            InheritedVisibility::VISIBLE,
+        ));
+        run(&mut world);
+        assert_eq!(items(&world, tile), []);
+    }
+
+    #[test]
+    fn ui_nodes_are_not_reported_where_the_tile_path_draws_them() {
+        // With the tile path drawing UI (feature `ui`), a visible node on the camera is not
+        // missing; the same world without the resource reports it.
+        for drawn in [false, true] {
+            let mut world = world_with_registry(true);
+            if drawn {
+                world.insert_resource(UiDrawnOverTileCameras);
+            }
+            let tile = world
+                .spawn((TileDeferred::default(), VisibleEntities::default()))
+                .id();
+            world.spawn((
+                ComputedUiTargetCamera { camera: tile },
+                InheritedVisibility::VISIBLE,
+            ));
+            run(&mut world);
+            let expected = if drawn {
+                vec![]
+            } else {
+                vec![(tile, UI_OVER_TILE_CAMERA.to_string())]
+            };
+            assert_eq!(items(&world, tile), expected);
+        }
+    }
+}

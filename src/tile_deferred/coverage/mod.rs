@@ -1,0 +1,5 @@
+//! Main world: what a tile camera sees but cannot draw (`missing`), and the route each camera
+//! takes from it (`route`: the tile path or Bevy's). The top layer below the plugin wiring.
+
+pub mod missing;
+pub(super) mod route;

@@ -1,0 +1,324 @@
+//! Which schedule renders each camera: the tier decision applied.
+//!
+//! In the main world, [`route_cameras`] asks [`tiers`] for each tile camera's tier and switches
+//! its `CameraRenderGraph` between the tile schedule ([`TileDeferredGraph`]) and Bevy's `Core3d`.
+//! In the render world, [`take_over_msaa`] hides a tile camera's MSAA from Bevy's view
+//! preparation.
+
+use super::missing::TileMissing;
+use crate::tile_deferred::{
+    camera::{TileDeferred, TileDeferredGraph},
+    plan, report,
+};
+use crate::{
+    device::DeviceProfile,
+    tiers::{self, PlanRequirements, TierDecision, TileTierChanged},
+};
+use bevy::{
+    core_pipeline::schedule::Core3d,
+    ecs::schedule::ScheduleLabel,
+    platform::collections::HashSet,
+    prelude::*,
+    render::{camera::CameraRenderGraph, view::Msaa},
+};
+
+/// The cameras [`route_cameras`] puts on a schedule: every `Camera3d`, tile or not.
+type RoutedCameras<'w, 's> = Query<
+    'w,
+    's,
+    (
+        Entity,
+        &'static mut CameraRenderGraph,
+        Option<&'static TileDeferred>,
+        Option<&'static Msaa>,
+        Option<&'static TierDecision>,
+        Option<&'static mut TileMissing>,
+    ),
+    With<Camera3d>,
+>;
+
+/// Chooses each tile camera's tier (device capabilities, requested MSAA, the camera's setting,
+/// failures reported by the render world, what the camera sees that the tile path cannot draw),
+/// records it on the camera as a [`TierDecision`], logs it and writes a [`TileTierChanged`] when
+/// its tier changes, and puts the camera on the tile schedule or back on `Core3d`. What a tile camera sees that the tile path cannot
+/// draw is logged once per camera, entity and kind.
+pub(crate) fn route_cameras(
+    mut commands: Commands,
+    mut cameras: RoutedCameras,
+    profile: Option<Res<DeviceProfile>>,
+    reports: Res<report::TileRenderReports>,
+    mut requirements: Local<Option<PlanRequirements>>,
+    mut logged_missing: Local<HashSet<(Entity, Entity, String)>>,
+    mut tier_changes: MessageWriter<TileTierChanged>,
+) {
+    let failures = reports.take_failures();
+    for (entity, mut graph, tile, msaa, previous, mut missing) in &mut cameras {
+        let failure = failures.get(&entity).map(String::as_str);
+        let decision = match (tile, profile.as_deref()) {
+            (None, _) => None,
+            // Until the device is probed (first frame), the tile schedule renders.
+            (Some(_), None) => previous.cloned(),
+            (Some(tile), Some(profile)) => {
+                let decision = tiers::decide(
+                    profile,
+                    requirements.get_or_insert_with(plan::requirements),
+                    msaa.map_or(1, |m| m.samples()),
+                    tile.tier,
+                    tile.merge_subpasses,
+                    previous,
+                    failure,
+                );
+                if let Some(failure) = failure {
+                    error!(
+                        "bevy_tile_deferred: camera {entity}: {failure}; falling back to {}",
+                        decision.tier
+                    );
+                }
+                let summary = missing.as_deref().and_then(TileMissing::summary);
+                let fell_back = previous.is_some_and(|p| p.missing_fallback.is_some());
+                let frames_clear = missing.as_deref().map_or(0, |m| m.frames_clear);
+                let (fall_back, frames_clear) =
+                    tiers::missing_hysteresis(fell_back, summary.is_some(), frames_clear);
+                if let Some(missing) = missing.as_deref_mut()
+                    && missing.frames_clear != frames_clear
+                {
+                    missing.frames_clear = frames_clear;
+                }
+                let decision = tiers::apply_missing(
+                    decision,
+                    tile.tier,
+                    summary.as_deref(),
+                    fall_back,
+                    previous,
+                );
+                // Each thing once, by entity and name: absent from a forced tile tier's frame,
+                // or the cause of an `Auto` camera's fallback.
+                let tile_or_fell_back =
+                    decision.tier.is_tile() || decision.missing_fallback.is_some();
+                if tile_or_fell_back && let Some(missing) = missing.as_deref() {
+                    for item in &missing.items {
+                        if !logged_missing.insert((entity, item.entity, item.what.clone())) {
+                            continue;
+                        }
+                        if decision.tier.is_tile() {
+                            warn!(
+                                "bevy_tile_deferred: camera {entity} renders {} (forced) and \
+                                 does not draw {item}",
+                                decision.tier
+                            );
+                        } else {
+                            warn!(
+                                "bevy_tile_deferred: camera {entity} falls back to {} for {item}",
+                                decision.tier
+                            );
+                        }
+                    }
+                }
+                Some(decision)
+            }
+        };
+        if decision.as_ref() != previous {
+            match &decision {
+                Some(decision) => {
+                    let requested = msaa.map_or(1, |m| m.samples());
+                    let auto = tile.is_some_and(|t| t.tier == tiers::TierSetting::Auto);
+                    // A fallback for what the camera sees, and fewer samples than the camera's
+                    // `Msaa` asks for (the device's counts, a driver rule), are warnings, like
+                    // the render world's lowering of MSAA.
+                    if let Some(fallback) = &decision.missing_fallback {
+                        warn!(
+                            "bevy_tile_deferred: camera {entity}: falling back to {} while it \
+                             sees what the tile path cannot draw ({}); back to {} after {} \
+                             frames without it",
+                            decision.tier,
+                            fallback.why,
+                            fallback.tile_tier,
+                            tiers::MISSING_RETURN_FRAMES
+                        );
+                    } else if auto
+                        && decision.tier.is_tile()
+                        && decision.tier.tile_samples() < requested
+                    {
+                        warn!(
+                            "bevy_tile_deferred: camera {entity}: asked for {requested}x MSAA, \
+                             rendering {}x: {}",
+                            decision.tier.tile_samples(),
+                            decision.summary()
+                        );
+                    } else {
+                        info!(
+                            "bevy_tile_deferred: camera {entity}: {}",
+                            decision.summary()
+                        );
+                    }
+                    if let Some(change) =
+                        TileTierChanged::between(entity, previous, decision, failure)
+                    {
+                        tier_changes.write(change);
+                    }
+                    commands.entity(entity).insert(decision.clone());
+                }
+                None => {
+                    commands.entity(entity).remove::<TierDecision>();
+                }
+            }
+        }
+        let tile_tier = match (&decision, tile) {
+            (Some(decision), _) => decision.tier.is_tile(),
+            (None, tile) => tile.is_some() && profile.is_none(),
+        };
+        let wanted = if tile_tier {
+            TileDeferredGraph.intern()
+        } else {
+            Core3d.intern()
+        };
+        let is_ours = graph.0 == TileDeferredGraph.intern();
+        if graph.0 != wanted && (is_ours || tile.is_some()) {
+            graph.0 = wanted;
+        }
+    }
+}
+
+/// The tile path owns a tile camera's MSAA: Bevy's view preparation sees `Msaa::Off`, so it
+/// allocates no multisampled textures the tile path would never use (and none at a count the
+/// device lacks). The tier keeps the requested count.
+///
+/// A view that drew gizmos lately keeps the tile tier's count instead: Bevy's pipelines draw the
+/// gizmos into Bevy's textures after the tile pass (see
+/// [`GizmoMsaaViews`](crate::tile_deferred::overlays::gizmos::GizmoMsaaViews)).
+pub(crate) fn take_over_msaa(
+    mut views: Query<(Entity, &mut Msaa, Option<&TierDecision>), With<TileDeferred>>,
+    gizmo_views: Res<crate::tile_deferred::overlays::gizmos::GizmoMsaaViews>,
+) {
+    for (entity, mut msaa, decision) in &mut views {
+        let tile = decision.is_none_or(|decision| decision.tier.is_tile());
+        if !tile {
+            continue;
+        }
+        let wanted = match decision {
+            Some(decision) if gizmo_views.keeps_msaa(entity) => {
+                Msaa::from_samples(decision.tier.tile_samples())
+            }
+            _ => Msaa::Off,
+        };
+        if *msaa != wanted {
+            *msaa = wanted;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tiers::{RenderTier, TierChangeReason};
+    use bevy::ecs::message::Messages;
+
+    /// The router alone, in an app without a renderer, on a lavapipe-like device.
+    fn router() -> App {
+        let mut app = App::new();
+        app.add_message::<TileTierChanged>()
+            .insert_resource(report::TileRenderReports::default())
+            .insert_resource(DeviceProfile::lavapipe_for_tests())
+            .add_systems(Update, route_cameras);
+        app
+    }
+
+    fn changes(app: &mut App) -> Vec<TileTierChanged> {
+        app.world_mut()
+            .resource_mut::<Messages<TileTierChanged>>()
+            .drain()
+            .collect()
+    }
+
+    #[test]
+    fn tier_changes_are_written_with_their_reason() {
+        let mut app = router();
+        // `TileDeferred` brings `Camera3d` (the router only sees 3D cameras); the render graph
+        // is what Bevy's Core3dPlugin, absent here, makes `Camera3d` require.
+        let camera = app
+            .world_mut()
+            .spawn((
+                TileDeferred::default(),
+                Msaa::Sample4,
+                CameraRenderGraph::new(Core3d),
+            ))
+            .id();
+        assert!(app.world().entity(camera).contains::<Camera3d>());
+        let msaa4 = RenderTier::TileDeferredMsaa { samples: 4 };
+
+        app.update();
+        let first = changes(&mut app);
+        assert_eq!(first.len(), 1, "{first:?}");
+        assert_eq!(
+            (first[0].camera, first[0].from, first[0].to),
+            (camera, None, msaa4)
+        );
+        assert!(matches!(first[0].reason, TierChangeReason::Rules(_)));
+        assert_eq!(
+            app.world().get::<TierDecision>(camera).map(|d| d.tier),
+            Some(msaa4)
+        );
+        assert_eq!(
+            app.world().get::<CameraRenderGraph>(camera).map(|g| g.0),
+            Some(TileDeferredGraph.intern())
+        );
+
+        // Nothing changes: nothing is written.
+        app.update();
+        assert_eq!(changes(&mut app), []);
+
+        // The render world reports a failure: one tier down, with the error.
+        app.world()
+            .resource::<report::TileRenderReports>()
+            .report_failure(camera, "render pass creation failed".into());
+        app.update();
+        assert_eq!(
+            changes(&mut app),
+            [TileTierChanged {
+                camera,
+                from: Some(msaa4),
+                to: RenderTier::TileDeferred,
+                reason: TierChangeReason::Failure("render pass creation failed".into()),
+            }]
+        );
+
+        // Something the tile path cannot draw comes into view: Core3d while it is there.
+        app.world_mut().entity_mut(camera).insert(TileMissing {
+            items: vec![super::super::missing::MissingFeature {
+                entity: camera,
+                name: None,
+                what: "custom Material".into(),
+            }],
+            frames_clear: 0,
+        });
+        app.update();
+        let fell = changes(&mut app);
+        assert_eq!(fell.len(), 1, "{fell:?}");
+        assert_eq!(fell[0].to, RenderTier::Forward);
+        assert_eq!(
+            fell[0].reason,
+            TierChangeReason::Missing("custom Material x1".into())
+        );
+
+        // Out of view long enough: back on the tile tier the failure left.
+        app.world_mut()
+            .get_mut::<TileMissing>(camera)
+            .unwrap()
+            .items
+            .clear();
+        let mut back = Vec::new();
+        for _ in 0..tiers::MISSING_RETURN_FRAMES {
+            app.update();
+            back.extend(changes(&mut app));
+        }
+        assert_eq!(
+            back,
+            [TileTierChanged {
+                camera,
+                from: Some(RenderTier::Forward),
+                to: RenderTier::TileDeferred,
+                reason: TierChangeReason::MissingCleared,
+            }]
+        );
+    }
+}

@@ -1,0 +1,762 @@
+//! The camera-schedule systems of the tile path. `tile_deferred_pass` renders one tile view as
+//! a recipe of stages, each in its own file with one input and one output, in the order they
+//! run; `end_frame` retires what no view uses any more.
+//!
+//! 1. `view`: camera, target and lights -> the frame's description and GPU data
+//! 2. `plan`: declare, compile, fit the tile budget, check the shape
+//! 3. `render_passes`: render passes and their screen pipelines (cached by their key)
+//! 4. `resources`: attachments sized to the target, framebuffers
+//! 5. `draws`, `clusters` and `materials`: instanced draws, lights and their clusters, material
+//!    sets
+//! 6. `resources`: per-view buffers, descriptor sets, uploads
+//! 7. `render_passes`: G-buffer pipelines for what is drawn
+//! 8. `interop`: the wgpu side on Bevy's encoder (output init, transitions)
+//! 9. `record`: the raw render pass on an encoder of its own
+//! 10. `report`: what was planned, created and measured
+
+use super::{
+    interop, render_passes, resources,
+    view::{TileViewQuery, ViewFrame},
+};
+use crate::tile_deferred::gpu::keys::MaterialSetKey;
+use crate::tile_deferred::gpu::queries::FrameQueries;
+use crate::tile_deferred::{
+    error::{TileError, TileResult},
+    gpu::{
+        backend::{MaterialResources, PassResources, TileBackend, ViewResources},
+        pipelines::{LightingKey, PassesKey},
+        record::{MeshBinding, RecordedDraw, Recording, Step, record},
+        types::{GpuTonemapParams, tonemap_flags},
+    },
+    lighting::{
+        clusters::LightClusters,
+        environment::{
+            EnvironmentSources, TileEnvironmentMap, TileIrradianceVolumes, ViewEnvironment,
+        },
+    },
+    plan::{self, PlannedFrame, TransparentPass},
+    report::{self, TileClusterStats, TileViewReport},
+    scene::{
+        draws::{self, DrawList},
+        materials,
+        params::{self as scene, TileSceneParams},
+    },
+};
+use crate::{
+    device::DeviceProfile,
+    frame_graph::{DeviceCaps, ShadowMaps},
+    vulkan::{VulkanContext, conv, faults::FaultPoint, render_pass},
+};
+use ash::vk;
+use bevy::{
+    light::Skybox,
+    pbr::{DistanceFog, ViewShadowBindings},
+    platform::collections::HashMap,
+    prelude::*,
+    render::{
+        render_resource::TextureView,
+        renderer::{RenderContext, ViewQuery},
+        view::RenderVisibleEntities,
+    },
+};
+
+/// Frames a view, framebuffer or render pass stays after its last use.
+const KEEP_FRAMES: u64 = 3;
+/// Frames a material's set stays after its last use (materials come back often).
+const KEEP_MATERIAL_FRAMES: u64 = 60;
+
+/// Renders one tile-deferred camera.
+pub(crate) fn tile_deferred_pass(
+    view: ViewQuery<TileViewQuery>,
+    backend: Option<ResMut<TileBackend>>,
+    scene: TileSceneParams,
+    mut ctx: RenderContext,
+) {
+    let Some(mut backend) = backend else {
+        return;
+    };
+    let view = view.into_inner();
+    let Some(output_view) = view.target.out_texture() else {
+        return;
+    };
+    let camera = view.main_entity.id();
+    // A target the tile path cannot write falls back to Bevy from the next frame on; this
+    // frame shows Bevy's clear colour, not an image nobody wrote.
+    if let Some(format) = view.target.out_texture_view_format()
+        && conv::frame_graph_format(format).is_none()
+    {
+        interop::clear_unwritable_output(&view, &scene, &mut ctx);
+        let error = TileError::UnsupportedOutput {
+            format: format!("{format:?}"),
+        };
+        scene.reports.report_failure(camera, error.to_string());
+        return;
+    }
+    // 1. The view: nothing to draw into (zero-size, no output yet) draws nothing.
+    let Some(frame) = ViewFrame::gather(&view, &scene, &backend.context) else {
+        return;
+    };
+    // Bevy clears a target once per frame, whatever happens to the tile pass after.
+    interop::clear_output_like_bevy(&frame, view.target, &mut ctx);
+    // A wgpu pass loading a window image after the tile pass needs wgpu to see it as written.
+    interop::mark_window_output_written(&frame, &scene, output_view, &mut ctx);
+    // The output is this frame's colour target for wgpu too: a window frame then waits on the
+    // swapchain image's acquire and its present waits on the frame, whatever follows.
+    interop::claim_output(output_view, &mut ctx);
+    // Test hook: a fault armed by `TileFaultInjection` may strike this view's Vulkan calls.
+    let faults = scene.fault.as_deref().map(|fault| fault.for_view());
+    backend.context.faults.arm_for_view(faults);
+    // On frames that draw gizmos after the pass, the tile depth goes into Bevy's depth texture.
+    let overlay_depth = view
+        .view_depth
+        .filter(|_| view.draws_gizmos)
+        .map(|depth| depth.view());
+    // Set once the raw pass is handed to Bevy: from then on the output is written.
+    let mut output_written = false;
+    let rendered = render_view(
+        &mut backend,
+        &scene,
+        &frame,
+        view.visible,
+        view.shadow_maps,
+        (
+            view.skybox,
+            view.fog,
+            view.environment_map,
+            view.irradiance_volumes,
+        ),
+        (output_view, overlay_depth),
+        &mut ctx,
+        &mut output_written,
+    );
+    backend.context.faults.view_done();
+    match rendered {
+        Ok(report) => scene.reports.insert(camera, report),
+        // The main world lowers the camera's tier and logs it (`route_cameras`); the camera
+        // is drawn by the next tier from the next frame on.
+        Err(error) => {
+            // The output shows the camera's clear colour, not an image nobody wrote.
+            if !output_written {
+                interop::clear_output_of_failed_frame(&frame, output_view, &mut ctx);
+            }
+            scene::forget_failed_view_updates(&mut backend, frame.entity);
+            scene.reports.report_failure(camera, error.to_string());
+        }
+    }
+}
+
+fn render_view(
+    backend: &mut TileBackend,
+    scene: &TileSceneParams,
+    frame: &ViewFrame,
+    visible: &RenderVisibleEntities,
+    shadow_maps: Option<&ViewShadowBindings>,
+    (skybox, fog, environment_map, irradiance_volumes): (
+        Option<&Skybox>,
+        Option<&DistanceFog>,
+        Option<&TileEnvironmentMap>,
+        Option<&TileIrradianceVolumes>,
+    ),
+    (output_view, overlay_depth): (&TextureView, Option<&TextureView>),
+    ctx: &mut RenderContext,
+    output_written: &mut bool,
+) -> TileResult<TileViewReport> {
+    let started = std::time::Instant::now();
+    let frame_number = backend.frame;
+    if backend.context.faults.strike(FaultPoint::FrameStart) {
+        return Err(TileError::Injected {
+            step: "creating the render pass",
+        });
+    }
+    // 2. The plan: what the compiler decided for this view (cached while unchanged).
+    let caps = scene
+        .profile
+        .as_deref()
+        .map_or_else(DeviceCaps::desktop, DeviceProfile::frame_graph_caps);
+    // What is drawn decides whether the frame has a transparent pass. The debug views show
+    // G-buffer and light values: transparent meshes are left out of them.
+    let view_from_world = Mat4::from_cols_array_2d(&frame.gpu_view.view_from_world);
+    let mut drawn = DrawList::gather(
+        scene,
+        visible,
+        conv::samples(frame.desc.samples),
+        &view_from_world,
+    );
+    if frame.debug_view.shader_value() != 0 {
+        drawn.transparent.clear();
+    }
+    let view_desc = plan::ViewFrameDesc {
+        transparent: transparent_pass(frame, &drawn, skybox, fog.is_some()),
+        export_depth: overlay_depth.is_some(),
+        ..frame.desc
+    };
+    let (_, view_state) = resources::view_parts(backend, frame.entity)?;
+    let planned = plan::plan_frame(&view_desc, &caps, &mut view_state.graph_cache)?;
+    warn_once_if_msaa_lowered(backend, frame, &planned);
+    let PlannedFrame { compiled, desc, .. } = &planned;
+    drawn.set_target(
+        conv::samples(desc.samples),
+        matches!(desc.transparent, TransparentPass::BeforeTonemap { .. }),
+    );
+
+    // 3. The render passes and their lighting and tonemap pipelines, the lighting specialised
+    // for the shadows the frame samples (what is drawn, gathered first, says which).
+    let lighting = LightingKey::new(frame.gpu_view.counts[2], samples_shadows(frame, &drawn));
+    let descriptions = render_pass::describe_frame(compiled, (planned.output, frame.output_kind));
+    let key = render_passes::ensure_render_passes(backend, &descriptions, compiled, lighting)?;
+    let render_passes = backend.render_passes[&key].render_passes.clone();
+
+    // 4. The view's attachments (everything but the output) and the framebuffers over them.
+    let (mut device, view_state) = resources::view_parts(backend, frame.entity)?;
+    resources::ensure_attachments(&mut device, view_state, frame, compiled)?;
+    view_state.render_pass_key = key.clone();
+    view_state.last_used = frame_number;
+    let passes = resources::framebuffers(
+        device.context,
+        device.graveyard,
+        view_state,
+        frame_number,
+        frame,
+        &planned,
+        &render_passes,
+        &[(plan::names::OUTPUT, output_view)]
+            .into_iter()
+            // Bevy's depth texture, where the plan exports the tile depth into it.
+            .chain(overlay_depth.map(|depth| (plan::names::VIEW_DEPTH, depth)))
+            .collect::<Vec<_>>(),
+    )?;
+
+    // 5. The clusters the lights reach, and the materials the draws use.
+    let assigning = std::time::Instant::now();
+    // The G-buffer debug views show no lights: nothing to assign.
+    let lights = if frame.debug_view.replaces_lighting() {
+        &[][..]
+    } else {
+        &drawn.lights[..]
+    };
+    // On the GPU (a compute dispatch before the render pass; the CPU prepares each light's
+    // reach and the grid), unless the render world asks for the CPU reference.
+    let clusters = LightClusters::for_view(
+        &frame.gpu_view,
+        frame.viewport,
+        lights,
+        scene.cpu_light_assignment.is_some(),
+    );
+    let assignment_ms = assigning.elapsed().as_secs_f64() * 1000.0;
+    for draw in drawn.all() {
+        materials::ensure_material(backend, scene, draw.material_set_key())?;
+    }
+
+    // 6. Per-view buffers and descriptor sets (with Bevy's shadow maps); this frame's data
+    // queued for upload.
+    let lut = materials::lut_image(scene, frame.tonemapping);
+    let shadow_maps = shadow_maps.ok_or(TileError::Missing {
+        step: "finding Bevy's shadow maps for the view",
+    })?;
+    let shadow_map_views =
+        backend
+            .shadow_map_views
+            .update(&backend.context, &mut backend.graveyard, shadow_maps)?;
+    let exposure = frame.gpu_view.exposure[0];
+    let sources = EnvironmentSources {
+        images: &scene.images,
+        fallback_cube: &scene.fallback_image.cube,
+        fallback_volume: &scene.fallback_image.d3,
+        samplers: &scene.environment_samplers,
+    };
+    let environment = ViewEnvironment::gather(
+        backend,
+        sources,
+        skybox,
+        fog,
+        environment_map,
+        irradiance_volumes,
+        exposure,
+    )?;
+    let cluster_assign = (
+        backend.cluster_assign,
+        backend
+            .layouts
+            .as_ref()
+            .map_or(vk::PipelineLayout::null(), |l| l.cluster_assign_layout),
+    );
+    let (mut device, view_state) = resources::view_parts(backend, frame.entity)?;
+    let bindings = resources::prepare_view_data(
+        &mut device,
+        view_state,
+        frame,
+        compiled,
+        &drawn,
+        &clusters,
+        cluster_assign,
+        lut,
+        &environment,
+        shadow_map_views,
+    )?;
+
+    // 7. Pipelines for every (mesh layout, material state) drawn.
+    let (context, layouts, shaders, pass) = backend.pipeline_parts(&key)?;
+    render_passes::ensure_mesh_pipelines(context, layouts, shaders, pass, drawn.all())?;
+
+    // 8. The wgpu side, on Bevy's encoder: output init and transitions.
+    interop::prepare_wgpu_resources(
+        &mut backend.initialized_outputs,
+        frame_number,
+        scene,
+        frame,
+        (output_view, overlay_depth),
+        &drawn.all().collect::<Vec<_>>(),
+        &[lut]
+            .into_iter()
+            .chain(environment.textures().map(|t| t.image))
+            .collect::<Vec<_>>(),
+        [
+            &shadow_maps.point_light_depth_texture,
+            &shadow_maps.directional_light_depth_texture,
+        ],
+        ctx,
+    );
+
+    // 9. The raw pass, on an encoder of its own.
+    let mesh_bindings = draws::mesh_bindings(scene, &drawn.draws)?;
+    let transparent_bindings = draws::mesh_bindings(scene, &drawn.transparent)?;
+    let view_state = resources::view_mut(&mut backend.views, frame.entity)?;
+    let queries = FrameQueries::take(
+        view_state,
+        &backend.context,
+        frame_number,
+        desc.samples,
+        frame.viewport,
+    );
+    // An HDR camera's transparent pass blends into the light (see `transparent_pass`).
+    let into_light = matches!(desc.transparent, TransparentPass::BeforeTonemap { .. });
+    let recording = Recording {
+        passes,
+        view_set: bindings.view_set,
+        gbuffer_set: bindings.gbuffer_set,
+        tonemap_set: bindings.tonemap_set,
+        instance_buffer: bindings.instance_buffer,
+        cluster_dispatch: bindings.cluster_dispatch,
+        timestamps: queries.timestamps,
+        edge_query: queries.edge_query,
+        samples: desc.samples,
+        lighting_tonemaps: desc.lighting_tonemaps(),
+        transparent_pass: desc.transparent,
+        steps: compiled
+            .native_passes
+            .iter()
+            .flat_map(|native| &native.subpasses)
+            .filter_map(|subpass| Step::of(&subpass.name))
+            .collect(),
+        // Tonemap reads an HDR camera's background from the light (clear colour or skybox,
+        // and the transparent meshes over it), already fogged.
+        tonemap_params: GpuTonemapParams {
+            mode: {
+                let mut mode = frame.tonemap.mode;
+                if into_light {
+                    mode[3] |= tonemap_flags::BACKGROUND_IN_LIGHT;
+                }
+                if into_light && fog.is_some() {
+                    mode[3] |= tonemap_flags::FOG_IN_LIGHT;
+                }
+                mode
+            },
+            ..frame.tonemap
+        },
+        sky_into_light: into_light && skybox.is_some_and(|skybox| skybox.image.is_some()),
+        fog_into_light: into_light && fog.is_some(),
+        ..recording_of(
+            backend,
+            frame,
+            &key,
+            &drawn,
+            mesh_bindings,
+            transparent_bindings,
+        )?
+    };
+    backend.zero_buffer_filled = true;
+    let draw_count = recording.draws.len() + recording.transparent_draws.len();
+    // Test hook: a submission that fails, i.e. a recorded command buffer that never runs.
+    let lost = backend
+        .context
+        .faults
+        .strike(FaultPoint::Submit)
+        .then(|| (recording.updates.clone(), recording.fill_zero_buffer));
+    let command_buffer = record(&backend.context, ctx, recording);
+    if let Some((updates, filled)) = lost {
+        drop(command_buffer);
+        let view = frame.entity;
+        return Err(scene::command_buffer_lost(
+            backend,
+            view,
+            frame_number,
+            updates,
+            filled,
+        ));
+    }
+    ctx.add_command_buffer(command_buffer);
+    *output_written = true;
+
+    // 10. The report: what was planned, created, drawn and measured, and the price of the
+    // frame with Bevy's shadow passes.
+    let shadow_plan = shadow_maps_rendered(frame, &drawn, shadow_maps);
+    let view_state = resources::view_mut(&mut backend.views, frame.entity)?;
+    let priced = if shadow_plan == ShadowMaps::NONE {
+        compiled.clone()
+    } else {
+        plan::price_with_shadows(desc, &caps, &shadow_plan, &mut view_state.priced_cache)?
+    };
+    let report = TileViewReport {
+        attachments: report::attachment_reports(compiled, &descriptions, &view_state.attachments),
+        subpass_count: descriptions.iter().map(|d| d.subpasses.len()).sum(),
+        render_passes_recorded: descriptions.len(),
+        draws: draw_count,
+        instances: drawn.instances.len(),
+        clustered_lights: drawn.lights.len(),
+        clusters: cluster_stats(&clusters, view_state, assignment_ms),
+        frame: frame_number,
+        compiled: compiled.clone(),
+        priced,
+        shadow_maps: shadow_plan,
+        gpu_times: queries.gpu_times,
+        cpu_ms: started.elapsed().as_secs_f64() * 1000.0,
+        samples: desc.samples,
+        per_sample_fraction: queries.per_sample_fraction,
+        // Filled in by the UI's composite, after the tile pass (feature `ui`).
+        ui_pass: None,
+        // Filled in by the gizmo pass, after the tile pass.
+        gizmo_pass: None,
+    };
+    view_state.compiled = Some(planned.compiled);
+    Ok(report)
+}
+
+/// What the report says about the view's clusters: a CPU assignment's own occupancy, or the
+/// latest the GPU's assignment sent back (a frame or more late; none before the first).
+fn cluster_stats(
+    clusters: &LightClusters,
+    view: &ViewResources,
+    assignment_ms: f64,
+) -> TileClusterStats {
+    match clusters {
+        LightClusters::Cpu(assignment) => assignment.stats(assignment_ms),
+        LightClusters::Gpu(inputs) => {
+            let (max, mean) = if inputs.words == 0 {
+                (0, 0.0)
+            } else {
+                view.cluster_stats.latest().unwrap_or_default()
+            };
+            TileClusterStats {
+                dimensions: inputs.grid.dims.to_array(),
+                tile_size: inputs.grid.tile_size,
+                max_lights_per_cluster: max,
+                mean_lights_per_occupied_cluster: mean,
+                assignment_ms,
+                mask_bytes: clusters.mask_bytes(),
+                assigned_on_gpu: true,
+            }
+        }
+    }
+}
+
+/// The recording of a frame's draws with the pipelines of the render passes of `key`; the
+/// caller fills in the per-view parts (passes, sets, queries).
+fn recording_of(
+    backend: &mut TileBackend,
+    frame: &ViewFrame,
+    key: &PassesKey,
+    drawn: &DrawList,
+    mesh_bindings: Vec<MeshBinding>,
+    transparent_bindings: Vec<MeshBinding>,
+) -> TileResult<Recording> {
+    let missing = |step| TileError::Missing { step };
+    let pass = backend
+        .render_passes
+        .get(key)
+        .ok_or(missing("finding the frame's render passes"))?;
+    let layouts = backend
+        .layouts
+        .as_ref()
+        .ok_or(missing("finding the tile layouts"))?;
+    let zero_buffer = backend
+        .zero_buffer
+        .as_ref()
+        .ok_or(missing("finding the zero vertex buffer"))?;
+    let recording = Recording {
+        passes: Vec::new(),
+        render_area: vk::Rect2D {
+            offset: vk::Offset2D {
+                x: frame.viewport.x as i32,
+                y: frame.viewport.y as i32,
+            },
+            extent: vk::Extent2D {
+                width: frame.viewport.z,
+                height: frame.viewport.w,
+            },
+        },
+        pipeline_layout: layouts.pipeline_layout(frame.desc.unmerged),
+        view_set: vk::DescriptorSet::null(),
+        gbuffer_set: vk::DescriptorSet::null(),
+        tonemap_set: vk::DescriptorSet::null(),
+        lighting: pass.lighting,
+        tonemap: pass.tonemap,
+        tonemap_params: frame.tonemap,
+        zero_buffer: zero_buffer.buffer,
+        fill_zero_buffer: !backend.zero_buffer_filled,
+        instance_buffer: vk::Buffer::null(),
+        updates: std::mem::take(&mut backend.pending_updates),
+        draws: recorded_draws(&backend.materials, pass, &drawn.draws, mesh_bindings),
+        lighting_tonemaps: false,
+        transparent_pass: TransparentPass::None,
+        transparent_draws: recorded_draws(
+            &backend.materials,
+            pass,
+            &drawn.transparent,
+            transparent_bindings,
+        ),
+        timestamps: None,
+        samples: 1,
+        msaa_flags: frame.msaa_flags,
+        debug_view: frame.debug_view.shader_value(),
+        edge_query: None,
+        stencil_split: pass.stencil_split,
+        edge_counter: pass.edge_counter,
+        depth_export: pass.depth_export,
+        light_finish: pass.light_finish,
+        sky_into_light: false,
+        fog_into_light: false,
+        steps: Vec::new(),
+        cluster_dispatch: None,
+    };
+    Ok(recording)
+}
+
+/// Where the view's transparent meshes go, if it draws any (see [`TransparentPass`]): an HDR
+/// camera blends them into the light, as Bevy blends them into its HDR main texture, where the
+/// light starts as the clear colour (the camera clears its output) or the skybox, over surfaces
+/// already fogged (the lighting subpass draws the skybox and the fog into the light first:
+/// per sample with MSAA, which needs the stencil split's sample-rate shading); otherwise over
+/// the tone-mapped output.
+fn transparent_pass(
+    frame: &ViewFrame,
+    drawn: &DrawList,
+    skybox: Option<&Skybox>,
+    fog: bool,
+) -> TransparentPass {
+    if drawn.transparent.is_empty() {
+        return TransparentPass::None;
+    }
+    let clear = frame.tonemap.clear_color;
+    let skybox = skybox.is_some_and(|skybox| skybox.image.is_some());
+    let per_sample = frame.desc.samples == 1 || frame.desc.stencil_split();
+    let into_light = per_sample || !(skybox || fog);
+    if frame.hdr && !frame.desc.keep_output && (clear[3] > 0.5 || skybox) && into_light {
+        TransparentPass::BeforeTonemap {
+            light_clear: [clear[0], clear[1], clear[2]].map(f32::to_bits),
+        }
+    } else {
+        TransparentPass::AfterTonemap
+    }
+}
+
+/// `draws` resolved to their pipelines and material sets (a draw whose pipeline or material set
+/// is missing is left out).
+fn recorded_draws(
+    materials: &HashMap<MaterialSetKey, MaterialResources>,
+    pass: &PassResources,
+    draws: &[draws::Draw],
+    bindings: Vec<MeshBinding>,
+) -> Vec<RecordedDraw> {
+    draws
+        .iter()
+        .zip(bindings)
+        .filter_map(|(draw, binding)| {
+            Some(RecordedDraw {
+                pipeline: *pass.mesh_pipelines.get(&draw.pipeline_key)?,
+                material_set: materials.get(&draw.material_set_key())?.set,
+                binding,
+                first_instance: draw.first_instance,
+                instance_count: draw.instance_count,
+            })
+        })
+        .collect()
+}
+
+/// Whether the view's lighting samples any shadow map this frame: a directional light with
+/// cascades, or a point or spot light with a shadow map. The G-buffer debug views light
+/// nothing.
+fn samples_shadows(frame: &ViewFrame, drawn: &DrawList) -> bool {
+    if frame.debug_view.replaces_lighting() {
+        return false;
+    }
+    directional_cascades(frame) > 0 || drawn.lights.iter().any(|light| light.shadow[3] >= 0.0)
+}
+
+/// The cascades the view's directional lights sample (Bevy renders them for this view).
+fn directional_cascades(frame: &ViewFrame) -> u32 {
+    let view = &frame.gpu_view;
+    let directional = (view.counts[0] as usize).min(view.directional_lights.len());
+    view.directional_lights[..directional]
+        .iter()
+        .map(|light| light.shadow_cascades[0])
+        .sum()
+}
+
+/// The shadow maps Bevy rendered this frame that the view samples: its own directional
+/// cascades, and the spot and point maps of the frame (rendered once for every camera).
+fn shadow_maps_rendered(
+    frame: &ViewFrame,
+    drawn: &DrawList,
+    textures: &ViewShadowBindings,
+) -> ShadowMaps {
+    let layers = &drawn.shadow_layers;
+    let maps = ShadowMaps {
+        cascades: directional_cascades(frame),
+        spot_maps: layers.spot_shadow_maps as u32,
+        array_size: textures.directional_light_depth_texture.width(),
+        cubes: layers.point_shadow_maps as u32,
+        cube_size: textures.point_light_depth_texture.width(),
+    };
+    if maps.pass_count() == 0 {
+        ShadowMaps::NONE
+    } else {
+        maps
+    }
+}
+
+/// Says once per camera why it renders with fewer samples than its `Msaa` asks for.
+fn warn_once_if_msaa_lowered(backend: &mut TileBackend, frame: &ViewFrame, planned: &PlannedFrame) {
+    let notes: Vec<&str> = [frame.msaa_note.as_deref(), planned.msaa_note.as_deref()]
+        .into_iter()
+        .flatten()
+        .collect();
+    if !notes.is_empty() && backend.reported.insert((frame.entity, "msaa")) {
+        warn!(
+            "bevy_tile_deferred: camera {}: asked for {}x MSAA, rendering {}x: {}",
+            frame.entity,
+            frame.requested_samples,
+            planned.desc.samples,
+            notes.join("; ")
+        );
+    }
+}
+
+/// Retires views, framebuffers, materials and render passes no longer used, seals this frame's
+/// retired objects behind its submission, and destroys what the GPU has finished with.
+pub(crate) fn end_frame(
+    backend: Option<ResMut<TileBackend>>,
+    queue: Res<bevy::render::renderer::RenderQueue>,
+    reports: Res<crate::tile_deferred::report::TileRenderReports>,
+) {
+    let Some(mut backend) = backend else { return };
+    let backend = &mut *backend;
+    let frame = backend.frame;
+    reports.forget_older_than(frame, KEEP_FRAMES);
+    let stale_views: Vec<Entity> = backend
+        .views
+        .iter()
+        .filter(|(_, v)| frame.saturating_sub(v.last_used) > KEEP_FRAMES)
+        .map(|(e, _)| *e)
+        .collect();
+    for entity in stale_views {
+        let view = backend.views.remove(&entity).unwrap();
+        backend.retire_view(view);
+    }
+    let mut stale_framebuffers = Vec::new();
+    for view in backend.views.values_mut() {
+        view.framebuffers.retain(|_, (framebuffer, used)| {
+            let keep = frame.saturating_sub(*used) <= KEEP_FRAMES;
+            if !keep {
+                stale_framebuffers.push(*framebuffer);
+            }
+            keep
+        });
+    }
+    if !stale_framebuffers.is_empty() {
+        backend.graveyard.retire(Box::new(move |c: &VulkanContext| {
+            stale_framebuffers
+                .into_iter()
+                .for_each(|fb| c.destroy_framebuffer(fb));
+        }));
+    }
+    let stale_materials: Vec<MaterialSetKey> = backend
+        .materials
+        .iter()
+        .filter(|(_, m)| frame.saturating_sub(m.last_used) > KEEP_MATERIAL_FRAMES)
+        .map(|(id, _)| *id)
+        .collect();
+    for id in stale_materials {
+        let material = backend.materials.remove(&id).unwrap();
+        backend.retire_material(material);
+    }
+    let used_keys: Vec<PassesKey> = backend
+        .views
+        .values()
+        .map(|v| v.render_pass_key.clone())
+        .collect();
+    let stale_passes: Vec<PassesKey> = backend
+        .render_passes
+        .iter()
+        .filter(|(key, p)| {
+            !used_keys.contains(key) && frame.saturating_sub(p.last_used) > KEEP_FRAMES
+        })
+        .map(|(key, _)| key.clone())
+        .collect();
+    for key in stale_passes {
+        let pass = backend.render_passes.remove(&key).unwrap();
+        backend.retire_pass(pass);
+    }
+    backend
+        .initialized_outputs
+        .retain(|_, used| frame.saturating_sub(*used) <= KEEP_FRAMES);
+    let done = backend.graveyard.seal_after_submit(&queue);
+    for view in backend.views.values_mut() {
+        view.cluster_stats.submitted(&done);
+    }
+    backend.graveyard.collect(&backend.context);
+    let in_flight = pace_frames(backend, done);
+    reports
+        .most_frames_in_flight
+        .fetch_max(in_flight, std::sync::atomic::Ordering::Relaxed);
+    backend.frame += 1;
+}
+
+/// Tile frames the GPU may have queued before the render world waits for the oldest.
+const MAX_FRAMES_IN_FLIGHT: usize = 3;
+/// The longest the render world waits for one frame (a hung GPU must not hang the app).
+const PACING_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Frame pacing: at most [`MAX_FRAMES_IN_FLIGHT`] frames that drew a tile view are queued on the
+/// GPU. A window's swapchain paces an app by itself; an app drawing into images that never
+/// waits for the GPU (a benchmark, a server, a headless test) otherwise queues frames as fast as
+/// its CPU records them, and at shutdown wgpu waits for all of them, panicking past its own
+/// timeout (wgpu-core queue.rs: "We timed out while waiting on the last successful submission to
+/// complete!"; the H200 did, 4K tile cameras, 300 frames queued). Frames without a tile view
+/// (Bevy's own cameras only) are not paced: the crate does not change what they cost. Returns
+/// how many were in flight before pacing.
+fn pace_frames(
+    backend: &mut TileBackend,
+    done: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> usize {
+    use std::sync::atomic::Ordering;
+    let frame = backend.frame;
+    if backend.views.values().any(|view| view.last_used == frame) {
+        backend.frames_in_flight.push_back(done);
+    }
+    backend
+        .frames_in_flight
+        .retain(|done| !done.load(Ordering::Acquire));
+    let in_flight = backend.frames_in_flight.len();
+    while backend.frames_in_flight.len() > MAX_FRAMES_IN_FLIGHT {
+        let Some(oldest) = backend.frames_in_flight.pop_front() else {
+            break;
+        };
+        if !backend.context.poll_until(&oldest, PACING_TIMEOUT) {
+            warn!(
+                "bevy_tile_deferred: the GPU did not finish a frame within {PACING_TIMEOUT:?}; \
+                 not waiting for it any longer"
+            );
+        }
+    }
+    in_flight
+}

@@ -1,0 +1,597 @@
+//! The render-world state of the tile path: the Vulkan objects it owns and their caches.
+
+use super::{
+    cluster_stats::ClusterStatsReadback,
+    keys::{MaterialSetKey, SamplerKey},
+    pipelines::{GbufferPipelineKey, LightingKey, PassesKey, PipelineTarget},
+    shaders::{ShaderId, TileLayouts, TileShaders, Variant},
+    shadow_views::ShadowMapViews,
+    types::GpuMaterial,
+};
+use crate::tile_deferred::error::{TileError, TileResult};
+use crate::{
+    frame_graph::{CompiledFrame, FrameGraphCache, ResourceId},
+    vulkan::{
+        Graveyard, VulkanContext,
+        context::DeadObject,
+        faults::FaultPoint,
+        memory::{AttachmentImage, DeviceBuffer},
+        timing::TimestampQueries,
+    },
+};
+use ash::vk;
+use bevy::{
+    ecs::entity::EntityHashMap,
+    platform::collections::{HashMap, HashSet},
+    prelude::*,
+    render::render_resource::TextureViewId,
+};
+
+/// The tile path's Vulkan state: created at render start-up on a Vulkan device.
+#[derive(Resource)]
+pub(crate) struct TileBackend {
+    pub(crate) layouts: Option<TileLayouts>,
+    pub(crate) shaders: Option<TileShaders>,
+    /// The light assignment (`shaders/cluster_assign.comp`), dispatched before a view's render
+    /// pass.
+    pub(crate) cluster_assign: vk::Pipeline,
+    /// A 16-byte zero buffer feeding vertex attributes a mesh lacks (stride 0).
+    pub(crate) zero_buffer: Option<DeviceBuffer>,
+    pub(crate) zero_buffer_filled: bool,
+    pub(crate) samplers: HashMap<SamplerKey, vk::Sampler>,
+    pub(crate) lut_sampler: vk::Sampler,
+    /// Nearest, clamped: the unmerged tier's attachment textures (fetched with `texelFetch`).
+    pub(crate) attachment_sampler: vk::Sampler,
+    /// Depth comparison (GREATER_OR_EQUAL, reverse-Z), linear, clamped: Bevy's shadow samplers.
+    pub(crate) shadow_sampler: vk::Sampler,
+    /// The crate's views of Bevy's shadow textures.
+    pub(crate) shadow_map_views: ShadowMapViews,
+    pub(crate) material_pools: Vec<vk::DescriptorPool>,
+    /// By material and lightmap (`MaterialSetKey`).
+    pub(crate) materials: HashMap<MaterialSetKey, MaterialResources>,
+    pub(crate) render_passes: HashMap<PassesKey, PassResources>,
+    pub(crate) views: EntityHashMap<ViewResources>,
+    /// Output image views wgpu has seen initialised (see `interop::prepare_wgpu_resources`).
+    pub(crate) initialized_outputs: HashMap<TextureViewId, u64>,
+    pub(crate) graveyard: Graveyard,
+    pub(crate) frame: u64,
+    /// Buffer updates recorded at the start of the next raw command buffer.
+    pub(crate) pending_updates: Vec<(vk::Buffer, Vec<u8>)>,
+    /// Cameras reported once (unsupported settings).
+    pub(crate) reported: HashSet<(Entity, &'static str)>,
+    /// How long dropping the backend waits for the GPU ([`TEARDOWN_WAIT`]; tests shorten it).
+    pub(crate) teardown_wait: std::time::Duration,
+    /// The done flags of the last frames that drew a tile view and that the GPU may still be
+    /// running, oldest first (`pass::pace_frames`).
+    pub(crate) frames_in_flight:
+        std::collections::VecDeque<std::sync::Arc<std::sync::atomic::AtomicBool>>,
+    // Declared last: dropped after everything above was destroyed in `Drop`.
+    pub(crate) context: VulkanContext,
+}
+
+/// A material's uniform buffer and descriptor set, valid for one material generation and one
+/// set of texture views.
+pub(crate) struct MaterialResources {
+    pub generation: u64,
+    /// The five material textures', then the lightmap's.
+    pub texture_views: [vk::ImageView; 6],
+    /// The wgpu views behind `texture_views`, held as long as the descriptor set can be used:
+    /// wgpu would destroy a dropped view without knowing the set refers to it.
+    pub _texture_keep_alive: Vec<bevy::render::render_resource::TextureView>,
+    pub buffer: DeviceBuffer,
+    pub set: vk::DescriptorSet,
+    pub pool: vk::DescriptorPool,
+    pub last_used: u64,
+}
+
+/// The render passes of one plan (one for the merged tiers, one per pass unmerged) and the
+/// pipelines built for them.
+pub(crate) struct PassResources {
+    /// In recording order; the last one writes the output.
+    pub render_passes: Vec<vk::RenderPass>,
+    /// Where the G-buffer pipelines go (built on demand, per mesh layout and material state).
+    pub gbuffer_target: PipelineTarget,
+    /// Where the transparent pipelines go, where the plan has a transparent pass.
+    pub transparent_target: Option<PipelineTarget>,
+    /// The lighting specialisation the transparent pipelines are built with (the pass's key).
+    pub lighting_key: LightingKey,
+    /// The G-buffer and transparent pipelines built so far (`GbufferPipelineKey::transparent`
+    /// tells them apart).
+    pub mesh_pipelines: HashMap<GbufferPipelineKey, vk::Pipeline>,
+    /// The one lighting draw (with the stencil split: of the interior pixels, once each).
+    pub lighting: vk::Pipeline,
+    pub tonemap: vk::Pipeline,
+    /// The MSAA stencil split (`None` otherwise): edge marking, then the edge pixels' lighting
+    /// per sample (`lighting` lights the other pixels once).
+    pub stencil_split: Option<StencilSplitPipelines>,
+    /// MSAA without the stencil split (null otherwise): the classification draw, without
+    /// stencil or colour writes, that the occlusion query counts the edge pixels with.
+    pub edge_counter: vk::Pipeline,
+    /// Where the plan has a depth export (gizmo frames; null otherwise): the tile depth written
+    /// into Bevy's depth texture.
+    pub depth_export: vk::Pipeline,
+    /// Where an HDR camera's transparent pass comes before tonemap (and the lighting subpass
+    /// can shade per sample): the skybox and fog draws that bring them into the light first.
+    pub light_finish: Option<LightFinishPipelines>,
+    pub last_used: u64,
+}
+
+/// The lighting subpass's last draws before an HDR camera's transparent pass
+/// (`shaders/light_finish.frag`): the skybox into background samples, and the fog's extinction
+/// and inscattering on surface samples.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct LightFinishPipelines {
+    pub sky: vk::Pipeline,
+    pub fog_multiply: vk::Pipeline,
+    pub fog_add: vk::Pipeline,
+}
+
+/// The pipelines only the MSAA stencil split uses.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct StencilSplitPipelines {
+    pub classify: vk::Pipeline,
+    pub lighting_per_sample: vk::Pipeline,
+}
+
+/// Per-camera state.
+pub(crate) struct ViewResources {
+    pub graph_cache: FrameGraphCache,
+    /// The plan with Bevy's shadow passes, compiled for its price (`plan::price_with_shadows`).
+    pub priced_cache: FrameGraphCache,
+    /// The compiled plan of the last frame (also mirrored for tests and the inspector).
+    pub compiled: Option<CompiledFrame>,
+    pub render_pass_key: PassesKey,
+    /// Attachments the view owns (everything but the output), sized to the target.
+    pub attachments: Vec<(ResourceId, AttachmentImage)>,
+    pub attachments_extent: vk::Extent2D,
+    /// Framebuffers by the imported views they hold (the output, and on gizmo frames Bevy's
+    /// depth texture; none for the unmerged tier's render passes that write neither) and render
+    /// pass (a framebuffer is only valid with render passes compatible with the one it was made
+    /// for).
+    pub framebuffers: HashMap<(Vec<TextureViewId>, vk::RenderPass), (vk::Framebuffer, u64)>,
+    pub view_buffer: DeviceBuffer,
+    pub light_buffer: DeviceBuffer,
+    /// The light clusters' masks (`clusters::ClusterAssignment::masks`), uploaded or written
+    /// by the GPU's assignment.
+    pub cluster_buffer: DeviceBuffer,
+    /// The GPU assignment's inputs: the lights' reaches and the cluster boxes' extents
+    /// (`clusters::ClusterInputs`).
+    pub reach_buffer: DeviceBuffer,
+    pub extent_buffer: DeviceBuffer,
+    /// The GPU assignment's statistics, read back a frame or more late.
+    pub cluster_stats: ClusterStatsReadback,
+    pub instance_buffer: DeviceBuffer,
+    /// Joint matrices and morph weights of the view's instances (`draws::AnimationData`).
+    pub animation_buffer: DeviceBuffer,
+    /// The morph target displacements of the meshes the view draws.
+    pub displacement_buffer: DeviceBuffer,
+    /// Which displacements `displacement_buffer` holds (their generations, in order), once
+    /// uploaded; `None`: nothing valid.
+    pub displacements_uploaded: Option<Vec<u64>>,
+    pub pool: vk::DescriptorPool,
+    pub view_set: vk::DescriptorSet,
+    pub gbuffer_set: vk::DescriptorSet,
+    pub tonemap_set: vk::DescriptorSet,
+    /// The sets 2 and 3 hold textures (the unmerged tier) rather than input attachments.
+    pub sampled_sets: bool,
+    /// The views written into `gbuffer_set`/`tonemap_set` (rewritten when they change).
+    pub input_views: Vec<vk::ImageView>,
+    /// Something the sets reference was replaced (a grown buffer, rebuilt attachments) and
+    /// replacing the sets failed: they must not be bound, nor written in place (a frame in
+    /// flight may use them), until fresh ones are allocated.
+    pub sets_outdated: bool,
+    /// The wgpu view of the tonemapping LUT written into `tonemap_set`, held while the set
+    /// can be used.
+    pub lut_keep_alive: Option<bevy::render::render_resource::TextureView>,
+    /// The skybox cube written into `tonemap_set` and the environment map's cubes written into
+    /// `gbuffer_set` (Bevy's fallback cube where there is none), held like the LUT, and the
+    /// samplers they were written with (`environment::ViewEnvironment::textures`).
+    pub environment_keep_alive: Vec<bevy::render::render_resource::TextureView>,
+    pub environment_samplers: Vec<vk::Sampler>,
+    /// GPU timestamps: before the pass, after each subpass.
+    pub timestamps: Option<TimestampQueries>,
+    /// Occlusion query counting the pixels lit per sample (MSAA).
+    pub edge_queries: Option<TimestampQueries>,
+    pub last_used: u64,
+}
+
+impl TileBackend {
+    /// Creates the backend's shared objects on `context`.
+    pub fn new(context: VulkanContext) -> Result<Self, vk::Result> {
+        let mut backend = Self {
+            layouts: None,
+            shaders: None,
+            cluster_assign: vk::Pipeline::null(),
+            zero_buffer: None,
+            zero_buffer_filled: false,
+            samplers: HashMap::default(),
+            lut_sampler: vk::Sampler::null(),
+            attachment_sampler: vk::Sampler::null(),
+            shadow_sampler: vk::Sampler::null(),
+            shadow_map_views: ShadowMapViews::default(),
+            material_pools: Vec::new(),
+            materials: HashMap::default(),
+            render_passes: HashMap::default(),
+            views: EntityHashMap::default(),
+            initialized_outputs: HashMap::default(),
+            graveyard: Graveyard::default(),
+            frame: 0,
+            pending_updates: Vec::new(),
+            reported: HashSet::default(),
+            teardown_wait: TEARDOWN_WAIT,
+            frames_in_flight: Default::default(),
+            context,
+        };
+        // On error, `Drop` releases whatever was created.
+        backend.layouts = Some(TileLayouts::new(&backend.context)?);
+        backend.shaders = Some(TileShaders::new(&backend.context)?);
+        if let (Some(layouts), Some(shaders)) = (&backend.layouts, &backend.shaders) {
+            backend.cluster_assign = backend.context.create_compute_pipeline(
+                layouts.cluster_assign_layout,
+                shaders.get(ShaderId::ClusterAssign, Variant::BASE),
+            )?;
+        }
+        backend.zero_buffer = Some(backend.context.create_device_buffer(
+            "tile zero vertex buffer",
+            16,
+            vk::BufferUsageFlags::VERTEX_BUFFER,
+        )?);
+        backend.lut_sampler = backend.create_sampler(&SamplerKey {
+            address: [0; 3],
+            mag_linear: true,
+            min_linear: true,
+            mip_linear: true,
+            anisotropy: 1,
+            lod_clamp: [0.0f32.to_bits(), vk::LOD_CLAMP_NONE.to_bits()],
+            border: 0,
+        })?;
+        backend.attachment_sampler = backend.create_sampler(&SamplerKey {
+            address: [0; 3],
+            mag_linear: false,
+            min_linear: false,
+            mip_linear: false,
+            anisotropy: 1,
+            lod_clamp: [0.0f32.to_bits(), vk::LOD_CLAMP_NONE.to_bits()],
+            border: 0,
+        })?;
+        backend.shadow_sampler = backend.create_shadow_sampler()?;
+        Ok(backend)
+    }
+
+    /// What building pipelines for the render passes of `key` borrows: the device, the
+    /// shaders' layouts and modules, and the passes' pipeline cache.
+    pub fn pipeline_parts(
+        &mut self,
+        key: &PassesKey,
+    ) -> TileResult<(
+        &VulkanContext,
+        &TileLayouts,
+        &TileShaders,
+        &mut PassResources,
+    )> {
+        let missing = |step| TileError::Missing { step };
+        let layouts = self
+            .layouts
+            .as_ref()
+            .ok_or(missing("finding the tile layouts"))?;
+        let shaders = self
+            .shaders
+            .as_ref()
+            .ok_or(missing("finding the tile shaders"))?;
+        let pass = self
+            .render_passes
+            .get_mut(key)
+            .ok_or(missing("finding the frame's render passes"))?;
+        Ok((&self.context, layouts, shaders, pass))
+    }
+
+    pub fn layouts(&self) -> &TileLayouts {
+        self.layouts.as_ref().expect("created in TileBackend::new")
+    }
+
+    fn create_sampler(&self, key: &SamplerKey) -> Result<vk::Sampler, vk::Result> {
+        let address = |mode: u8| match mode {
+            1 => vk::SamplerAddressMode::REPEAT,
+            2 => vk::SamplerAddressMode::MIRRORED_REPEAT,
+            3 => vk::SamplerAddressMode::CLAMP_TO_BORDER,
+            _ => vk::SamplerAddressMode::CLAMP_TO_EDGE,
+        };
+        let filter = |linear: bool| {
+            if linear {
+                vk::Filter::LINEAR
+            } else {
+                vk::Filter::NEAREST
+            }
+        };
+        let anisotropy = f32::from(key.anisotropy)
+            .min(self.context.limits.max_sampler_anisotropy)
+            .max(1.0);
+        let info = vk::SamplerCreateInfo::default()
+            .mag_filter(filter(key.mag_linear))
+            .min_filter(filter(key.min_linear))
+            .mipmap_mode(if key.mip_linear {
+                vk::SamplerMipmapMode::LINEAR
+            } else {
+                vk::SamplerMipmapMode::NEAREST
+            })
+            .address_mode_u(address(key.address[0]))
+            .address_mode_v(address(key.address[1]))
+            .address_mode_w(address(key.address[2]))
+            // wgpu enables samplerAnisotropy whenever the device has it.
+            .anisotropy_enable(anisotropy > 1.0)
+            .max_anisotropy(anisotropy)
+            .min_lod(f32::from_bits(key.lod_clamp[0]))
+            .max_lod(f32::from_bits(key.lod_clamp[1]))
+            .border_color(match key.border {
+                1 => vk::BorderColor::FLOAT_OPAQUE_BLACK,
+                2 => vk::BorderColor::FLOAT_OPAQUE_WHITE,
+                _ => vk::BorderColor::FLOAT_TRANSPARENT_BLACK,
+            });
+        // SAFETY: valid create info; destroyed in `Drop`.
+        let sampler = unsafe { self.context.device.create_sampler(&info, None) }?;
+        crate::vulkan::LiveObjects::created(&self.context.live.other);
+        Ok(sampler)
+    }
+
+    /// Bevy's shadow map sampler (`ShadowSamplers`, render/light.rs:234-269): compare
+    /// GREATER_OR_EQUAL, linear, nearest mip, clamp to edge.
+    fn create_shadow_sampler(&self) -> Result<vk::Sampler, vk::Result> {
+        let info = vk::SamplerCreateInfo::default()
+            .mag_filter(vk::Filter::LINEAR)
+            .min_filter(vk::Filter::LINEAR)
+            .mipmap_mode(vk::SamplerMipmapMode::NEAREST)
+            .address_mode_u(vk::SamplerAddressMode::CLAMP_TO_EDGE)
+            .address_mode_v(vk::SamplerAddressMode::CLAMP_TO_EDGE)
+            .address_mode_w(vk::SamplerAddressMode::CLAMP_TO_EDGE)
+            .compare_enable(true)
+            .compare_op(vk::CompareOp::GREATER_OR_EQUAL)
+            .min_lod(0.0)
+            .max_lod(vk::LOD_CLAMP_NONE);
+        // SAFETY: valid create info; destroyed in `Drop`.
+        let sampler = unsafe { self.context.device.create_sampler(&info, None) }?;
+        crate::vulkan::LiveObjects::created(&self.context.live.other);
+        Ok(sampler)
+    }
+
+    /// The sampler for `key`, created on first use.
+    pub fn sampler(&mut self, key: &SamplerKey) -> Result<vk::Sampler, vk::Result> {
+        if let Some(sampler) = self.samplers.get(key) {
+            return Ok(*sampler);
+        }
+        let sampler = self.create_sampler(key)?;
+        self.samplers.insert(*key, sampler);
+        Ok(sampler)
+    }
+
+    /// Allocates a material descriptor set, adding a pool when the current ones are full.
+    pub fn allocate_material_set(
+        &mut self,
+    ) -> Result<(vk::DescriptorPool, vk::DescriptorSet), vk::Result> {
+        let layouts = [self.layouts().material];
+        let allocate = |context: &VulkanContext, pool| {
+            // Test hook: `TileFault::MaterialPoolsExhausted` fills every pool, new ones too.
+            if context.faults.strike(FaultPoint::MaterialSetAllocation) {
+                return Err(vk::Result::ERROR_OUT_OF_POOL_MEMORY);
+            }
+            context
+                .allocate_descriptor_sets(pool, &layouts)
+                .map(|sets| sets[0])
+        };
+        for &pool in self.material_pools.iter().rev() {
+            // A full pool answers with an error: try the next one, then a new pool.
+            if let Ok(set) = allocate(&self.context, pool) {
+                return Ok((pool, set));
+            }
+        }
+        const SETS_PER_POOL: u32 = 64;
+        let sizes = [
+            vk::DescriptorPoolSize {
+                ty: vk::DescriptorType::UNIFORM_BUFFER,
+                descriptor_count: SETS_PER_POOL,
+            },
+            vk::DescriptorPoolSize {
+                ty: vk::DescriptorType::COMBINED_IMAGE_SAMPLER,
+                descriptor_count: SETS_PER_POOL * 6,
+            },
+        ];
+        let pool = self.context.create_descriptor_pool(
+            SETS_PER_POOL,
+            &sizes,
+            vk::DescriptorPoolCreateFlags::FREE_DESCRIPTOR_SET,
+        )?;
+        match allocate(&self.context, pool) {
+            Ok(set) => {
+                self.material_pools.push(pool);
+                Ok((pool, set))
+            }
+            Err(error) => {
+                // A fresh pool without room for one set never will have: keeping it would
+                // add an empty pool at every failed material.
+                self.context.destroy_descriptor_pool(pool);
+                Err(error)
+            }
+        }
+    }
+
+    /// Teardown when the GPU did not finish the crate's work in time: destroying objects a
+    /// command buffer may still use is undefined behaviour, so every Vulkan object and memory
+    /// block the crate holds is left to the driver (freed with the device or the process).
+    fn leak_everything(&mut self, waited: std::time::Duration) {
+        let counts = self.context.live.snapshot();
+        bevy::log::error!(
+            "bevy_tile_deferred: the GPU did not finish the tile path's last frame within \
+             {waited:?}; leaking its {} Vulkan objects ({} bytes of GPU memory) instead of \
+             destroying them while they may be in use",
+            counts.vulkan_objects(),
+            counts.gpu_allocated_bytes
+        );
+        // Forgotten rather than dropped: they hold wgpu views (kept alive for descriptor sets
+        // the GPU may still read) and memory allocations; plain handles just go out of scope.
+        std::mem::forget(std::mem::take(&mut self.views));
+        std::mem::forget(std::mem::take(&mut self.render_passes));
+        std::mem::forget(std::mem::take(&mut self.materials));
+        std::mem::forget(std::mem::take(&mut self.graveyard));
+        std::mem::forget(std::mem::take(&mut self.shadow_map_views));
+        std::mem::forget(self.zero_buffer.take());
+        std::mem::forget(self.shaders.take());
+        self.context.leak_memory = true;
+    }
+
+    /// Queues material resources for destruction after the GPU is done.
+    pub fn retire_material(&mut self, material: MaterialResources) {
+        // An upload still queued for it (a view that failed kept it) must not be recorded into
+        // the buffer once it is destroyed.
+        self.pending_updates
+            .retain(|(buffer, _)| *buffer != material.buffer.buffer);
+        self.graveyard
+            .retire(Box::new(move |context: &VulkanContext| {
+                // The set came from a material pool, created with FREE_DESCRIPTOR_SET, and no
+                // command buffer in flight uses it any more.
+                context.free_descriptor_sets(material.pool, &[material.set]);
+                context.destroy_device_buffer(material.buffer);
+            }));
+    }
+
+    /// Queues a view's resources for destruction after the GPU is done.
+    pub fn retire_view(&mut self, view: ViewResources) {
+        let mut objects: Vec<DeadObject> = Vec::new();
+        for (framebuffer, _) in view.framebuffers.into_values() {
+            objects.push(Box::new(move |c: &VulkanContext| {
+                c.destroy_framebuffer(framebuffer)
+            }));
+        }
+        for (_, image) in view.attachments {
+            objects.push(Box::new(move |c: &VulkanContext| {
+                c.destroy_attachment_image(image)
+            }));
+        }
+        for kept in view
+            .lut_keep_alive
+            .into_iter()
+            .chain(view.environment_keep_alive)
+        {
+            objects.push(Box::new(move |_: &VulkanContext| drop(kept)));
+        }
+        for queries in [view.timestamps, view.edge_queries].into_iter().flatten() {
+            objects.push(Box::new(move |c: &VulkanContext| {
+                c.destroy_timestamp_queries(queries)
+            }));
+        }
+        let (pool, buffers) = (
+            view.pool,
+            [
+                view.view_buffer,
+                view.light_buffer,
+                view.cluster_buffer,
+                view.reach_buffer,
+                view.extent_buffer,
+                view.cluster_stats.buffer,
+                view.instance_buffer,
+                view.animation_buffer,
+                view.displacement_buffer,
+            ],
+        );
+        objects.push(Box::new(move |c: &VulkanContext| {
+            c.destroy_descriptor_pool(pool);
+            buffers
+                .into_iter()
+                .for_each(|buffer| c.destroy_device_buffer(buffer));
+        }));
+        objects
+            .into_iter()
+            .for_each(|object| self.graveyard.retire(object));
+    }
+
+    /// Queues a render pass and its pipelines for destruction after the GPU is done.
+    pub fn retire_pass(&mut self, pass: PassResources) {
+        self.graveyard.retire(Box::new(move |c: &VulkanContext| {
+            let split = pass.stencil_split.unwrap_or_default();
+            let finish = pass.light_finish.unwrap_or_default();
+            for pipeline in pass.mesh_pipelines.into_values().chain([
+                finish.sky,
+                finish.fog_multiply,
+                finish.fog_add,
+                pass.lighting,
+                pass.tonemap,
+                pass.edge_counter,
+                pass.depth_export,
+                split.classify,
+                split.lighting_per_sample,
+            ]) {
+                if pipeline != vk::Pipeline::null() {
+                    c.destroy_pipeline(pipeline);
+                }
+            }
+            for render_pass in pass.render_passes {
+                c.destroy_render_pass(render_pass);
+            }
+        }));
+    }
+
+    /// Material updates of this frame, applied at the start of the next raw command buffer.
+    pub fn queue_material_update(&mut self, buffer: vk::Buffer, material: &GpuMaterial) {
+        self.pending_updates
+            .push((buffer, bytemuck::bytes_of(material).to_vec()));
+    }
+}
+
+/// How long teardown waits for the GPU to finish the crate's last frame before it gives up
+/// and leaks the crate's objects (a hung or very slow GPU must not hold the app's exit).
+const TEARDOWN_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
+impl Drop for TileBackend {
+    fn drop(&mut self) {
+        let wait = self.teardown_wait;
+        if !self.graveyard.wait_for_submissions(&self.context, wait) {
+            self.leak_everything(wait);
+            return;
+        }
+        for view in self.views.drain().map(|(_, v)| v).collect::<Vec<_>>() {
+            self.retire_view(view);
+        }
+        for pass in self
+            .render_passes
+            .drain()
+            .map(|(_, p)| p)
+            .collect::<Vec<_>>()
+        {
+            self.retire_pass(pass);
+        }
+        for material in self.materials.drain().map(|(_, m)| m).collect::<Vec<_>>() {
+            self.retire_material(material);
+        }
+        self.graveyard.destroy_all(&self.context);
+        self.shadow_map_views.destroy(&self.context);
+        let context = &self.context;
+        for pool in self.material_pools.drain(..) {
+            context.destroy_descriptor_pool(pool);
+        }
+        for sampler in self
+            .samplers
+            .drain()
+            .map(|(_, s)| s)
+            .chain([
+                self.lut_sampler,
+                self.attachment_sampler,
+                self.shadow_sampler,
+            ])
+            .filter(|s| *s != vk::Sampler::null())
+        {
+            // SAFETY: created by this device; the GPU is idle.
+            unsafe { context.device.destroy_sampler(sampler, None) };
+            crate::vulkan::LiveObjects::destroyed(&context.live.other);
+        }
+        if let Some(buffer) = self.zero_buffer.take() {
+            context.destroy_device_buffer(buffer);
+        }
+        if self.cluster_assign != vk::Pipeline::null() {
+            context.destroy_pipeline(self.cluster_assign);
+        }
+        if let Some(shaders) = self.shaders.take() {
+            shaders.destroy(context);
+        }
+        if let Some(layouts) = self.layouts.take() {
+            layouts.destroy(context);
+        }
+    }
+}

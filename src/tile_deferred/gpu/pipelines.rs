@@ -1,0 +1,626 @@
+//! The tile path's pipelines: the G-buffer pipelines (one per mesh layout and material state,
+//! [`GbufferPipelineKey`]) and the full-screen pipelines of the lighting and tonemap subpasses
+//! ([`ScreenState`]), built from the tile shaders and layouts.
+
+use super::{
+    shaders::{ShaderId, Split, TileLayouts, TileShaders, Variant},
+    types::GpuInstance,
+};
+use crate::vulkan::{VulkanContext, pipeline::GraphicsPipelineDesc, render_pass::RenderPassKey};
+use ash::vk;
+
+/// Mesh vertex attributes the G-buffer shaders read (locations 0..6); the instance rows follow.
+pub(crate) const GBUFFER_ATTRIBUTES: usize = 6;
+
+/// What varies between G-buffer pipelines: the mesh's vertex layout and the material's
+/// rasterisation state. Ordered, so that draws can be sorted by pipeline without formatting keys.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(crate) struct GbufferPipelineKey {
+    /// Stride of the mesh's interleaved vertex buffer.
+    pub stride: u32,
+    /// (format, offset) of position, normal, uv0, tangent, colour, uv1; `None` where the mesh
+    /// lacks one.
+    pub attributes: [Option<(vk::Format, u32)>; GBUFFER_ATTRIBUTES],
+    /// (format, offset) of the joint indices and joint weights of a skinned instance (a
+    /// `SkinnedMesh` whose mesh has both, as Bevy's `SKINNED`); `None`: not skinned.
+    pub skin: Option<[(vk::Format, u32); 2]>,
+    /// The mesh has morph targets (Bevy's `MORPH_TARGETS`): displaced by its instance's weights.
+    pub morph: bool,
+    /// Triangles, lines or points (Bevy's `PrimitiveTopology`, all five).
+    pub topology: vk::PrimitiveTopology,
+    /// An indexed strip: the largest index restarts the strip, as wgpu sets it up for Bevy.
+    pub primitive_restart: bool,
+    pub cull_mode: vk::CullModeFlags,
+    pub alpha_mask: bool,
+    /// `AlphaMode::AlphaToCoverage`: with MSAA (`samples` above 1) the fragment covers as many
+    /// samples as its alpha says (`gbuffer.frag`); without, `alpha_mask` at 0.5 applies.
+    pub alpha_to_coverage: bool,
+    pub samples: vk::SampleCountFlags,
+    /// `Some`: a transparent mesh, lit and blended in the transparent pass (`forward.frag`)
+    /// instead of written to the G-buffer.
+    pub transparent: Option<TransparentPipeline>,
+}
+
+/// How a transparent material blends into the tone-mapped colour: Bevy's blend states for its
+/// `AlphaMode`s (bevy_pbr render/mesh.rs), with the shader's premultiplication
+/// (`premultiply_alpha` in pbr_functions.wgsl) done by `forward.frag`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(crate) enum TransparentBlend {
+    /// `AlphaMode::Blend`: src * a + dst * (1 - a).
+    Alpha,
+    /// `AlphaMode::Premultiplied`: src + dst * (1 - a).
+    Premultiplied,
+    /// `AlphaMode::Add`: src * a + dst (premultiplied blending with alpha written as 0).
+    Add,
+    /// `AlphaMode::Multiply`: dst * src * a + dst * (1 - a).
+    Multiply,
+}
+
+impl TransparentBlend {
+    /// `forward.frag`'s `BLEND_MODE` constant.
+    fn shader_value(self) -> u32 {
+        self as u32
+    }
+
+    /// Bevy's `BlendState` for the mode.
+    fn attachment_state(self) -> vk::PipelineColorBlendAttachmentState {
+        use vk::BlendFactor as F;
+        let (src_color, dst_color) = match self {
+            Self::Alpha => (F::SRC_ALPHA, F::ONE_MINUS_SRC_ALPHA),
+            Self::Premultiplied | Self::Add => (F::ONE, F::ONE_MINUS_SRC_ALPHA),
+            Self::Multiply => (F::DST_COLOR, F::ONE_MINUS_SRC_ALPHA),
+        };
+        // Every mode's alpha is `BlendComponent::OVER` (ONE, ONE_MINUS_SRC_ALPHA).
+        vk::PipelineColorBlendAttachmentState::default()
+            .blend_enable(true)
+            .src_color_blend_factor(src_color)
+            .dst_color_blend_factor(dst_color)
+            .color_blend_op(vk::BlendOp::ADD)
+            .src_alpha_blend_factor(F::ONE)
+            .dst_alpha_blend_factor(F::ONE_MINUS_SRC_ALPHA)
+            .alpha_blend_op(vk::BlendOp::ADD)
+            .color_write_mask(vk::ColorComponentFlags::RGBA)
+    }
+}
+
+/// What a transparent pipeline adds to the mesh's: the blend, Bevy's constant depth bias
+/// (`StandardMaterial::depth_bias as i32`) and the lighting specialisation of the frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(crate) struct TransparentPipeline {
+    pub blend: TransparentBlend,
+    pub depth_bias: i32,
+    /// An HDR camera's pass: blend linear light into the light accumulation (no tone mapping in
+    /// the shader).
+    pub into_light: bool,
+}
+
+/// The render pass and subpass a pipeline is built for.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct PipelineTarget {
+    pub render_pass: vk::RenderPass,
+    pub subpass: u32,
+    pub color_attachments: u32,
+    pub samples: vk::SampleCountFlags,
+    /// The unmerged tier: the pipeline reads earlier passes' attachments as textures.
+    pub sampled_attachments: bool,
+}
+
+/// How a screen pipeline writes the light or output attachment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ScreenBlend {
+    /// Overwrite.
+    Replace,
+    /// Add (ONE + ONE): light accumulation.
+    Additive,
+    /// No colour writes (the stencil marking draw).
+    NoColorWrites,
+    /// Multiply by the source colour (ZERO + SRC_COLOR): the fog's extinction on the light.
+    Multiply,
+}
+
+/// The stencil state of a screen pipeline.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ScreenStencil {
+    /// No stencil test.
+    Off,
+    /// Write this reference into the stencil of every sample of the fragments that survive.
+    Mark(u32),
+    /// Draw only where the stencil equals this reference.
+    Equal(u32),
+}
+
+/// How a screen pipeline uses the subpass's depth attachment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ScreenDepth {
+    /// The subpass has no depth-stencil attachment (the stencil must be `Off`).
+    NoAttachment,
+    /// The attachment is there (read-only, or stencil only) but depth is not tested.
+    Untested,
+    /// Depth is written where the shader puts it (`gl_FragDepth`), untested: the depth export.
+    Written,
+}
+
+/// The fixed-function state of a screen pipeline.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct ScreenState {
+    pub blend: ScreenBlend,
+    pub depth: ScreenDepth,
+    pub stencil: ScreenStencil,
+    /// Shade every sample (sample-rate shading, `minSampleShading` 1.0).
+    pub per_sample: bool,
+}
+
+impl ScreenState {
+    /// A per-pixel pipeline of a subpass without depth-stencil attachment.
+    pub const fn plain(blend: ScreenBlend) -> Self {
+        Self {
+            blend,
+            depth: ScreenDepth::NoAttachment,
+            stencil: ScreenStencil::Off,
+            per_sample: false,
+        }
+    }
+}
+
+/// `light_finish.frag`'s `KIND` specialisation constant: the skybox into background samples,
+/// then the fog's extinction (multiplied) and inscattering (added) on surface samples.
+pub(crate) const LIGHT_FINISH_SKY: u32 = 0;
+pub(crate) const LIGHT_FINISH_FOG_MULTIPLY: u32 = 1;
+pub(crate) const LIGHT_FINISH_FOG_ADD: u32 = 2;
+
+/// The G-buffer module of `AlphaMode::AlphaToCoverage` with MSAA (it writes the sample mask).
+pub(crate) const ALPHA_TO_COVERAGE: Variant = Variant {
+    msaa: true,
+    ..Variant::BASE
+};
+
+/// The MSAA stencil split's own variants: the edge classification (stencil marking) and the
+/// edge pixels' lighting, per sample; both read input attachments.
+pub(crate) const SPLIT_CLASSIFY: Variant = Variant {
+    msaa: true,
+    ..Variant::BASE
+};
+pub(crate) const SPLIT_EDGES: Variant = Variant {
+    msaa: true,
+    split: Split::Sample,
+    ..Variant::BASE
+};
+
+/// The shader variants of a plan's lighting pipeline and of its
+/// tonemap (and MSAA edge counter) pipelines. MSAA reads the attachments per sample, the unmerged
+/// tier (`sampled`) as textures. With the MSAA stencil split, the lighting shaders light the
+/// interior pixels only ([`SPLIT_EDGES`] lights the edges) and all of them read input
+/// attachments.
+pub(crate) fn screen_variants(
+    multisampled: bool,
+    stencil_split: bool,
+    sampled: bool,
+) -> (Variant, Variant) {
+    let split = multisampled && stencil_split;
+    let variant = Variant {
+        msaa: multisampled,
+        sampled: sampled && !split,
+        ..Variant::BASE
+    };
+    let lighting = Variant {
+        split: if split { Split::Pixel } else { Split::Off },
+        ..variant
+    };
+    (lighting, variant)
+}
+
+// Methods of the context (as the call sites in frame/render_passes.rs use them), but tile-path knowledge: they
+// live here, beside the shaders and layouts they build on.
+impl VulkanContext {
+    /// The G-buffer pipeline for one mesh layout and material state, or (`key.transparent`)
+    /// the transparent pass's pipeline for it, its fragment stage specialised for `lighting`.
+    pub fn create_mesh_pipeline(
+        &self,
+        layouts: &TileLayouts,
+        shaders: &TileShaders,
+        target: PipelineTarget,
+        key: &GbufferPipelineKey,
+        lighting: LightingKey,
+    ) -> Result<vk::Pipeline, vk::Result> {
+        // Constant ids 0..5 of gbuffer.vert and gbuffer.frag, then gbuffer.vert's 6 SKINNED and
+        // 7 MORPHED.
+        let alpha_to_coverage =
+            key.alpha_to_coverage && key.samples != vk::SampleCountFlags::TYPE_1;
+        let mesh_constants = [
+            u32::from(key.attributes[1].is_some()),
+            u32::from(key.attributes[2].is_some()),
+            u32::from(key.attributes[3].is_some()),
+            u32::from(key.alpha_mask && !alpha_to_coverage),
+            u32::from(key.attributes[4].is_some()),
+            u32::from(key.attributes[5].is_some()),
+            u32::from(key.skin.is_some()),
+            u32::from(key.morph),
+        ];
+        let entries = |ids: &[u32]| -> Vec<vk::SpecializationMapEntry> {
+            ids.iter()
+                .enumerate()
+                .map(|(slot, &id)| {
+                    vk::SpecializationMapEntry::default()
+                        .constant_id(id)
+                        .offset(slot as u32 * 4)
+                        .size(4)
+                })
+                .collect()
+        };
+        let vertex_entries = entries(&[0, 1, 2, 3, 4, 5, 6, 7]);
+        let vertex_specialization = vk::SpecializationInfo::default()
+            .map_entries(&vertex_entries)
+            .data(bytemuck::cast_slice(&mesh_constants));
+        let mesh_entries = entries(&[0, 1, 2, 3, 4, 5]);
+        let mesh_specialization = vk::SpecializationInfo::default()
+            .map_entries(&mesh_entries)
+            .data(bytemuck::cast_slice(&mesh_constants[..6]));
+        // forward.frag: shadows.glsl's 0 and 1, then the mesh's constants at 10..15, with the
+        // blend mode in place of the alpha mask, and 16 INTO_LIGHT.
+        let [shadow_filter, shadows] = lighting.constants();
+        let forward_constants = [
+            shadow_filter,
+            shadows,
+            mesh_constants[0],
+            mesh_constants[1],
+            mesh_constants[2],
+            key.transparent.map_or(0, |t| t.blend.shader_value()),
+            mesh_constants[4],
+            mesh_constants[5],
+            u32::from(key.transparent.is_some_and(|t| t.into_light)),
+        ];
+        let forward_entries = entries(&[0, 1, 10, 11, 12, 13, 14, 15, 16]);
+        let forward_specialization = vk::SpecializationInfo::default()
+            .map_entries(&forward_entries)
+            .data(bytemuck::cast_slice(&forward_constants));
+        let stages = [
+            shaders
+                .stage(ShaderId::GbufferVert, Variant::BASE)
+                .specialization_info(&vertex_specialization),
+            if key.transparent.is_some() {
+                shaders
+                    .stage(ShaderId::ForwardFrag, Variant::BASE)
+                    .specialization_info(&forward_specialization)
+            } else {
+                shaders
+                    .stage(
+                        ShaderId::GbufferFrag,
+                        if alpha_to_coverage {
+                            ALPHA_TO_COVERAGE
+                        } else {
+                            Variant::BASE
+                        },
+                    )
+                    .specialization_info(&mesh_specialization)
+            },
+        ];
+
+        // Binding 0: the mesh; 1: a zero buffer (stride 0) for missing attributes; 2: instances.
+        let bindings = [
+            vk::VertexInputBindingDescription {
+                binding: 0,
+                stride: key.stride,
+                input_rate: vk::VertexInputRate::VERTEX,
+            },
+            vk::VertexInputBindingDescription {
+                binding: 1,
+                stride: 0,
+                input_rate: vk::VertexInputRate::VERTEX,
+            },
+            vk::VertexInputBindingDescription {
+                binding: 2,
+                stride: size_of::<GpuInstance>() as u32,
+                input_rate: vk::VertexInputRate::INSTANCE,
+            },
+        ];
+        let fallback_formats = [
+            vk::Format::R32G32B32_SFLOAT,
+            vk::Format::R32G32B32_SFLOAT,
+            vk::Format::R32G32_SFLOAT,
+            vk::Format::R32G32B32A32_SFLOAT,
+            vk::Format::R32G32B32A32_SFLOAT,
+            vk::Format::R32G32_SFLOAT,
+        ];
+        let mut attributes: Vec<vk::VertexInputAttributeDescription> = key
+            .attributes
+            .iter()
+            .zip(fallback_formats)
+            .enumerate()
+            .map(|(location, (attribute, fallback))| match attribute {
+                Some((format, offset)) => vk::VertexInputAttributeDescription {
+                    location: location as u32,
+                    binding: 0,
+                    format: *format,
+                    offset: *offset,
+                },
+                None => vk::VertexInputAttributeDescription {
+                    location: location as u32,
+                    binding: 1,
+                    format: fallback,
+                    offset: 0,
+                },
+            })
+            .collect();
+        attributes.extend((0..3).map(|row| vk::VertexInputAttributeDescription {
+            location: GBUFFER_ATTRIBUTES as u32 + row,
+            binding: 2,
+            format: vk::Format::R32G32B32A32_SFLOAT,
+            offset: row * 16,
+        }));
+        // Locations 9 and 10: joint indices and weights, from the zero buffer when not skinned.
+        let skin_fallback = [
+            vk::Format::R32G32B32A32_UINT,
+            vk::Format::R32G32B32A32_SFLOAT,
+        ];
+        attributes.extend((0..2).map(|slot| {
+            let (binding, (format, offset)) = match key.skin {
+                Some(skin) => (0, skin[slot]),
+                None => (1, (skin_fallback[slot], 0)),
+            };
+            vk::VertexInputAttributeDescription {
+                location: 9 + slot as u32,
+                binding,
+                format,
+                offset,
+            }
+        }));
+        attributes.push(vk::VertexInputAttributeDescription {
+            location: 15,
+            binding: 2,
+            format: vk::Format::R32G32B32A32_UINT,
+            offset: std::mem::offset_of!(GpuInstance, flags) as u32,
+        });
+        // Location 14: the instance's lightmap (uv_rect, exposure; gbuffer.vert).
+        attributes.push(vk::VertexInputAttributeDescription {
+            location: 14,
+            binding: 2,
+            format: vk::Format::R32G32B32A32_UINT,
+            offset: std::mem::offset_of!(GpuInstance, lightmap) as u32,
+        });
+        let vertex_input = vk::PipelineVertexInputStateCreateInfo::default()
+            .vertex_binding_descriptions(&bindings)
+            .vertex_attribute_descriptions(&attributes);
+        let input_assembly = vk::PipelineInputAssemblyStateCreateInfo::default()
+            .topology(key.topology)
+            .primitive_restart_enable(key.primitive_restart);
+        let depth_bias = key.transparent.map_or(0, |t| t.depth_bias);
+        let rasterization = vk::PipelineRasterizationStateCreateInfo::default()
+            .polygon_mode(vk::PolygonMode::FILL)
+            .cull_mode(key.cull_mode)
+            // Bevy's winding with wgpu's negative viewport height, as wgpu sets it.
+            .front_face(vk::FrontFace::COUNTER_CLOCKWISE)
+            .line_width(1.0)
+            .depth_bias_enable(depth_bias != 0)
+            .depth_bias_constant_factor(depth_bias as f32);
+        // Transparent meshes test against the opaque depth and leave it as it is.
+        let depth = vk::PipelineDepthStencilStateCreateInfo::default()
+            .depth_test_enable(true)
+            .depth_write_enable(key.transparent.is_none())
+            .depth_compare_op(vk::CompareOp::GREATER_OR_EQUAL);
+        let blend_attachments: Vec<vk::PipelineColorBlendAttachmentState> = (0..target
+            .color_attachments)
+            .map(|_| match key.transparent {
+                Some(transparent) => transparent.blend.attachment_state(),
+                None => vk::PipelineColorBlendAttachmentState::default()
+                    .color_write_mask(vk::ColorComponentFlags::RGBA),
+            })
+            .collect();
+        let multisample =
+            vk::PipelineMultisampleStateCreateInfo::default().rasterization_samples(target.samples);
+        self.create_graphics_pipeline(&GraphicsPipelineDesc {
+            layout: layouts.pipeline_layout(target.sampled_attachments),
+            render_pass: target.render_pass,
+            subpass: target.subpass,
+            stages: &stages,
+            vertex_input: &vertex_input,
+            input_assembly: &input_assembly,
+            rasterization: &rasterization,
+            multisample: &multisample,
+            depth_stencil: Some(&depth),
+            blend_attachments: &blend_attachments,
+        })
+    }
+
+    /// A full-screen pipeline of the lighting or tonemap subpass.
+    pub fn create_screen_pipeline(
+        &self,
+        layouts: &TileLayouts,
+        target: PipelineTarget,
+        stages: [vk::PipelineShaderStageCreateInfo; 2],
+        state: ScreenState,
+    ) -> Result<vk::Pipeline, vk::Result> {
+        let vertex_input = vk::PipelineVertexInputStateCreateInfo::default();
+        let input_assembly = vk::PipelineInputAssemblyStateCreateInfo::default()
+            .topology(vk::PrimitiveTopology::TRIANGLE_LIST);
+        let rasterization = vk::PipelineRasterizationStateCreateInfo::default()
+            .polygon_mode(vk::PolygonMode::FILL)
+            .cull_mode(vk::CullModeFlags::NONE)
+            .front_face(vk::FrontFace::COUNTER_CLOCKWISE)
+            .line_width(1.0);
+        let blend = if state.blend == ScreenBlend::Multiply {
+            vk::PipelineColorBlendAttachmentState::default()
+                .blend_enable(true)
+                .src_color_blend_factor(vk::BlendFactor::ZERO)
+                .dst_color_blend_factor(vk::BlendFactor::SRC_COLOR)
+                .color_blend_op(vk::BlendOp::ADD)
+                .src_alpha_blend_factor(vk::BlendFactor::ZERO)
+                .dst_alpha_blend_factor(vk::BlendFactor::ONE)
+                .alpha_blend_op(vk::BlendOp::ADD)
+                .color_write_mask(vk::ColorComponentFlags::RGBA)
+        } else if state.blend == ScreenBlend::Additive {
+            vk::PipelineColorBlendAttachmentState::default()
+                .blend_enable(true)
+                .src_color_blend_factor(vk::BlendFactor::ONE)
+                .dst_color_blend_factor(vk::BlendFactor::ONE)
+                .color_blend_op(vk::BlendOp::ADD)
+                .src_alpha_blend_factor(vk::BlendFactor::ONE)
+                .dst_alpha_blend_factor(vk::BlendFactor::ONE)
+                .alpha_blend_op(vk::BlendOp::ADD)
+                .color_write_mask(vk::ColorComponentFlags::RGBA)
+        } else {
+            vk::PipelineColorBlendAttachmentState::default().color_write_mask(
+                if state.blend == ScreenBlend::NoColorWrites {
+                    vk::ColorComponentFlags::empty()
+                } else {
+                    vk::ColorComponentFlags::RGBA
+                },
+            )
+        };
+        let blend_attachments = vec![blend; target.color_attachments as usize];
+        let stencil_op = |compare_op, pass_op, write_mask, reference| {
+            vk::StencilOpState::default()
+                .fail_op(vk::StencilOp::KEEP)
+                .pass_op(pass_op)
+                .depth_fail_op(vk::StencilOp::KEEP)
+                .compare_op(compare_op)
+                .compare_mask(0xff)
+                .write_mask(write_mask)
+                .reference(reference)
+        };
+        // Depth is written only by the depth export; the other screen draws read it as an input
+        // attachment (or texture).
+        let stencil = match state.stencil {
+            ScreenStencil::Off => vk::StencilOpState::default(),
+            ScreenStencil::Mark(reference) => stencil_op(
+                vk::CompareOp::ALWAYS,
+                vk::StencilOp::REPLACE,
+                0xff,
+                reference,
+            ),
+            ScreenStencil::Equal(reference) => {
+                stencil_op(vk::CompareOp::EQUAL, vk::StencilOp::KEEP, 0, reference)
+            }
+        };
+        let depth_stencil = (state.depth != ScreenDepth::NoAttachment).then(|| {
+            vk::PipelineDepthStencilStateCreateInfo::default()
+                .depth_test_enable(state.depth == ScreenDepth::Written)
+                .depth_compare_op(vk::CompareOp::ALWAYS)
+                .depth_write_enable(state.depth == ScreenDepth::Written)
+                .stencil_test_enable(state.stencil != ScreenStencil::Off)
+                .front(stencil)
+                .back(stencil)
+        });
+        let mut multisample =
+            vk::PipelineMultisampleStateCreateInfo::default().rasterization_samples(target.samples);
+        if state.per_sample {
+            // One invocation per covered sample (the sampleRateShading feature).
+            multisample = multisample
+                .sample_shading_enable(true)
+                .min_sample_shading(1.0);
+        }
+        self.create_graphics_pipeline(&GraphicsPipelineDesc {
+            layout: layouts.pipeline_layout(target.sampled_attachments),
+            render_pass: target.render_pass,
+            subpass: target.subpass,
+            stages: &stages,
+            vertex_input: &vertex_input,
+            input_assembly: &input_assembly,
+            rasterization: &rasterization,
+            multisample: &multisample,
+            depth_stencil: depth_stencil.as_ref(),
+            blend_attachments: &blend_attachments,
+        })
+    }
+}
+
+/// What the lighting pipelines are specialised for (`shaders/shadows.glsl`'s constants): the
+/// camera's shadow filter, and whether the frame samples any shadow map at all. A frame without
+/// shadows gets lighting pipelines without shadow code: a GPU sizes its registers for the
+/// largest path of a shader, and llvmpipe runs every branch under a lane mask.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub(crate) struct LightingKey {
+    /// `gpu_types::shadow_filter`; 0 without shadows.
+    shadow_filter: u32,
+    shadows: bool,
+}
+
+impl LightingKey {
+    /// The specialisation for `shadow_filter` when the frame samples shadow maps (`shadows`).
+    pub(crate) fn new(shadow_filter: u32, shadows: bool) -> Self {
+        Self {
+            shadow_filter: if shadows { shadow_filter } else { 0 },
+            shadows,
+        }
+    }
+
+    /// Specialisation constants 0 (SHADOW_FILTER) and 1 (SHADOWS), as 32-bit words.
+    pub(crate) fn constants(self) -> [u32; 2] {
+        [self.shadow_filter, u32::from(self.shadows)]
+    }
+}
+
+/// The cache key of a frame's render passes and their screen pipelines.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub(crate) struct PassesKey {
+    pub(crate) render_passes: RenderPassKey,
+    pub(crate) lighting: LightingKey,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tile_deferred::gpu::shaders::VARIANTS;
+
+    fn module(id: ShaderId, variant: Variant) -> &'static str {
+        VARIANTS
+            .iter()
+            .find(|row| row.id == id && row.variant == variant)
+            .unwrap_or_else(|| panic!("{id:?} {variant:?} is not in VARIANTS"))
+            .name
+    }
+
+    /// Which modules each plan shape draws its lighting and tonemap with; all are compiled.
+    #[test]
+    fn screen_variants_pick_compiled_modules() {
+        let ms = |names: [&'static str; 2], edge_counter| (names, Some(edge_counter));
+        // (MSAA, stencil split, sampled attachments) -> lighting, tonemap; the edge counter
+        // (MSAA without the split).
+        let split = (["lighting_pixel_ms", "tonemap_ms"], None);
+        let single = (["lighting", "tonemap"], None);
+        let sampled = (["lighting_sampled", "tonemap_sampled"], None);
+        let cases = [
+            ((true, true, false), split),
+            ((true, true, true), split),
+            (
+                (true, false, false),
+                ms(["lighting_ms", "tonemap_ms"], "msaa_classify"),
+            ),
+            (
+                (true, false, true),
+                ms(
+                    ["lighting_ms_sampled", "tonemap_ms_sampled"],
+                    "msaa_classify_sampled",
+                ),
+            ),
+            ((false, false, false), single),
+            ((false, true, false), single),
+            ((false, false, true), sampled),
+            ((false, true, true), sampled),
+        ];
+        for ((multisampled, stencil_split, attachments), (names, edge_counter)) in cases {
+            let (lighting, variant) = screen_variants(multisampled, stencil_split, attachments);
+            let picked = [
+                module(ShaderId::Lighting, lighting),
+                module(ShaderId::Tonemap, variant),
+            ];
+            let expected = names.map(|name| format!("{name}.frag"));
+            let case = (multisampled, stencil_split, attachments);
+            assert_eq!(picked, expected, "{case:?}");
+            if multisampled && !stencil_split {
+                let edge_counter = format!("{}.frag", edge_counter.unwrap());
+                assert_eq!(
+                    module(ShaderId::MsaaClassify, variant),
+                    edge_counter,
+                    "{case:?}"
+                );
+            }
+        }
+        assert_eq!(
+            [
+                module(ShaderId::MsaaClassify, SPLIT_CLASSIFY),
+                module(ShaderId::Lighting, SPLIT_EDGES),
+            ],
+            ["msaa_classify.frag", "lighting_sample_ms.frag"]
+        );
+    }
+}

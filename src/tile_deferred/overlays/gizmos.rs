@@ -1,0 +1,566 @@
+//! Draws that other render plugins queue for a tile camera in Bevy's `Transparent3d` phase:
+//! Bevy's 3D gizmos above all. The tile path draws them after its pass where it can, and
+//! reports them where it cannot.
+//!
+//! bevy_gizmos_render 0.19.1 (`pipeline_3d.rs`, `queue_line_gizmos_3d` and
+//! `queue_line_joint_gizmos_3d`) queues every gizmo group with lines this frame, and every
+//! retained `Gizmo`, as `Transparent3d` items of each 3D view whose render layers they
+//! intersect (sort distance 0: after every transparent mesh in front of the camera), and
+//! `Core3d`'s main transparent pass draws them into the camera's main texture, depth-tested
+//! (and depth-writing) against the view's depth texture. A tile camera keeps `Camera3d`, so
+//! Bevy prepares its `Transparent3d` phase and the gizmo plugin fills it. The crate does not
+//! need to compile bevy_gizmos to see this: an item of a tile camera's phase whose draw function
+//! is not bevy_pbr's `DrawMaterial` (the meshes, which the tile path draws itself or
+//! `find_missing` (`missing.rs`) reports mesh by mesh) is something another plugin draws there.
+//! Only actual content is found: bevy_gizmos_render queues nothing for a group without lines, a
+//! disabled group, or a view outside the gizmo's render layers.
+//!
+//! **Drawn.** On a frame with such items, the tile pass ends with a depth export subpass
+//! (`plan::names::DEPTH_EXPORT`) that writes the tile depth into Bevy's depth texture of the
+//! camera, and [`draw_foreign_transparent`] then runs Bevy's own draw functions for those items
+//! (their pipelines, bind groups and blending) in a wgpu pass into the camera's main texture,
+//! cleared to transparent, over that depth; the main texture is blended over the output as the
+//! other overlays are ([`overlay`](super::composite)). Their traffic is priced apart
+//! ([`TileViewReport::gizmo_pass`](crate::tile_deferred::report::TileViewReport::gizmo_pass)); the depth
+//! export's store is in the tile frame's own plan.
+//!
+//! **Reported.** Where the tile path cannot draw them as Bevy does ([`undrawable_reason`]: an
+//! HDR camera, whose gizmos Bevy tone maps with the scene; the unmerged debug tier; MSAA without
+//! sample-rate shading; a tiler, which is assumed to end its merged pass at a new depth
+//! attachment), the render world counts them per camera each frame ([`count_foreign_draws`])
+//! into [`ForeignTransparentDraws`], shared with the main world, where `find_missing` reports
+//! them on the camera on the next frame it runs: an `Auto` camera falls back to `Core3d` (which
+//! draws them) from the frame after they first appear, a forced tier logs them once.
+
+use super::composite::{self as overlay, OverlayCompositePipeline, OverlayShape, OverlayTarget};
+use crate::tile_deferred::{
+    camera::{GizmosOverTile, TileDeferred, TileDeferredGraph, TileOutputLoadedAfter},
+    report::TileRenderReports,
+};
+use crate::{
+    device::DeviceProfile,
+    frame_graph::{
+        Access, AttachmentDesc, ClearValue, CompiledFrame, DeviceCaps, Extent, Format, FrameGraph,
+        ImportParams, compile_stock_bevy,
+    },
+    tiers::TierDecision,
+};
+use bevy::{
+    camera::ClearColorConfig,
+    core_pipeline::core_3d::Transparent3d,
+    ecs::schedule::ScheduleLabel,
+    pbr::DrawMaterial,
+    platform::collections::HashMap,
+    prelude::*,
+    render::{
+        Render, RenderApp, RenderSystems,
+        camera::ExtractedCamera,
+        render_phase::{DrawFunctions, PhaseItem, ViewSortedRenderPhases},
+        render_resource::{
+            LoadOp, Operations, PipelineCache, RenderPassDepthStencilAttachment,
+            RenderPassDescriptor, StoreOp,
+        },
+        renderer::{CurrentView, RenderContext, ViewQuery},
+        sync_world::MainEntity,
+        view::{ExtractedView, Msaa, ViewDepthTexture, ViewTarget},
+    },
+};
+use std::sync::{Arc, Mutex};
+
+/// What `find_missing` reports on a tile camera whose `Transparent3d` phase holds draws of
+/// another render plugin that the tile path cannot draw for it.
+pub(crate) const FOREIGN_TRANSPARENT_DRAWS: &str =
+    "Transparent3d draws of a render plugin (gizmos and the like) that the tile path cannot draw";
+
+/// The names of the gizmo passes in their priced plan.
+pub(crate) const GIZMO_PASS: &str = "main_transparent_pass_3d (gizmos)";
+const GIZMO_COMPOSITE: &str = "gizmo composite (over the output)";
+
+/// Shared by the main and render worlds: per tile camera (main-world entity) whose last rendered
+/// frame had `Transparent3d` items the tile path cannot draw, why it cannot (only such cameras
+/// are listed).
+#[derive(Resource, Clone, Default)]
+pub(crate) struct ForeignTransparentDraws(Arc<Mutex<HashMap<Entity, &'static str>>>);
+
+impl ForeignTransparentDraws {
+    /// Why the tile path cannot draw the items of `camera`'s last frame, if it had any.
+    pub(crate) fn undrawable(&self, camera: Entity) -> Option<&'static str> {
+        self.0
+            .lock()
+            .ok()
+            .and_then(|counts| counts.get(&camera).copied())
+    }
+
+    fn replace(&self, counts: HashMap<Entity, &'static str>) {
+        if let Ok(mut shared) = self.0.lock() {
+            *shared = counts;
+        }
+    }
+}
+
+/// Frames a tile view keeps Bevy's MSAA after its last frame with gizmos, so that gizmos drawn
+/// on some frames only do not reallocate the view's textures and respecialise its pipelines
+/// each time.
+const KEEP_MSAA_FRAMES: u64 = 60;
+
+/// Render world: the tile views that drew gizmos lately (render-world view entity -> the
+/// frame they last did).
+///
+/// The tile path owns a tile camera's MSAA: Bevy's view preparation sees `Msaa::Off`
+/// (`route::take_over_msaa`) and allocates no multisampled textures. Gizmos, though, are drawn by
+/// Bevy's pipelines into Bevy's textures, specialised with the view's `Msaa`, as `Core3d` draws
+/// them: so a view with gizmos keeps the tile tier's sample count in Bevy's `Msaa`, and its main
+/// and depth textures are multisampled like the tile pass. The first frame with gizmos was
+/// queued with `Msaa::Off`; from the next one on they are drawn.
+#[derive(Resource, Default)]
+pub(crate) struct GizmoMsaaViews {
+    frame: u64,
+    last_drawn: HashMap<Entity, u64>,
+}
+
+impl GizmoMsaaViews {
+    /// Whether `view` keeps Bevy's MSAA this frame.
+    pub(crate) fn keeps_msaa(&self, view: Entity) -> bool {
+        self.last_drawn
+            .get(&view)
+            .is_some_and(|&frame| self.frame.saturating_sub(frame) <= KEEP_MSAA_FRAMES)
+    }
+}
+
+/// Render-world system set, in [`TileDeferredGraph`], of the system that draws other plugins'
+/// `Transparent3d` items (gizmos) over a tile camera, after the tile pass and before the UI and
+/// the inspector. It runs only for a view with `GizmosOverTile`.
+#[derive(SystemSet, Clone, Debug, PartialEq, Eq, Hash)]
+pub struct TileGizmoSystems;
+
+/// Shares the counts between the worlds and counts them each frame in the render world.
+pub(crate) fn build(app: &mut App) {
+    let counts = ForeignTransparentDraws::default();
+    app.insert_resource(counts.clone());
+    let Some(render_app) = app.get_sub_app_mut(RenderApp) else {
+        return;
+    };
+    render_app
+        .insert_resource(counts)
+        .init_resource::<GizmoMsaaViews>()
+        .add_systems(
+            Render,
+            (
+                // Items are queued in `Queue` and sorted in `PhaseSort`, both before `Prepare`.
+                count_foreign_draws.in_set(RenderSystems::Prepare),
+                forget_gizmo_views.in_set(RenderSystems::Cleanup),
+            ),
+        );
+}
+
+/// [`GizmosOverTile`] lasts one frame; views gone are forgotten.
+fn forget_gizmo_views(
+    mut commands: Commands,
+    views: Query<Entity, With<GizmosOverTile>>,
+    mut msaa_views: ResMut<GizmoMsaaViews>,
+) {
+    for view in &views {
+        commands.entity(view).remove::<GizmosOverTile>();
+    }
+    let frame = msaa_views.frame;
+    msaa_views
+        .last_drawn
+        .retain(|_, last| frame.saturating_sub(*last) <= KEEP_MSAA_FRAMES);
+    msaa_views.frame += 1;
+}
+
+/// Run condition of [`TileGizmoSystems`]: the view being rendered draws gizmos this frame.
+pub(crate) fn view_draws_gizmos(
+    view: Res<CurrentView>,
+    marked: Query<(), With<GizmosOverTile>>,
+) -> bool {
+    marked.contains(view.0)
+}
+
+/// Why the tile path cannot draw other plugins' `Transparent3d` items for a camera, if it
+/// cannot: what the depth export and the composite need.
+pub(crate) fn undrawable_reason(
+    hdr: bool,
+    samples: u32,
+    keeps_output: bool,
+    tier: Option<&TierDecision>,
+    profile: Option<&DeviceProfile>,
+) -> Option<&'static str> {
+    if hdr {
+        // Bevy draws them into the HDR main texture and tone maps them with the scene; the
+        // composite blends them over the tone-mapped output.
+        return Some("an HDR camera: Bevy tone maps its gizmos with the scene");
+    }
+    if tier.is_some_and(|decision| decision.tier.is_unmerged()) {
+        return Some("the unmerged debug tier has no depth export");
+    }
+    if samples > 1 && keeps_output {
+        // The tile pass then renders without MSAA (`plan::sample_count`), while Bevy's textures
+        // and the gizmo pipelines would have the camera's samples.
+        return Some("MSAA with an output that keeps its contents");
+    }
+    let profile = profile?;
+    if !profile.frame_graph_caps().depth_change_merges {
+        return Some(
+            "a tile-based GPU: the depth export's new depth attachment is assumed to end the \
+             merged pass",
+        );
+    }
+    let per_sample = profile
+        .vulkan
+        .as_ref()
+        .is_some_and(|vk| vk.sample_rate_shading);
+    (samples > 1 && !per_sample)
+        .then_some("MSAA without sample-rate shading: the depth export writes every sample")
+}
+
+/// What [`count_foreign_draws`] reads of a view.
+type ForeignDrawsView = (
+    Entity,
+    &'static MainEntity,
+    &'static ExtractedView,
+    &'static ExtractedCamera,
+    Option<&'static Msaa>,
+    Option<&'static TierDecision>,
+);
+
+/// What [`draw_foreign_transparent`] reads of its view.
+type GizmoView = (
+    &'static ExtractedView,
+    &'static ExtractedCamera,
+    &'static ViewTarget,
+    &'static ViewDepthTexture,
+    &'static MainEntity,
+    Option<&'static OverlayCompositePipeline>,
+);
+
+/// For every camera with [`TileDeferred`] (on the tile schedule or fallen back to `Core3d`, so
+/// that a fallback lasts while the gizmos do): the `Transparent3d` items of its view that are not
+/// bevy_pbr's mesh draws. A view on the tile schedule that can draw them gets
+/// [`GizmosOverTile`] (and [`TileOutputLoadedAfter`]: the composite loads the output); the
+/// others' counts go to the main world.
+fn count_foreign_draws(
+    mut commands: Commands,
+    views: Query<ForeignDrawsView, With<TileDeferred>>,
+    phases: Option<Res<ViewSortedRenderPhases<Transparent3d>>>,
+    draw_functions: Option<Res<DrawFunctions<Transparent3d>>>,
+    profile: Option<Res<DeviceProfile>>,
+    shared: Res<ForeignTransparentDraws>,
+    mut msaa_views: ResMut<GizmoMsaaViews>,
+) {
+    let (Some(phases), Some(draw_functions)) = (phases, draw_functions) else {
+        return;
+    };
+    let mesh_draw = draw_functions.read().get_id::<DrawMaterial>();
+    let mut counts = HashMap::default();
+    for (entity, main_entity, view, camera, msaa, tier) in &views {
+        let Some(phase) = phases.get(&view.retained_view_entity) else {
+            continue;
+        };
+        let foreign = phase
+            .items
+            .values()
+            .any(|item| Some(item.draw_function) != mesh_draw);
+        if !foreign {
+            continue;
+        }
+        // The samples the tile pass renders with; the same as the camera's MSAA for a view
+        // that keeps Bevy's MSAA (see `GizmoMsaaViews`).
+        let samples = tier.map_or(1, |decision| decision.tier.tile_samples());
+        // What makes the tile pass keep its output (`ViewFrame::gather`), at most.
+        let keeps_output = camera.viewport.is_some()
+            || camera.sorted_camera_index_for_target > 0
+            || matches!(camera.clear_color, ClearColorConfig::None);
+        if let Some(why) =
+            undrawable_reason(camera.hdr, samples, keeps_output, tier, profile.as_deref())
+        {
+            counts.insert(main_entity.id(), why);
+            continue;
+        }
+        let frame = msaa_views.frame;
+        msaa_views.last_drawn.insert(entity, frame);
+        // Drawn once Bevy's textures and the gizmo pipelines have the tile pass's samples (the
+        // frame after the gizmos appear on an MSAA camera).
+        if camera.schedule == TileDeferredGraph.intern() && msaa.map_or(1, Msaa::samples) == samples
+        {
+            commands
+                .entity(entity)
+                .insert((GizmosOverTile, TileOutputLoadedAfter));
+        }
+    }
+    shared.replace(counts);
+}
+
+/// Draws the view's `Transparent3d` items that are not meshes (gizmos) with their own draw
+/// functions, as `main_transparent_pass_3d` does, into the camera's main texture cleared to
+/// transparent (with MSAA: its multisampled texture, resolved), depth-tested against Bevy's
+/// depth texture, which the tile pass exported its depth into; then blends the main texture over
+/// the output and prices the passes.
+pub(crate) fn draw_foreign_transparent(
+    world: &World,
+    view: ViewQuery<GizmoView>,
+    phases: Res<ViewSortedRenderPhases<Transparent3d>>,
+    reports: Res<TileRenderReports>,
+    mut ctx: RenderContext,
+) {
+    let view_entity = view.entity();
+    let (extracted, camera, target, depth, main_entity, composite) = view.into_inner();
+    let Some(phase) = phases.get(&extracted.retained_view_entity) else {
+        return;
+    };
+    let mut color = target.get_color_attachment();
+    color.ops = Operations {
+        load: LoadOp::Clear(wgpu::Color::TRANSPARENT),
+        store: StoreOp::Store,
+    };
+    {
+        let mut pass = ctx.begin_tracked_render_pass(RenderPassDescriptor {
+            label: Some("tile_deferred_gizmos"),
+            color_attachments: &[Some(color)],
+            // Stored, as Bevy's transparent pass stores it: a discarded texture would be
+            // zero-filled by wgpu before the next frame's gizmo pass loads it (the depth
+            // export's write is invisible to wgpu).
+            depth_stencil_attachment: Some(RenderPassDepthStencilAttachment {
+                view: depth.view(),
+                depth_ops: Some(Operations {
+                    load: LoadOp::Load,
+                    store: StoreOp::Store,
+                }),
+                stencil_ops: None,
+            }),
+            timestamp_writes: None,
+            occlusion_query_set: None,
+            multiview_mask: None,
+        });
+        if let Some(viewport) = &camera.viewport {
+            pass.set_camera_viewport(viewport);
+        }
+        let draw_functions = world.resource::<DrawFunctions<Transparent3d>>();
+        let mut draw_functions = draw_functions.write();
+        draw_functions.prepare(world);
+        let mesh_draw = draw_functions.get_id::<DrawMaterial>();
+        for item in phase.items.values() {
+            if Some(item.draw_function) == mesh_draw || item.batch_range().is_empty() {
+                continue;
+            }
+            let Some(draw) = draw_functions.get_mut(item.draw_function) else {
+                continue;
+            };
+            if let Err(error) = draw.draw(world, &mut pass, view_entity, item) {
+                error!("bevy_tile_deferred: drawing a gizmo over a tile camera failed: {error:?}");
+            }
+        }
+    }
+    let Some(composite) = composite else {
+        return;
+    };
+    overlay::composite_main_texture(
+        target,
+        camera,
+        composite.0,
+        world.resource::<PipelineCache>(),
+        world.resource::<bevy::core_pipeline::blit::BlitPipeline>(),
+        &mut ctx,
+        "tile_deferred_gizmo_composite",
+    );
+    let Some(shape) = OverlayShape::of(target, camera) else {
+        return;
+    };
+    let priced = price_gizmos(
+        shape.extent,
+        // The gizmos' samples: the multisampled main texture's, where the view has one.
+        target
+            .sampled_main_texture()
+            .map_or(1, |texture| texture.sample_count()),
+        shape.main_format,
+        shape.output_format,
+        shape.target,
+    );
+    if let Ok(mut views) = reports.views.lock()
+        && let Some(report) = views.get_mut(&main_entity.id())
+    {
+        report.gizmo_pass = priced;
+    }
+}
+
+/// The gizmo passes over a tile camera, priced with the stock-Bevy model (wgpu passes store what
+/// they write): Bevy's depth texture (`samples`, written by the tile pass's depth export) loaded
+/// and stored by the gizmo pass, which clears the main texture (`main_format`; with MSAA its
+/// multisampled texture, resolved into it) and draws into it; the main texture then sampled and
+/// blended over the output (loaded and stored); on a window, plus the empty pass that stores the
+/// output for wgpu. None if the graph does not compile (it always does for these formats).
+pub(crate) fn price_gizmos(
+    extent: Extent,
+    samples: u32,
+    main_format: Format,
+    output_format: Format,
+    target: OverlayTarget,
+) -> Option<CompiledFrame> {
+    let mut g = FrameGraph::new(extent);
+    let kept = ImportParams {
+        contents_needed: true,
+        needed_after_frame: true,
+        clear_on_first_use: false,
+        discard_on_last_use: false,
+    };
+    let mut depth = g.import_attachment(
+        crate::tile_deferred::plan::names::VIEW_DEPTH,
+        AttachmentDesc::new(Format::Depth32Float).with_samples(samples),
+        kept,
+    );
+    let mut main = g.import_attachment(
+        "main_texture",
+        AttachmentDesc::new(main_format),
+        ImportParams {
+            contents_needed: false,
+            ..kept
+        },
+    );
+    let transparent = Some(ClearValue::BLACK);
+    if samples > 1 {
+        let mut sampled = g.create_attachment(
+            "main_texture_samples",
+            AttachmentDesc::new(main_format).with_samples(samples),
+        );
+        g.add_raster_pass(GIZMO_PASS)
+            .color(&mut sampled, Access::Write, transparent)
+            .depth(&mut depth, Access::ReadWrite, None)
+            .resolve(&sampled, &mut main)
+            .finish()
+            .ok()?;
+    } else {
+        g.add_raster_pass(GIZMO_PASS)
+            .color(&mut main, Access::Write, transparent)
+            .depth(&mut depth, Access::ReadWrite, None)
+            .finish()
+            .ok()?;
+    }
+    let mut output = g.import_attachment(
+        crate::tile_deferred::plan::names::OUTPUT,
+        AttachmentDesc::new(output_format),
+        kept,
+    );
+    if target == OverlayTarget::Window {
+        g.add_raster_pass("output written for wgpu")
+            .color(&mut output, Access::WriteAll, None)
+            .finish()
+            .ok()?;
+    }
+    g.add_raster_pass(GIZMO_COMPOSITE)
+        .sample(&main)
+        .color(&mut output, Access::Write, None)
+        .finish()
+        .ok()?;
+    compile_stock_bevy(&g, &DeviceCaps::desktop()).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gizmo_passes_load_and_store_the_depth_and_the_output() {
+        let extent = Extent::new(100, 100);
+        let pixels = 100 * 100;
+        // 1x on an image: depth loaded and stored, the main texture cleared and stored, then
+        // read, the output loaded and stored.
+        let image = price_gizmos(
+            extent,
+            1,
+            Format::Rgba8Srgb,
+            Format::Bgra8Srgb,
+            OverlayTarget::Image,
+        )
+        .unwrap();
+        assert_eq!(image.render_pass_count(), 2, "{}", image.describe());
+        assert_eq!(image.cost.bytes(), 6 * pixels * 4, "{}", image.describe());
+        // 4x: four depth samples loaded and stored, the multisampled colour resolved on tile.
+        let msaa = price_gizmos(
+            extent,
+            4,
+            Format::Rgba8Srgb,
+            Format::Bgra8Srgb,
+            OverlayTarget::Image,
+        )
+        .unwrap();
+        assert_eq!(
+            msaa.cost.bytes(),
+            2 * 4 * pixels * 4 + 4 * pixels * 4,
+            "{}",
+            msaa.describe()
+        );
+        // On a window, plus the empty pass that stores the output for wgpu.
+        let window = price_gizmos(
+            extent,
+            1,
+            Format::Rgba8Srgb,
+            Format::Bgra8Srgb,
+            OverlayTarget::Window,
+        )
+        .unwrap();
+        assert_eq!(window.cost.bytes(), 7 * pixels * 4, "{}", window.describe());
+    }
+
+    #[test]
+    fn gizmos_are_drawn_where_the_depth_export_can_run() {
+        use crate::device::{
+            DeviceKind, GpuModel, GpuVendor, GraphicsBackend, SampleCounts, VulkanCaps,
+        };
+        let profile = |vendor_id: u32, name: &str, per_sample: bool| DeviceProfile {
+            backend: GraphicsBackend::Vulkan,
+            vendor: GpuVendor::classify(vendor_id, name),
+            model: GpuModel::parse(name),
+            vendor_id,
+            device_id: 0,
+            device_kind: DeviceKind::Discrete,
+            device_name: name.into(),
+            driver_name: String::new(),
+            driver_info: String::new(),
+            driver_version: 0,
+            api_version: None,
+            max_color_attachments: 8,
+            vulkan: Some(VulkanCaps {
+                max_color_attachments: 8,
+                max_per_stage_input_attachments: 8,
+                framebuffer_color_sample_counts: SampleCounts(0b101),
+                framebuffer_depth_sample_counts: SampleCounts(0b101),
+                sample_rate_shading: per_sample,
+                lazily_allocated_memory: false,
+                depth_stencil_resolve: None,
+                timestamps: None,
+                create_renderpass2_supported: true,
+                create_renderpass2_enabled: true,
+                enabled_extensions: Vec::new(),
+            }),
+        };
+        let lavapipe = profile(0x10005, "llvmpipe (LLVM 15.0.6, 256 bits)", true);
+        let nvidia = profile(0x10DE, "NVIDIA H200", true);
+        let mali = profile(0x13B5, "Mali-G78", true);
+        for device in [&lavapipe, &nvidia] {
+            for samples in [1, 4] {
+                assert_eq!(
+                    undrawable_reason(false, samples, false, None, Some(device)),
+                    None
+                );
+            }
+            assert!(
+                undrawable_reason(true, 1, false, None, Some(device))
+                    .is_some_and(|r| r.contains("HDR"))
+            );
+        }
+        assert!(
+            undrawable_reason(false, 1, false, None, Some(&mali))
+                .is_some_and(|r| r.contains("tile-based"))
+        );
+        let no_sample_shading = profile(0x10DE, "NVIDIA H200", false);
+        assert_eq!(
+            undrawable_reason(false, 1, false, None, Some(&no_sample_shading)),
+            None
+        );
+        assert!(undrawable_reason(false, 4, false, None, Some(&no_sample_shading)).is_some());
+        // A viewport (or a second camera on the target) makes the tile pass drop MSAA: at 4x the
+        // gizmos are not drawn over it, at 1x they are.
+        assert!(undrawable_reason(false, 4, true, None, Some(&nvidia)).is_some());
+        assert_eq!(undrawable_reason(false, 1, true, None, Some(&nvidia)), None);
+    }
+}

@@ -1,0 +1,16 @@
+//! What Bevy draws over a tile camera after the tile pass, with wgpu: the shared composite
+//! (`composite`, also used by the inspector), other plugins' gizmos (`gizmos`) and bevy_ui
+//! (`ui`). It may use the camera types, `plan` and `report`, never `frame` or `scene`.
+
+pub(crate) mod composite;
+pub(super) mod gizmos;
+#[cfg(feature = "ui")]
+pub(super) mod ui;
+
+use bevy::prelude::*;
+
+/// Main-world resource: the tile path draws bevy_ui over tile cameras (feature `ui`, with
+/// bevy_ui_render's plugin in the app), so `find_missing` (in `coverage`) does not report UI nodes.
+#[derive(Resource, Clone, Copy, Debug, Default, Reflect)]
+#[reflect(Resource, Clone, Debug, Default)]
+pub struct UiDrawnOverTileCameras;

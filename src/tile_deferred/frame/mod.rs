@@ -4,6 +4,7 @@
 
 pub(super) mod interop;
 pub(super) mod pass;
+pub(super) mod recording;
 pub(super) mod render_passes;
 pub(super) mod resources;
 pub(super) mod view;

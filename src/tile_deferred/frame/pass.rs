@@ -15,7 +15,10 @@
 //! 10. `report`: what was planned, created and measured
 
 use super::{
-    interop, render_passes, resources,
+    interop,
+    recording::{self, RecordingParts},
+    render_passes,
+    resources::{self, ViewBindings},
     view::{TileViewQuery, ViewFrame},
 };
 use crate::tile_deferred::gpu::keys::MaterialSetKey;
@@ -23,10 +26,9 @@ use crate::tile_deferred::gpu::queries::FrameQueries;
 use crate::tile_deferred::{
     error::{TileError, TileResult},
     gpu::{
-        backend::{MaterialResources, PassResources, TileBackend, ViewResources},
+        backend::{TileBackend, ViewResources},
         pipelines::{LightingKey, PassesKey},
-        record::{MeshBinding, RecordedDraw, Recording, Step, record},
-        types::{GpuTonemapParams, tonemap_flags},
+        record::{RecordedPass, Recording, record},
     },
     lighting::{
         clusters::LightClusters,
@@ -37,7 +39,7 @@ use crate::tile_deferred::{
     plan::{self, PlannedFrame, TransparentPass},
     report::{self, TileClusterStats, TileViewReport},
     scene::{
-        draws::{self, DrawList},
+        draws::DrawList,
         materials,
         params::{self as scene, TileSceneParams},
     },
@@ -51,11 +53,11 @@ use ash::vk;
 use bevy::{
     light::Skybox,
     pbr::{DistanceFog, ViewShadowBindings},
-    platform::collections::HashMap,
     prelude::*,
     render::{
         render_resource::TextureView,
         renderer::{RenderContext, ViewQuery},
+        texture::GpuImage,
         view::RenderVisibleEntities,
     },
 };
@@ -107,25 +109,26 @@ pub(crate) fn tile_deferred_pass(
     let faults = scene.fault.as_deref().map(|fault| fault.for_view());
     backend.context.faults.arm_for_view(faults);
     // On frames that draw gizmos after the pass, the tile depth goes into Bevy's depth texture.
-    let overlay_depth = view
-        .view_depth
-        .filter(|_| view.draws_gizmos)
-        .map(|depth| depth.view());
+    let inputs = ViewInputs {
+        visible: view.visible,
+        shadow_maps: view.shadow_maps,
+        skybox: view.skybox,
+        fog: view.fog,
+        environment_map: view.environment_map,
+        irradiance_volumes: view.irradiance_volumes,
+        output_view,
+        overlay_depth: view
+            .view_depth
+            .filter(|_| view.draws_gizmos)
+            .map(|depth| depth.view()),
+    };
     // Set once the raw pass is handed to Bevy: from then on the output is written.
     let mut output_written = false;
     let rendered = render_view(
         &mut backend,
         &scene,
         &frame,
-        view.visible,
-        view.shadow_maps,
-        (
-            view.skybox,
-            view.fog,
-            view.environment_map,
-            view.irradiance_volumes,
-        ),
-        (output_view, overlay_depth),
+        &inputs,
         &mut ctx,
         &mut output_written,
     );
@@ -145,103 +148,58 @@ pub(crate) fn tile_deferred_pass(
     }
 }
 
+/// What Bevy hands the tile pass for one view besides the camera: what is visible, the shadow
+/// maps and the environment it samples, and the textures it writes.
+struct ViewInputs<'a> {
+    visible: &'a RenderVisibleEntities,
+    shadow_maps: Option<&'a ViewShadowBindings>,
+    skybox: Option<&'a Skybox>,
+    fog: Option<&'a DistanceFog>,
+    environment_map: Option<&'a TileEnvironmentMap>,
+    irradiance_volumes: Option<&'a TileIrradianceVolumes>,
+    /// The camera's output (a window's swapchain image, or an image target).
+    output_view: &'a TextureView,
+    /// Bevy's depth texture, where the plan exports the tile depth for gizmos drawn after.
+    overlay_depth: Option<&'a TextureView>,
+}
+
+/// The recipe of one tile view's frame (stage 1, the view, is gathered by the caller). Each
+/// stage takes what the ones before it returned.
 fn render_view(
     backend: &mut TileBackend,
     scene: &TileSceneParams,
     frame: &ViewFrame,
-    visible: &RenderVisibleEntities,
-    shadow_maps: Option<&ViewShadowBindings>,
-    (skybox, fog, environment_map, irradiance_volumes): (
-        Option<&Skybox>,
-        Option<&DistanceFog>,
-        Option<&TileEnvironmentMap>,
-        Option<&TileIrradianceVolumes>,
-    ),
-    (output_view, overlay_depth): (&TextureView, Option<&TextureView>),
+    inputs: &ViewInputs,
     ctx: &mut RenderContext,
     output_written: &mut bool,
 ) -> TileResult<TileViewReport> {
     let started = std::time::Instant::now();
-    let frame_number = backend.frame;
     if backend.context.faults.strike(FaultPoint::FrameStart) {
         return Err(TileError::Injected {
             step: "creating the render pass",
         });
     }
-    // 2. The plan: what the compiler decided for this view (cached while unchanged).
+    // 2. What is drawn, and the plan the compiler made of it (cached while unchanged).
     let caps = scene
         .profile
         .as_deref()
         .map_or_else(DeviceCaps::desktop, DeviceProfile::frame_graph_caps);
-    // What is drawn decides whether the frame has a transparent pass. The debug views show
-    // G-buffer and light values: transparent meshes are left out of them.
-    let view_from_world = Mat4::from_cols_array_2d(&frame.gpu_view.view_from_world);
-    let mut drawn = DrawList::gather(
-        scene,
-        visible,
-        conv::samples(frame.desc.samples),
-        &view_from_world,
-    );
-    if frame.debug_view.shader_value() != 0 {
-        drawn.transparent.clear();
-    }
-    let view_desc = plan::ViewFrameDesc {
-        transparent: transparent_pass(frame, &drawn, skybox, fog.is_some()),
-        export_depth: overlay_depth.is_some(),
-        ..frame.desc
-    };
-    let (_, view_state) = resources::view_parts(backend, frame.entity)?;
-    let planned = plan::plan_frame(&view_desc, &caps, &mut view_state.graph_cache)?;
-    warn_once_if_msaa_lowered(backend, frame, &planned);
-    let PlannedFrame { compiled, desc, .. } = &planned;
-    drawn.set_target(
-        conv::samples(desc.samples),
-        matches!(desc.transparent, TransparentPass::BeforeTonemap { .. }),
-    );
+    let (drawn, planned) = plan_view(backend, scene, frame, inputs, &caps)?;
 
     // 3. The render passes and their lighting and tonemap pipelines, the lighting specialised
     // for the shadows the frame samples (what is drawn, gathered first, says which).
     let lighting = LightingKey::new(frame.gpu_view.counts[2], samples_shadows(frame, &drawn));
-    let descriptions = render_pass::describe_frame(compiled, (planned.output, frame.output_kind));
-    let key = render_passes::ensure_render_passes(backend, &descriptions, compiled, lighting)?;
-    let render_passes = backend.render_passes[&key].render_passes.clone();
+    let descriptions =
+        render_pass::describe_frame(&planned.compiled, (planned.output, frame.output_kind));
+    let key =
+        render_passes::ensure_render_passes(backend, &descriptions, &planned.compiled, lighting)?;
 
     // 4. The view's attachments (everything but the output) and the framebuffers over them.
-    let (mut device, view_state) = resources::view_parts(backend, frame.entity)?;
-    resources::ensure_attachments(&mut device, view_state, frame, compiled)?;
-    view_state.render_pass_key = key.clone();
-    view_state.last_used = frame_number;
-    let passes = resources::framebuffers(
-        device.context,
-        device.graveyard,
-        view_state,
-        frame_number,
-        frame,
-        &planned,
-        &render_passes,
-        &[(plan::names::OUTPUT, output_view)]
-            .into_iter()
-            // Bevy's depth texture, where the plan exports the tile depth into it.
-            .chain(overlay_depth.map(|depth| (plan::names::VIEW_DEPTH, depth)))
-            .collect::<Vec<_>>(),
-    )?;
+    let passes = prepare_targets(backend, frame, &planned, &key, inputs)?;
 
     // 5. The clusters the lights reach, and the materials the draws use.
     let assigning = std::time::Instant::now();
-    // The G-buffer debug views show no lights: nothing to assign.
-    let lights = if frame.debug_view.replaces_lighting() {
-        &[][..]
-    } else {
-        &drawn.lights[..]
-    };
-    // On the GPU (a compute dispatch before the render pass; the CPU prepares each light's
-    // reach and the grid), unless the render world asks for the CPU reference.
-    let clusters = LightClusters::for_view(
-        &frame.gpu_view,
-        frame.viewport,
-        lights,
-        scene.cpu_light_assignment.is_some(),
-    );
+    let clusters = assign_lights(scene, frame, &drawn);
     let assignment_ms = assigning.elapsed().as_secs_f64() * 1000.0;
     for draw in drawn.all() {
         materials::ensure_material(backend, scene, draw.material_set_key())?;
@@ -249,15 +207,191 @@ fn render_view(
 
     // 6. Per-view buffers and descriptor sets (with Bevy's shadow maps); this frame's data
     // queued for upload.
+    let shadow_maps = inputs.shadow_maps.ok_or(TileError::Missing {
+        step: "finding Bevy's shadow maps for the view",
+    })?;
+    let data = prepare_view_data(backend, scene, frame, inputs, &planned, &drawn, &clusters)?;
+
+    // 7. Pipelines for every (mesh layout, material state) drawn.
+    let (context, layouts, shaders, pass) = backend.pipeline_parts(&key)?;
+    render_passes::ensure_mesh_pipelines(context, layouts, shaders, pass, drawn.all())?;
+
+    // 8. The wgpu side, on Bevy's encoder: output init and transitions.
+    interop::prepare_wgpu_resources(
+        &mut backend.initialized_outputs,
+        backend.frame,
+        scene,
+        frame,
+        (inputs.output_view, inputs.overlay_depth),
+        &drawn.all().collect::<Vec<_>>(),
+        &data.sampled,
+        [
+            &shadow_maps.point_light_depth_texture,
+            &shadow_maps.directional_light_depth_texture,
+        ],
+        ctx,
+    );
+
+    // 9. The raw pass, on an encoder of its own.
+    let view_state = resources::view_mut(&mut backend.views, frame.entity)?;
+    let queries = FrameQueries::take(
+        view_state,
+        &backend.context,
+        backend.frame,
+        planned.desc.samples,
+        frame.viewport,
+    );
+    let parts = RecordingParts {
+        planned: &planned,
+        passes,
+        bindings: data.bindings,
+        queries: &queries,
+        skybox: inputs.skybox,
+        fog: inputs.fog.is_some(),
+    };
+    let recording = recording::build(backend, scene, frame, &key, &drawn, parts)?;
+    let draw_count = recording.draws.len() + recording.transparent_draws.len();
+    submit(backend, frame, recording, ctx)?;
+    *output_written = true;
+
+    // 10. The report: what was planned, created, drawn and measured, and the price of the
+    // frame with Bevy's shadow passes.
+    let measured = Measured {
+        started,
+        assignment_ms,
+        draw_count,
+        queries,
+    };
+    view_report(
+        backend,
+        frame,
+        &caps,
+        planned,
+        &descriptions,
+        &drawn,
+        &clusters,
+        shadow_maps,
+        measured,
+    )
+}
+
+/// Stage 2: what the view draws, and the plan for it. The debug views show G-buffer and light
+/// values: transparent meshes are left out of them; what is left decides whether the plan has
+/// a transparent pass.
+fn plan_view(
+    backend: &mut TileBackend,
+    scene: &TileSceneParams,
+    frame: &ViewFrame,
+    inputs: &ViewInputs,
+    caps: &DeviceCaps,
+) -> TileResult<(DrawList, PlannedFrame)> {
+    let view_from_world = Mat4::from_cols_array_2d(&frame.gpu_view.view_from_world);
+    let mut drawn = DrawList::gather(
+        scene,
+        inputs.visible,
+        conv::samples(frame.desc.samples),
+        &view_from_world,
+    );
+    if frame.debug_view.shader_value() != 0 {
+        drawn.transparent.clear();
+    }
+    let view_desc = plan::ViewFrameDesc {
+        transparent: transparent_pass(frame, &drawn, inputs.skybox, inputs.fog.is_some()),
+        export_depth: inputs.overlay_depth.is_some(),
+        ..frame.desc
+    };
+    let (_, view_state) = resources::view_parts(backend, frame.entity)?;
+    let planned = plan::plan_frame(&view_desc, caps, &mut view_state.graph_cache)?;
+    warn_once_if_msaa_lowered(backend, frame, &planned);
+    drawn.set_target(
+        conv::samples(planned.desc.samples),
+        matches!(
+            planned.desc.transparent,
+            TransparentPass::BeforeTonemap { .. }
+        ),
+    );
+    Ok((drawn, planned))
+}
+
+/// Stage 4: the view's attachments sized to the target, and the framebuffers of the render
+/// passes of `key` over them and the textures Bevy gives (the output, and Bevy's depth texture
+/// where the plan exports the tile depth into it).
+fn prepare_targets(
+    backend: &mut TileBackend,
+    frame: &ViewFrame,
+    planned: &PlannedFrame,
+    key: &PassesKey,
+    inputs: &ViewInputs,
+) -> TileResult<Vec<RecordedPass>> {
+    let render_passes = backend.render_passes[key].render_passes.clone();
+    let frame_number = backend.frame;
+    let (mut device, view_state) = resources::view_parts(backend, frame.entity)?;
+    resources::ensure_attachments(&mut device, view_state, frame, &planned.compiled)?;
+    view_state.render_pass_key = key.clone();
+    view_state.last_used = frame_number;
+    let imported: Vec<_> = [(plan::names::OUTPUT, inputs.output_view)]
+        .into_iter()
+        .chain(
+            inputs
+                .overlay_depth
+                .map(|depth| (plan::names::VIEW_DEPTH, depth)),
+        )
+        .collect();
+    resources::framebuffers(
+        device.context,
+        device.graveyard,
+        view_state,
+        frame_number,
+        frame,
+        planned,
+        &render_passes,
+        &imported,
+    )
+}
+
+/// Stage 5: the lights assigned to the view's clusters: on the GPU (a compute dispatch before
+/// the render pass; the CPU prepares each light's reach and the grid), unless the render world
+/// asks for the CPU reference. The G-buffer debug views show no lights: nothing to assign.
+fn assign_lights(scene: &TileSceneParams, frame: &ViewFrame, drawn: &DrawList) -> LightClusters {
+    let lights = if frame.debug_view.replaces_lighting() {
+        &[][..]
+    } else {
+        &drawn.lights[..]
+    };
+    LightClusters::for_view(
+        &frame.gpu_view,
+        frame.viewport,
+        lights,
+        scene.cpu_light_assignment.is_some(),
+    )
+}
+
+/// What stage 6 made: the view's sets and buffers, and the textures they sample that wgpu must
+/// see as used (the LUT and the environment's).
+struct ViewData<'a> {
+    bindings: ViewBindings,
+    sampled: Vec<&'a GpuImage>,
+}
+
+/// Stage 6: the view's buffers and descriptor sets, with the tonemapping LUT, the environment
+/// and Bevy's shadow maps, and this frame's view, light, cluster and instance data queued.
+fn prepare_view_data<'a>(
+    backend: &mut TileBackend,
+    scene: &'a TileSceneParams,
+    frame: &ViewFrame,
+    inputs: &ViewInputs,
+    planned: &PlannedFrame,
+    drawn: &DrawList,
+    clusters: &LightClusters,
+) -> TileResult<ViewData<'a>> {
     let lut = materials::lut_image(scene, frame.tonemapping);
-    let shadow_maps = shadow_maps.ok_or(TileError::Missing {
+    let shadow_maps = inputs.shadow_maps.ok_or(TileError::Missing {
         step: "finding Bevy's shadow maps for the view",
     })?;
     let shadow_map_views =
         backend
             .shadow_map_views
             .update(&backend.context, &mut backend.graveyard, shadow_maps)?;
-    let exposure = frame.gpu_view.exposure[0];
     let sources = EnvironmentSources {
         images: &scene.images,
         fallback_cube: &scene.fallback_image.cube,
@@ -267,11 +401,11 @@ fn render_view(
     let environment = ViewEnvironment::gather(
         backend,
         sources,
-        skybox,
-        fog,
-        environment_map,
-        irradiance_volumes,
-        exposure,
+        inputs.skybox,
+        inputs.fog,
+        inputs.environment_map,
+        inputs.irradiance_volumes,
+        frame.gpu_view.exposure[0],
     )?;
     let cluster_assign = (
         backend.cluster_assign,
@@ -285,97 +419,30 @@ fn render_view(
         &mut device,
         view_state,
         frame,
-        compiled,
-        &drawn,
-        &clusters,
+        &planned.compiled,
+        drawn,
+        clusters,
         cluster_assign,
         lut,
         &environment,
         shadow_map_views,
     )?;
+    let sampled = [lut]
+        .into_iter()
+        .chain(environment.textures().map(|t| t.image))
+        .collect();
+    Ok(ViewData { bindings, sampled })
+}
 
-    // 7. Pipelines for every (mesh layout, material state) drawn.
-    let (context, layouts, shaders, pass) = backend.pipeline_parts(&key)?;
-    render_passes::ensure_mesh_pipelines(context, layouts, shaders, pass, drawn.all())?;
-
-    // 8. The wgpu side, on Bevy's encoder: output init and transitions.
-    interop::prepare_wgpu_resources(
-        &mut backend.initialized_outputs,
-        frame_number,
-        scene,
-        frame,
-        (output_view, overlay_depth),
-        &drawn.all().collect::<Vec<_>>(),
-        &[lut]
-            .into_iter()
-            .chain(environment.textures().map(|t| t.image))
-            .collect::<Vec<_>>(),
-        [
-            &shadow_maps.point_light_depth_texture,
-            &shadow_maps.directional_light_depth_texture,
-        ],
-        ctx,
-    );
-
-    // 9. The raw pass, on an encoder of its own.
-    let mesh_bindings = draws::mesh_bindings(scene, &drawn.draws)?;
-    let transparent_bindings = draws::mesh_bindings(scene, &drawn.transparent)?;
-    let view_state = resources::view_mut(&mut backend.views, frame.entity)?;
-    let queries = FrameQueries::take(
-        view_state,
-        &backend.context,
-        frame_number,
-        desc.samples,
-        frame.viewport,
-    );
-    // An HDR camera's transparent pass blends into the light (see `transparent_pass`).
-    let into_light = matches!(desc.transparent, TransparentPass::BeforeTonemap { .. });
-    let recording = Recording {
-        passes,
-        view_set: bindings.view_set,
-        gbuffer_set: bindings.gbuffer_set,
-        tonemap_set: bindings.tonemap_set,
-        instance_buffer: bindings.instance_buffer,
-        cluster_dispatch: bindings.cluster_dispatch,
-        timestamps: queries.timestamps,
-        edge_query: queries.edge_query,
-        samples: desc.samples,
-        lighting_tonemaps: desc.lighting_tonemaps(),
-        transparent_pass: desc.transparent,
-        steps: compiled
-            .native_passes
-            .iter()
-            .flat_map(|native| &native.subpasses)
-            .filter_map(|subpass| Step::of(&subpass.name))
-            .collect(),
-        // Tonemap reads an HDR camera's background from the light (clear colour or skybox,
-        // and the transparent meshes over it), already fogged.
-        tonemap_params: GpuTonemapParams {
-            mode: {
-                let mut mode = frame.tonemap.mode;
-                if into_light {
-                    mode[3] |= tonemap_flags::BACKGROUND_IN_LIGHT;
-                }
-                if into_light && fog.is_some() {
-                    mode[3] |= tonemap_flags::FOG_IN_LIGHT;
-                }
-                mode
-            },
-            ..frame.tonemap
-        },
-        sky_into_light: into_light && skybox.is_some_and(|skybox| skybox.image.is_some()),
-        fog_into_light: into_light && fog.is_some(),
-        ..recording_of(
-            backend,
-            frame,
-            &key,
-            &drawn,
-            mesh_bindings,
-            transparent_bindings,
-        )?
-    };
+/// Stage 9's end: the recorded command buffer handed to Bevy, or, where a test makes the
+/// submission fail, the frame's queued uploads put back for the next frame.
+fn submit(
+    backend: &mut TileBackend,
+    frame: &ViewFrame,
+    recording: Recording,
+    ctx: &mut RenderContext,
+) -> TileResult<()> {
     backend.zero_buffer_filled = true;
-    let draw_count = recording.draws.len() + recording.transparent_draws.len();
     // Test hook: a submission that fails, i.e. a recorded command buffer that never runs.
     let lost = backend
         .context
@@ -385,49 +452,70 @@ fn render_view(
     let command_buffer = record(&backend.context, ctx, recording);
     if let Some((updates, filled)) = lost {
         drop(command_buffer);
-        let view = frame.entity;
+        let frame_number = backend.frame;
         return Err(scene::command_buffer_lost(
             backend,
-            view,
+            frame.entity,
             frame_number,
             updates,
             filled,
         ));
     }
     ctx.add_command_buffer(command_buffer);
-    *output_written = true;
+    Ok(())
+}
 
-    // 10. The report: what was planned, created, drawn and measured, and the price of the
-    // frame with Bevy's shadow passes.
-    let shadow_plan = shadow_maps_rendered(frame, &drawn, shadow_maps);
+/// What the frame measured on the CPU, and its GPU queries.
+struct Measured {
+    started: std::time::Instant,
+    assignment_ms: f64,
+    draw_count: usize,
+    queries: FrameQueries,
+}
+
+/// Stage 10: what was planned, created, drawn and measured, and the price of the frame with
+/// Bevy's shadow passes. Keeps the compiled plan on the view (for the inspector and tests).
+fn view_report(
+    backend: &mut TileBackend,
+    frame: &ViewFrame,
+    caps: &DeviceCaps,
+    planned: PlannedFrame,
+    descriptions: &[render_pass::RenderPassDescription],
+    drawn: &DrawList,
+    clusters: &LightClusters,
+    shadow_maps: &ViewShadowBindings,
+    measured: Measured,
+) -> TileResult<TileViewReport> {
+    let PlannedFrame { compiled, desc, .. } = planned;
+    let shadow_plan = shadow_maps_rendered(frame, drawn, shadow_maps);
     let view_state = resources::view_mut(&mut backend.views, frame.entity)?;
     let priced = if shadow_plan == ShadowMaps::NONE {
         compiled.clone()
     } else {
-        plan::price_with_shadows(desc, &caps, &shadow_plan, &mut view_state.priced_cache)?
+        plan::price_with_shadows(&desc, caps, &shadow_plan, &mut view_state.priced_cache)?
     };
     let report = TileViewReport {
-        attachments: report::attachment_reports(compiled, &descriptions, &view_state.attachments),
+        attachments: report::attachment_reports(&compiled, descriptions, &view_state.attachments),
         subpass_count: descriptions.iter().map(|d| d.subpasses.len()).sum(),
         render_passes_recorded: descriptions.len(),
-        draws: draw_count,
+        draws: measured.draw_count,
         instances: drawn.instances.len(),
         clustered_lights: drawn.lights.len(),
-        clusters: cluster_stats(&clusters, view_state, assignment_ms),
-        frame: frame_number,
+        clusters: cluster_stats(clusters, view_state, measured.assignment_ms),
+        frame: backend.frame,
         compiled: compiled.clone(),
         priced,
         shadow_maps: shadow_plan,
-        gpu_times: queries.gpu_times,
-        cpu_ms: started.elapsed().as_secs_f64() * 1000.0,
+        gpu_times: measured.queries.gpu_times,
+        cpu_ms: measured.started.elapsed().as_secs_f64() * 1000.0,
         samples: desc.samples,
-        per_sample_fraction: queries.per_sample_fraction,
+        per_sample_fraction: measured.queries.per_sample_fraction,
         // Filled in by the UI's composite, after the tile pass (feature `ui`).
         ui_pass: None,
         // Filled in by the gizmo pass, after the tile pass.
         gizmo_pass: None,
     };
-    view_state.compiled = Some(planned.compiled);
+    view_state.compiled = Some(compiled);
     Ok(report)
 }
 
@@ -459,78 +547,6 @@ fn cluster_stats(
     }
 }
 
-/// The recording of a frame's draws with the pipelines of the render passes of `key`; the
-/// caller fills in the per-view parts (passes, sets, queries).
-fn recording_of(
-    backend: &mut TileBackend,
-    frame: &ViewFrame,
-    key: &PassesKey,
-    drawn: &DrawList,
-    mesh_bindings: Vec<MeshBinding>,
-    transparent_bindings: Vec<MeshBinding>,
-) -> TileResult<Recording> {
-    let missing = |step| TileError::Missing { step };
-    let pass = backend
-        .render_passes
-        .get(key)
-        .ok_or(missing("finding the frame's render passes"))?;
-    let layouts = backend
-        .layouts
-        .as_ref()
-        .ok_or(missing("finding the tile layouts"))?;
-    let zero_buffer = backend
-        .zero_buffer
-        .as_ref()
-        .ok_or(missing("finding the zero vertex buffer"))?;
-    let recording = Recording {
-        passes: Vec::new(),
-        render_area: vk::Rect2D {
-            offset: vk::Offset2D {
-                x: frame.viewport.x as i32,
-                y: frame.viewport.y as i32,
-            },
-            extent: vk::Extent2D {
-                width: frame.viewport.z,
-                height: frame.viewport.w,
-            },
-        },
-        pipeline_layout: layouts.pipeline_layout(frame.desc.unmerged),
-        view_set: vk::DescriptorSet::null(),
-        gbuffer_set: vk::DescriptorSet::null(),
-        tonemap_set: vk::DescriptorSet::null(),
-        lighting: pass.lighting,
-        tonemap: pass.tonemap,
-        tonemap_params: frame.tonemap,
-        zero_buffer: zero_buffer.buffer,
-        fill_zero_buffer: !backend.zero_buffer_filled,
-        instance_buffer: vk::Buffer::null(),
-        updates: std::mem::take(&mut backend.pending_updates),
-        draws: recorded_draws(&backend.materials, pass, &drawn.draws, mesh_bindings),
-        lighting_tonemaps: false,
-        transparent_pass: TransparentPass::None,
-        transparent_draws: recorded_draws(
-            &backend.materials,
-            pass,
-            &drawn.transparent,
-            transparent_bindings,
-        ),
-        timestamps: None,
-        samples: 1,
-        msaa_flags: frame.msaa_flags,
-        debug_view: frame.debug_view.shader_value(),
-        edge_query: None,
-        stencil_split: pass.stencil_split,
-        edge_counter: pass.edge_counter,
-        depth_export: pass.depth_export,
-        light_finish: pass.light_finish,
-        sky_into_light: false,
-        fog_into_light: false,
-        steps: Vec::new(),
-        cluster_dispatch: None,
-    };
-    Ok(recording)
-}
-
 /// Where the view's transparent meshes go, if it draws any (see [`TransparentPass`]): an HDR
 /// camera blends them into the light, as Bevy blends them into its HDR main texture, where the
 /// light starts as the clear colour (the camera clears its output) or the skybox, over surfaces
@@ -557,29 +573,6 @@ fn transparent_pass(
     } else {
         TransparentPass::AfterTonemap
     }
-}
-
-/// `draws` resolved to their pipelines and material sets (a draw whose pipeline or material set
-/// is missing is left out).
-fn recorded_draws(
-    materials: &HashMap<MaterialSetKey, MaterialResources>,
-    pass: &PassResources,
-    draws: &[draws::Draw],
-    bindings: Vec<MeshBinding>,
-) -> Vec<RecordedDraw> {
-    draws
-        .iter()
-        .zip(bindings)
-        .filter_map(|(draw, binding)| {
-            Some(RecordedDraw {
-                pipeline: *pass.mesh_pipelines.get(&draw.pipeline_key)?,
-                material_set: materials.get(&draw.material_set_key())?.set,
-                binding,
-                first_instance: draw.first_instance,
-                instance_count: draw.instance_count,
-            })
-        })
-        .collect()
 }
 
 /// Whether the view's lighting samples any shadow map this frame: a directional light with

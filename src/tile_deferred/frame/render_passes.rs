@@ -6,7 +6,7 @@
 use crate::tile_deferred::{
     error::{TileError, TileResult, step},
     gpu::{
-        backend::{LightFinishPipelines, PassResources, StencilSplitPipelines, TileBackend},
+        backend::{PassResources, StencilSplitPipelines, TileBackend},
         pipelines::{
             LIGHT_FINISH_FOG_ADD, LIGHT_FINISH_FOG_MULTIPLY, LIGHT_FINISH_SKY, LightingKey,
             PassesKey, PipelineTarget, SPLIT_CLASSIFY, SPLIT_EDGES, ScreenBlend, ScreenDepth,
@@ -190,36 +190,80 @@ impl<'a> ScreenShape<'a> {
     }
 }
 
-/// The lighting, tonemap and (with MSAA) edge pipelines of `pass`.
-fn create_screen_pipelines(
-    context: &VulkanContext,
-    layouts: &TileLayouts,
-    shaders: &TileShaders,
-    compiled: &CompiledFrame,
-    shape: &ScreenShape,
-    lighting_key: LightingKey,
-    pass: &mut PassResources,
-) -> Result<(), vk::Result> {
-    let constants = lighting_key.constants();
-    let entries = [0, 1].map(|id| vk::SpecializationMapEntry {
-        constant_id: id,
-        offset: id * 4,
-        size: 4,
-    });
-    let specialization = vk::SpecializationInfo::default()
-        .map_entries(&entries)
-        .data(bytemuck::cast_slice(&constants));
-    let lighting_stage = |variant| {
-        shaders
-            .stage(ShaderId::Lighting, variant)
-            .specialization_info(&specialization)
-    };
-    let lighting = shape.target(compiled, names::LIGHTING);
-    let multisampled = lighting.samples != vk::SampleCountFlags::TYPE_1;
+/// Where a screen pipeline goes in the pass's resources.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ScreenSlot {
+    Lighting,
+    Tonemap,
+    /// With MSAA and per-sample-index draws: the classification that counts edge samples.
+    EdgeCounter,
+    /// Before an HDR camera's transparent pass: `LIGHT_FINISH_SKY`, `_FOG_MULTIPLY`, `_FOG_ADD`.
+    LightFinish(u32),
+    DepthExport,
+    /// The stencil split's edge marking, and its per-sample lighting of the edges.
+    SplitClassify,
+    SplitLightingPerSample,
+}
+
+impl ScreenSlot {
+    /// Stores `pipeline` in its slot of `pass` (as it is made, so that an error leaves the
+    /// pipelines made before it for `retire_pass` to destroy).
+    fn store(self, pass: &mut PassResources, pipeline: vk::Pipeline) {
+        match self {
+            Self::Lighting => pass.lighting = pipeline,
+            Self::Tonemap => pass.tonemap = pipeline,
+            Self::EdgeCounter => pass.edge_counter = pipeline,
+            Self::DepthExport => pass.depth_export = pipeline,
+            Self::LightFinish(kind) => {
+                let finish = pass.light_finish.get_or_insert_default();
+                match kind {
+                    LIGHT_FINISH_SKY => finish.sky = pipeline,
+                    LIGHT_FINISH_FOG_MULTIPLY => finish.fog_multiply = pipeline,
+                    _ => finish.fog_add = pipeline,
+                }
+            }
+            Self::SplitClassify => pass.stencil_split.get_or_insert_default().classify = pipeline,
+            Self::SplitLightingPerSample => {
+                pass.stencil_split
+                    .get_or_insert_default()
+                    .lighting_per_sample = pipeline;
+            }
+        }
+    }
+}
+
+/// The specialisation constants of a screen pipeline's fragment stage.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ScreenConstants {
+    None,
+    /// The lighting's (`LightingKey::constants`: the shadow filter and whether shadows are
+    /// sampled; the tonemap's fog inscattering is shadowed too).
+    Lighting,
+    /// The lighting's, then the light finish's KIND.
+    LightFinish(u32),
+}
+
+/// One screen pipeline of a plan: where it goes, the logical pass it is built for, its fragment
+/// shader and state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct ScreenSpec {
+    slot: ScreenSlot,
+    pass: &'static str,
+    shader: ShaderId,
+    variant: Variant,
+    constants: ScreenConstants,
+    state: ScreenState,
+}
+
+/// The screen pipelines a plan of this shape needs, in the order they are made: the lighting,
+/// the tonemap (unless the lighting tone maps), the MSAA edge pipelines, the light finish before
+/// an HDR transparent pass, and the depth export. Pure: decided from the compiled plan only.
+fn screen_pipeline_specs(compiled: &CompiledFrame, shape: &ScreenShape) -> Vec<ScreenSpec> {
+    let multisampled =
+        shape.target(compiled, names::LIGHTING).samples != vk::SampleCountFlags::TYPE_1;
     let stencil_split = shape.stencil_split;
     let (lighting_variant, variant) =
         screen_variants(multisampled, stencil_split, shape.sampled_attachments);
-    let fullscreen = shaders.stage(ShaderId::FullscreenVert, Variant::BASE);
     // Stencil 0: interior (and background) pixels, lit once; stencil 1: edges, lit per sample.
     let (interior, edges) = if stencil_split {
         (ScreenStencil::Equal(0), ScreenStencil::Equal(1))
@@ -251,36 +295,41 @@ fn create_screen_pipelines(
         stencil,
         per_sample,
     };
-    pass.lighting = context.create_screen_pipeline(
-        layouts,
-        lighting,
-        [fullscreen, lighting_stage(tonemapping(lighting_variant))],
+    let lighting = |slot, variant, state| ScreenSpec {
+        slot,
+        pass: names::LIGHTING,
+        shader: ShaderId::Lighting,
+        variant: tonemapping(variant),
+        constants: ScreenConstants::Lighting,
+        state,
+    };
+    let mut specs = vec![lighting(
+        ScreenSlot::Lighting,
+        lighting_variant,
         lit(interior, false),
-    )?;
+    )];
     if !lighting_tonemaps {
-        pass.tonemap = context.create_screen_pipeline(
-            layouts,
-            shape.target(compiled, names::TONEMAP),
-            // The fog's inscattering is shadowed (shadows.glsl): the lighting's specialisation.
-            [
-                fullscreen,
-                shaders
-                    .stage(ShaderId::Tonemap, variant)
-                    .specialization_info(&specialization),
-            ],
-            ScreenState::plain(ScreenBlend::Replace),
-        )?;
+        specs.push(ScreenSpec {
+            slot: ScreenSlot::Tonemap,
+            pass: names::TONEMAP,
+            shader: ShaderId::Tonemap,
+            variant,
+            constants: ScreenConstants::Lighting,
+            state: ScreenState::plain(ScreenBlend::Replace),
+        });
     }
     if multisampled && !stencil_split {
-        pass.edge_counter = context.create_screen_pipeline(
-            layouts,
-            lighting,
-            [fullscreen, shaders.stage(ShaderId::MsaaClassify, variant)],
-            ScreenState {
+        specs.push(ScreenSpec {
+            slot: ScreenSlot::EdgeCounter,
+            pass: names::LIGHTING,
+            shader: ShaderId::MsaaClassify,
+            variant,
+            constants: ScreenConstants::None,
+            state: ScreenState {
                 depth: untested,
                 ..ScreenState::plain(ScreenBlend::NoColorWrites)
             },
-        )?;
+        });
     }
     // An HDR camera's transparent pass before tonemap: the skybox and the fog go into the light
     // first (per sample with MSAA, which the stencil split's device has).
@@ -292,32 +341,22 @@ fn create_screen_pipelines(
         (Some(transparent), Some(tonemap)) if transparent < tonemap
     );
     if transparent_before_tonemap && (!multisampled || stencil_split) {
-        let finish = |kind: u32| -> Result<vk::Pipeline, vk::Result> {
-            // shadows.glsl's two constants (the fog's shadowed inscattering), then KIND.
-            let entries = [0, 1, 2].map(|id| vk::SpecializationMapEntry {
-                constant_id: id,
-                offset: id * 4,
-                size: 4,
-            });
-            let data = [constants[0], constants[1], kind];
-            let specialization = vk::SpecializationInfo::default()
-                .map_entries(&entries)
-                .data(bytemuck::cast_slice(&data));
-            let stage = shaders
-                .stage(
-                    ShaderId::LightFinish,
-                    Variant {
-                        msaa: multisampled,
-                        sampled: shape.sampled_attachments,
-                        ..Variant::BASE
-                    },
-                )
-                .specialization_info(&specialization);
-            context.create_screen_pipeline(
-                layouts,
-                lighting,
-                [fullscreen, stage],
-                ScreenState {
+        for kind in [
+            LIGHT_FINISH_SKY,
+            LIGHT_FINISH_FOG_MULTIPLY,
+            LIGHT_FINISH_FOG_ADD,
+        ] {
+            specs.push(ScreenSpec {
+                slot: ScreenSlot::LightFinish(kind),
+                pass: names::LIGHTING,
+                shader: ShaderId::LightFinish,
+                variant: Variant {
+                    msaa: multisampled,
+                    sampled: shape.sampled_attachments,
+                    ..Variant::BASE
+                },
+                constants: ScreenConstants::LightFinish(kind),
+                state: ScreenState {
                     blend: match kind {
                         LIGHT_FINISH_SKY => ScreenBlend::Replace,
                         LIGHT_FINISH_FOG_MULTIPLY => ScreenBlend::Multiply,
@@ -327,63 +366,240 @@ fn create_screen_pipelines(
                     stencil: ScreenStencil::Off,
                     per_sample: multisampled,
                 },
-            )
-        };
-        // Stored as they are made, so that an error leaves them for `retire_pass` to destroy.
-        let mut pipelines = LightFinishPipelines {
-            sky: finish(LIGHT_FINISH_SKY)?,
-            ..Default::default()
-        };
-        pass.light_finish = Some(pipelines);
-        pipelines.fog_multiply = finish(LIGHT_FINISH_FOG_MULTIPLY)?;
-        pass.light_finish = Some(pipelines);
-        pipelines.fog_add = finish(LIGHT_FINISH_FOG_ADD)?;
-        pass.light_finish = Some(pipelines);
+            });
+        }
     }
     if plan::locate_pass(compiled, names::DEPTH_EXPORT).is_some() {
         // Every sample's depth, written as read (the test always passes).
-        pass.depth_export = context.create_screen_pipeline(
-            layouts,
-            shape.target(compiled, names::DEPTH_EXPORT),
-            [
-                fullscreen,
-                shaders.stage(
-                    ShaderId::DepthExport,
-                    Variant {
-                        msaa: multisampled,
-                        ..Variant::BASE
-                    },
-                ),
-            ],
-            ScreenState {
+        specs.push(ScreenSpec {
+            slot: ScreenSlot::DepthExport,
+            pass: names::DEPTH_EXPORT,
+            shader: ShaderId::DepthExport,
+            variant: Variant {
+                msaa: multisampled,
+                ..Variant::BASE
+            },
+            constants: ScreenConstants::None,
+            state: ScreenState {
                 blend: ScreenBlend::NoColorWrites,
                 depth: ScreenDepth::Written,
                 stencil: ScreenStencil::Off,
                 per_sample: multisampled,
             },
-        )?;
+        });
     }
-    if let Some(split) = pass.stencil_split.as_mut() {
-        split.classify = context.create_screen_pipeline(
-            layouts,
-            lighting,
-            [
-                fullscreen,
-                shaders.stage(ShaderId::MsaaClassify, SPLIT_CLASSIFY),
-            ],
-            ScreenState {
+    if stencil_split {
+        specs.push(ScreenSpec {
+            slot: ScreenSlot::SplitClassify,
+            pass: names::LIGHTING,
+            shader: ShaderId::MsaaClassify,
+            variant: SPLIT_CLASSIFY,
+            constants: ScreenConstants::None,
+            state: ScreenState {
                 blend: ScreenBlend::NoColorWrites,
                 depth: untested,
                 stencil: ScreenStencil::Mark(1),
                 per_sample: false,
             },
-        )?;
-        split.lighting_per_sample = context.create_screen_pipeline(
-            layouts,
-            lighting,
-            [fullscreen, lighting_stage(tonemapping(SPLIT_EDGES))],
+        });
+        specs.push(lighting(
+            ScreenSlot::SplitLightingPerSample,
+            SPLIT_EDGES,
             lit(edges, true),
-        )?;
+        ));
+    }
+    specs
+}
+
+/// The lighting, tonemap and (with MSAA) edge pipelines of `pass`: each of
+/// [`screen_pipeline_specs`] created into its slot.
+fn create_screen_pipelines(
+    context: &VulkanContext,
+    layouts: &TileLayouts,
+    shaders: &TileShaders,
+    compiled: &CompiledFrame,
+    shape: &ScreenShape,
+    lighting_key: LightingKey,
+    pass: &mut PassResources,
+) -> Result<(), vk::Result> {
+    let [shadow_filter, shadows] = lighting_key.constants();
+    let fullscreen = shaders.stage(ShaderId::FullscreenVert, Variant::BASE);
+    for spec in screen_pipeline_specs(compiled, shape) {
+        let constants: &[u32] = match spec.constants {
+            ScreenConstants::None => &[],
+            ScreenConstants::Lighting => &[shadow_filter, shadows],
+            ScreenConstants::LightFinish(kind) => &[shadow_filter, shadows, kind],
+        };
+        let entries: Vec<_> = (0..constants.len() as u32)
+            .map(|id| vk::SpecializationMapEntry {
+                constant_id: id,
+                offset: id * 4,
+                size: 4,
+            })
+            .collect();
+        let specialization = vk::SpecializationInfo::default()
+            .map_entries(&entries)
+            .data(bytemuck::cast_slice(constants));
+        let mut stage = shaders.stage(spec.shader, spec.variant);
+        if !constants.is_empty() {
+            stage = stage.specialization_info(&specialization);
+        }
+        let target = shape.target(compiled, spec.pass);
+        let pipeline =
+            context.create_screen_pipeline(layouts, target, [fullscreen, stage], spec.state)?;
+        spec.slot.store(pass, pipeline);
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{
+        frame_graph::{DeviceCaps, Extent, Format, compile},
+        tile_deferred::plan::{TransparentPass, ViewFrameDesc, declare},
+    };
+
+    /// The specs of the plan of `desc` on a desktop device.
+    fn specs(desc: ViewFrameDesc) -> Vec<ScreenSpec> {
+        let compiled = compile(&declare(&desc).unwrap(), &DeviceCaps::desktop()).unwrap();
+        let render_passes = vec![vk::RenderPass::null(); compiled.native_passes.len()];
+        screen_pipeline_specs(&compiled, &ScreenShape::of(&compiled, &render_passes))
+    }
+
+    fn slots(specs: &[ScreenSpec]) -> Vec<ScreenSlot> {
+        specs.iter().map(|spec| spec.slot).collect()
+    }
+
+    fn desc(samples: u32) -> ViewFrameDesc {
+        ViewFrameDesc::new(Extent::new(640, 360), Format::Bgra8Srgb, samples)
+    }
+
+    const SPLIT: Option<Format> = Some(Format::Depth32FloatStencil8);
+
+    #[test]
+    fn a_single_sample_frame_lights_and_tone_maps_in_one_pipeline() {
+        let specs = specs(desc(1));
+        assert_eq!(slots(&specs), [ScreenSlot::Lighting]);
+        let lighting = specs[0];
+        assert!(lighting.variant.tonemap, "{lighting:?}");
+        assert_eq!(lighting.state.blend, ScreenBlend::Replace);
+        assert_eq!(lighting.constants, ScreenConstants::Lighting);
+        assert_eq!(lighting.state.stencil, ScreenStencil::Off);
+    }
+
+    #[test]
+    fn transparent_meshes_add_a_tonemap_pipeline_and_the_lighting_accumulates() {
+        let specs = specs(ViewFrameDesc {
+            transparent: TransparentPass::AfterTonemap,
+            ..desc(1)
+        });
+        assert_eq!(slots(&specs), [ScreenSlot::Lighting, ScreenSlot::Tonemap]);
+        assert!(!specs[0].variant.tonemap);
+        assert_eq!(specs[0].state.blend, ScreenBlend::Additive);
+        assert_eq!(specs[1].pass, names::TONEMAP);
+    }
+
+    #[test]
+    fn an_hdr_transparent_pass_finishes_the_light_with_sky_and_fog_first() {
+        let specs = specs(ViewFrameDesc {
+            transparent: TransparentPass::BeforeTonemap {
+                light_clear: [0; 3],
+            },
+            ..desc(1)
+        });
+        assert_eq!(
+            slots(&specs),
+            [
+                ScreenSlot::Lighting,
+                ScreenSlot::Tonemap,
+                ScreenSlot::LightFinish(LIGHT_FINISH_SKY),
+                ScreenSlot::LightFinish(LIGHT_FINISH_FOG_MULTIPLY),
+                ScreenSlot::LightFinish(LIGHT_FINISH_FOG_ADD),
+            ]
+        );
+        let blends: Vec<_> = specs[2..].iter().map(|s| s.state.blend).collect();
+        assert_eq!(
+            blends,
+            [
+                ScreenBlend::Replace,
+                ScreenBlend::Multiply,
+                ScreenBlend::Additive
+            ]
+        );
+        assert_eq!(
+            specs[3].constants,
+            ScreenConstants::LightFinish(LIGHT_FINISH_FOG_MULTIPLY)
+        );
+    }
+
+    #[test]
+    fn msaa_without_the_stencil_split_counts_edges_with_a_classification() {
+        let specs = specs(desc(4));
+        assert_eq!(
+            slots(&specs),
+            [
+                ScreenSlot::Lighting,
+                ScreenSlot::Tonemap,
+                ScreenSlot::EdgeCounter
+            ]
+        );
+        assert!(specs.iter().all(|s| s.state.stencil == ScreenStencil::Off));
+        assert_eq!(specs[2].constants, ScreenConstants::None);
+    }
+
+    #[test]
+    fn the_stencil_split_lights_interiors_once_and_edges_per_sample() {
+        let specs = specs(ViewFrameDesc {
+            msaa_depth_stencil: SPLIT,
+            ..desc(4)
+        });
+        let slots = slots(&specs);
+        assert_eq!(slots[0], ScreenSlot::Lighting);
+        assert_eq!(
+            slots[slots.len() - 2..],
+            [
+                ScreenSlot::SplitClassify,
+                ScreenSlot::SplitLightingPerSample
+            ]
+        );
+        assert!(!slots.contains(&ScreenSlot::EdgeCounter));
+        let [interior, classify, edges] = [0, slots.len() - 2, slots.len() - 1].map(|i| specs[i]);
+        assert_eq!(
+            (interior.state.stencil, interior.state.per_sample),
+            (ScreenStencil::Equal(0), false)
+        );
+        assert_eq!(classify.state.stencil, ScreenStencil::Mark(1));
+        assert_eq!(
+            (edges.state.stencil, edges.state.per_sample),
+            (ScreenStencil::Equal(1), true)
+        );
+        assert_eq!(interior.state.depth, ScreenDepth::Untested);
+        assert_eq!(edges.variant.tonemap, interior.variant.tonemap);
+    }
+
+    #[test]
+    fn a_frame_with_gizmos_after_it_exports_its_depth_last_of_its_own_pipelines() {
+        let specs = specs(ViewFrameDesc {
+            export_depth: true,
+            ..desc(4)
+        });
+        let export = specs
+            .iter()
+            .find(|s| s.slot == ScreenSlot::DepthExport)
+            .expect("a depth export");
+        assert_eq!(export.pass, names::DEPTH_EXPORT);
+        assert_eq!(export.state.depth, ScreenDepth::Written);
+        assert!(export.variant.msaa && export.state.per_sample);
+    }
+
+    #[test]
+    fn the_unmerged_tier_samples_its_attachments() {
+        let specs = specs(ViewFrameDesc {
+            unmerged: true,
+            ..desc(1)
+        });
+        assert_eq!(slots(&specs), [ScreenSlot::Lighting, ScreenSlot::Tonemap]);
+        assert!(specs.iter().all(|s| s.variant.sampled), "{specs:?}");
+    }
 }

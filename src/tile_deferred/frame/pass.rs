@@ -19,6 +19,7 @@ use super::{
     recording::{self, RecordingParts},
     render_passes,
     resources::{self, ViewBindings},
+    targets,
     view::{TileViewQuery, ViewFrame},
 };
 use crate::tile_deferred::gpu::keys::MaterialSetKey;
@@ -326,7 +327,7 @@ fn prepare_targets(
     let render_passes = backend.render_passes[key].render_passes.clone();
     let frame_number = backend.frame;
     let (mut device, view_state) = resources::view_parts(backend, frame.entity)?;
-    resources::ensure_attachments(&mut device, view_state, frame, &planned.compiled)?;
+    targets::ensure_attachments(&mut device, view_state, frame, &planned.compiled)?;
     view_state.render_pass_key = key.clone();
     view_state.last_used = frame_number;
     let imported: Vec<_> = [(plan::names::OUTPUT, inputs.output_view)]
@@ -337,7 +338,7 @@ fn prepare_targets(
                 .map(|depth| (plan::names::VIEW_DEPTH, depth)),
         )
         .collect();
-    resources::framebuffers(
+    targets::framebuffers(
         device.context,
         device.graveyard,
         view_state,

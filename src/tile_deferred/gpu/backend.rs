@@ -595,3 +595,16 @@ impl Drop for TileBackend {
         }
     }
 }
+
+/// What the view helpers borrow from the backend: the device, the descriptor set layouts and
+/// samplers the view's sets are made with, the graveyard that retires what a frame in flight may
+/// still use, and the uploads queued for the next command buffer.
+pub(crate) struct ViewDevice<'a> {
+    pub(crate) context: &'a VulkanContext,
+    pub(crate) layouts: &'a TileLayouts,
+    pub(crate) graveyard: &'a mut Graveyard,
+    pub(crate) lut_sampler: vk::Sampler,
+    pub(crate) attachment_sampler: vk::Sampler,
+    pub(crate) shadow_sampler: vk::Sampler,
+    pub(crate) pending_updates: &'a mut Vec<(vk::Buffer, Vec<u8>)>,
+}

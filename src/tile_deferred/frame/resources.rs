@@ -19,7 +19,7 @@ use crate::tile_deferred::{
         types::{GpuClusterAssignParams, GpuClusterableLight, GpuInstance, GpuLightReach, GpuView},
     },
     lighting::{
-        clusters::LightClusters,
+        clusters::{ClusterInputs, LightClusters},
         environment::{ViewEnvironment, ViewTexture},
     },
     scene::draws::DrawList,
@@ -315,61 +315,16 @@ pub(crate) fn prepare_view_data(
     let lut_view = raw_view(&lut.texture_view).ok_or(TileError::Missing {
         step: "reading the LUT view",
     })?;
-    ensure_buffer_capacity(
-        device,
-        view,
-        BufferSlot::Lights,
-        (draws.lights.len().max(1) * size_of::<GpuClusterableLight>()) as u64,
-    )?;
-    ensure_buffer_capacity(device, view, BufferSlot::Clusters, clusters.mask_bytes())?;
-    if let LightClusters::Gpu(inputs) = clusters {
-        ensure_buffer_capacity(
-            device,
-            view,
-            BufferSlot::Reaches,
-            (inputs.reaches.len() * size_of::<GpuLightReach>()) as u64,
-        )?;
-        ensure_buffer_capacity(
-            device,
-            view,
-            BufferSlot::Extents,
-            (inputs.extents.len() * size_of::<[f32; 2]>()) as u64,
-        )?;
-    }
-    ensure_buffer_capacity(
-        device,
-        view,
-        BufferSlot::Instances,
-        (draws.instances.len().max(1) * size_of::<GpuInstance>()) as u64,
-    )?;
-    let animation = &draws.animation.data;
-    ensure_buffer_capacity(
-        device,
-        view,
-        BufferSlot::Animation,
-        (animation.len() * size_of::<[f32; 4]>()) as u64,
-    )?;
     // The displacements of the morphed meshes in view, uploaded when they change.
     let displacements = draws.animation.morph_generations();
     let displacement_bytes = (view.displacements_uploaded.as_ref() != Some(&displacements))
         .then(|| draws.animation.displacement_bytes());
-    if let Some(bytes) = &displacement_bytes {
-        ensure_buffer_capacity(device, view, BufferSlot::Displacements, bytes.len() as u64)?;
+    let displacement_size = displacement_bytes.as_ref().map(Vec::len);
+    for (slot, bytes) in buffer_sizes(draws, clusters, displacement_size) {
+        ensure_buffer_capacity(device, view, slot, bytes)?;
     }
     // After the buffers grew: growing the light buffer replaces the view's sets.
-    // The view sets hold clones of these views.
-    let environment_view = |texture: &ViewTexture| {
-        raw_view(&texture.image.texture_view).ok_or(TileError::Missing {
-            step: "reading an environment cube's view",
-        })
-    };
-    let [skybox, diffuse, specular, voxels] = environment.textures();
-    let environment_views = [
-        (skybox, environment_view(skybox)?),
-        (diffuse, environment_view(diffuse)?),
-        (specular, environment_view(specular)?),
-        (voxels, environment_view(voxels)?),
-    ];
+    let environment_views = environment_views(environment)?;
     write_view_sets(
         device,
         view,
@@ -385,10 +340,102 @@ pub(crate) fn prepare_view_data(
     let grid = clusters.grid();
     gpu_view.cluster_grid = [grid.dims.x, grid.dims.y, grid.dims.z, clusters.words()];
     gpu_view.cluster_params = grid.gpu_params();
-    let updates = &mut *device.pending_updates;
+    queue_uploads(device.pending_updates, view, &gpu_view, draws, clusters);
+    let cluster_dispatch = match clusters {
+        LightClusters::Gpu(inputs) if inputs.words > 0 => Some(cluster_dispatch(
+            device.context,
+            view,
+            inputs,
+            cluster_assign,
+        )),
+        _ => None,
+    };
+    if let Some(bytes) = displacement_bytes {
+        if !bytes.is_empty() {
+            device
+                .pending_updates
+                .push((view.displacement_buffer.buffer, bytes));
+        }
+        view.displacements_uploaded = Some(displacements);
+    }
+    Ok(ViewBindings {
+        view_set: view.view_set,
+        gbuffer_set: view.gbuffer_set,
+        tonemap_set: view.tonemap_set,
+        instance_buffer: view.instance_buffer.buffer,
+        cluster_dispatch,
+    })
+}
+
+/// The bytes each per-view buffer must hold this frame (the displacements' only where they
+/// are uploaded). Pure: the buffers grow to it in `ensure_buffer_capacity`.
+fn buffer_sizes(
+    draws: &DrawList,
+    clusters: &LightClusters,
+    displacement_bytes: Option<usize>,
+) -> Vec<(BufferSlot, u64)> {
+    let bytes = |count: usize, size: usize| (count * size) as u64;
+    let mut sizes = vec![
+        (
+            BufferSlot::Lights,
+            bytes(draws.lights.len().max(1), size_of::<GpuClusterableLight>()),
+        ),
+        (BufferSlot::Clusters, clusters.mask_bytes()),
+    ];
+    if let LightClusters::Gpu(inputs) = clusters {
+        sizes.push((
+            BufferSlot::Reaches,
+            bytes(inputs.reaches.len(), size_of::<GpuLightReach>()),
+        ));
+        sizes.push((
+            BufferSlot::Extents,
+            bytes(inputs.extents.len(), size_of::<[f32; 2]>()),
+        ));
+    }
+    sizes.push((
+        BufferSlot::Instances,
+        bytes(draws.instances.len().max(1), size_of::<GpuInstance>()),
+    ));
+    sizes.push((
+        BufferSlot::Animation,
+        bytes(draws.animation.data.len(), size_of::<[f32; 4]>()),
+    ));
+    if let Some(displacements) = displacement_bytes {
+        sizes.push((BufferSlot::Displacements, displacements as u64));
+    }
+    sizes
+}
+
+/// The raw views of the view's environment textures (the view sets hold clones of them).
+fn environment_views<'e, 'a>(
+    environment: &'e ViewEnvironment<'a>,
+) -> TileResult<[(&'e ViewTexture<'a>, vk::ImageView); 4]> {
+    let environment_view = |texture: &ViewTexture| {
+        raw_view(&texture.image.texture_view).ok_or(TileError::Missing {
+            step: "reading an environment cube's view",
+        })
+    };
+    let [skybox, diffuse, specular, voxels] = environment.textures();
+    Ok([
+        (skybox, environment_view(skybox)?),
+        (diffuse, environment_view(diffuse)?),
+        (specular, environment_view(specular)?),
+        (voxels, environment_view(voxels)?),
+    ])
+}
+
+/// This frame's view uniforms, lights, CPU-assigned clusters or the GPU assignment's inputs,
+/// instances and animation, queued for upload at the start of the frame's command buffer.
+fn queue_uploads(
+    updates: &mut Vec<(vk::Buffer, Vec<u8>)>,
+    view: &ViewResources,
+    gpu_view: &GpuView,
+    draws: &DrawList,
+    clusters: &LightClusters,
+) {
     updates.push((
         view.view_buffer.buffer,
-        bytemuck::bytes_of(&gpu_view).to_vec(),
+        bytemuck::bytes_of(gpu_view).to_vec(),
     ));
     if !draws.lights.is_empty() {
         updates.push((
@@ -396,7 +443,6 @@ pub(crate) fn prepare_view_data(
             bytemuck::cast_slice(&draws.lights).to_vec(),
         ));
     }
-    let mut cluster_dispatch = None;
     match clusters {
         LightClusters::Cpu(assignment) if !assignment.masks.is_empty() => updates.push((
             view.cluster_buffer.buffer,
@@ -411,33 +457,6 @@ pub(crate) fn prepare_view_data(
                 view.extent_buffer.buffer,
                 bytemuck::cast_slice(&inputs.extents).to_vec(),
             ));
-            let stats_slot = view.cluster_stats.begin_frame(device.context);
-            let (pipeline, layout) = cluster_assign;
-            cluster_dispatch = Some(ClusterDispatch {
-                pipeline,
-                layout,
-                params: GpuClusterAssignParams {
-                    grid: [
-                        grid.dims.x,
-                        grid.dims.y,
-                        grid.dims.z,
-                        inputs.reaches.len() as u32,
-                    ],
-                    stats: [
-                        stats_slot.unwrap_or(0),
-                        u32::from(stats_slot.is_some()),
-                        0,
-                        0,
-                    ],
-                },
-                groups: (grid.count() as u32).div_ceil(CLUSTER_ASSIGN_GROUP),
-                stats: stats_slot.map(|first| {
-                    (
-                        view.cluster_stats.buffer.buffer,
-                        u64::from(first) * size_of::<u32>() as u64,
-                    )
-                }),
-            });
         }
         _ => {}
     }
@@ -447,25 +466,50 @@ pub(crate) fn prepare_view_data(
             bytemuck::cast_slice(&draws.instances).to_vec(),
         ));
     }
+    let animation = &draws.animation.data;
     if !animation.is_empty() {
         updates.push((
             view.animation_buffer.buffer,
             bytemuck::cast_slice(animation).to_vec(),
         ));
     }
-    if let Some(bytes) = displacement_bytes {
-        if !bytes.is_empty() {
-            updates.push((view.displacement_buffer.buffer, bytes));
-        }
-        view.displacements_uploaded = Some(displacements);
+}
+
+/// The GPU light assignment of this frame: one invocation per cluster, and where it counts the
+/// clusters' lights for the report (a slot of the view's readback, when one is free).
+fn cluster_dispatch(
+    context: &VulkanContext,
+    view: &mut ViewResources,
+    inputs: &ClusterInputs,
+    (pipeline, layout): (vk::Pipeline, vk::PipelineLayout),
+) -> ClusterDispatch {
+    let grid = &inputs.grid;
+    let stats_slot = view.cluster_stats.begin_frame(context);
+    ClusterDispatch {
+        pipeline,
+        layout,
+        params: GpuClusterAssignParams {
+            grid: [
+                grid.dims.x,
+                grid.dims.y,
+                grid.dims.z,
+                inputs.reaches.len() as u32,
+            ],
+            stats: [
+                stats_slot.unwrap_or(0),
+                u32::from(stats_slot.is_some()),
+                0,
+                0,
+            ],
+        },
+        groups: (grid.count() as u32).div_ceil(CLUSTER_ASSIGN_GROUP),
+        stats: stats_slot.map(|first| {
+            (
+                view.cluster_stats.buffer.buffer,
+                u64::from(first) * size_of::<u32>() as u64,
+            )
+        }),
     }
-    Ok(ViewBindings {
-        view_set: view.view_set,
-        gbuffer_set: view.gbuffer_set,
-        tonemap_set: view.tonemap_set,
-        instance_buffer: view.instance_buffer.buffer,
-        cluster_dispatch,
-    })
 }
 
 /// The view's resources, which `ensure_view` made at the start of the frame.

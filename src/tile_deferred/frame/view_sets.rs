@@ -18,6 +18,7 @@ use crate::{
         render_pass::{self},
     },
 };
+use crate::{frame_graph::ResourceId, vulkan::memory::AttachmentImage};
 use ash::vk;
 use bevy::{prelude::*, render::texture::GpuImage};
 
@@ -141,150 +142,232 @@ pub(crate) fn write_view_sets(
     environment: &[(&ViewTexture, vk::ImageView); 4],
     shadow_maps: [vk::ImageView; 2],
 ) -> TileResult<()> {
-    let sampled = plan::samples_attachments(compiled);
-    let view_of = |name: &str| {
-        compiled
-            .attachment_named(name)
-            .and_then(|a| view.attachments.iter().find(|(id, _)| *id == a.id))
-            .map(|(_, image)| image.input_view)
-            .unwrap_or_default()
-    };
-    // A descriptor's layout is the one its subpass uses the attachment in; a texture stored by
-    // an earlier render pass was left in SHADER_READ_ONLY_OPTIMAL.
-    let input_layout = |pass: &str, name: &str| {
-        let located = plan::locate_pass(compiled, pass);
-        located
-            .and_then(|(n, s)| {
-                let native = &compiled.native_passes[n];
-                let attachment = native.attachments.iter().position(|a| a.name == name)?;
-                render_pass::layout_in_subpass(native, s, attachment)
-            })
-            .unwrap_or(if sampled {
-                vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL
-            } else {
-                vk::ImageLayout::DEPTH_STENCIL_READ_ONLY_OPTIMAL
-            })
-    };
-    let lighting_depth_layout = input_layout(names::LIGHTING, names::DEPTH);
-    // Plans without a tonemap subpass read the tonemap set in the lighting subpass.
-    let tonemap_reader = if plan::locate_pass(compiled, names::TONEMAP).is_some() {
-        names::TONEMAP
-    } else {
-        names::LIGHTING
-    };
-    let tonemap_depth_layout = input_layout(tonemap_reader, names::DEPTH);
-    let gbuffer_views = [
-        view_of(names::ALBEDO_OCCLUSION),
-        view_of(names::NORMAL),
-        view_of(names::MATERIAL),
-        view_of(names::DEPTH),
-    ];
-    let tonemap_views = [view_of(names::LIGHT), view_of(names::DEPTH)];
-    let mut all: Vec<vk::ImageView> = gbuffer_views.to_vec();
-    all.extend(tonemap_views);
-    all.push(lut_view);
-    all.extend(environment.iter().map(|(_, raw)| *raw));
-    all.extend(shadow_maps);
-    let samplers: Vec<vk::Sampler> = environment.iter().map(|(t, _)| t.sampler).collect();
+    let contents = SetContents::of(
+        compiled,
+        &view.attachments,
+        lut_view,
+        environment,
+        shadow_maps,
+    );
     let action = view_sets_action(ViewSetsState {
         outdated: view.sets_outdated,
         written: !view.input_views.is_empty(),
-        same_kind: view.sampled_sets == sampled,
-        same_contents: view.input_views == all && view.environment_samplers == samplers,
+        same_kind: view.sampled_sets == contents.sampled,
+        same_contents: view.input_views == contents.views
+            && view.environment_samplers == contents.samplers,
     });
     match action {
         ViewSetsAction::Keep => return Ok(()),
         ViewSetsAction::WriteInPlace => {}
         // A failure leaves `sets_outdated` set: the frame fails, and the next one tries again.
-        ViewSetsAction::Replace => reallocate_view_sets(device, view, sampled)?,
+        ViewSetsAction::Replace => reallocate_view_sets(device, view, contents.sampled)?,
     }
-    let sampler = if sampled {
-        device.attachment_sampler
-    } else {
-        vk::Sampler::null()
-    };
-    let gbuffer_infos = attachment_read_infos(&gbuffer_views, 3, lighting_depth_layout, sampler);
-    let tonemap_infos = attachment_read_infos(&tonemap_views, 1, tonemap_depth_layout, sampler);
-    let lut_info = [vk::DescriptorImageInfo {
-        sampler: device.lut_sampler,
-        image_view: lut_view,
-        image_layout: vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL,
-    }];
-    // The skybox (set 3 binding 3), the environment map's diffuse and specular cubes (set 2
-    // bindings 4 and 5), the irradiance volume's voxels (set 2 binding 6).
-    let environment_infos: Vec<[vk::DescriptorImageInfo; 1]> = environment
-        .iter()
-        .map(|(texture, raw)| {
-            [vk::DescriptorImageInfo {
-                sampler: texture.sampler,
-                image_view: *raw,
-                image_layout: vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL,
-            }]
-        })
-        .collect();
-    let mut writes = attachment_read_writes(view.gbuffer_set, &gbuffer_infos, sampled);
-    writes.extend(attachment_read_writes(
-        view.tonemap_set,
-        &tonemap_infos,
-        sampled,
-    ));
-    // The G-buffer material (its no-fog bit) for tonemap: set 3 binding 4.
-    let material_info = &gbuffer_infos[2];
-    writes.push(
-        attachment_read_writes(
-            view.tonemap_set,
-            std::slice::from_ref(material_info),
+    let infos = SetInfos::new(device, &contents);
+    let writes = infos.writes(view, contents.sampled);
+    // SAFETY: the sets are fresh or were never used by a submitted command buffer (the action
+    // is `WriteInPlace` only for sets no frame has bound), and every view is alive: the
+    // attachments' are the view's own, the LUT's and environment's are held below, the shadow
+    // maps' by `ShadowMapViews`.
+    unsafe { device.context.device.update_descriptor_sets(&writes, &[]) };
+    view.input_views = contents.views;
+    view.environment_samplers = contents.samplers;
+    keep_sampled_views_alive(device, view, lut, environment);
+    Ok(())
+}
+
+/// What the view's sets must hold for a plan: the attachments they read (and in which layout),
+/// the LUT, the environment's and the shadow maps' views, and the environment's samplers.
+/// Pure: comparing it with what was written decides whether the sets are rewritten.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct SetContents {
+    /// The passes read earlier passes' attachments as textures (the unmerged tier).
+    pub(crate) sampled: bool,
+    /// Albedo, normal, material, depth: what the lighting reads.
+    pub(crate) gbuffer: [vk::ImageView; 4],
+    /// Light, depth: what the tonemap reads.
+    pub(crate) tonemap: [vk::ImageView; 2],
+    pub(crate) lighting_depth_layout: vk::ImageLayout,
+    pub(crate) tonemap_depth_layout: vk::ImageLayout,
+    pub(crate) lut: vk::ImageView,
+    /// The skybox, the environment map's diffuse and specular cubes, the irradiance volume.
+    pub(crate) environment: [(vk::ImageView, vk::Sampler); 4],
+    /// Bevy's point-light cubes and directional-and-spot array.
+    pub(crate) shadow_maps: [vk::ImageView; 2],
+    /// Every view above, in the order the view keeps them (`ViewResources::input_views`).
+    pub(crate) views: Vec<vk::ImageView>,
+    pub(crate) samplers: Vec<vk::Sampler>,
+}
+
+impl SetContents {
+    pub(crate) fn of(
+        compiled: &CompiledFrame,
+        attachments: &[(ResourceId, AttachmentImage)],
+        lut: vk::ImageView,
+        environment: &[(&ViewTexture, vk::ImageView); 4],
+        shadow_maps: [vk::ImageView; 2],
+    ) -> Self {
+        let sampled = plan::samples_attachments(compiled);
+        let view_of = |name: &str| {
+            compiled
+                .attachment_named(name)
+                .and_then(|a| attachments.iter().find(|(id, _)| *id == a.id))
+                .map(|(_, image)| image.input_view)
+                .unwrap_or_default()
+        };
+        // A descriptor's layout is the one its subpass uses the attachment in; a texture stored
+        // by an earlier render pass was left in SHADER_READ_ONLY_OPTIMAL.
+        let input_layout = |pass: &str, name: &str| {
+            plan::locate_pass(compiled, pass)
+                .and_then(|(n, s)| {
+                    let native = &compiled.native_passes[n];
+                    let attachment = native.attachments.iter().position(|a| a.name == name)?;
+                    render_pass::layout_in_subpass(native, s, attachment)
+                })
+                .unwrap_or(if sampled {
+                    vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL
+                } else {
+                    vk::ImageLayout::DEPTH_STENCIL_READ_ONLY_OPTIMAL
+                })
+        };
+        // Plans without a tonemap subpass read the tonemap set in the lighting subpass.
+        let tonemap_reader = if plan::locate_pass(compiled, names::TONEMAP).is_some() {
+            names::TONEMAP
+        } else {
+            names::LIGHTING
+        };
+        let gbuffer = [
+            view_of(names::ALBEDO_OCCLUSION),
+            view_of(names::NORMAL),
+            view_of(names::MATERIAL),
+            view_of(names::DEPTH),
+        ];
+        let tonemap = [view_of(names::LIGHT), view_of(names::DEPTH)];
+        let environment = environment.map(|(texture, raw)| (raw, texture.sampler));
+        let views = gbuffer
+            .into_iter()
+            .chain(tonemap)
+            .chain([lut])
+            .chain(environment.map(|(raw, _)| raw))
+            .chain(shadow_maps)
+            .collect();
+        Self {
             sampled,
-        )[0]
-        .dst_binding(4),
-    );
-    writes.push(
-        vk::WriteDescriptorSet::default()
-            .dst_set(view.tonemap_set)
-            .dst_binding(2)
-            .descriptor_type(vk::DescriptorType::COMBINED_IMAGE_SAMPLER)
-            .image_info(&lut_info),
-    );
-    // Bevy's shadow textures, in the layout wgpu leaves a depth texture used as a resource
-    // (`interop` declares them so).
-    let shadow_infos = shadow_maps.map(|image_view| {
-        [vk::DescriptorImageInfo {
-            sampler: device.shadow_sampler,
-            image_view,
-            image_layout: vk::ImageLayout::DEPTH_STENCIL_READ_ONLY_OPTIMAL,
-        }]
-    });
-    for (binding, info) in (3..).zip(&shadow_infos) {
-        writes.push(
-            vk::WriteDescriptorSet::default()
-                .dst_set(view.view_set)
-                .dst_binding(binding)
-                .descriptor_type(vk::DescriptorType::COMBINED_IMAGE_SAMPLER)
-                .image_info(info),
-        );
+            gbuffer,
+            tonemap,
+            lighting_depth_layout: input_layout(names::LIGHTING, names::DEPTH),
+            tonemap_depth_layout: input_layout(tonemap_reader, names::DEPTH),
+            lut,
+            environment,
+            shadow_maps,
+            views,
+            samplers: environment.map(|(_, sampler)| sampler).to_vec(),
+        }
     }
-    for ((set, binding), info) in [
-        (view.tonemap_set, 3),
-        (view.gbuffer_set, 4),
-        (view.gbuffer_set, 5),
-        (view.gbuffer_set, 6),
-    ]
-    .into_iter()
-    .zip(&environment_infos)
-    {
-        writes.push(
+}
+
+/// The image infos of the view's sets, which the writes point into.
+struct SetInfos {
+    gbuffer: Vec<[vk::DescriptorImageInfo; 1]>,
+    tonemap: Vec<[vk::DescriptorImageInfo; 1]>,
+    lut: [vk::DescriptorImageInfo; 1],
+    environment: [[vk::DescriptorImageInfo; 1]; 4],
+    shadow_maps: [[vk::DescriptorImageInfo; 1]; 2],
+}
+
+impl SetInfos {
+    fn new(device: &ViewDevice, contents: &SetContents) -> Self {
+        let sampler = if contents.sampled {
+            device.attachment_sampler
+        } else {
+            vk::Sampler::null()
+        };
+        let image = |sampler, image_view, image_layout| {
+            [vk::DescriptorImageInfo {
+                sampler,
+                image_view,
+                image_layout,
+            }]
+        };
+        let read_only = vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL;
+        Self {
+            gbuffer: attachment_read_infos(
+                &contents.gbuffer,
+                3,
+                contents.lighting_depth_layout,
+                sampler,
+            ),
+            tonemap: attachment_read_infos(
+                &contents.tonemap,
+                1,
+                contents.tonemap_depth_layout,
+                sampler,
+            ),
+            lut: image(device.lut_sampler, contents.lut, read_only),
+            environment: contents
+                .environment
+                .map(|(view, sampler)| image(sampler, view, read_only)),
+            // Bevy's shadow textures, in the layout wgpu leaves a depth texture used as a
+            // resource (`interop` declares them so).
+            shadow_maps: contents.shadow_maps.map(|view| {
+                image(
+                    device.shadow_sampler,
+                    view,
+                    vk::ImageLayout::DEPTH_STENCIL_READ_ONLY_OPTIMAL,
+                )
+            }),
+        }
+    }
+
+    /// Every write of the view's G-buffer, tonemap and view sets.
+    fn writes(&self, view: &ViewResources, sampled: bool) -> Vec<vk::WriteDescriptorSet<'_>> {
+        let sampler_write = |set, binding, info| {
             vk::WriteDescriptorSet::default()
                 .dst_set(set)
                 .dst_binding(binding)
                 .descriptor_type(vk::DescriptorType::COMBINED_IMAGE_SAMPLER)
-                .image_info(info),
+                .image_info(info)
+        };
+        let mut writes = attachment_read_writes(view.gbuffer_set, &self.gbuffer, sampled);
+        writes.extend(attachment_read_writes(
+            view.tonemap_set,
+            &self.tonemap,
+            sampled,
+        ));
+        // The G-buffer material (its no-fog bit) for tonemap: set 3 binding 4.
+        writes.push(
+            attachment_read_writes(view.tonemap_set, &self.gbuffer[2..3], sampled)[0]
+                .dst_binding(4),
         );
+        writes.push(sampler_write(view.tonemap_set, 2, &self.lut));
+        for (binding, info) in (3..).zip(&self.shadow_maps) {
+            writes.push(sampler_write(view.view_set, binding, info));
+        }
+        // The skybox (set 3 binding 3), the environment map's diffuse and specular cubes (set 2
+        // bindings 4 and 5), the irradiance volume's voxels (set 2 binding 6).
+        for ((set, binding), info) in [
+            (view.tonemap_set, 3),
+            (view.gbuffer_set, 4),
+            (view.gbuffer_set, 5),
+            (view.gbuffer_set, 6),
+        ]
+        .into_iter()
+        .zip(&self.environment)
+        {
+            writes.push(sampler_write(set, binding, info));
+        }
+        writes
     }
-    // SAFETY: the sets are fresh (never used by a submitted command buffer) and every view is
-    // alive.
-    unsafe { device.context.device.update_descriptor_sets(&writes, &[]) };
-    view.input_views = all;
-    view.environment_samplers = samplers;
+}
+
+/// The view sets name the LUT's and the environment's views, which wgpu would destroy once its
+/// own uses end: the view holds clones until the next write, then the graveyard until the GPU
+/// has finished every frame that bound the old sets.
+fn keep_sampled_views_alive(
+    device: &mut ViewDevice,
+    view: &mut ViewResources,
+    lut: &GpuImage,
+    environment: &[(&ViewTexture, vk::ImageView); 4],
+) {
     let kept = environment
         .iter()
         .map(|(texture, _)| texture.image.texture_view.clone())
@@ -298,7 +381,6 @@ pub(crate) fn write_view_sets(
             .graveyard
             .retire(Box::new(move |_: &VulkanContext| drop(old)));
     }
-    Ok(())
 }
 
 /// What [`view_sets_action`] decides from.

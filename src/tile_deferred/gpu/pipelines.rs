@@ -209,6 +209,150 @@ pub(crate) fn screen_variants(
     (lighting, variant)
 }
 
+/// The specialisation constants of a mesh pipeline's stages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct MeshConstants {
+    /// gbuffer.vert's ids [`Self::VERTEX_IDS`] (gbuffer.frag takes the first six).
+    pub(crate) vertex: [u32; 8],
+    /// forward.frag's ids [`Self::FORWARD_IDS`].
+    pub(crate) forward: [u32; 9],
+    /// Alpha to coverage replaces the alpha mask's discard (with MSAA only).
+    pub(crate) alpha_to_coverage: bool,
+}
+
+impl MeshConstants {
+    /// Ids 0..5 of gbuffer.vert and gbuffer.frag (the optional attributes and the alpha mask),
+    /// then gbuffer.vert's 6 SKINNED and 7 MORPHED.
+    pub(crate) const VERTEX_IDS: [u32; 8] = [0, 1, 2, 3, 4, 5, 6, 7];
+    /// forward.frag: shadows.glsl's 0 and 1, then the mesh's constants at 10..15, with the
+    /// blend mode in place of the alpha mask, and 16 INTO_LIGHT.
+    pub(crate) const FORWARD_IDS: [u32; 9] = [0, 1, 10, 11, 12, 13, 14, 15, 16];
+
+    pub(crate) fn of(key: &GbufferPipelineKey, lighting: LightingKey) -> Self {
+        let alpha_to_coverage =
+            key.alpha_to_coverage && key.samples != vk::SampleCountFlags::TYPE_1;
+        let vertex = [
+            u32::from(key.attributes[1].is_some()),
+            u32::from(key.attributes[2].is_some()),
+            u32::from(key.attributes[3].is_some()),
+            u32::from(key.alpha_mask && !alpha_to_coverage),
+            u32::from(key.attributes[4].is_some()),
+            u32::from(key.attributes[5].is_some()),
+            u32::from(key.skin.is_some()),
+            u32::from(key.morph),
+        ];
+        let [shadow_filter, shadows] = lighting.constants();
+        let forward = [
+            shadow_filter,
+            shadows,
+            vertex[0],
+            vertex[1],
+            vertex[2],
+            key.transparent.map_or(0, |t| t.blend.shader_value()),
+            vertex[4],
+            vertex[5],
+            u32::from(key.transparent.is_some_and(|t| t.into_light)),
+        ];
+        Self {
+            vertex,
+            forward,
+            alpha_to_coverage,
+        }
+    }
+}
+
+/// The vertex input of a mesh pipeline: binding 0 the mesh, 1 a zero buffer (stride 0) for the
+/// attributes the mesh lacks, 2 the instances.
+pub(crate) fn vertex_layout(
+    key: &GbufferPipelineKey,
+) -> (
+    [vk::VertexInputBindingDescription; 3],
+    Vec<vk::VertexInputAttributeDescription>,
+) {
+    let bindings = [
+        vk::VertexInputBindingDescription {
+            binding: 0,
+            stride: key.stride,
+            input_rate: vk::VertexInputRate::VERTEX,
+        },
+        vk::VertexInputBindingDescription {
+            binding: 1,
+            stride: 0,
+            input_rate: vk::VertexInputRate::VERTEX,
+        },
+        vk::VertexInputBindingDescription {
+            binding: 2,
+            stride: size_of::<GpuInstance>() as u32,
+            input_rate: vk::VertexInputRate::INSTANCE,
+        },
+    ];
+    let fallback_formats = [
+        vk::Format::R32G32B32_SFLOAT,
+        vk::Format::R32G32B32_SFLOAT,
+        vk::Format::R32G32_SFLOAT,
+        vk::Format::R32G32B32A32_SFLOAT,
+        vk::Format::R32G32B32A32_SFLOAT,
+        vk::Format::R32G32_SFLOAT,
+    ];
+    let mut attributes: Vec<vk::VertexInputAttributeDescription> = key
+        .attributes
+        .iter()
+        .zip(fallback_formats)
+        .enumerate()
+        .map(|(location, (attribute, fallback))| match attribute {
+            Some((format, offset)) => vk::VertexInputAttributeDescription {
+                location: location as u32,
+                binding: 0,
+                format: *format,
+                offset: *offset,
+            },
+            None => vk::VertexInputAttributeDescription {
+                location: location as u32,
+                binding: 1,
+                format: fallback,
+                offset: 0,
+            },
+        })
+        .collect();
+    attributes.extend((0..3).map(|row| vk::VertexInputAttributeDescription {
+        location: GBUFFER_ATTRIBUTES as u32 + row,
+        binding: 2,
+        format: vk::Format::R32G32B32A32_SFLOAT,
+        offset: row * 16,
+    }));
+    // Locations 9 and 10: joint indices and weights, from the zero buffer when not skinned.
+    let skin_fallback = [
+        vk::Format::R32G32B32A32_UINT,
+        vk::Format::R32G32B32A32_SFLOAT,
+    ];
+    attributes.extend((0..2).map(|slot| {
+        let (binding, (format, offset)) = match key.skin {
+            Some(skin) => (0, skin[slot]),
+            None => (1, (skin_fallback[slot], 0)),
+        };
+        vk::VertexInputAttributeDescription {
+            location: 9 + slot as u32,
+            binding,
+            format,
+            offset,
+        }
+    }));
+    attributes.push(vk::VertexInputAttributeDescription {
+        location: 15,
+        binding: 2,
+        format: vk::Format::R32G32B32A32_UINT,
+        offset: std::mem::offset_of!(GpuInstance, flags) as u32,
+    });
+    // Location 14: the instance's lightmap (uv_rect, exposure; gbuffer.vert).
+    attributes.push(vk::VertexInputAttributeDescription {
+        location: 14,
+        binding: 2,
+        format: vk::Format::R32G32B32A32_UINT,
+        offset: std::mem::offset_of!(GpuInstance, lightmap) as u32,
+    });
+    (bindings, attributes)
+}
+
 // Methods of the context (as the call sites in frame/render_passes.rs use them), but tile-path knowledge: they
 // live here, beside the shaders and layouts they build on.
 impl VulkanContext {
@@ -222,20 +366,7 @@ impl VulkanContext {
         key: &GbufferPipelineKey,
         lighting: LightingKey,
     ) -> Result<vk::Pipeline, vk::Result> {
-        // Constant ids 0..5 of gbuffer.vert and gbuffer.frag, then gbuffer.vert's 6 SKINNED and
-        // 7 MORPHED.
-        let alpha_to_coverage =
-            key.alpha_to_coverage && key.samples != vk::SampleCountFlags::TYPE_1;
-        let mesh_constants = [
-            u32::from(key.attributes[1].is_some()),
-            u32::from(key.attributes[2].is_some()),
-            u32::from(key.attributes[3].is_some()),
-            u32::from(key.alpha_mask && !alpha_to_coverage),
-            u32::from(key.attributes[4].is_some()),
-            u32::from(key.attributes[5].is_some()),
-            u32::from(key.skin.is_some()),
-            u32::from(key.morph),
-        ];
+        let constants = MeshConstants::of(key, lighting);
         let entries = |ids: &[u32]| -> Vec<vk::SpecializationMapEntry> {
             ids.iter()
                 .enumerate()
@@ -247,32 +378,18 @@ impl VulkanContext {
                 })
                 .collect()
         };
-        let vertex_entries = entries(&[0, 1, 2, 3, 4, 5, 6, 7]);
+        let vertex_entries = entries(&MeshConstants::VERTEX_IDS);
         let vertex_specialization = vk::SpecializationInfo::default()
             .map_entries(&vertex_entries)
-            .data(bytemuck::cast_slice(&mesh_constants));
-        let mesh_entries = entries(&[0, 1, 2, 3, 4, 5]);
+            .data(bytemuck::cast_slice(&constants.vertex));
+        let mesh_entries = entries(&MeshConstants::VERTEX_IDS[..6]);
         let mesh_specialization = vk::SpecializationInfo::default()
             .map_entries(&mesh_entries)
-            .data(bytemuck::cast_slice(&mesh_constants[..6]));
-        // forward.frag: shadows.glsl's 0 and 1, then the mesh's constants at 10..15, with the
-        // blend mode in place of the alpha mask, and 16 INTO_LIGHT.
-        let [shadow_filter, shadows] = lighting.constants();
-        let forward_constants = [
-            shadow_filter,
-            shadows,
-            mesh_constants[0],
-            mesh_constants[1],
-            mesh_constants[2],
-            key.transparent.map_or(0, |t| t.blend.shader_value()),
-            mesh_constants[4],
-            mesh_constants[5],
-            u32::from(key.transparent.is_some_and(|t| t.into_light)),
-        ];
-        let forward_entries = entries(&[0, 1, 10, 11, 12, 13, 14, 15, 16]);
+            .data(bytemuck::cast_slice(&constants.vertex[..6]));
+        let forward_entries = entries(&MeshConstants::FORWARD_IDS);
         let forward_specialization = vk::SpecializationInfo::default()
             .map_entries(&forward_entries)
-            .data(bytemuck::cast_slice(&forward_constants));
+            .data(bytemuck::cast_slice(&constants.forward));
         let stages = [
             shaders
                 .stage(ShaderId::GbufferVert, Variant::BASE)
@@ -285,7 +402,7 @@ impl VulkanContext {
                 shaders
                     .stage(
                         ShaderId::GbufferFrag,
-                        if alpha_to_coverage {
+                        if constants.alpha_to_coverage {
                             ALPHA_TO_COVERAGE
                         } else {
                             Variant::BASE
@@ -294,89 +411,7 @@ impl VulkanContext {
                     .specialization_info(&mesh_specialization)
             },
         ];
-
-        // Binding 0: the mesh; 1: a zero buffer (stride 0) for missing attributes; 2: instances.
-        let bindings = [
-            vk::VertexInputBindingDescription {
-                binding: 0,
-                stride: key.stride,
-                input_rate: vk::VertexInputRate::VERTEX,
-            },
-            vk::VertexInputBindingDescription {
-                binding: 1,
-                stride: 0,
-                input_rate: vk::VertexInputRate::VERTEX,
-            },
-            vk::VertexInputBindingDescription {
-                binding: 2,
-                stride: size_of::<GpuInstance>() as u32,
-                input_rate: vk::VertexInputRate::INSTANCE,
-            },
-        ];
-        let fallback_formats = [
-            vk::Format::R32G32B32_SFLOAT,
-            vk::Format::R32G32B32_SFLOAT,
-            vk::Format::R32G32_SFLOAT,
-            vk::Format::R32G32B32A32_SFLOAT,
-            vk::Format::R32G32B32A32_SFLOAT,
-            vk::Format::R32G32_SFLOAT,
-        ];
-        let mut attributes: Vec<vk::VertexInputAttributeDescription> = key
-            .attributes
-            .iter()
-            .zip(fallback_formats)
-            .enumerate()
-            .map(|(location, (attribute, fallback))| match attribute {
-                Some((format, offset)) => vk::VertexInputAttributeDescription {
-                    location: location as u32,
-                    binding: 0,
-                    format: *format,
-                    offset: *offset,
-                },
-                None => vk::VertexInputAttributeDescription {
-                    location: location as u32,
-                    binding: 1,
-                    format: fallback,
-                    offset: 0,
-                },
-            })
-            .collect();
-        attributes.extend((0..3).map(|row| vk::VertexInputAttributeDescription {
-            location: GBUFFER_ATTRIBUTES as u32 + row,
-            binding: 2,
-            format: vk::Format::R32G32B32A32_SFLOAT,
-            offset: row * 16,
-        }));
-        // Locations 9 and 10: joint indices and weights, from the zero buffer when not skinned.
-        let skin_fallback = [
-            vk::Format::R32G32B32A32_UINT,
-            vk::Format::R32G32B32A32_SFLOAT,
-        ];
-        attributes.extend((0..2).map(|slot| {
-            let (binding, (format, offset)) = match key.skin {
-                Some(skin) => (0, skin[slot]),
-                None => (1, (skin_fallback[slot], 0)),
-            };
-            vk::VertexInputAttributeDescription {
-                location: 9 + slot as u32,
-                binding,
-                format,
-                offset,
-            }
-        }));
-        attributes.push(vk::VertexInputAttributeDescription {
-            location: 15,
-            binding: 2,
-            format: vk::Format::R32G32B32A32_UINT,
-            offset: std::mem::offset_of!(GpuInstance, flags) as u32,
-        });
-        // Location 14: the instance's lightmap (uv_rect, exposure; gbuffer.vert).
-        attributes.push(vk::VertexInputAttributeDescription {
-            location: 14,
-            binding: 2,
-            format: vk::Format::R32G32B32A32_UINT,
-            offset: std::mem::offset_of!(GpuInstance, lightmap) as u32,
-        });
+        let (bindings, attributes) = vertex_layout(key);
         let vertex_input = vk::PipelineVertexInputStateCreateInfo::default()
             .vertex_binding_descriptions(&bindings)
             .vertex_attribute_descriptions(&attributes);
@@ -622,5 +657,81 @@ mod tests {
             ],
             ["msaa_classify.frag", "lighting_sample_ms.frag"]
         );
+    }
+
+    fn mesh_key() -> GbufferPipelineKey {
+        GbufferPipelineKey {
+            stride: 32,
+            attributes: [
+                Some((vk::Format::R32G32B32_SFLOAT, 0)),
+                Some((vk::Format::R32G32B32_SFLOAT, 12)),
+                Some((vk::Format::R32G32_SFLOAT, 24)),
+                None,
+                None,
+                None,
+            ],
+            skin: None,
+            morph: false,
+            topology: vk::PrimitiveTopology::TRIANGLE_LIST,
+            primitive_restart: false,
+            cull_mode: vk::CullModeFlags::BACK,
+            alpha_mask: true,
+            alpha_to_coverage: true,
+            samples: vk::SampleCountFlags::TYPE_1,
+            transparent: None,
+        }
+    }
+
+    /// Every location is fed once: the mesh's attributes from binding 0, the ones it lacks
+    /// (and the joints of an unskinned mesh) from the zero buffer, the instance from binding 2.
+    #[test]
+    fn a_mesh_pipeline_feeds_every_shader_input_once() {
+        let (bindings, attributes) = vertex_layout(&mesh_key());
+        assert_eq!(
+            bindings.map(|b| b.stride),
+            [32, 0, size_of::<GpuInstance>() as u32]
+        );
+        let mut locations: Vec<u32> = attributes.iter().map(|a| a.location).collect();
+        locations.sort_unstable();
+        assert_eq!(locations, [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 14, 15]);
+        let binding_of = |location| {
+            attributes
+                .iter()
+                .find(|a| a.location == location)
+                .unwrap()
+                .binding
+        };
+        assert_eq!([0, 1, 2, 3, 9, 10].map(binding_of), [0, 0, 0, 1, 1, 1]);
+        assert_eq!([6, 7, 8, 14, 15].map(binding_of), [2; 5]);
+        let skinned = GbufferPipelineKey {
+            skin: Some([
+                (vk::Format::R16G16B16A16_UINT, 32),
+                (vk::Format::R32G32B32A32_SFLOAT, 40),
+            ]),
+            ..mesh_key()
+        };
+        let (_, attributes) = vertex_layout(&skinned);
+        let joints = attributes.iter().find(|a| a.location == 9).unwrap();
+        assert_eq!((joints.binding, joints.offset), (0, 32));
+    }
+
+    /// Alpha to coverage needs samples to cover: without MSAA the alpha mask applies.
+    #[test]
+    fn alpha_to_coverage_replaces_the_mask_only_with_msaa() {
+        let lighting = LightingKey::new(0, false);
+        let single = MeshConstants::of(&mesh_key(), lighting);
+        assert!(!single.alpha_to_coverage);
+        assert_eq!(single.vertex[3], 1, "alpha mask at 0.5 without MSAA");
+        let msaa = MeshConstants::of(
+            &GbufferPipelineKey {
+                samples: vk::SampleCountFlags::TYPE_4,
+                ..mesh_key()
+            },
+            lighting,
+        );
+        assert!(msaa.alpha_to_coverage);
+        assert_eq!(msaa.vertex[3], 0);
+        assert_eq!(single.vertex[..3], [1, 1, 0], "normal and uv0, no tangent");
+        assert_eq!(single.forward[2..5], single.vertex[..3]);
     }
 }

@@ -341,33 +341,19 @@ fn screen_pipeline_specs(compiled: &CompiledFrame, shape: &ScreenShape) -> Vec<S
         (Some(transparent), Some(tonemap)) if transparent < tonemap
     );
     if transparent_before_tonemap && (!multisampled || stencil_split) {
-        for kind in [
-            LIGHT_FINISH_SKY,
-            LIGHT_FINISH_FOG_MULTIPLY,
-            LIGHT_FINISH_FOG_ADD,
-        ] {
-            specs.push(ScreenSpec {
-                slot: ScreenSlot::LightFinish(kind),
-                pass: names::LIGHTING,
-                shader: ShaderId::LightFinish,
-                variant: Variant {
-                    msaa: multisampled,
-                    sampled: shape.sampled_attachments,
-                    ..Variant::BASE
-                },
-                constants: ScreenConstants::LightFinish(kind),
-                state: ScreenState {
-                    blend: match kind {
-                        LIGHT_FINISH_SKY => ScreenBlend::Replace,
-                        LIGHT_FINISH_FOG_MULTIPLY => ScreenBlend::Multiply,
-                        _ => ScreenBlend::Additive,
-                    },
-                    depth: untested,
-                    stencil: ScreenStencil::Off,
-                    per_sample: multisampled,
-                },
-            });
-        }
+        let variant = Variant {
+            msaa: multisampled,
+            sampled: shape.sampled_attachments,
+            ..Variant::BASE
+        };
+        specs.extend(
+            [
+                LIGHT_FINISH_SKY,
+                LIGHT_FINISH_FOG_MULTIPLY,
+                LIGHT_FINISH_FOG_ADD,
+            ]
+            .map(|kind| light_finish_spec(kind, variant, untested)),
+        );
     }
     if plan::locate_pass(compiled, names::DEPTH_EXPORT).is_some() {
         // Every sample's depth, written as read (the test always passes).
@@ -409,6 +395,28 @@ fn screen_pipeline_specs(compiled: &CompiledFrame, shape: &ScreenShape) -> Vec<S
         ));
     }
     specs
+}
+
+/// A light finish before an HDR camera's transparent pass: the skybox replaces the light, the
+/// fog multiplies it, then adds its inscattering (per sample with MSAA).
+fn light_finish_spec(kind: u32, variant: Variant, depth: ScreenDepth) -> ScreenSpec {
+    ScreenSpec {
+        slot: ScreenSlot::LightFinish(kind),
+        pass: names::LIGHTING,
+        shader: ShaderId::LightFinish,
+        variant,
+        constants: ScreenConstants::LightFinish(kind),
+        state: ScreenState {
+            blend: match kind {
+                LIGHT_FINISH_SKY => ScreenBlend::Replace,
+                LIGHT_FINISH_FOG_MULTIPLY => ScreenBlend::Multiply,
+                _ => ScreenBlend::Additive,
+            },
+            depth,
+            stencil: ScreenStencil::Off,
+            per_sample: variant.msaa,
+        },
+    }
 }
 
 /// The lighting, tonemap and (with MSAA) edge pipelines of `pass`: each of

@@ -475,9 +475,9 @@ pub(crate) fn find_missing(
     cameras: TileCameras,
     meshes: ViewedMeshes,
     clusterables: ViewedClusterables,
-    (directional_lights, global_ambient): LightmapSources,
+    lightmap_sources: LightmapSources,
     entities: Query<EntityRef>,
-    (materials, mesh_assets, images): ViewedAssets,
+    assets: ViewedAssets,
     components: &Components,
     archetypes: &Archetypes,
     registry: Res<AppTypeRegistry>,
@@ -503,120 +503,190 @@ pub(crate) fn find_missing(
         let Ok(camera_ref) = entities.get(camera) else {
             continue;
         };
-        let mut items: Vec<MissingFeature> = Vec::new();
         let mut clustered: Vec<Entity> = visible
             .iter(TypeId::of::<ClusterVisibilityClass>())
             .copied()
             .collect();
         clustered.sort_unstable();
-        // What Bevy leaves out of lightmapped meshes in this view, where it differs from its
-        // defaults (every directional light counts: they light every view of their layers).
-        let excludes_point_or_spot = |entity: &Entity| {
-            clusterables
-                .get(*entity)
-                .is_ok_and(|(_, _, point, spot, ..)| {
-                    point.is_some_and(|p| !p.affects_lightmapped_mesh_diffuse)
-                        || spot.is_some_and(|s| !s.affects_lightmapped_mesh_diffuse)
-                })
+        let mut items = mesh_items(
+            &camera_ref,
+            visible,
+            &clustered,
+            &meshes,
+            &clusterables,
+            &lightmap_sources,
+            &assets,
+        );
+        items.extend(clusterable_items(&clustered, &clusterables, binding_arrays));
+        let ui_over_camera = ui_cameras.contains_key(&camera);
+        let foreign = foreign_draws.as_ref().and_then(|d| d.undrawable(camera));
+        let camera_items = CameraItems {
+            lookups,
+            components,
+            images: &assets.2,
+            ui_over_camera,
+            foreign_draws: foreign,
         };
-        let lightmap_view = LightmapContext {
-            environment_map: camera_ref.contains::<EnvironmentMapLight>()
-                || camera_ref.contains::<GeneratedEnvironmentMapLight>(),
-            ambient_excluded: camera_ref.get::<AmbientLight>().map_or_else(
-                || {
-                    global_ambient
-                        .as_ref()
-                        .is_some_and(|a| !a.affects_lightmapped_meshes)
-                },
-                |a| !a.affects_lightmapped_meshes,
-            ),
-            light_excluded: directional_lights
-                .iter()
-                .any(|light| !light.affects_lightmapped_mesh_diffuse)
-                || clustered.iter().any(excludes_point_or_spot),
-            ..default()
+        items.extend(camera_items.of(camera, &camera_ref));
+        if previous.is_none_or(|previous| previous.items != items) {
+            let frames_clear = previous.map_or(0, |previous| previous.frames_clear);
+            commands.entity(camera).insert(TileMissing {
+                items,
+                frames_clear,
+            });
+        }
+    }
+}
+
+/// The meshes in the camera's view the tile path cannot draw as Bevy does: their material,
+/// morph targets or lightmap.
+fn mesh_items(
+    camera_ref: &EntityRef,
+    visible: &VisibleEntities,
+    clustered: &[Entity],
+    meshes: &ViewedMeshes,
+    clusterables: &ViewedClusterables,
+    (directional_lights, global_ambient): &LightmapSources,
+    (materials, mesh_assets, images): &ViewedAssets,
+) -> Vec<MissingFeature> {
+    let mut items = Vec::new();
+    // What Bevy leaves out of lightmapped meshes in this view, where it differs from its
+    // defaults (every directional light counts: they light every view of their layers).
+    let excludes_point_or_spot = |entity: &Entity| {
+        clusterables
+            .get(*entity)
+            .is_ok_and(|(_, _, point, spot, ..)| {
+                point.is_some_and(|p| !p.affects_lightmapped_mesh_diffuse)
+                    || spot.is_some_and(|s| !s.affects_lightmapped_mesh_diffuse)
+            })
+    };
+    let lightmap_view = LightmapContext {
+        environment_map: camera_ref.contains::<EnvironmentMapLight>()
+            || camera_ref.contains::<GeneratedEnvironmentMapLight>(),
+        ambient_excluded: camera_ref.get::<AmbientLight>().map_or_else(
+            || {
+                global_ambient
+                    .as_ref()
+                    .is_some_and(|a| !a.affects_lightmapped_meshes)
+            },
+            |a| !a.affects_lightmapped_meshes,
+        ),
+        light_excluded: directional_lights
+            .iter()
+            .any(|light| !light.affects_lightmapped_mesh_diffuse)
+            || clustered.iter().any(excludes_point_or_spot),
+        ..default()
+    };
+    let mut in_view: Vec<Entity> = visible.iter(TypeId::of::<Mesh3d>()).copied().collect();
+    in_view.sort_unstable();
+    for entity in in_view {
+        let Ok((mesh, name, standard, morphed, lightmapped)) = meshes.get(entity) else {
+            continue;
         };
-        let mut in_view: Vec<Entity> = visible.iter(TypeId::of::<Mesh3d>()).copied().collect();
-        in_view.sort_unstable();
-        for entity in in_view {
-            let Ok((mesh, name, standard, morphed, lightmapped)) = meshes.get(entity) else {
-                continue;
-            };
-            let morphs_unreachable = morphed
-                && mesh_assets.get(&mesh.0).is_some_and(|mesh| {
-                    matches!(
-                        mesh.try_morph_targets(),
-                        Err(MeshAccessError::ExtractedToRenderWorld)
+        let morphs_unreachable = morphed
+            && mesh_assets.get(&mesh.0).is_some_and(|mesh| {
+                matches!(
+                    mesh.try_morph_targets(),
+                    Err(MeshAccessError::ExtractedToRenderWorld)
+                )
+            });
+        // A material not loaded yet is not drawn by Bevy either.
+        let standard = standard.map(|material| {
+            materials.get(&material.0).and_then(|material| {
+                standard_material_missing(material)
+                    .or_else(|| material_textures_missing(material, images))
+            })
+        });
+        let lightmap = lightmapped.and_then(|lightmap| {
+            let asset = mesh_assets.get(&mesh.0);
+            let transparent = meshes
+                .get(entity)
+                .ok()
+                .and_then(|(_, _, material, ..)| materials.get(&material?.0))
+                .is_some_and(|material| {
+                    !matches!(
+                        material.alpha_mode,
+                        AlphaMode::Opaque | AlphaMode::Mask(_) | AlphaMode::AlphaToCoverage
                     )
                 });
-            // A material not loaded yet is not drawn by Bevy either.
-            let standard = standard.map(|material| {
-                materials.get(&material.0).and_then(|material| {
-                    standard_material_missing(material)
-                        .or_else(|| material_textures_missing(material, &images))
-                })
+            lightmap_missing(LightmapContext {
+                has_uv1: asset
+                    .and_then(|mesh| mesh.try_contains_attribute(Mesh::ATTRIBUTE_UV_1).ok()),
+                transparent,
+                ..lightmap_view
+            })
+            .or_else(|| {
+                images
+                    .get(&lightmap.image)
+                    .and_then(image_unsampleable_as_2d)
+            })
+        });
+        // `fog_enabled: false` is drawn: the G-buffer's no-fog bit (issue 15).
+        if let Some(what) = undrawable_mesh(standard, morphs_unreachable, lightmap) {
+            items.push(MissingFeature {
+                entity,
+                name: name.map(ToString::to_string),
+                what: what.to_string(),
             });
-            let lightmap = lightmapped.and_then(|lightmap| {
-                let asset = mesh_assets.get(&mesh.0);
-                let transparent = meshes
-                    .get(entity)
-                    .ok()
-                    .and_then(|(_, _, material, ..)| materials.get(&material?.0))
-                    .is_some_and(|material| {
-                        !matches!(
-                            material.alpha_mode,
-                            AlphaMode::Opaque | AlphaMode::Mask(_) | AlphaMode::AlphaToCoverage
-                        )
-                    });
-                lightmap_missing(LightmapContext {
-                    has_uv1: asset
-                        .and_then(|mesh| mesh.try_contains_attribute(Mesh::ATTRIBUTE_UV_1).ok()),
-                    transparent,
-                    ..lightmap_view
-                })
-                .or_else(|| {
-                    images
-                        .get(&lightmap.image)
-                        .and_then(image_unsampleable_as_2d)
-                })
+        }
+    }
+    items
+}
+
+/// The decals and light probes in the camera's clusters the tile path does not draw.
+fn clusterable_items(
+    clustered: &[Entity],
+    clusterables: &ViewedClusterables,
+    binding_arrays: bool,
+) -> Vec<MissingFeature> {
+    let mut items = Vec::new();
+    // Decals and light probes in the camera's view (Bevy gathers a view's light probes
+    // from the same list: `gather_light_probes`). A probe whose images are still loading is
+    // listed too: Bevy skips it until they are uploaded, so an `Auto` camera may fall back
+    // a few frames early, never late.
+    let voxels_in_view: Vec<AssetId<Image>> = clustered
+        .iter()
+        .filter_map(|&entity| clusterables.get(entity).ok())
+        .filter(|(_, _, _, _, probe, ..)| *probe)
+        .filter_map(|(.., volume)| Some(volume?.voxels.id()))
+        .collect();
+    let volumes_drawn = irradiance_volumes_drawn(binding_arrays, &voxels_in_view);
+    for &entity in clustered {
+        let Ok((name, decal, _, _, probe, reflection, volume)) = clusterables.get(entity) else {
+            continue;
+        };
+        let irradiance = volume.is_some() && !volumes_drawn;
+        // A reflection probe changes Bevy's picture only where it samples them (binding
+        // arrays usable); elsewhere Bevy ignores it, and so does the tile path.
+        let reflection = reflection && binding_arrays;
+        for what in undrawable_clusterable(decal, probe, reflection, irradiance) {
+            items.push(MissingFeature {
+                entity,
+                name: name.map(ToString::to_string),
+                what: what.to_string(),
             });
-            // `fog_enabled: false` is drawn: the G-buffer's no-fog bit (issue 15).
-            if let Some(what) = undrawable_mesh(standard, morphs_unreachable, lightmap) {
-                items.push(MissingFeature {
-                    entity,
-                    name: name.map(ToString::to_string),
-                    what: what.to_string(),
-                });
-            }
         }
-        // Decals and light probes in the camera's view (Bevy gathers a view's light probes
-        // from the same list: `gather_light_probes`). A probe whose images are still loading is
-        // listed too: Bevy skips it until they are uploaded, so an `Auto` camera may fall back
-        // a few frames early, never late.
-        let voxels_in_view: Vec<AssetId<Image>> = clustered
-            .iter()
-            .filter_map(|&entity| clusterables.get(entity).ok())
-            .filter(|(_, _, _, _, probe, ..)| *probe)
-            .filter_map(|(.., volume)| Some(volume?.voxels.id()))
-            .collect();
-        let volumes_drawn = irradiance_volumes_drawn(binding_arrays, &voxels_in_view);
-        for entity in clustered {
-            let Ok((name, decal, _, _, probe, reflection, volume)) = clusterables.get(entity)
-            else {
-                continue;
-            };
-            let irradiance = volume.is_some() && !volumes_drawn;
-            // A reflection probe changes Bevy's picture only where it samples them (binding
-            // arrays usable); elsewhere Bevy ignores it, and so does the tile path.
-            let reflection = reflection && binding_arrays;
-            for what in undrawable_clusterable(decal, probe, reflection, irradiance) {
-                items.push(MissingFeature {
-                    entity,
-                    name: name.map(ToString::to_string),
-                    what: what.to_string(),
-                });
-            }
-        }
+    }
+    items
+}
+
+/// What [`CameraItems::of`] reads besides the camera.
+struct CameraItems<'a> {
+    lookups: &'a Lookups,
+    components: &'a Components,
+    images: &'a Assets<Image>,
+    /// Visible bevy_ui nodes target the camera (and the tile path does not draw them).
+    ui_over_camera: bool,
+    /// Why another plugin's `Transparent3d` draws cannot be drawn over the tile frame.
+    foreign_draws: Option<&'static str>,
+}
+
+impl CameraItems<'_> {
+    /// What is on the camera itself that the tile path does not do: Bevy's camera features
+    /// (post-processing and the like), colour grading, a target format it cannot write, UI
+    /// and other plugins' draws over it.
+    fn of(&self, camera: Entity, camera_ref: &EntityRef) -> Vec<MissingFeature> {
+        let mut items = Vec::new();
         let camera_name = camera_ref.get::<Name>().map(ToString::to_string);
         let mut on_camera = |what: &str| {
             items.push(MissingFeature {
@@ -625,8 +695,9 @@ pub(crate) fn find_missing(
                 what: what.to_string(),
             });
         };
-        for (type_id, what) in &lookups.camera_features {
-            if components
+        for (type_id, what) in &self.lookups.camera_features {
+            if self
+                .components
                 .get_id(*type_id)
                 .is_some_and(|id| camera_ref.contains_id(id))
             {
@@ -640,24 +711,18 @@ pub(crate) fn find_missing(
             on_camera(COLOR_GRADING);
         }
         if let Some(RenderTarget::Image(target)) = camera_ref.get::<RenderTarget>()
-            && let Some(image) = images.get(&target.handle)
+            && let Some(image) = self.images.get(&target.handle)
             && crate::vulkan::conv::frame_graph_format(image.texture_descriptor.format).is_none()
         {
             on_camera(&unwritable_target(image.texture_descriptor.format));
         }
-        if ui_cameras.contains_key(&camera) {
+        if self.ui_over_camera {
             on_camera(UI_OVER_TILE_CAMERA);
         }
-        if let Some(why) = foreign_draws.as_ref().and_then(|d| d.undrawable(camera)) {
+        if let Some(why) = &self.foreign_draws {
             on_camera(&format!("{FOREIGN_TRANSPARENT_DRAWS}: {why}"));
         }
-        if previous.is_none_or(|previous| previous.items != items) {
-            let frames_clear = previous.map_or(0, |previous| previous.frames_clear);
-            commands.entity(camera).insert(TileMissing {
-                items,
-                frames_clear,
-            });
-        }
+        items
     }
 }
 

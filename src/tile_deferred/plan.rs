@@ -19,8 +19,8 @@
 use super::error::{TileError, TileResult};
 use crate::{
     frame_graph::{
-        Access, AttachmentDesc, ClearValue, Extent, Format, FrameGraph, GraphError, ImportParams,
-        ShadowMaps, declare_shadow_maps,
+        Access, AttachmentDesc, AttachmentHandle, ClearValue, Extent, Format, FrameGraph,
+        GraphError, ImportParams, RasterPassBuilder, ShadowMaps, declare_shadow_maps,
     },
     tiers::PlanRequirements,
 };
@@ -211,38 +211,80 @@ pub(crate) fn declare_with_shadows(
     desc: &ViewFrameDesc,
     maps: &ShadowMaps,
 ) -> Result<FrameGraph, GraphError> {
-    use crate::frame_graph::{AttachmentHandle, RasterPassBuilder};
-    use names::*;
-    let unmerged = desc.unmerged;
-    let lighting_tonemaps = desc.lighting_tonemaps();
-    // The single-sample output is written whole unless it keeps what it held.
-    let output_access = if desc.keep_output {
+    let mut graph = FrameGraph::new(desc.extent);
+    let shadow_maps = declare_shadow_maps(&mut graph, maps)?;
+    let mut tile = TileAttachments::create(&mut graph, desc);
+    declare_gbuffer(&mut graph, desc, &mut tile)?;
+    if desc.lighting_tonemaps() {
+        // Two passes: the lighting writes the tone-mapped output.
+        declare_lighting_into_output(&mut graph, desc, &mut tile, &shadow_maps)?;
+    } else {
+        declare_lighting(&mut graph, desc, &mut tile, &shadow_maps)?;
+        declare_tonemap_and_transparent(&mut graph, desc, &mut tile)?;
+    }
+    declare_depth_export(&mut graph, desc, &tile.depth)?;
+    Ok(graph)
+}
+
+/// The tile frame's attachments: the G-buffer, the light, the depth and the imported output.
+struct TileAttachments {
+    albedo: AttachmentHandle,
+    normal: AttachmentHandle,
+    material: AttachmentHandle,
+    light: AttachmentHandle,
+    depth: AttachmentHandle,
+    output: AttachmentHandle,
+}
+
+impl TileAttachments {
+    fn create(graph: &mut FrameGraph, desc: &ViewFrameDesc) -> Self {
+        use names::*;
+        let tile = |format| AttachmentDesc::new(format).with_samples(desc.samples);
+        Self {
+            albedo: graph.create_attachment(ALBEDO_OCCLUSION, tile(ALBEDO_FORMAT)),
+            normal: graph.create_attachment(NORMAL, tile(NORMAL_FORMAT)),
+            material: graph.create_attachment(MATERIAL, tile(MATERIAL_FORMAT)),
+            light: graph.create_attachment(LIGHT, tile(desc.light_format)),
+            depth: graph.create_attachment(DEPTH, tile(desc.depth_attachment_format())),
+            output: graph.import_attachment(
+                OUTPUT,
+                AttachmentDesc::new(desc.output_format),
+                ImportParams {
+                    contents_needed: desc.keep_output,
+                    needed_after_frame: true,
+                    clear_on_first_use: false,
+                    discard_on_last_use: false,
+                },
+            ),
+        }
+    }
+}
+
+/// The multisampled colour the frame is tone mapped into before its in-pass resolve.
+fn output_samples(graph: &mut FrameGraph, desc: &ViewFrameDesc) -> AttachmentHandle {
+    graph.create_attachment(
+        names::OUTPUT_SAMPLES,
+        AttachmentDesc::new(desc.output_format).with_samples(desc.samples),
+    )
+}
+
+/// The single-sample output is written whole unless it keeps what it held.
+fn output_access(desc: &ViewFrameDesc) -> Access {
+    if desc.keep_output {
         Access::Write
     } else {
         Access::WriteAll
-    };
-    let mut graph = FrameGraph::new(desc.extent);
-    let shadow_maps = declare_shadow_maps(&mut graph, maps)?;
-    let n = desc.samples;
-    let tile = |format| AttachmentDesc::new(format).with_samples(n);
-    let mut albedo = graph.create_attachment(ALBEDO_OCCLUSION, tile(ALBEDO_FORMAT));
-    let mut normal = graph.create_attachment(NORMAL, tile(NORMAL_FORMAT));
-    let mut material = graph.create_attachment(MATERIAL, tile(MATERIAL_FORMAT));
-    let mut light = graph.create_attachment(LIGHT, tile(desc.light_format));
-    let mut depth = graph.create_attachment(DEPTH, tile(desc.depth_attachment_format()));
-    let mut output = graph.import_attachment(
-        OUTPUT,
-        AttachmentDesc::new(desc.output_format),
-        ImportParams {
-            contents_needed: desc.keep_output,
-            needed_after_frame: true,
-            clear_on_first_use: false,
-            discard_on_last_use: false,
-        },
-    );
-    // Background pixels keep undefined G-buffer contents: lighting and tonemap skip pixels whose
-    // depth is the cleared far plane, so nothing needs clearing but depth.
-    // Before an HDR camera's transparent pass, background pixels hold the clear colour.
+    }
+}
+
+/// The G-buffer pass. Background pixels keep undefined G-buffer contents: lighting and tonemap
+/// skip pixels whose depth is the cleared far plane, so nothing needs clearing but depth.
+/// Before an HDR camera's transparent pass, background pixels hold the clear colour.
+fn declare_gbuffer(
+    graph: &mut FrameGraph,
+    desc: &ViewFrameDesc,
+    tile: &mut TileAttachments,
+) -> Result<(), GraphError> {
     let light_clear = match desc.transparent {
         TransparentPass::BeforeTonemap { light_clear } => {
             let [r, g, b] = light_clear.map(f32::from_bits);
@@ -251,13 +293,13 @@ pub(crate) fn declare_with_shadows(
         _ => None,
     };
     graph
-        .add_raster_pass(GBUFFER)
-        .color(&mut albedo, Access::Write, None)
-        .color(&mut normal, Access::Write, None)
-        .color(&mut material, Access::Write, None)
-        .color(&mut light, Access::Write, light_clear)
+        .add_raster_pass(names::GBUFFER)
+        .color(&mut tile.albedo, Access::Write, None)
+        .color(&mut tile.normal, Access::Write, None)
+        .color(&mut tile.material, Access::Write, None)
+        .color(&mut tile.light, Access::Write, light_clear)
         .depth(
-            &mut depth,
+            &mut tile.depth,
             Access::ReadWrite,
             Some(ClearValue::DepthStencil {
                 depth: 0.0,
@@ -265,107 +307,142 @@ pub(crate) fn declare_with_shadows(
             }),
         )
         .finish()?;
-    // Where the lighting tone maps with MSAA, it writes the multisampled colour.
-    let mut lighting_samples = (lighting_tonemaps && n > 1)
-        .then(|| graph.create_attachment(OUTPUT_SAMPLES, tile(desc.output_format)));
-    let mut lighting = graph.add_raster_pass(LIGHTING);
-    for h in [&albedo, &normal, &material, &depth] {
-        lighting = read(lighting, h, unmerged);
+    Ok(())
+}
+
+/// The lighting pass with its reads: the G-buffer (input attachments, or textures unmerged)
+/// and every shadow map.
+fn lighting_pass<'g>(
+    graph: &'g mut FrameGraph,
+    desc: &ViewFrameDesc,
+    tile: &TileAttachments,
+    shadow_maps: &[AttachmentHandle],
+) -> RasterPassBuilder<'g> {
+    let mut lighting = graph.add_raster_pass(names::LIGHTING);
+    for h in [&tile.albedo, &tile.normal, &tile.material, &tile.depth] {
+        lighting = read(lighting, h, desc.unmerged);
     }
-    for map in &shadow_maps {
+    for map in shadow_maps {
         lighting = lighting.sample(map);
     }
-    if lighting_tonemaps {
-        // The light's emissive (input attachment 4: lighting.glsl) plus the lights, tone mapped
-        // into the output (with MSAA: into a multisampled colour resolved in-pass): the frame's
-        // only store.
-        let lighting = lighting.input(&light);
-        if let Some(samples) = lighting_samples.as_mut() {
-            lighting
-                .color(samples, Access::WriteAll, None)
-                .resolve(samples, &mut output)
-                .depth_read_only_stencil_write(&mut depth)
-                .finish()?;
-        } else {
-            lighting
-                .color(&mut output, output_access, None)
-                .depth_read_only(&depth)
-                .finish()?;
-        }
-        declare_depth_export(&mut graph, desc, &depth)?;
-        return Ok(graph);
+    lighting
+}
+
+/// The lighting that tone maps: the light's emissive (input attachment 4: lighting.glsl) plus
+/// the lights, tone mapped into the output (with MSAA: into a multisampled colour resolved
+/// in-pass): the frame's only store.
+fn declare_lighting_into_output(
+    graph: &mut FrameGraph,
+    desc: &ViewFrameDesc,
+    tile: &mut TileAttachments,
+    shadow_maps: &[AttachmentHandle],
+) -> Result<(), GraphError> {
+    let mut samples = (desc.samples > 1).then(|| output_samples(graph, desc));
+    let lighting = lighting_pass(graph, desc, tile, shadow_maps).input(&tile.light);
+    if let Some(samples) = samples.as_mut() {
+        lighting
+            .color(samples, Access::WriteAll, None)
+            .resolve(samples, &mut tile.output)
+            .depth_read_only_stencil_write(&mut tile.depth)
+            .finish()?;
+    } else {
+        lighting
+            .color(&mut tile.output, output_access(desc), None)
+            .depth_read_only(&tile.depth)
+            .finish()?;
     }
-    let lighting = lighting.color(&mut light, Access::ReadWrite, None);
+    Ok(())
+}
+
+/// The tonemap pass with its reads: the light and depth, and the G-buffer material for its
+/// no-fog bit (input attachment indices 0, 1, 2 in this order: tonemap.glsl).
+fn tonemap_pass<'g>(
+    graph: &'g mut FrameGraph,
+    desc: &ViewFrameDesc,
+    tile: &TileAttachments,
+) -> RasterPassBuilder<'g> {
+    [&tile.light, &tile.depth, &tile.material]
+        .into_iter()
+        .fold(graph.add_raster_pass(names::TONEMAP), |pass, h| {
+            read(pass, h, desc.unmerged)
+        })
+}
+
+/// The lighting that adds into the light, which the tonemap reads.
+fn declare_lighting(
+    graph: &mut FrameGraph,
+    desc: &ViewFrameDesc,
+    tile: &mut TileAttachments,
+    shadow_maps: &[AttachmentHandle],
+) -> Result<(), GraphError> {
+    let lighting = lighting_pass(graph, desc, tile, shadow_maps).color(
+        &mut tile.light,
+        Access::ReadWrite,
+        None,
+    );
     if desc.stencil_split() {
         // The first draw marks edge pixels in stencil; the lighting draws test it.
         lighting
-            .depth_read_only_stencil_write(&mut depth)
+            .depth_read_only_stencil_write(&mut tile.depth)
             .finish()?;
     } else {
         // The G-buffer depth stays bound read-only, as the light volumes needed it for their
         // depth test. The clustered lighting draw does not test depth; dropping the binding
         // changes the plan (the unmerged tier's lighting pass loads depth for it) and is left
         // for a change of its own.
-        lighting.depth_read_only(&depth).finish()?;
+        lighting.depth_read_only(&tile.depth).finish()?;
     }
-    // Transparent meshes are depth-tested against the G-buffer depth, without writing it. An
-    // HDR camera's are blended into the light before tonemap; an LDR camera's after it, over the
-    // tone-mapped output as Bevy blends them over its LDR main texture (each fragment lit,
-    // fogged and tone mapped in the shader: `TONEMAP_IN_SHADER`).
+    Ok(())
+}
+
+/// The tonemap, and the transparent pass where the frame has one. Transparent meshes are
+/// depth-tested against the G-buffer depth, without writing it. An HDR camera's are blended
+/// into the light before tonemap; an LDR camera's after it, over the tone-mapped output as Bevy
+/// blends them over its LDR main texture (each fragment lit, fogged and tone mapped in the
+/// shader: `TONEMAP_IN_SHADER`).
+fn declare_tonemap_and_transparent(
+    graph: &mut FrameGraph,
+    desc: &ViewFrameDesc,
+    tile: &mut TileAttachments,
+) -> Result<(), GraphError> {
+    use names::TRANSPARENT;
     if let TransparentPass::BeforeTonemap { .. } = desc.transparent {
         graph
             .add_raster_pass(TRANSPARENT)
-            .color(&mut light, Access::ReadWrite, None)
-            .depth_read_only(&depth)
+            .color(&mut tile.light, Access::ReadWrite, None)
+            .depth_read_only(&tile.depth)
             .finish()?;
     }
     let after_tonemap = desc.transparent == TransparentPass::AfterTonemap;
-    // Tonemap reads the light and depth, and the G-buffer material for its no-fog bit (input
-    // attachment indices 0, 1, 2 in this order: tonemap.glsl).
-    fn read_all<'g>(
-        pass: RasterPassBuilder<'g>,
-        handles: [&AttachmentHandle; 3],
-        unmerged: bool,
-    ) -> RasterPassBuilder<'g> {
-        handles
-            .into_iter()
-            .fold(pass, |pass, h| read(pass, h, unmerged))
-    }
-    let tonemap_inputs = [&light, &depth, &material];
-    if n > 1 {
+    if desc.samples > 1 {
         // Tonemapped per sample where samples differ, then resolved in-pass: only the resolved
         // image is stored.
-        let mut samples = graph.create_attachment(OUTPUT_SAMPLES, tile(desc.output_format));
-        let tonemap = read_all(graph.add_raster_pass(TONEMAP), tonemap_inputs, unmerged).color(
-            &mut samples,
-            Access::WriteAll,
-            None,
-        );
+        let mut samples = output_samples(graph, desc);
+        let tonemap = tonemap_pass(graph, desc, tile).color(&mut samples, Access::WriteAll, None);
         if after_tonemap {
             tonemap.finish()?;
             graph
                 .add_raster_pass(TRANSPARENT)
                 .color(&mut samples, Access::ReadWrite, None)
-                .depth_read_only(&depth)
-                .resolve(&samples, &mut output)
+                .depth_read_only(&tile.depth)
+                .resolve(&samples, &mut tile.output)
                 .finish()?;
         } else {
-            tonemap.resolve(&samples, &mut output).finish()?;
+            tonemap.resolve(&samples, &mut tile.output).finish()?;
         }
     } else {
-        read_all(graph.add_raster_pass(TONEMAP), tonemap_inputs, unmerged)
-            .color(&mut output, output_access, None)
+        tonemap_pass(graph, desc, tile)
+            .color(&mut tile.output, output_access(desc), None)
             .finish()?;
         if after_tonemap {
             graph
                 .add_raster_pass(TRANSPARENT)
-                .color(&mut output, Access::ReadWrite, None)
-                .depth_read_only(&depth)
+                .color(&mut tile.output, Access::ReadWrite, None)
+                .depth_read_only(&tile.depth)
                 .finish()?;
         }
     }
-    declare_depth_export(&mut graph, desc, &depth)?;
-    Ok(graph)
+    Ok(())
 }
 
 /// The depth export pass of gizmo frames ([`ViewFrameDesc::export_depth`]), last.

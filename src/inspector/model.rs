@@ -408,123 +408,38 @@ pub(crate) fn update_panels(
                 .map(|m| m.items.iter().map(ToString::to_string).collect())
                 .unwrap_or_default(),
         };
-        let output_format;
-        match (&report, tile.is_some() && on_tile_graph) {
-            (Some(report), true) => {
-                let desc = view_desc_of(&report.compiled);
-                panel.samples = report.samples;
-                let unmerged = plan::samples_attachments(&report.compiled);
-                match decision {
-                    Some(decision) => {
-                        panel.tier = decision.tier.to_string();
-                        panel.tier_reason = decision.reasons.join("; ");
-                        if let Some(failure) = &decision.failure {
-                            notes.push(format!("lowered after a failure: {failure}"));
-                        }
-                    }
-                    None => {
-                        panel.tier = match (report.samples, unmerged) {
-                            (1, false) => "tile-deferred".into(),
-                            (n, false) => format!("tile-deferred + {n}x MSAA"),
-                            (1, true) => "tile-deferred, unmerged (debug)".into(),
-                            (n, true) => format!("tile-deferred + {n}x MSAA, unmerged (debug)"),
-                        };
-                        panel.tier_reason = "device not probed yet".into();
-                    }
-                }
-                if report.samples != requested {
-                    notes.push(format!(
-                        "asked for {requested}x MSAA, rendering {}x (device sample counts or \
-                         tile memory; see the log)",
-                        report.samples
-                    ));
-                }
-                if let Some(desc) = desc {
-                    panel.resolution = UVec2::new(desc.extent.width, desc.extent.height);
-                }
-                // The frame with Bevy's shadow passes: what it costs, and the passes the tree
-                // lists (each shadow map with its size and store).
-                panel.in_use = Some(PlanSummary::of(&panel.tier, &report.priced, fps));
-                panel.gpu_times = report.gpu_times;
-                panel.cpu_ms = Some(report.cpu_ms);
-                panel.per_sample_fraction = report.per_sample_fraction;
-                panel.clusters = Some((report.clusters, report.clustered_lights));
-                panel.render_passes_recorded = Some(report.render_passes_recorded);
-                panel.ui_pass = report
-                    .ui_pass
-                    .as_ref()
-                    .map(|f| PlanSummary::of("bevy_ui (its own passes)", f, fps));
-                panel.gizmo_pass = report
-                    .gizmo_pass
-                    .as_ref()
-                    .map(|f| PlanSummary::of("gizmos (their own passes)", f, fps));
-                panel.export = surface_lines(&report.compiled, report.gpu_times.as_ref(), &caps);
-                if let Some(desc) = desc {
-                    let plans = cache.get(desc, caps, requested, report.shadow_maps);
-                    panel.merging_off = plans
-                        .merging_off
-                        .as_ref()
-                        .map(|f| PlanSummary::of("merging off", f, fps));
-                    panel.merging_off_frame = plans.merging_off;
-                    panel.stock_bevy = plans
-                        .stock_forward
-                        .as_ref()
-                        .map(|f| PlanSummary::of(stock_label(requested), f, fps));
-                    panel.stock_bevy_deferred = plans
-                        .stock_deferred
-                        .as_ref()
-                        .map(|f| PlanSummary::of("Bevy deferred", f, fps));
-                }
-                output_format = report
-                    .compiled
-                    .attachment_named(names::OUTPUT)
-                    .map_or(Format::Bgra8Srgb, |a| a.format);
-                panel.compiled = Some(report.priced.clone());
-            }
+        let context = PanelContext {
+            caps: &caps,
+            fps,
+            requested,
+        };
+        let output_format = match (&report, tile.is_some() && on_tile_graph) {
+            (Some(report), true) => tile_panel(
+                &mut panel, &mut notes, report, decision, &mut cache, &context,
+            ),
             _ if tile.is_some() && decision.is_some_and(|d| d.missing_fallback.is_some()) => {
                 let decision = decision.expect("checked by the guard");
-                panel.tier = decision.tier.to_string();
-                panel.tier_reason = decision.reasons.join("; ");
-                output_format = target_format(target, &images);
-                let extent = Extent::new(panel.resolution.x.max(1), panel.resolution.y.max(1));
-                let desc = ViewFrameDesc::new(extent, output_format, requested);
-                let plans = cache.get(desc, caps, requested, ShadowMaps::NONE);
-                let alternative = "tile-deferred (once nothing is missing)";
-                show_core3d_plans(&mut panel, plans, alternative, requested, fps, &caps);
+                let output_format = target_format(target, &images);
+                fallback_panel(&mut panel, decision, output_format, &mut cache, &context);
+                output_format
             }
             _ => {
-                panel.tier_reason = match (tile.is_some(), on_tile_graph) {
-                    (true, false) => "TileDeferred on the camera, but the device cannot run the \
+                let output_format = target_format(target, &images);
+                let why = match (tile.is_some(), on_tile_graph) {
+                    (true, false) => {
+                        "TileDeferred on the camera, but the device cannot run the \
                                       tile path (not Vulkan): Bevy's Core3d draws it"
-                        .into(),
-                    (true, true) => "tile camera without a report yet (first frames, or its \
+                    }
+                    (true, true) => {
+                        "tile camera without a report yet (first frames, or its \
                                      frame failed: see the log)"
-                        .into(),
-                    _ => "no TileDeferred component: Bevy's Core3d draws it".into(),
+                    }
+                    _ => "no TileDeferred component: Bevy's Core3d draws it",
                 };
-                output_format = target_format(target, &images);
-                let extent = Extent::new(panel.resolution.x.max(1), panel.resolution.y.max(1));
-                let desc = ViewFrameDesc::new(extent, output_format, requested);
-                let mut plans = cache.get(desc, caps, requested, ShadowMaps::NONE);
-                panel.stock_bevy_deferred = plans
-                    .stock_deferred
-                    .as_ref()
-                    .map(|f| PlanSummary::of("Bevy deferred", f, fps));
-                panel.merging_off = plans
-                    .merging_off
-                    .as_ref()
-                    .map(|f| PlanSummary::of("tile-deferred, merging off", f, fps));
-                panel.merging_off_frame = plans.merging_off.take();
-                show_core3d_plans(
-                    &mut panel,
-                    plans,
-                    "tile-deferred (if enabled)",
-                    requested,
-                    fps,
-                    &caps,
-                );
+                core3d_panel(&mut panel, why, output_format, &mut cache, &context);
+                output_format
             }
-        }
+        };
         if host == Some(entity) {
             let extent = Extent::new(panel.resolution.x.max(1), panel.resolution.y.max(1));
             let overlay_host = match (panel.in_use_is_tile(), target) {
@@ -555,6 +470,162 @@ pub(crate) fn update_panels(
         .retain(|e, _| list.iter().any(|p| p.camera == *e));
     panels.cameras = list;
     panels.updates += 1;
+}
+
+/// What every panel's plans are priced with.
+struct PanelContext<'a> {
+    caps: &'a DeviceCaps,
+    fps: f64,
+    /// The camera's `Msaa` samples.
+    requested: u32,
+}
+
+/// A camera the tile path draws: its tier, what it measured, and the plans it is compared
+/// with. Returns the output's format.
+fn tile_panel(
+    panel: &mut CameraPanel,
+    notes: &mut Vec<String>,
+    report: &crate::TileViewReport,
+    decision: Option<&crate::tiers::TierDecision>,
+    cache: &mut CounterfactualCache,
+    context: &PanelContext,
+) -> Format {
+    let PanelContext {
+        caps,
+        fps,
+        requested,
+    } = *context;
+    let caps = *caps;
+    let desc = view_desc_of(&report.compiled);
+    panel.samples = report.samples;
+    let unmerged = plan::samples_attachments(&report.compiled);
+    match decision {
+        Some(decision) => {
+            panel.tier = decision.tier.to_string();
+            panel.tier_reason = decision.reasons.join("; ");
+            if let Some(failure) = &decision.failure {
+                notes.push(format!("lowered after a failure: {failure}"));
+            }
+        }
+        None => {
+            panel.tier = match (report.samples, unmerged) {
+                (1, false) => "tile-deferred".into(),
+                (n, false) => format!("tile-deferred + {n}x MSAA"),
+                (1, true) => "tile-deferred, unmerged (debug)".into(),
+                (n, true) => format!("tile-deferred + {n}x MSAA, unmerged (debug)"),
+            };
+            panel.tier_reason = "device not probed yet".into();
+        }
+    }
+    if report.samples != requested {
+        notes.push(format!(
+            "asked for {requested}x MSAA, rendering {}x (device sample counts or \
+                 tile memory; see the log)",
+            report.samples
+        ));
+    }
+    if let Some(desc) = desc {
+        panel.resolution = UVec2::new(desc.extent.width, desc.extent.height);
+    }
+    // The frame with Bevy's shadow passes: what it costs, and the passes the tree
+    // lists (each shadow map with its size and store).
+    panel.in_use = Some(PlanSummary::of(&panel.tier, &report.priced, fps));
+    panel.gpu_times = report.gpu_times;
+    panel.cpu_ms = Some(report.cpu_ms);
+    panel.per_sample_fraction = report.per_sample_fraction;
+    panel.clusters = Some((report.clusters, report.clustered_lights));
+    panel.render_passes_recorded = Some(report.render_passes_recorded);
+    panel.ui_pass = report
+        .ui_pass
+        .as_ref()
+        .map(|f| PlanSummary::of("bevy_ui (its own passes)", f, fps));
+    panel.gizmo_pass = report
+        .gizmo_pass
+        .as_ref()
+        .map(|f| PlanSummary::of("gizmos (their own passes)", f, fps));
+    panel.export = surface_lines(&report.compiled, report.gpu_times.as_ref(), &caps);
+    if let Some(desc) = desc {
+        let plans = cache.get(desc, caps, requested, report.shadow_maps);
+        panel.merging_off = plans
+            .merging_off
+            .as_ref()
+            .map(|f| PlanSummary::of("merging off", f, fps));
+        panel.merging_off_frame = plans.merging_off;
+        panel.stock_bevy = plans
+            .stock_forward
+            .as_ref()
+            .map(|f| PlanSummary::of(stock_label(requested), f, fps));
+        panel.stock_bevy_deferred = plans
+            .stock_deferred
+            .as_ref()
+            .map(|f| PlanSummary::of("Bevy deferred", f, fps));
+    }
+    panel.compiled = Some(report.priced.clone());
+    report
+        .compiled
+        .attachment_named(names::OUTPUT)
+        .map_or(Format::Bgra8Srgb, |a| a.format)
+}
+
+/// A tile camera that falls back while something is missing: Bevy's plans, and the tile
+/// path's once nothing is.
+fn fallback_panel(
+    panel: &mut CameraPanel,
+    decision: &crate::tiers::TierDecision,
+    output_format: Format,
+    cache: &mut CounterfactualCache,
+    context: &PanelContext,
+) {
+    panel.tier = decision.tier.to_string();
+    panel.tier_reason = decision.reasons.join("; ");
+    let extent = Extent::new(panel.resolution.x.max(1), panel.resolution.y.max(1));
+    let desc = ViewFrameDesc::new(extent, output_format, context.requested);
+    let plans = cache.get(desc, *context.caps, context.requested, ShadowMaps::NONE);
+    let alternative = "tile-deferred (once nothing is missing)";
+    show_core3d_plans(
+        panel,
+        plans,
+        alternative,
+        context.requested,
+        context.fps,
+        context.caps,
+    );
+}
+
+/// A camera Bevy's `Core3d` draws, and why.
+fn core3d_panel(
+    panel: &mut CameraPanel,
+    why: &str,
+    output_format: Format,
+    cache: &mut CounterfactualCache,
+    context: &PanelContext,
+) {
+    let PanelContext {
+        caps,
+        fps,
+        requested,
+    } = *context;
+    panel.tier_reason = why.into();
+    let extent = Extent::new(panel.resolution.x.max(1), panel.resolution.y.max(1));
+    let desc = ViewFrameDesc::new(extent, output_format, requested);
+    let mut plans = cache.get(desc, *caps, requested, ShadowMaps::NONE);
+    panel.stock_bevy_deferred = plans
+        .stock_deferred
+        .as_ref()
+        .map(|f| PlanSummary::of("Bevy deferred", f, fps));
+    panel.merging_off = plans
+        .merging_off
+        .as_ref()
+        .map(|f| PlanSummary::of("tile-deferred, merging off", f, fps));
+    panel.merging_off_frame = plans.merging_off.take();
+    show_core3d_plans(
+        panel,
+        plans,
+        "tile-deferred (if enabled)",
+        requested,
+        fps,
+        caps,
+    );
 }
 
 /// A camera Bevy's `Core3d` draws: stock Bevy's forward plan is the one in use (and what the

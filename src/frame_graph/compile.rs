@@ -720,127 +720,154 @@ fn dependencies(
     tl: &Timeline,
 ) -> Vec<SubpassDependency> {
     let mut deps = DepSet::default();
-    let sub = |pos: usize| SubpassIndex::Index((pos - grp.start) as u32);
     for att in &n.attachments {
-        let r = att.resource;
-        let depth = att.format.is_depth();
-        let touches = tl.touches(r);
-        let in_group: Vec<usize> = {
-            let mut v: Vec<usize> = touches
-                .iter()
-                .filter(|t| t.group == g)
-                .map(|t| t.pos)
-                .collect();
-            v.dedup();
-            v
-        };
-        let at = |pos: usize| use_set(touches.iter().filter(|t| t.pos == pos).map(|t| &t.use_));
-        let Some(&first) = in_group.first() else {
-            continue;
-        };
-        // External -> first subpass using the attachment.
-        {
-            let s = at(first);
-            let (ls, la) = load_stage_access(att.load, depth);
-            let (src_s, src_a) = external_source(graph, tl, r, grp.start, depth, att.load);
-            deps.add(
-                SubpassIndex::External,
-                sub(first),
-                src_s,
-                src_a,
-                s.stages | ls,
-                s.access | la,
-                false,
-            );
-        }
-        // Between subpasses.
-        let mut last_write: Option<(usize, PipelineStages, AccessMask)> = None;
-        let mut reads: Vec<(usize, PipelineStages)> = Vec::new();
-        for &pos in &in_group {
-            let s = at(pos);
-            if pos != first {
-                if let Some((w, ws, wa)) = last_write {
-                    deps.add(sub(w), sub(pos), ws, wa, s.stages, s.access, true);
-                }
-                if s.writes {
-                    for &(rp, rs) in &reads {
-                        deps.add(
-                            sub(rp),
-                            sub(pos),
-                            rs,
-                            AccessMask::NONE,
-                            s.stages,
-                            s.access,
-                            true,
-                        );
-                    }
-                }
-            }
-            if s.writes_input_aspect && s.has_input {
-                // Reading and writing the same attachment in one subpass
-                // (programmable blending) needs a by-region self-dependency.
-                // Writing only the stencil of a depth read as input is no
-                // feedback loop (disjoint aspects) and needs none.
-                deps.add(
-                    sub(pos),
-                    sub(pos),
-                    s.write_stages,
-                    s.write_access,
-                    PipelineStages::FRAGMENT_SHADER,
-                    AccessMask::INPUT_ATTACHMENT_READ,
-                    true,
-                );
+        attachment_dependencies(&mut deps, graph, grp, g, att, tl);
+    }
+    sampled_texture_dependencies(&mut deps, graph, grp, n, tl);
+    deps.finish()
+}
+
+/// The dependencies one attachment of native pass `g` needs: from outside into its first
+/// subpass, between the subpasses that use it, a by-region self-dependency where a subpass
+/// reads and writes it, before its store, and from its last subpass out.
+fn attachment_dependencies(
+    deps: &mut DepSet,
+    graph: &FrameGraph,
+    grp: &Group,
+    g: usize,
+    att: &NativeAttachment,
+    tl: &Timeline,
+) {
+    let sub = |pos: usize| SubpassIndex::Index((pos - grp.start) as u32);
+    let r = att.resource;
+    let depth = att.format.is_depth();
+    let touches = tl.touches(r);
+    let in_group: Vec<usize> = {
+        let mut v: Vec<usize> = touches
+            .iter()
+            .filter(|t| t.group == g)
+            .map(|t| t.pos)
+            .collect();
+        v.dedup();
+        v
+    };
+    let at = |pos: usize| use_set(touches.iter().filter(|t| t.pos == pos).map(|t| &t.use_));
+    let Some(&first) = in_group.first() else {
+        return;
+    };
+    // External -> first subpass using the attachment.
+    {
+        let s = at(first);
+        let (ls, la) = load_stage_access(att.load, depth);
+        let (src_s, src_a) = external_source(graph, tl, r, grp.start, depth, att.load);
+        deps.add(
+            SubpassIndex::External,
+            sub(first),
+            src_s,
+            src_a,
+            s.stages | ls,
+            s.access | la,
+            false,
+        );
+    }
+    // Between subpasses.
+    let mut last_write: Option<(usize, PipelineStages, AccessMask)> = None;
+    let mut reads: Vec<(usize, PipelineStages)> = Vec::new();
+    for &pos in &in_group {
+        let s = at(pos);
+        if pos != first {
+            if let Some((w, ws, wa)) = last_write {
+                deps.add(sub(w), sub(pos), ws, wa, s.stages, s.access, true);
             }
             if s.writes {
-                last_write = Some((pos, s.write_stages, s.write_access));
-                reads.clear();
-            } else {
-                reads.push((pos, s.read_stages));
+                for &(rp, rs) in &reads {
+                    deps.add(
+                        sub(rp),
+                        sub(pos),
+                        rs,
+                        AccessMask::NONE,
+                        s.stages,
+                        s.access,
+                        true,
+                    );
+                }
             }
         }
-        let last = *in_group.last().unwrap_or(&first);
-        // The store op writes the attachment at the end of its last subpass (a don't-care store
-        // too), ordered after that subpass's own accesses only: readers in earlier subpasses
-        // since the last write that no later subpass depends on (a pass that only reads the
-        // attachment, such as a depth export) are ordered before it here.
-        if att.store != StoreOp::None {
-            let (ss, sa) = store_stage_access(depth);
-            for &(rp, rs) in reads.iter().filter(|(rp, _)| *rp != last) {
-                deps.add(sub(rp), sub(last), rs, AccessMask::NONE, ss, sa, true);
-            }
-        }
-        // Last subpass using the attachment -> external.
-        let next_pos = touches.iter().find(|t| t.pos >= grp.end).map(|t| t.pos);
-        let dst = match next_pos {
-            Some(np) => {
-                let s = at(np);
-                Some((s.stages, s.access))
-            }
-            None if att.store == StoreOp::Store => {
-                Some((PipelineStages::BOTTOM_OF_PIPE, AccessMask::NONE))
-            }
-            None => None,
-        };
-        if let Some((ds, da)) = dst {
-            let s = at(last);
-            let (ss, sa) = store_stage_access(depth);
-            let store_access = if att.store == StoreOp::None {
-                AccessMask::NONE
-            } else {
-                sa
-            };
+        if s.writes_input_aspect && s.has_input {
+            // Reading and writing the same attachment in one subpass
+            // (programmable blending) needs a by-region self-dependency.
+            // Writing only the stencil of a depth read as input is no
+            // feedback loop (disjoint aspects) and needs none.
             deps.add(
-                sub(last),
-                SubpassIndex::External,
-                s.stages | ss,
-                s.write_access | store_access,
-                ds,
-                da,
-                false,
+                sub(pos),
+                sub(pos),
+                s.write_stages,
+                s.write_access,
+                PipelineStages::FRAGMENT_SHADER,
+                AccessMask::INPUT_ATTACHMENT_READ,
+                true,
             );
         }
+        if s.writes {
+            last_write = Some((pos, s.write_stages, s.write_access));
+            reads.clear();
+        } else {
+            reads.push((pos, s.read_stages));
+        }
     }
-    // Textures sampled in a subpass, written by an earlier native pass.
+    let last = *in_group.last().unwrap_or(&first);
+    // The store op writes the attachment at the end of its last subpass (a don't-care store
+    // too), ordered after that subpass's own accesses only: readers in earlier subpasses
+    // since the last write that no later subpass depends on (a pass that only reads the
+    // attachment, such as a depth export) are ordered before it here.
+    if att.store != StoreOp::None {
+        let (ss, sa) = store_stage_access(depth);
+        for &(rp, rs) in reads.iter().filter(|(rp, _)| *rp != last) {
+            deps.add(sub(rp), sub(last), rs, AccessMask::NONE, ss, sa, true);
+        }
+    }
+    // Last subpass using the attachment -> external.
+    let next_pos = touches.iter().find(|t| t.pos >= grp.end).map(|t| t.pos);
+    let dst = match next_pos {
+        Some(np) => {
+            let s = at(np);
+            Some((s.stages, s.access))
+        }
+        None if att.store == StoreOp::Store => {
+            Some((PipelineStages::BOTTOM_OF_PIPE, AccessMask::NONE))
+        }
+        None => None,
+    };
+    if let Some((ds, da)) = dst {
+        let s = at(last);
+        let (ss, sa) = store_stage_access(depth);
+        let store_access = if att.store == StoreOp::None {
+            AccessMask::NONE
+        } else {
+            sa
+        };
+        deps.add(
+            sub(last),
+            SubpassIndex::External,
+            s.stages | ss,
+            s.write_access | store_access,
+            ds,
+            da,
+            false,
+        );
+    }
+}
+
+/// Textures sampled in a subpass, written by an earlier native pass: from that write (and its
+/// store) into the subpass.
+fn sampled_texture_dependencies(
+    deps: &mut DepSet,
+    graph: &FrameGraph,
+    grp: &Group,
+    n: &NativePass,
+    tl: &Timeline,
+) {
+    let sub = |pos: usize| SubpassIndex::Index((pos - grp.start) as u32);
     for sp_pos in grp.start..grp.end {
         let k = sp_pos - grp.start;
         for r in &n.subpasses[k].sampled {
@@ -869,7 +896,6 @@ fn dependencies(
             }
         }
     }
-    deps.finish()
 }
 
 /// Source scope of the external dependency into a render pass for

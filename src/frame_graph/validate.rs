@@ -72,6 +72,14 @@ fn check_raster<'a>(
     res: &'a [ResourceDecl],
     name: &dyn Fn(super::graph::ResourceId) -> &'a str,
 ) -> Result<(), GraphError> {
+    check_bindings(pass, res)?;
+    check_one_render_area(pass, res, name)?;
+    check_resolves(pass, res)
+}
+
+/// Each attachment is bound in a role its format allows, with one depth attachment at most and
+/// no attachment also sampled (a feedback loop).
+fn check_bindings(pass: &PassDecl, res: &[ResourceDecl]) -> Result<(), GraphError> {
     let attachments = || pass.uses.iter().filter(|u| u.is_attachment());
     if !pass
         .uses
@@ -140,6 +148,17 @@ fn check_raster<'a>(
             _ => {}
         }
     }
+    Ok(())
+}
+
+/// One render pass has one render area and one sample count: every attachment has the same
+/// extent, and colour, depth and input attachments the same samples.
+fn check_one_render_area<'a>(
+    pass: &PassDecl,
+    res: &'a [ResourceDecl],
+    name: &dyn Fn(super::graph::ResourceId) -> &'a str,
+) -> Result<(), GraphError> {
+    let attachments = || pass.uses.iter().filter(|u| u.is_attachment());
     // One framebuffer: every attachment has the same extent.
     let mut extent = None;
     for u in attachments() {
@@ -181,6 +200,12 @@ fn check_raster<'a>(
             _ => {}
         }
     }
+    Ok(())
+}
+
+/// Each resolve reads a multisampled colour or depth attachment of the pass, of the same
+/// format, into a single-sampled target used for nothing else, once.
+fn check_resolves(pass: &PassDecl, res: &[ResourceDecl]) -> Result<(), GraphError> {
     for u in pass.uses.iter().filter(|u| u.role == Role::ResolveDst) {
         let Some(src) = u.resolve_src else { continue };
         let (s, d) = (&res[src.index()], &res[u.res.index()]);

@@ -114,6 +114,25 @@ pub(crate) fn lazily_allocated_memory_type(
         .map(|(i, _)| i as u32)
 }
 
+/// The usage of an attachment image: its role, and transient, input and sampled as declared.
+fn attachment_usage(desc: &AttachmentImageDesc) -> vk::ImageUsageFlags {
+    let mut usage = if is_depth(desc.format) {
+        vk::ImageUsageFlags::DEPTH_STENCIL_ATTACHMENT
+    } else {
+        vk::ImageUsageFlags::COLOR_ATTACHMENT
+    };
+    if desc.transient {
+        usage |= vk::ImageUsageFlags::TRANSIENT_ATTACHMENT;
+    }
+    if desc.input {
+        usage |= vk::ImageUsageFlags::INPUT_ATTACHMENT;
+    }
+    if desc.sampled {
+        usage |= vk::ImageUsageFlags::SAMPLED;
+    }
+    usage
+}
+
 impl VulkanContext {
     /// Creates an attachment image; transient images go to lazily allocated memory when the
     /// device has it (device-local otherwise).
@@ -122,20 +141,7 @@ impl VulkanContext {
         name: &str,
         desc: AttachmentImageDesc,
     ) -> Result<AttachmentImage, vk::Result> {
-        let mut usage = if is_depth(desc.format) {
-            vk::ImageUsageFlags::DEPTH_STENCIL_ATTACHMENT
-        } else {
-            vk::ImageUsageFlags::COLOR_ATTACHMENT
-        };
-        if desc.transient {
-            usage |= vk::ImageUsageFlags::TRANSIENT_ATTACHMENT;
-        }
-        if desc.input {
-            usage |= vk::ImageUsageFlags::INPUT_ATTACHMENT;
-        }
-        if desc.sampled {
-            usage |= vk::ImageUsageFlags::SAMPLED;
-        }
+        let usage = attachment_usage(&desc);
         let info = vk::ImageCreateInfo::default()
             .image_type(vk::ImageType::TYPE_2D)
             .format(desc.format)
@@ -165,39 +171,7 @@ impl VulkanContext {
             return Err(vk::Result::ERROR_OUT_OF_DEVICE_MEMORY);
         }
 
-        let lazy_type = desc
-            .transient
-            .then(|| {
-                lazily_allocated_memory_type(&self.memory_properties, requirements.memory_type_bits)
-            })
-            .flatten();
-        let lazy = lazy_type.and_then(|memory_type_index| {
-            let allocate = vk::MemoryAllocateInfo::default()
-                .allocation_size(requirements.size)
-                .memory_type_index(memory_type_index);
-            // SAFETY: the type index comes from this device's memory properties and the image's
-            // requirements; freed in `destroy_attachment_image`.
-            match unsafe { self.device.allocate_memory(&allocate, None) } {
-                Ok(memory) => {
-                    let size = requirements.size as i64;
-                    LiveObjects::add(&self.live.gpu_allocated_bytes, size);
-                    LiveObjects::add(&self.live.gpu_lazy_bytes, size);
-                    Some(Memory::Lazy {
-                        memory,
-                        size: requirements.size,
-                    })
-                }
-                Err(error) => {
-                    // A lazily allocated heap is small on some drivers; ordinary device memory
-                    // renders the same image, only without the memoryless saving.
-                    bevy::log::warn!(
-                        "bevy_tile_deferred: no lazily allocated memory for {name} ({error}); \
-                         using device-local memory"
-                    );
-                    None
-                }
-            }
-        });
+        let lazy = self.allocate_lazily(name, &desc, requirements);
         let memory = match lazy {
             Some(memory) => memory,
             None => {
@@ -231,11 +205,65 @@ impl VulkanContext {
             self.destroy_attachment_image(attachment);
             return Err(error);
         }
+        if let Err(error) = self.create_attachment_views(&mut attachment) {
+            self.destroy_attachment_image(attachment);
+            return Err(error);
+        }
+        Ok(attachment)
+    }
+
+    /// Lazily allocated (memoryless) memory for a transient attachment, where the device has
+    /// it and it can be allocated; `None` falls back to device-local memory.
+    fn allocate_lazily(
+        &self,
+        name: &str,
+        desc: &AttachmentImageDesc,
+        requirements: vk::MemoryRequirements,
+    ) -> Option<Memory> {
+        let lazy_type = desc
+            .transient
+            .then(|| {
+                lazily_allocated_memory_type(&self.memory_properties, requirements.memory_type_bits)
+            })
+            .flatten();
+        lazy_type.and_then(|memory_type_index| {
+            let allocate = vk::MemoryAllocateInfo::default()
+                .allocation_size(requirements.size)
+                .memory_type_index(memory_type_index);
+            // SAFETY: the type index comes from this device's memory properties and the image's
+            // requirements; freed in `destroy_attachment_image`.
+            match unsafe { self.device.allocate_memory(&allocate, None) } {
+                Ok(memory) => {
+                    let size = requirements.size as i64;
+                    LiveObjects::add(&self.live.gpu_allocated_bytes, size);
+                    LiveObjects::add(&self.live.gpu_lazy_bytes, size);
+                    Some(Memory::Lazy {
+                        memory,
+                        size: requirements.size,
+                    })
+                }
+                Err(error) => {
+                    // A lazily allocated heap is small on some drivers; ordinary device memory
+                    // renders the same image, only without the memoryless saving.
+                    bevy::log::warn!(
+                        "bevy_tile_deferred: no lazily allocated memory for {name} ({error}); \
+                         using device-local memory"
+                    );
+                    None
+                }
+            }
+        })
+    }
+
+    /// The attachment's view, and for a depth-stencil input attachment a depth-only view (input
+    /// attachments read one aspect). On an error the caller destroys the attachment with the
+    /// views made so far.
+    fn create_attachment_views(&self, attachment: &mut AttachmentImage) -> Result<(), vk::Result> {
         let view_info = |aspect_mask| {
             vk::ImageViewCreateInfo::default()
-                .image(image)
+                .image(attachment.image)
                 .view_type(vk::ImageViewType::TYPE_2D)
-                .format(desc.format)
+                .format(attachment.desc.format)
                 .subresource_range(vk::ImageSubresourceRange {
                     aspect_mask,
                     base_mip_level: 0,
@@ -244,34 +272,19 @@ impl VulkanContext {
                     layer_count: 1,
                 })
         };
-        let aspect = aspect_of(desc.format);
+        let aspect = aspect_of(attachment.desc.format);
         // SAFETY: the image is bound to memory and the view matches its format and usage.
-        match unsafe { self.device.create_image_view(&view_info(aspect), None) } {
-            Ok(view) => {
-                attachment.view = view;
-                attachment.input_view = view;
-                LiveObjects::created(&self.live.image_views);
-            }
-            Err(error) => {
-                self.destroy_attachment_image(attachment);
-                return Err(error);
-            }
-        }
-        if desc.input && aspect.contains(vk::ImageAspectFlags::STENCIL) {
+        let view = unsafe { self.device.create_image_view(&view_info(aspect), None) }?;
+        attachment.view = view;
+        attachment.input_view = view;
+        LiveObjects::created(&self.live.image_views);
+        if attachment.desc.input && aspect.contains(vk::ImageAspectFlags::STENCIL) {
             let depth_only = view_info(vk::ImageAspectFlags::DEPTH);
             // SAFETY: as above; a depth-aspect view of a depth-stencil image.
-            match unsafe { self.device.create_image_view(&depth_only, None) } {
-                Ok(view) => {
-                    attachment.input_view = view;
-                    LiveObjects::created(&self.live.image_views);
-                }
-                Err(error) => {
-                    self.destroy_attachment_image(attachment);
-                    return Err(error);
-                }
-            }
+            attachment.input_view = unsafe { self.device.create_image_view(&depth_only, None) }?;
+            LiveObjects::created(&self.live.image_views);
         }
-        Ok(attachment)
+        Ok(())
     }
 
     fn destroy_raw_image(&self, image: vk::Image) {

@@ -767,13 +767,12 @@ mod tests {
 
     /// Real device names and limits, each with the tier expected at 4x MSAA and a word the
     /// reason must contain.
-    #[test]
-    fn tiers_of_real_devices() {
+    fn real_devices() -> Vec<(DeviceProfile, RenderTier, &'static str)> {
         let msaa_1_2_4 = 0b111;
         let msaa_1_4 = 0b101;
         let msaa_1_2_4_8 = 0b1111;
         let msaa4 = RenderTier::TileDeferredMsaa { samples: 4 };
-        let table: Vec<(DeviceProfile, RenderTier, &str)> = vec![
+        vec![
             (
                 vulkan(0x5143, "Adreno (TM) 540", msaa_1_2_4, msaa_1_2_4),
                 RenderTier::TileDeferred,
@@ -906,7 +905,12 @@ mod tests {
                 RenderTier::Forward,
                 "input attachments",
             ),
-        ];
+        ]
+    }
+
+    #[test]
+    fn tiers_of_real_devices() {
+        let table = real_devices();
         assert!(table.len() >= 15);
         for (profile, expected, reason) in table {
             let decision = choose_tier(&profile, &plan(), 4, TierSetting::Auto);

@@ -48,114 +48,148 @@ fn access(t: &mut Tape<'_>, has_contents: bool) -> Access {
 fn build(tape: &[u32]) -> FrameGraph {
     let mut t = Tape { data: tape, at: 0 };
     let view = Extent::new(64 + 32 * t.next(4), 64 + 16 * t.next(4));
-    let mut g = FrameGraph::new(view);
-    let n_res = 3 + t.next(8) as usize;
-    let mut handles: Vec<AttachmentHandle> = Vec::new();
-    for i in 0..n_res {
-        let depth = t.chance(25);
-        let format = if depth {
-            DEPTH_FORMATS[t.next(2) as usize]
-        } else {
-            COLOR_FORMATS[t.next(5) as usize]
-        };
-        let size = if t.chance(20) {
-            Size::ViewScaled { num: 1, den: 2 }
-        } else {
-            Size::View
-        };
-        let samples = if t.chance(25) { 4 } else { 1 };
-        let desc = AttachmentDesc {
-            format,
-            size,
-            samples,
-        };
-        let name = format!("r{i}");
-        let h = match t.next(5) {
-            0 => g.import_attachment(&name, desc, ImportParams::output()),
-            1 => g.import_attachment(&name, desc, ImportParams::history()),
-            _ => g.create_attachment(&name, desc),
-        };
-        handles.push(h);
-    }
-    let descs: Vec<AttachmentDesc> = handles.iter().map(|h| h.desc()).collect();
-    let mut has_contents: Vec<bool> = (0..n_res)
-        .map(|i| g.resources[i].import.is_some_and(|p| p.contents_needed))
-        .collect();
-    let mut used = vec![false; n_res];
+    let mut graph = FrameGraph::new(view);
+    let mut state = Generated::attachments(&mut t, &mut graph);
     let n_passes = 1 + t.next(12) as usize;
     for p in 0..n_passes {
         let name = format!("p{p}");
-        let kind = t.next(10);
-        if kind == 0 {
-            // Compute: read something with contents, write something.
-            let mut b = g.add_compute_pass(&name);
-            let mut written = Vec::new();
-            if let Some(r) = pick(&mut t, n_res, |i| has_contents[i]) {
-                b = b.read(&handles[r]);
-                written.push(r);
-            }
-            if let Some(w) = pick(&mut t, n_res, |_| true) {
-                let a = if has_contents[w] && t.chance(30) {
-                    Access::ReadWrite
-                } else {
-                    Access::WriteAll
-                };
-                b = b.write(&mut handles[w], a);
-                written.push(w);
-            }
-            if t.chance(10) {
-                b = b.side_effects();
-            }
-            b.finish().expect("generated compute pass is valid");
-            // (`touched`: reads keep their contents, writes give contents.)
-            for w in written {
-                has_contents[w] = true;
-                used[w] = true;
-            }
-            continue;
+        match t.next(10) {
+            0 => state.compute_pass(&mut t, &mut graph, &name),
+            1 => state.copy_pass(&mut t, &mut graph, &name),
+            _ => state.raster_pass(&mut t, &mut graph, &name),
         }
-        if kind == 1 {
-            let src = pick(&mut t, n_res, |i| has_contents[i]);
-            let dst = src.and_then(|s| pick(&mut t, n_res, |i| i != s));
-            if let (Some(s), Some(d)) = (src, dst) {
-                let (a, b) = two(&mut handles, s, d);
-                g.add_copy_pass(&name)
-                    .copy(a, b)
-                    .finish()
-                    .expect("generated copy pass is valid");
-                has_contents[d] = true;
-                used[s] = true;
-                used[d] = true;
-            }
-            continue;
+    }
+    graph
+}
+
+/// The generator's view of the graph so far: the attachments, which have contents, and which
+/// a pass used.
+struct Generated {
+    n_res: usize,
+    handles: Vec<AttachmentHandle>,
+    descs: Vec<AttachmentDesc>,
+    has_contents: Vec<bool>,
+    used: Vec<bool>,
+}
+
+impl Generated {
+    /// 3 to 10 attachments of random formats, sizes and samples, some imported.
+    fn attachments(t: &mut Tape<'_>, g: &mut FrameGraph) -> Self {
+        let n_res = 3 + t.next(8) as usize;
+        let mut handles: Vec<AttachmentHandle> = Vec::new();
+        for i in 0..n_res {
+            let depth = t.chance(25);
+            let format = if depth {
+                DEPTH_FORMATS[t.next(2) as usize]
+            } else {
+                COLOR_FORMATS[t.next(5) as usize]
+            };
+            let size = if t.chance(20) {
+                Size::ViewScaled { num: 1, den: 2 }
+            } else {
+                Size::View
+            };
+            let samples = if t.chance(25) { 4 } else { 1 };
+            let desc = AttachmentDesc {
+                format,
+                size,
+                samples,
+            };
+            let name = format!("r{i}");
+            let h = match t.next(5) {
+                0 => g.import_attachment(&name, desc, ImportParams::output()),
+                1 => g.import_attachment(&name, desc, ImportParams::history()),
+                _ => g.create_attachment(&name, desc),
+            };
+            handles.push(h);
         }
-        // Raster: one framebuffer shape (size + samples) for the pass.
-        let anchor = t.next(n_res as u32) as usize;
-        let shape = (descs[anchor].size, descs[anchor].samples);
-        let fits = |i: usize| (descs[i].size, descs[i].samples) == shape;
+        let descs: Vec<AttachmentDesc> = handles.iter().map(|h| h.desc()).collect();
+        let has_contents: Vec<bool> = (0..n_res)
+            .map(|i| g.resources[i].import.is_some_and(|p| p.contents_needed))
+            .collect();
+        Self {
+            n_res,
+            handles,
+            descs,
+            has_contents,
+            used: vec![false; n_res],
+        }
+    }
+
+    /// Compute: read something with contents, write something.
+    fn compute_pass(&mut self, t: &mut Tape<'_>, graph: &mut FrameGraph, name: &str) {
+        let mut b = graph.add_compute_pass(name);
+        let mut written = Vec::new();
+        if let Some(r) = pick(t, self.n_res, |i| self.has_contents[i]) {
+            b = b.read(&self.handles[r]);
+            written.push(r);
+        }
+        if let Some(w) = pick(t, self.n_res, |_| true) {
+            let a = if self.has_contents[w] && t.chance(30) {
+                Access::ReadWrite
+            } else {
+                Access::WriteAll
+            };
+            b = b.write(&mut self.handles[w], a);
+            written.push(w);
+        }
+        if t.chance(10) {
+            b = b.side_effects();
+        }
+        b.finish().expect("generated compute pass is valid");
+        // (`touched`: reads keep their contents, writes give contents.)
+        for w in written {
+            self.has_contents[w] = true;
+            self.used[w] = true;
+        }
+    }
+
+    /// Copy: something with contents into another attachment.
+    fn copy_pass(&mut self, t: &mut Tape<'_>, graph: &mut FrameGraph, name: &str) {
+        let src = pick(t, self.n_res, |i| self.has_contents[i]);
+        let dst = src.and_then(|s| pick(t, self.n_res, |i| i != s));
+        if let (Some(s), Some(d)) = (src, dst) {
+            let (a, b) = two(&mut self.handles, s, d);
+            graph
+                .add_copy_pass(name)
+                .copy(a, b)
+                .finish()
+                .expect("generated copy pass is valid");
+            self.has_contents[d] = true;
+            self.used[s] = true;
+            self.used[d] = true;
+        }
+    }
+
+    /// Raster: one framebuffer shape (size + samples) for the pass, with colours, depth,
+    /// inputs, sampled textures and a resolve as the tape says.
+    fn raster_pass(&mut self, t: &mut Tape<'_>, graph: &mut FrameGraph, name: &str) {
+        let anchor = t.next(self.n_res as u32) as usize;
+        let shape = (self.descs[anchor].size, self.descs[anchor].samples);
+        let fits = |i: usize| (self.descs[i].size, self.descs[i].samples) == shape;
         let mut colors = Vec::new();
         let mut depth = None;
         let mut inputs = Vec::new();
         let mut sampled = Vec::new();
-        for i in 0..n_res {
+        for i in 0..self.n_res {
             let roll = t.next(10);
             if !fits(i) {
-                if roll < 2 && has_contents[i] {
+                if roll < 2 && self.has_contents[i] {
                     sampled.push(i);
                 }
                 continue;
             }
-            let is_depth = descs[i].format.is_depth();
+            let is_depth = self.descs[i].format.is_depth();
             match roll {
                 0..=2 if !is_depth && colors.len() < 4 => colors.push(i),
                 0..=2 if is_depth && depth.is_none() => depth = Some(i),
-                3 if has_contents[i] => inputs.push(i),
-                4 if has_contents[i] => sampled.push(i),
+                3 if self.has_contents[i] => inputs.push(i),
+                4 if self.has_contents[i] => sampled.push(i),
                 _ => {}
             }
         }
         if colors.is_empty() && depth.is_none() {
-            continue;
+            return;
         }
         // A colour attachment may also be read as an input (programmable
         // blending) but not sampled.
@@ -165,10 +199,10 @@ fn build(tape: &[u32]) -> FrameGraph {
         if shape.1 > 1
             && let Some(&src) = colors.first()
         {
-            let dst = pick(&mut t, n_res, |i| {
-                descs[i].samples == 1
-                    && descs[i].format == descs[src].format
-                    && descs[i].size == descs[src].size
+            let dst = pick(t, self.n_res, |i| {
+                self.descs[i].samples == 1
+                    && self.descs[i].format == self.descs[src].format
+                    && self.descs[i].size == self.descs[src].size
                     && !sampled.contains(&i)
                     && !inputs.contains(&i)
             });
@@ -176,24 +210,24 @@ fn build(tape: &[u32]) -> FrameGraph {
         }
         let mut plan: Vec<(usize, Role, Access, Option<ClearValue>)> = Vec::new();
         for &c in &colors {
-            let a = access(&mut t, has_contents[c]);
-            let clear = (!used[c] && t.chance(40)).then_some(ClearValue::BLACK);
+            let a = access(t, self.has_contents[c]);
+            let clear = (!self.used[c] && t.chance(40)).then_some(ClearValue::BLACK);
             plan.push((c, Role::Color, a, clear));
         }
         if let Some(d) = depth {
-            let a = if has_contents[d] && t.chance(30) {
+            let a = if self.has_contents[d] && t.chance(30) {
                 Access::Read
             } else {
-                access(&mut t, has_contents[d])
+                access(t, self.has_contents[d])
             };
-            let clear =
-                (!used[d] && a != Access::Read && t.chance(60)).then_some(ClearValue::DEPTH_ONE);
+            let clear = (!self.used[d] && a != Access::Read && t.chance(60))
+                .then_some(ClearValue::DEPTH_ONE);
             plan.push((d, Role::Depth, a, clear));
         }
         let side = t.chance(10);
-        let mut b = g.add_raster_pass(&name);
+        let mut b = graph.add_raster_pass(name);
         for &(i, role, a, clear) in &plan {
-            let h = &mut handles[i];
+            let h = &mut self.handles[i];
             b = match (role, a) {
                 (Role::Depth, Access::Read) => b.depth_read_only(h),
                 (Role::Depth, _) => b.depth(h, a, clear),
@@ -201,13 +235,13 @@ fn build(tape: &[u32]) -> FrameGraph {
             };
         }
         for &i in &inputs {
-            b = b.input(&handles[i]);
+            b = b.input(&self.handles[i]);
         }
         for &i in &sampled {
-            b = b.sample(&handles[i]);
+            b = b.sample(&self.handles[i]);
         }
         if let Some((s, d)) = resolve {
-            let (src, dst) = two(&mut handles, s, d);
+            let (src, dst) = two(&mut self.handles, s, d);
             b = b.resolve(src, dst);
         }
         if side {
@@ -215,20 +249,19 @@ fn build(tape: &[u32]) -> FrameGraph {
         }
         b.finish().expect("generated raster pass is valid");
         for &(i, _, a, _) in &plan {
-            used[i] = true;
+            self.used[i] = true;
             if a.writes() {
-                has_contents[i] = true;
+                self.has_contents[i] = true;
             }
         }
         for &i in inputs.iter().chain(&sampled) {
-            used[i] = true;
+            self.used[i] = true;
         }
         if let Some((_, d)) = resolve {
-            used[d] = true;
-            has_contents[d] = true;
+            self.used[d] = true;
+            self.has_contents[d] = true;
         }
     }
-    g
 }
 
 fn pick(t: &mut Tape<'_>, n: usize, ok: impl Fn(usize) -> bool) -> Option<usize> {
@@ -291,142 +324,180 @@ fn check(g: &FrameGraph, caps: &DeviceCaps, f: &CompiledFrame) -> Result<(), Tes
         .flat_map(|n| n.passes.clone())
         .collect();
     prop_assert_eq!(&flat, &f.order);
+    for (ni, n) in f.native_passes.iter().enumerate() {
+        check_attachment_ops(g, f, ni, n)?;
+        // Every merged group satisfies every merge condition.
+        if n.passes.len() > 1 {
+            check_merged_group(g, caps, n)?;
+        }
+        check_dependencies(n)?;
+    }
+    check_pricing(g, caps, f)
+}
+
+/// Nothing stored that nobody reads after the pass, nothing loaded that nobody wrote, and
+/// transient attachments confined to their native pass.
+fn check_attachment_ops(
+    g: &FrameGraph,
+    f: &CompiledFrame,
+    ni: usize,
+    n: &NativePass,
+) -> Result<(), TestCaseError> {
     let pos_of = |p: PassId| f.order.iter().position(|&q| q == p).unwrap_or(usize::MAX);
     let uses_of =
         |p: PassId, r: ResourceId| g.passes[p.index()].uses.iter().filter(move |u| u.res == r);
-    for (ni, n) in f.native_passes.iter().enumerate() {
-        let first = pos_of(n.passes[0]);
-        let last = pos_of(*n.passes.last().unwrap_or(&n.passes[0]));
-        for a in &n.attachments {
-            let r = a.resource;
-            let imported = g.resources[r.index()].import;
-            // Nothing stored that nobody reads after the pass.
-            if a.store == StoreOp::Store {
-                let later_reader = f.order[last + 1..]
-                    .iter()
-                    .any(|&p| uses_of(p, r).any(|u| u.needs_prior()));
-                let needed = imported.is_some_and(|i| i.needed_after_frame);
-                prop_assert!(
-                    later_reader || needed,
-                    "`{}` stored by #{} but nobody reads it later",
-                    a.name,
-                    ni
-                );
-            }
-            // Nothing loaded that nobody wrote.
-            if a.load == LoadOp::Load {
-                let earlier_writer = f.order[..first]
-                    .iter()
-                    .any(|&p| uses_of(p, r).any(|u| u.writes()));
-                let had = imported.is_some_and(|i| i.contents_needed);
-                prop_assert!(
-                    earlier_writer || had,
-                    "`{}` loaded by #{} but nobody wrote it",
-                    a.name,
-                    ni
-                );
-            }
-            // Transient implies no load, no store, one native pass.
-            if a.transient {
-                prop_assert!(a.load != LoadOp::Load && a.store == StoreOp::DontCare);
-                prop_assert!(imported.is_none());
-                let confined =
-                    f.order.iter().enumerate().all(|(i, &p)| {
-                        (first..=last).contains(&i) || uses_of(p, r).next().is_none()
-                    });
-                prop_assert!(confined, "transient `{}` used outside #{}", a.name, ni);
-            }
-        }
-        // Every merged group satisfies every merge condition.
-        if n.passes.len() > 1 {
-            prop_assert!(caps.merge_subpasses);
+    let first = pos_of(n.passes[0]);
+    let last = pos_of(*n.passes.last().unwrap_or(&n.passes[0]));
+    for a in &n.attachments {
+        let r = a.resource;
+        let imported = g.resources[r.index()].import;
+        // Nothing stored that nobody reads after the pass.
+        if a.store == StoreOp::Store {
+            let later_reader = f.order[last + 1..]
+                .iter()
+                .any(|&p| uses_of(p, r).any(|u| u.needs_prior()));
+            let needed = imported.is_some_and(|i| i.needed_after_frame);
             prop_assert!(
-                n.passes
-                    .iter()
-                    .all(|p| g.passes[p.index()].kind == PassKind::Raster)
+                later_reader || needed,
+                "`{}` stored by #{} but nobody reads it later",
+                a.name,
+                ni
             );
-            let mut depth = None;
-            let mut attached: Vec<ResourceId> = Vec::new();
-            let mut non_depth: Vec<ResourceId> = Vec::new();
-            let mut inputs: Vec<ResourceId> = Vec::new();
-            for (k, p) in n.passes.iter().enumerate() {
-                let decl = &g.passes[p.index()];
-                let mine: Vec<ResourceId> = decl
-                    .uses
-                    .iter()
-                    .filter(|u| u.is_attachment())
-                    .map(|u| u.res)
-                    .collect();
-                if k > 0 {
-                    prop_assert!(
-                        mine.iter().any(|r| attached.contains(r)),
-                        "subpass {} of {} shares nothing",
-                        k,
-                        n.name
-                    );
-                }
-                for u in &decl.uses {
-                    let r = &g.resources[u.res.index()];
-                    if u.is_attachment() {
-                        prop_assert_eq!(r.extent, Some(n.extent));
-                        if u.role != Role::ResolveDst {
-                            prop_assert_eq!(r.desc.samples, n.samples);
-                        }
-                    }
-                    match u.role {
-                        Role::Depth => {
-                            prop_assert!(depth.is_none() || depth == Some(u.res));
-                            depth = Some(u.res);
-                        }
-                        Role::Color | Role::ResolveDst if !non_depth.contains(&u.res) => {
-                            non_depth.push(u.res);
-                        }
-                        Role::Input => {
-                            if !r.desc.format.is_depth() && !non_depth.contains(&u.res) {
-                                non_depth.push(u.res);
-                            }
-                            if !inputs.contains(&u.res) {
-                                inputs.push(u.res);
-                            }
-                        }
-                        Role::Sampled => {
-                            // No texture read of anything bound in the pass.
-                            prop_assert!(n.attachment(u.res).is_none());
-                        }
-                        _ => {}
-                    }
-                    // A resolve sits in the last subpass using its source.
-                    if u.role == Role::ResolveDst
-                        && let Some(src) = u.resolve_src
-                    {
-                        let last_user = n.passes[k + 1..]
-                            .iter()
-                            .all(|q| g.passes[q.index()].uses.iter().all(|v| v.res != src));
-                        prop_assert!(last_user, "resolve of {:?} in an intermediate subpass", src);
-                    }
-                }
-                attached.extend(mine);
-            }
-            prop_assert!(non_depth.len() <= caps.max_color_attachments as usize);
-            prop_assert!(inputs.len() <= caps.max_input_attachments as usize);
-            prop_assert!(n.footprint.verdict.fits());
         }
-        // Input attachments are never synchronised as sampled reads, and
-        // dependencies inside a render pass are by region.
-        for d in &n.dependencies {
-            if let (SubpassIndex::Index(_), SubpassIndex::Index(_)) = (d.src, d.dst) {
-                prop_assert!(d.by_region);
-                prop_assert!(!d.dst_access.contains(AccessMask::SHADER_READ));
-            }
-            if let SubpassIndex::Index(k) = d.dst
-                && d.dst_access.contains(AccessMask::SHADER_READ)
-            {
-                prop_assert!(!n.subpasses[k as usize].sampled.is_empty());
-            }
+        // Nothing loaded that nobody wrote.
+        if a.load == LoadOp::Load {
+            let earlier_writer = f.order[..first]
+                .iter()
+                .any(|&p| uses_of(p, r).any(|u| u.writes()));
+            let had = imported.is_some_and(|i| i.contents_needed);
+            prop_assert!(
+                earlier_writer || had,
+                "`{}` loaded by #{} but nobody wrote it",
+                a.name,
+                ni
+            );
+        }
+        // Transient implies no load, no store, one native pass.
+        if a.transient {
+            prop_assert!(a.load != LoadOp::Load && a.store == StoreOp::DontCare);
+            prop_assert!(imported.is_none());
+            let confined = f
+                .order
+                .iter()
+                .enumerate()
+                .all(|(i, &p)| (first..=last).contains(&i) || uses_of(p, r).next().is_none());
+            prop_assert!(confined, "transient `{}` used outside #{}", a.name, ni);
         }
     }
-    // Pricing equals the sum over attachments (and over native passes),
-    // and each attachment's loads/stores are its ops times its size.
+    Ok(())
+}
+
+/// A merged group: raster passes that share attachments, of one extent and sample count, with
+/// a resolve in the last subpass using its source, within the device's attachment limits and
+/// tile budget, and no texture read of anything bound in the pass.
+fn check_merged_group(
+    g: &FrameGraph,
+    caps: &DeviceCaps,
+    n: &NativePass,
+) -> Result<(), TestCaseError> {
+    prop_assert!(caps.merge_subpasses);
+    prop_assert!(
+        n.passes
+            .iter()
+            .all(|p| g.passes[p.index()].kind == PassKind::Raster)
+    );
+    let mut depth = None;
+    let mut attached: Vec<ResourceId> = Vec::new();
+    let mut non_depth: Vec<ResourceId> = Vec::new();
+    let mut inputs: Vec<ResourceId> = Vec::new();
+    for (k, p) in n.passes.iter().enumerate() {
+        let decl = &g.passes[p.index()];
+        let mine: Vec<ResourceId> = decl
+            .uses
+            .iter()
+            .filter(|u| u.is_attachment())
+            .map(|u| u.res)
+            .collect();
+        if k > 0 {
+            prop_assert!(
+                mine.iter().any(|r| attached.contains(r)),
+                "subpass {} of {} shares nothing",
+                k,
+                n.name
+            );
+        }
+        for u in &decl.uses {
+            let r = &g.resources[u.res.index()];
+            if u.is_attachment() {
+                prop_assert_eq!(r.extent, Some(n.extent));
+                if u.role != Role::ResolveDst {
+                    prop_assert_eq!(r.desc.samples, n.samples);
+                }
+            }
+            match u.role {
+                Role::Depth => {
+                    prop_assert!(depth.is_none() || depth == Some(u.res));
+                    depth = Some(u.res);
+                }
+                Role::Color | Role::ResolveDst if !non_depth.contains(&u.res) => {
+                    non_depth.push(u.res);
+                }
+                Role::Input => {
+                    if !r.desc.format.is_depth() && !non_depth.contains(&u.res) {
+                        non_depth.push(u.res);
+                    }
+                    if !inputs.contains(&u.res) {
+                        inputs.push(u.res);
+                    }
+                }
+                Role::Sampled => {
+                    // No texture read of anything bound in the pass.
+                    prop_assert!(n.attachment(u.res).is_none());
+                }
+                _ => {}
+            }
+            // A resolve sits in the last subpass using its source.
+            if u.role == Role::ResolveDst
+                && let Some(src) = u.resolve_src
+            {
+                let last_user = n.passes[k + 1..]
+                    .iter()
+                    .all(|q| g.passes[q.index()].uses.iter().all(|v| v.res != src));
+                prop_assert!(last_user, "resolve of {:?} in an intermediate subpass", src);
+            }
+        }
+        attached.extend(mine);
+    }
+    prop_assert!(non_depth.len() <= caps.max_color_attachments as usize);
+    prop_assert!(inputs.len() <= caps.max_input_attachments as usize);
+    prop_assert!(n.footprint.verdict.fits());
+    Ok(())
+}
+
+/// Input attachments are never synchronised as sampled reads, and dependencies inside a render
+/// pass are by region.
+fn check_dependencies(n: &NativePass) -> Result<(), TestCaseError> {
+    for d in &n.dependencies {
+        if let (SubpassIndex::Index(_), SubpassIndex::Index(_)) = (d.src, d.dst) {
+            prop_assert!(d.by_region);
+            prop_assert!(!d.dst_access.contains(AccessMask::SHADER_READ));
+        }
+        if let SubpassIndex::Index(k) = d.dst
+            && d.dst_access.contains(AccessMask::SHADER_READ)
+        {
+            prop_assert!(!n.subpasses[k as usize].sampled.is_empty());
+        }
+    }
+    Ok(())
+}
+
+/// Pricing equals the sum over attachments (and over native passes), and each attachment's
+/// loads and stores are its ops times its size.
+fn check_pricing(
+    g: &FrameGraph,
+    caps: &DeviceCaps,
+    f: &CompiledFrame,
+) -> Result<(), TestCaseError> {
     let sum_att = f
         .cost
         .per_attachment

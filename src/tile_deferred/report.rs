@@ -146,6 +146,11 @@ impl TileViewReport {
 #[derive(Resource, Clone, Default)]
 pub struct TileRenderReports {
     pub(crate) views: Arc<Mutex<HashMap<Entity, TileViewReport>>>,
+    /// This frame's reports while the render world still fills them in (the overlays drawn
+    /// after the tile pass add their prices): published whole into `views` at the end of the
+    /// frame, so that the main world, which reads while the render world runs, never sees a
+    /// report without its overlays.
+    pub(crate) pending: Arc<Mutex<HashMap<Entity, TileViewReport>>>,
     pub(crate) live: Arc<Mutex<Option<Arc<LiveObjects>>>>,
     /// Cameras whose tile path failed this frame, with why (the main world lowers their tier).
     pub(crate) failures: Arc<Mutex<HashMap<Entity, String>>>,
@@ -185,9 +190,29 @@ impl TileRenderReports {
             .unwrap_or_default()
     }
 
+    /// This frame's report of `camera`, published at the end of the frame ([`Self::publish`]).
     pub(crate) fn insert(&self, camera: Entity, report: TileViewReport) {
+        if let Ok(mut pending) = self.pending.lock() {
+            pending.insert(camera, report);
+        }
+    }
+
+    /// Adds to this frame's report of `camera` (the overlays' prices), if it has one.
+    pub(crate) fn amend(&self, camera: Entity, amend: impl FnOnce(&mut TileViewReport)) {
+        if let Ok(mut pending) = self.pending.lock()
+            && let Some(report) = pending.get_mut(&camera)
+        {
+            amend(report);
+        }
+    }
+
+    /// Makes this frame's reports the ones [`Self::get`] returns (end of the render frame).
+    pub(crate) fn publish(&self) {
+        let Ok(mut pending) = self.pending.lock() else {
+            return;
+        };
         if let Ok(mut views) = self.views.lock() {
-            views.insert(camera, report);
+            views.extend(pending.drain());
         }
     }
 

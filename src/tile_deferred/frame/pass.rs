@@ -642,6 +642,9 @@ pub(crate) fn end_frame(
     queue: Res<bevy::render::renderer::RenderQueue>,
     reports: Res<crate::tile_deferred::report::TileRenderReports>,
 ) {
+    // This frame's reports are complete (the overlays after the tile pass have priced
+    // themselves): the main world sees them from now on.
+    reports.publish();
     let Some(mut backend) = backend else { return };
     let backend = &mut *backend;
     let frame = backend.frame;

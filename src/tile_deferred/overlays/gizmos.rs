@@ -376,11 +376,7 @@ pub(crate) fn draw_foreign_transparent(
         shape.output_format,
         shape.target,
     );
-    if let Ok(mut views) = reports.views.lock()
-        && let Some(report) = views.get_mut(&main_entity.id())
-    {
-        report.gizmo_pass = priced;
-    }
+    reports.amend(main_entity.id(), |report| report.gizmo_pass = priced);
 }
 
 /// The gizmo passes over a tile camera, priced with the stock-Bevy model (wgpu passes store what

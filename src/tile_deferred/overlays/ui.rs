@@ -171,9 +171,5 @@ fn composite_ui(
         shape.output_format,
         shape.target,
     );
-    if let Ok(mut views) = reports.views.lock()
-        && let Some(report) = views.get_mut(&main_entity.id())
-    {
-        report.ui_pass = priced;
-    }
+    reports.amend(main_entity.id(), |report| report.ui_pass = priced);
 }

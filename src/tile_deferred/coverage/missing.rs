@@ -278,17 +278,10 @@ pub(crate) fn material_textures_missing(
 
 /// [`texture_unsampleable_as_2d`] of a main-world image.
 fn image_unsampleable_as_2d(image: &Image) -> Option<&'static str> {
-    let texture = &image.texture_descriptor;
-    texture_unsampleable_as_2d(TextureShape {
-        dimension: texture.dimension,
-        layers: texture.size.depth_or_array_layers,
-        samples: texture.sample_count,
-        format: texture.format,
-        view_dimension: image
-            .texture_view_descriptor
-            .as_ref()
-            .and_then(|view| view.dimension),
-    })
+    texture_unsampleable_as_2d(TextureShape::of(
+        &image.texture_descriptor,
+        image.texture_view_descriptor.as_ref(),
+    ))
 }
 
 /// What decides whether a lightmapped mesh is drawn as Bevy draws it ([`lightmap_missing`]).

@@ -211,7 +211,16 @@ fn render_view(
     let shadow_maps = inputs.shadow_maps.ok_or(TileError::Missing {
         step: "finding Bevy's shadow maps for the view",
     })?;
-    let data = prepare_view_data(backend, scene, frame, inputs, &planned, &drawn, &clusters)?;
+    let data = prepare_view_data(
+        backend,
+        scene,
+        frame,
+        inputs,
+        shadow_maps,
+        &planned,
+        &drawn,
+        &clusters,
+    )?;
 
     // 7. Pipelines for every (mesh layout, material state) drawn.
     let (context, layouts, shaders, pass) = backend.pipeline_parts(&key)?;
@@ -381,14 +390,12 @@ fn prepare_view_data<'a>(
     scene: &'a TileSceneParams,
     frame: &ViewFrame,
     inputs: &ViewInputs,
+    shadow_maps: &ViewShadowBindings,
     planned: &PlannedFrame,
     drawn: &DrawList,
     clusters: &LightClusters,
 ) -> TileResult<ViewData<'a>> {
     let lut = materials::lut_image(scene, frame.tonemapping);
-    let shadow_maps = inputs.shadow_maps.ok_or(TileError::Missing {
-        step: "finding Bevy's shadow maps for the view",
-    })?;
     let shadow_map_views =
         backend
             .shadow_map_views

@@ -149,12 +149,12 @@ pub(crate) fn write_view_sets(
         environment,
         shadow_maps,
     );
+    let (views, samplers) = (contents.views(), contents.samplers());
     let action = view_sets_action(ViewSetsState {
         outdated: view.sets_outdated,
         written: !view.input_views.is_empty(),
         same_kind: view.sampled_sets == contents.sampled,
-        same_contents: view.input_views == contents.views
-            && view.environment_samplers == contents.samplers,
+        same_contents: view.input_views == views && view.environment_samplers == samplers,
     });
     match action {
         ViewSetsAction::Keep => return Ok(()),
@@ -169,8 +169,8 @@ pub(crate) fn write_view_sets(
     // attachments' are the view's own, the LUT's and environment's are held below, the shadow
     // maps' by `ShadowMapViews`.
     unsafe { device.context.device.update_descriptor_sets(&writes, &[]) };
-    view.input_views = contents.views;
-    view.environment_samplers = contents.samplers;
+    view.input_views = views;
+    view.environment_samplers = samplers;
     keep_sampled_views_alive(device, view, lut, environment);
     Ok(())
 }
@@ -193,9 +193,6 @@ pub(crate) struct SetContents {
     pub(crate) environment: [(vk::ImageView, vk::Sampler); 4],
     /// Bevy's point-light cubes and directional-and-spot array.
     pub(crate) shadow_maps: [vk::ImageView; 2],
-    /// Every view above, in the order the view keeps them (`ViewResources::input_views`).
-    pub(crate) views: Vec<vk::ImageView>,
-    pub(crate) samplers: Vec<vk::Sampler>,
 }
 
 impl SetContents {
@@ -242,14 +239,6 @@ impl SetContents {
             view_of(names::DEPTH),
         ];
         let tonemap = [view_of(names::LIGHT), view_of(names::DEPTH)];
-        let environment = environment.map(|(texture, raw)| (raw, texture.sampler));
-        let views = gbuffer
-            .into_iter()
-            .chain(tonemap)
-            .chain([lut])
-            .chain(environment.map(|(raw, _)| raw))
-            .chain(shadow_maps)
-            .collect();
         Self {
             sampled,
             gbuffer,
@@ -257,11 +246,26 @@ impl SetContents {
             lighting_depth_layout: input_layout(names::LIGHTING, names::DEPTH),
             tonemap_depth_layout: input_layout(tonemap_reader, names::DEPTH),
             lut,
-            environment,
+            environment: environment.map(|(texture, raw)| (raw, texture.sampler)),
             shadow_maps,
-            views,
-            samplers: environment.map(|(_, sampler)| sampler).to_vec(),
         }
+    }
+
+    /// Every view the sets hold, in the order the view keeps them
+    /// (`ViewResources::input_views`).
+    pub(crate) fn views(&self) -> Vec<vk::ImageView> {
+        self.gbuffer
+            .into_iter()
+            .chain(self.tonemap)
+            .chain([self.lut])
+            .chain(self.environment.map(|(view, _)| view))
+            .chain(self.shadow_maps)
+            .collect()
+    }
+
+    /// The environment textures' samplers (`ViewResources::environment_samplers`).
+    pub(crate) fn samplers(&self) -> Vec<vk::Sampler> {
+        self.environment.map(|(_, sampler)| sampler).to_vec()
     }
 }
 

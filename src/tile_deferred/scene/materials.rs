@@ -15,7 +15,8 @@ use bevy::{
     prelude::*,
     render::{
         render_resource::{
-            TextureDimension, TextureFormat, TextureSampleType, TextureViewDimension,
+            TextureDescriptor, TextureDimension, TextureFormat, TextureSampleType,
+            TextureViewDescriptor, TextureViewDimension,
         },
         texture::GpuImage,
     },
@@ -37,17 +38,10 @@ pub(crate) fn lut_image<'a>(scene: &'a TileSceneParams, tonemapping: Tonemapping
 /// read `image`, if they cannot: anything but a single-layer, single-sample 2D image of a
 /// floating-point (or normalised) colour format, viewed as 2D.
 pub(crate) fn unsampleable_as_2d(image: &GpuImage) -> Option<&'static str> {
-    let texture = &image.texture_descriptor;
-    texture_unsampleable_as_2d(TextureShape {
-        dimension: texture.dimension,
-        layers: texture.size.depth_or_array_layers,
-        samples: texture.sample_count,
-        format: texture.format,
-        view_dimension: image
-            .texture_view_descriptor
-            .as_ref()
-            .and_then(|view| view.dimension),
-    })
+    texture_unsampleable_as_2d(TextureShape::of(
+        &image.texture_descriptor,
+        image.texture_view_descriptor.as_ref(),
+    ))
 }
 
 /// What decides whether a `sampler2D` can read an image: its texture and view descriptors'
@@ -60,6 +54,19 @@ pub(crate) struct TextureShape {
     pub format: TextureFormat,
     /// The view's dimension, where the image names one.
     pub view_dimension: Option<TextureViewDimension>,
+}
+
+impl TextureShape {
+    /// The shape of an image with these descriptors (an `Image`'s or a `GpuImage`'s).
+    pub(crate) fn of(texture: &TextureDescriptor, view: Option<&TextureViewDescriptor>) -> Self {
+        Self {
+            dimension: texture.dimension,
+            layers: texture.size.depth_or_array_layers,
+            samples: texture.sample_count,
+            format: texture.format,
+            view_dimension: view.and_then(|view| view.dimension),
+        }
+    }
 }
 
 /// [`unsampleable_as_2d`] of an image's shape.

@@ -221,7 +221,8 @@ pub enum TierChangeReason {
     /// in plain words ([`TierDecision::reasons`]).
     Rules(Vec<String>),
     /// The tile path failed at run time (out of memory, a pipeline or render pass that could
-    /// not be created): the error. The camera keeps the lower tier for the rest of the run.
+    /// not be created): the error. The camera keeps the lower tier while the render device
+    /// lives (a new device, after Bevy recovers from device loss, tries the tile tier again).
     Failure(String),
     /// Under [`TierSetting::Auto`], the camera sees what the tile path cannot draw (the kinds,
     /// in plain words; the entities are on its [`TileMissing`](crate::TileMissing)): Bevy's
@@ -600,8 +601,8 @@ pub fn choose_tier(
 /// - `failure` is a failure the render world reported for this camera since the last decision:
 ///   the tier the camera rendered with (`previous`, else the fresh one) drops to its
 ///   [`fallback`](RenderTier::fallback).
-/// - A failure is sticky: once `previous` records one, its tier is kept for the rest of the run,
-///   whatever the setting or the device say.
+/// - A failure is sticky: once `previous` records one, its tier is kept, whatever the setting or
+///   the device say (the router forgets failures on a new render device).
 ///
 /// Pure: the caller logs the fallback (when `failure` is `Some`) and the decision.
 pub fn decide(

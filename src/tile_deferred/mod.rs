@@ -224,17 +224,30 @@ fn create_backend(
     mut commands: Commands,
     render_device: Res<RenderDevice>,
     reports: Res<report::TileRenderReports>,
+    fault: Option<Res<TileFaultInjection>>,
 ) {
     commands.remove_resource::<TileBackend>();
     let Some(context) = VulkanContext::new(&render_device) else {
         info!("bevy_tile_deferred: not running on Vulkan; tile cameras use Bevy's renderer");
         return;
     };
-    match TileBackend::new(context) {
+    // Test hook: a fault armed before start-up may strike the backend's creation.
+    context
+        .faults
+        .arm_for_view(fault.as_deref().map(TileFaultInjection::for_view));
+    // Counted from the start, so that what a failed start-up left behind shows (nothing).
+    if let Ok(mut live) = reports.live.lock() {
+        *live = Some(context.live.clone());
+    }
+    let created = TileBackend::new(context);
+    if let Ok(backend) = &created {
+        backend.context.faults.view_done();
+    }
+    match created {
         Ok(backend) => {
-            if let Ok(mut live) = reports.live.lock() {
-                *live = Some(backend.context.live.clone());
-            }
+            reports
+                .backends_created
+                .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
             commands.insert_resource(backend);
         }
         Err(error) => error!(

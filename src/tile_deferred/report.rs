@@ -141,6 +141,9 @@ impl TileViewReport {
     }
 }
 
+/// Why a tile frame failed, and the tier it rendered at (where it had a decision).
+pub(crate) type FailedFrame = (String, Option<crate::tiers::RenderTier>);
+
 /// Reports of every tile camera (keyed by the main-world camera entity), shared by the render
 /// world (which writes) and the main world (which reads); plus the crate's live Vulkan objects.
 #[derive(Resource, Clone, Default)]
@@ -153,9 +156,13 @@ pub struct TileRenderReports {
     pub(crate) pending: Arc<Mutex<HashMap<Entity, TileViewReport>>>,
     pub(crate) live: Arc<Mutex<Option<Arc<LiveObjects>>>>,
     /// Cameras whose tile path failed this frame, with why (the main world lowers their tier).
-    pub(crate) failures: Arc<Mutex<HashMap<Entity, String>>>,
+    /// With the tier the failed frame rendered at, where it had one.
+    pub(crate) failures: Arc<Mutex<HashMap<Entity, FailedFrame>>>,
     /// The most frames drawing a tile view the GPU had not finished at the end of a frame.
     pub(crate) most_frames_in_flight: Arc<std::sync::atomic::AtomicUsize>,
+    /// How many times the tile path's Vulkan backend was created: once at start-up, again on
+    /// each new render device (Bevy's recovery after device loss).
+    pub(crate) backends_created: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl TileRenderReports {
@@ -216,13 +223,26 @@ impl TileRenderReports {
         }
     }
 
-    pub(crate) fn report_failure(&self, camera: Entity, why: String) {
+    /// A failed tile frame of `camera`, rendered at `tier` (its decision then).
+    pub(crate) fn report_failure(
+        &self,
+        camera: Entity,
+        why: String,
+        tier: Option<crate::tiers::RenderTier>,
+    ) {
         if let Ok(mut failures) = self.failures.lock() {
-            failures.insert(camera, why);
+            failures.insert(camera, (why, tier));
         }
     }
 
-    pub(crate) fn take_failures(&self) -> HashMap<Entity, String> {
+    /// How many times the Vulkan backend was created (a new render device each time after the
+    /// first): failures on an earlier device do not hold for a new one.
+    pub fn backends_created(&self) -> u64 {
+        self.backends_created
+            .load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    pub(crate) fn take_failures(&self) -> HashMap<Entity, FailedFrame> {
         self.failures
             .lock()
             .map(|mut failures| std::mem::take(&mut *failures))

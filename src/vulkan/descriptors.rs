@@ -23,6 +23,8 @@ impl VulkanContext {
         bindings: &[vk::DescriptorSetLayoutBinding],
     ) -> Result<vk::DescriptorSetLayout, vk::Result> {
         let info = vk::DescriptorSetLayoutCreateInfo::default().bindings(bindings);
+        self.faults
+            .fail(super::faults::VulkanCall::DescriptorSetLayout)?;
         // SAFETY: valid bindings; destroyed through `destroy_descriptor_set_layout`.
         let layout = unsafe { self.device.create_descriptor_set_layout(&info, None) }?;
         LiveObjects::created(&self.live.other);
@@ -47,6 +49,8 @@ impl VulkanContext {
             .flags(flags)
             .max_sets(max_sets)
             .pool_sizes(sizes);
+        self.faults
+            .fail(super::faults::VulkanCall::DescriptorPool)?;
         // SAFETY: valid create info; destroyed through `destroy_descriptor_pool`.
         let pool = unsafe { self.device.create_descriptor_pool(&info, None) }?;
         LiveObjects::created(&self.live.descriptor_pools);

@@ -1,6 +1,6 @@
 //! Images and buffers the crate allocates itself.
 
-use super::{LiveObjects, VulkanContext};
+use super::{LiveObjects, VulkanContext, faults::VulkanCall};
 use ash::vk;
 use gpu_allocator::{
     MemoryLocation,
@@ -157,6 +157,7 @@ impl VulkanContext {
             .usage(usage)
             .sharing_mode(vk::SharingMode::EXCLUSIVE)
             .initial_layout(vk::ImageLayout::UNDEFINED);
+        self.faults.fail(VulkanCall::Image)?;
         // SAFETY: valid create info for this device; the image is destroyed in
         // `destroy_attachment_image`.
         let image = unsafe { self.device.create_image(&info, None) }?;
@@ -200,8 +201,11 @@ impl VulkanContext {
             lazily_allocated,
             memory,
         };
-        // SAFETY: the memory satisfies the image's requirements (type, size, alignment).
-        if let Err(error) = unsafe { self.device.bind_image_memory(image, memory_handle, offset) } {
+        let bound = self.faults.fail(VulkanCall::BindMemory).and_then(|()| {
+            // SAFETY: the memory satisfies the image's requirements (type, size, alignment).
+            unsafe { self.device.bind_image_memory(image, memory_handle, offset) }
+        });
+        if let Err(error) = bound {
             self.destroy_attachment_image(attachment);
             return Err(error);
         }
@@ -224,15 +228,19 @@ impl VulkanContext {
             .transient
             .then(|| {
                 lazily_allocated_memory_type(&self.memory_properties, requirements.memory_type_bits)
+                    .or_else(|| self.pretended_lazy_memory_type(requirements.memory_type_bits))
             })
             .flatten();
         lazy_type.and_then(|memory_type_index| {
             let allocate = vk::MemoryAllocateInfo::default()
                 .allocation_size(requirements.size)
                 .memory_type_index(memory_type_index);
-            // SAFETY: the type index comes from this device's memory properties and the image's
-            // requirements; freed in `destroy_attachment_image`.
-            match unsafe { self.device.allocate_memory(&allocate, None) } {
+            let allocated = self.faults.fail(VulkanCall::LazyMemory).and_then(|()| {
+                // SAFETY: the type index comes from this device's memory properties and the
+                // image's requirements; freed in `destroy_attachment_image`.
+                unsafe { self.device.allocate_memory(&allocate, None) }
+            });
+            match allocated {
                 Ok(memory) => {
                     let size = requirements.size as i64;
                     LiveObjects::add(&self.live.gpu_allocated_bytes, size);
@@ -255,6 +263,25 @@ impl VulkanContext {
         })
     }
 
+    /// Test hook (`TileFaultInjection::pretend_lazily_allocated_memory`): the first device-local
+    /// type of `type_bits`, standing in for a `LAZILY_ALLOCATED` one on a device without it.
+    fn pretended_lazy_memory_type(&self, type_bits: u32) -> Option<u32> {
+        if !self.faults.pretends_lazy_memory() {
+            return None;
+        }
+        let count = self.memory_properties.memory_type_count as usize;
+        self.memory_properties.memory_types[..count]
+            .iter()
+            .enumerate()
+            .find(|(index, memory_type)| {
+                type_bits & (1 << index) != 0
+                    && memory_type
+                        .property_flags
+                        .contains(vk::MemoryPropertyFlags::DEVICE_LOCAL)
+            })
+            .map(|(index, _)| index as u32)
+    }
+
     /// The attachment's view, and for a depth-stencil input attachment a depth-only view (input
     /// attachments read one aspect). On an error the caller destroys the attachment with the
     /// views made so far.
@@ -273,6 +300,7 @@ impl VulkanContext {
                 })
         };
         let aspect = aspect_of(attachment.desc.format);
+        self.faults.fail(VulkanCall::ImageView)?;
         // SAFETY: the image is bound to memory and the view matches its format and usage.
         let view = unsafe { self.device.create_image_view(&view_info(aspect), None) }?;
         attachment.view = view;
@@ -280,6 +308,7 @@ impl VulkanContext {
         LiveObjects::created(&self.live.image_views);
         if attachment.desc.input && aspect.contains(vk::ImageAspectFlags::STENCIL) {
             let depth_only = view_info(vk::ImageAspectFlags::DEPTH);
+            self.faults.fail(VulkanCall::ImageView)?;
             // SAFETY: as above; a depth-aspect view of a depth-stencil image.
             attachment.input_view = unsafe { self.device.create_image_view(&depth_only, None) }?;
             LiveObjects::created(&self.live.image_views);
@@ -400,6 +429,7 @@ impl VulkanContext {
             .size(size)
             .usage(usage | vk::BufferUsageFlags::TRANSFER_DST)
             .sharing_mode(vk::SharingMode::EXCLUSIVE);
+        self.faults.fail(VulkanCall::Buffer)?;
         // SAFETY: valid create info; destroyed in `destroy_device_buffer`.
         let buffer = unsafe { self.device.create_buffer(&info, None) }?;
         LiveObjects::created(&self.live.buffers);
@@ -415,11 +445,13 @@ impl VulkanContext {
             }
         };
         LiveObjects::created(&self.live.allocations);
-        // SAFETY: the allocation satisfies the buffer's requirements.
-        let bound = unsafe {
-            self.device
-                .bind_buffer_memory(buffer, memory.memory(), memory.offset())
-        };
+        let bound = self.faults.fail(VulkanCall::BindMemory).and_then(|()| {
+            // SAFETY: the allocation satisfies the buffer's requirements.
+            unsafe {
+                self.device
+                    .bind_buffer_memory(buffer, memory.memory(), memory.offset())
+            }
+        });
         let device_buffer = DeviceBuffer {
             buffer,
             size,

@@ -42,7 +42,7 @@ pub use context::{LiveObjects, ResourceCounts};
 pub(crate) mod conv;
 pub(crate) mod descriptors;
 pub(crate) mod faults;
-pub use faults::{FaultOutcome, TileFault};
+pub use faults::{FaultOutcome, TileFault, VulkanCall};
 pub(crate) mod pipeline;
 pub(crate) mod render_pass;
 pub(crate) mod timing;

@@ -31,6 +31,8 @@ impl VulkanContext {
         let info = vk::PipelineLayoutCreateInfo::default()
             .set_layouts(set_layouts)
             .push_constant_ranges(push_constant_ranges);
+        self.faults
+            .fail(super::faults::VulkanCall::PipelineLayout)?;
         // SAFETY: the set layouts are live objects of this device.
         let layout = unsafe { self.device.create_pipeline_layout(&info, None) }?;
         LiveObjects::created(&self.live.other);
@@ -49,6 +51,7 @@ impl VulkanContext {
         let words = ash::util::read_spv(&mut std::io::Cursor::new(spirv))
             .map_err(|_| vk::Result::ERROR_INVALID_SHADER_NV)?;
         let info = vk::ShaderModuleCreateInfo::default().code(&words);
+        self.faults.fail(super::faults::VulkanCall::ShaderModule)?;
         // SAFETY: `read_spv` checked the size and magic number of the SPIR-V, which the caller
         // compiled for the device's Vulkan version.
         let module = unsafe { self.device.create_shader_module(&info, None) }?;

@@ -400,6 +400,7 @@ impl VulkanContext {
             .attachments(&description.attachments)
             .subpasses(&subpasses)
             .dependencies(&description.dependencies);
+        self.faults.fail(super::faults::VulkanCall::RenderPass)?;
         // SAFETY: the description references only its own attachments and subpasses (built by
         // `describe` from a validated plan); destroyed through `destroy_render_pass`.
         let render_pass = unsafe { self.device.create_render_pass(&info, None) }?;
@@ -427,6 +428,7 @@ impl VulkanContext {
             .width(extent.width)
             .height(extent.height)
             .layers(1);
+        self.faults.fail(super::faults::VulkanCall::Framebuffer)?;
         // SAFETY: the views match the render pass's attachments in count, format and samples,
         // and are at least `extent` large.
         let framebuffer = unsafe { self.device.create_framebuffer(&info, None) }?;

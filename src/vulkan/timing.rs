@@ -87,6 +87,31 @@ impl TimestampQueries {
 }
 
 impl VulkanContext {
+    /// A query pool, or `None` (logged: the view renders without what it measures).
+    fn create_query_pool(
+        &self,
+        info: &vk::QueryPoolCreateInfo,
+        measures: &str,
+    ) -> Option<vk::QueryPool> {
+        let created = self
+            .faults
+            .fail(super::faults::VulkanCall::QueryPool)
+            .and_then(|()| {
+                // SAFETY: valid create info; destroyed through `destroy_timestamp_queries`.
+                unsafe { self.device.create_query_pool(info, None) }
+            });
+        match created {
+            Ok(pool) => Some(pool),
+            Err(error) => {
+                bevy::log::warn!(
+                    "bevy_tile_deferred: cannot create a query pool ({error}); the view \
+                     renders without {measures}"
+                );
+                None
+            }
+        }
+    }
+
     /// Timestamp queries for `marks` marks per frame, or `None` if the queue has no timestamps.
     pub fn create_timestamp_queries(&self, marks: u32) -> Option<TimestampQueries> {
         if self.timestamp_valid_bits == 0 || self.limits.timestamp_period <= 0.0 {
@@ -95,8 +120,7 @@ impl VulkanContext {
         let info = vk::QueryPoolCreateInfo::default()
             .query_type(vk::QueryType::TIMESTAMP)
             .query_count(marks * RING);
-        // SAFETY: valid create info; destroyed through `destroy_timestamp_queries`.
-        let pool = unsafe { self.device.create_query_pool(&info, None) }.ok()?;
+        let pool = self.create_query_pool(&info, "GPU timings")?;
         LiveObjects::created(&self.live.other);
         Some(TimestampQueries {
             pool,
@@ -118,8 +142,7 @@ impl VulkanContext {
         let info = vk::QueryPoolCreateInfo::default()
             .query_type(vk::QueryType::OCCLUSION)
             .query_count(RING);
-        // SAFETY: valid create info; destroyed through `destroy_timestamp_queries`.
-        let pool = unsafe { self.device.create_query_pool(&info, None) }.ok()?;
+        let pool = self.create_query_pool(&info, "the count of pixels lit per sample")?;
         LiveObjects::created(&self.live.other);
         Some(TimestampQueries {
             pool,

@@ -11,8 +11,8 @@ use crate::{
     harness::{GpuTest, test_plugins},
     scenes,
 };
-use bevy::{app::ScheduleRunnerPlugin, prelude::*};
-use bevy_tile_deferred::{TileDeferred, TileDeferredPlugin, TileRenderReports};
+use bevy::{app::ScheduleRunnerPlugin, prelude::*, render::RenderApp};
+use bevy_tile_deferred::{TileDeferred, TileDeferredPlugin, TileFaultInjection, TileRenderReports};
 use std::{
     process::{Command, Stdio},
     time::{Duration, Instant, SystemTime, UNIX_EPOCH},
@@ -35,12 +35,21 @@ fn now_ms() -> u128 {
 /// into its own image, for [`FRAMES`] frames without waiting for the GPU, then exits. Prints
 /// when it sent `AppExit`.
 fn run_and_exit(tile: bool) {
+    let errors = run_and_exit_with(tile, None);
+    assert!(errors.is_empty(), "{errors:#?}");
+}
+
+/// [`run_and_exit`], with `injection` in the render world; the errors logged.
+fn run_and_exit_with(tile: bool, injection: Option<TileFaultInjection>) -> Vec<String> {
     let test = GpuTest::start("clean_exit child");
     let mut app = App::new();
     app.add_plugins(test_plugins(None))
         .add_plugins(ScheduleRunnerPlugin::run_loop(Duration::ZERO));
     if tile {
         app.add_plugins(TileDeferredPlugin);
+    }
+    if let Some(injection) = injection {
+        app.sub_app_mut(RenderApp).insert_resource(injection);
     }
     scenes::headless::spawn_exit_scene(app.world_mut(), tile, WIDTH, HEIGHT);
     let started = Instant::now();
@@ -76,8 +85,7 @@ fn run_and_exit(tile: bool) {
     assert_eq!(exit, AppExit::Success);
     drop(app);
     println!("CLEAN_EXIT app_dropped_ms={}", now_ms());
-    let errors = test.take_errors();
-    assert!(errors.is_empty(), "{errors:#?}");
+    test.take_errors()
 }
 
 #[test]
@@ -90,6 +98,18 @@ fn child_exit_with_gpu_work_queued_tile() {
 #[ignore = "run in a child process by tile_cameras_exit_promptly_with_gpu_work_queued"]
 fn child_exit_with_gpu_work_queued_bevy() {
     run_and_exit(false);
+}
+
+#[test]
+#[ignore = "run in a child process by a_hung_gpu_at_exit_leaks_the_tile_objects_once"]
+fn child_exit_with_a_hung_gpu() {
+    let injection = TileFaultInjection::default();
+    injection.expire_teardown_wait();
+    let errors = run_and_exit_with(true, Some(injection));
+    for error in &errors {
+        println!("CLEAN_EXIT error: {}", error.replace('\n', " "));
+    }
+    println!("CLEAN_EXIT errors={}", errors.len());
 }
 
 /// What a child run measured.
@@ -115,6 +135,11 @@ struct ExitRun {
 /// Runs the ignored test `name` in a child process; fails unless it exits with status 0 within
 /// a minute.
 fn exit_run(name: &str) -> ExitRun {
+    exit_run_output(name).0
+}
+
+/// [`exit_run`], and the child's standard output.
+fn exit_run_output(name: &str) -> (ExitRun, String) {
     let mut child = Command::new(std::env::current_exe().expect("the test binary"))
         .args([
             name,
@@ -180,7 +205,7 @@ fn exit_run(name: &str) -> ExitRun {
         most_frames_in_flight: find("most_frames_in_flight").unwrap_or(0) as usize,
     };
     eprintln!("{name}: {run:?} (ms after AppExit); frames: {FRAMES}");
-    run
+    (run, stdout.into_owned())
 }
 
 /// Tile cameras (1x and 4x MSAA, image targets) in an app that never waits for the GPU exit
@@ -214,4 +239,25 @@ fn tile_cameras_exit_promptly_with_gpu_work_queued() {
         tile.exited,
         bevy.exited
     );
+}
+
+/// Teardown with GPU work queued and a GPU that never finishes it (injected: the wait for the
+/// crate's last frame expires): the crate leaks its Vulkan objects rather than destroying what
+/// the GPU may still use, says so once, and the process still exits with status 0, promptly.
+#[test]
+fn a_hung_gpu_at_exit_leaks_the_tile_objects_once() {
+    let _test = GpuTest::start("a_hung_gpu_at_exit_leaks_the_tile_objects_once");
+    let (run, stdout) = exit_run_output("clean_exit::child_exit_with_a_hung_gpu");
+    let errors: Vec<&str> = stdout
+        .lines()
+        .filter_map(|line| line.strip_prefix("CLEAN_EXIT error: "))
+        .collect();
+    let leaks = errors
+        .iter()
+        .filter(|e| e.contains("did not finish the tile path's last frame"))
+        .count();
+    assert_eq!(leaks, 1, "one leak message: {errors:#?}");
+    eprintln!("hung GPU at exit: {run:?}; errors: {errors:#?}");
+    assert_eq!(errors.len(), 1, "nothing but the leak message: {errors:#?}");
+    assert!(run.exited < 10_000, "{run:?}");
 }

@@ -14,6 +14,7 @@ mod best_practices;
 mod clean_exit;
 mod content;
 mod debug_views;
+mod device_loss;
 mod device_probe;
 mod faults;
 mod forward_reference;

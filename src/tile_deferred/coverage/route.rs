@@ -50,10 +50,47 @@ pub(crate) fn route_cameras(
     mut requirements: Local<Option<PlanRequirements>>,
     mut logged_missing: Local<HashSet<(Entity, Entity, String)>>,
     mut tier_changes: MessageWriter<TileTierChanged>,
+    mut backends_seen: Local<u64>,
 ) {
     let failures = reports.take_failures();
-    for (entity, mut graph, tile, msaa, previous, mut missing) in &mut cameras {
-        let failure = failures.get(&entity).map(String::as_str);
+    // Bevy recovered from device loss with a new device: failures on the old one (sticky for
+    // the rest of a device's life) no longer hold, and every camera tries its tile tier again.
+    let backends = reports.backends_created();
+    let new_device = *backends_seen > 0 && backends != *backends_seen;
+    *backends_seen = backends;
+    for (entity, mut graph, tile, msaa, recorded, mut missing) in &mut cameras {
+        let failure = failures
+            .get(&entity)
+            .filter(|(why, failed_at)| {
+                let current = recorded.map(|recorded| {
+                    recorded
+                        .missing_fallback
+                        .as_ref()
+                        .map_or(recorded.tier, |missing| missing.tile_tier)
+                });
+                // A frame rendered at a tier the camera has already left (it was in flight
+                // when an earlier failure lowered the tier) says nothing about the tier now.
+                let stale = failed_at.is_some() && current.is_some() && *failed_at != current;
+                if stale {
+                    debug!("bevy_tile_deferred: camera {entity}: stale failure ({why})");
+                }
+                !stale
+            })
+            .map(|(why, _)| why.as_str());
+        let forgotten = recorded
+            .filter(|previous| new_device && previous.failure.is_some())
+            .map(|previous| {
+                info!(
+                    "bevy_tile_deferred: camera {entity}: a new render device; the failure on \
+                     the old one ({}) no longer holds",
+                    previous.failure.as_deref().unwrap_or_default()
+                );
+                TierDecision {
+                    failure: None,
+                    ..previous.clone()
+                }
+            });
+        let previous = forgotten.as_ref().or(recorded);
         let decision = match (tile, profile.as_deref()) {
             (None, _) => None,
             // Until the device is probed (first frame), the tile schedule renders.
@@ -117,7 +154,7 @@ pub(crate) fn route_cameras(
                 Some(decision)
             }
         };
-        if decision.as_ref() != previous {
+        if decision.as_ref() != recorded {
             match &decision {
                 Some(decision) => {
                     let requested = msaa.map_or(1, |m| m.samples());
@@ -152,7 +189,7 @@ pub(crate) fn route_cameras(
                         );
                     }
                     if let Some(change) =
-                        TileTierChanged::between(entity, previous, decision, failure)
+                        TileTierChanged::between(entity, recorded, decision, failure)
                     {
                         tier_changes.write(change);
                     }
@@ -270,7 +307,7 @@ mod tests {
         // The render world reports a failure: one tier down, with the error.
         app.world()
             .resource::<report::TileRenderReports>()
-            .report_failure(camera, "render pass creation failed".into());
+            .report_failure(camera, "render pass creation failed".into(), Some(msaa4));
         app.update();
         assert_eq!(
             changes(&mut app),
@@ -320,5 +357,79 @@ mod tests {
                 reason: TierChangeReason::MissingCleared,
             }]
         );
+    }
+
+    #[test]
+    fn a_new_render_device_forgets_failures_on_the_old_one() {
+        let mut app = router();
+        let reports = app.world().resource::<report::TileRenderReports>().clone();
+        let created = |reports: &report::TileRenderReports| {
+            reports
+                .backends_created
+                .fetch_add(1, std::sync::atomic::Ordering::AcqRel)
+        };
+        created(&reports);
+        let camera = app
+            .world_mut()
+            .spawn((TileDeferred::default(), CameraRenderGraph::new(Core3d)))
+            .id();
+        app.update();
+        reports.report_failure(camera, "device lost".into(), None);
+        app.update();
+        let tier = |app: &App| app.world().get::<TierDecision>(camera).cloned().unwrap();
+        assert_eq!(tier(&app).tier, RenderTier::Forward);
+        // Sticky on the same device.
+        for _ in 0..3 {
+            app.update();
+        }
+        assert_eq!(tier(&app).failure.as_deref(), Some("device lost"));
+        changes(&mut app);
+
+        // Bevy's recovery made a new device, and the tile path a new backend.
+        created(&reports);
+        app.update();
+        let decision = tier(&app);
+        assert_eq!(
+            (decision.tier, decision.failure),
+            (RenderTier::TileDeferred, None)
+        );
+        let back = changes(&mut app);
+        assert_eq!(back.len(), 1, "{back:?}");
+        assert_eq!(back[0].from, Some(RenderTier::Forward));
+        assert!(matches!(back[0].reason, TierChangeReason::Rules(_)));
+        app.update();
+        assert_eq!(changes(&mut app), [], "once");
+    }
+
+    #[test]
+    fn a_failure_from_a_frame_at_a_tier_already_left_is_stale() {
+        let mut app = router();
+        let camera = app
+            .world_mut()
+            .spawn((
+                TileDeferred::default(),
+                Msaa::Sample4,
+                CameraRenderGraph::new(Core3d),
+            ))
+            .id();
+        app.update();
+        let reports = app.world().resource::<report::TileRenderReports>().clone();
+        let msaa4 = RenderTier::TileDeferredMsaa { samples: 4 };
+        reports.report_failure(camera, "out of memory".into(), Some(msaa4));
+        app.update();
+        let tier = |app: &App| app.world().get::<TierDecision>(camera).unwrap().tier;
+        assert_eq!(tier(&app), RenderTier::TileDeferred);
+        // The next 4x frame was in flight: its failure does not lower the tier again.
+        reports.report_failure(camera, "out of memory".into(), Some(msaa4));
+        app.update();
+        assert_eq!(tier(&app), RenderTier::TileDeferred);
+        // A failure at the tier it renders now does.
+        reports.report_failure(
+            camera,
+            "out of memory".into(),
+            Some(RenderTier::TileDeferred),
+        );
+        app.update();
+        assert_eq!(tier(&app), RenderTier::Forward);
     }
 }

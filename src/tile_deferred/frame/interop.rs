@@ -137,7 +137,14 @@ pub(crate) fn clear_output_of_failed_frame(
     if frame.desc.keep_output {
         return;
     }
-    let clear = frame.output_clear.unwrap_or(LinearRgba::NONE);
+    // What Bevy's frame shows where nothing is drawn: the camera's clear colour (its main pass
+    // clears to it), else what the output is cleared to.
+    let [red, green, blue, alpha] = frame.tonemap.clear_color;
+    let clear = if alpha > 0.5 {
+        LinearRgba::new(red, green, blue, 1.0)
+    } else {
+        frame.output_clear.unwrap_or(LinearRgba::NONE)
+    };
     ctx.command_encoder()
         .begin_render_pass(&RenderPassDescriptor {
             label: Some("tile_deferred_failed_frame_clear"),
@@ -164,7 +171,9 @@ pub(crate) fn clear_unwritable_output(
     scene: &TileSceneParams,
     ctx: &mut RenderContext,
 ) {
-    let clear = super::view::output_clear(view.camera, scene);
+    // What Bevy's frame would show with nothing drawn: the camera's clear colour.
+    let clear = super::view::camera_clear(view.camera, scene)
+        .or_else(|| super::view::output_clear(view.camera, scene));
     let Some(attachment) = view.target.out_texture_color_attachment(clear) else {
         return;
     };

@@ -75,14 +75,28 @@ pub(crate) fn tile_deferred_pass(
     scene: TileSceneParams,
     mut ctx: RenderContext,
 ) {
+    let view = view.into_inner();
+    let camera = view.main_entity.id();
+    // Without its Vulkan objects (their creation failed at start-up, logged then) the tile
+    // path draws nothing: the camera falls back from the next frame on, and this frame shows
+    // Bevy's clear colour.
     let Some(mut backend) = backend else {
+        if view.target.out_texture().is_some() {
+            interop::clear_unwritable_output(&view, &scene, &mut ctx);
+            scene.reports.report_failure(
+                camera,
+                TileError::Missing {
+                    step: "creating the tile path's Vulkan objects at start-up",
+                }
+                .to_string(),
+                view.tier.map(|decision| decision.tier),
+            );
+        }
         return;
     };
-    let view = view.into_inner();
     let Some(output_view) = view.target.out_texture() else {
         return;
     };
-    let camera = view.main_entity.id();
     // A target the tile path cannot write falls back to Bevy from the next frame on; this
     // frame shows Bevy's clear colour, not an image nobody wrote.
     if let Some(format) = view.target.out_texture_view_format()
@@ -92,7 +106,9 @@ pub(crate) fn tile_deferred_pass(
         let error = TileError::UnsupportedOutput {
             format: format!("{format:?}"),
         };
-        scene.reports.report_failure(camera, error.to_string());
+        scene
+            .reports
+            .report_failure(camera, error.to_string(), view.tier.map(|d| d.tier));
         return;
     }
     // 1. The view: nothing to draw into (zero-size, no output yet) draws nothing.
@@ -144,7 +160,10 @@ pub(crate) fn tile_deferred_pass(
                 interop::clear_output_of_failed_frame(&frame, output_view, &mut ctx);
             }
             scene::forget_failed_view_updates(&mut backend, frame.entity);
-            scene.reports.report_failure(camera, error.to_string());
+            let tier = view.tier.map(|decision| decision.tier);
+            scene
+                .reports
+                .report_failure(camera, error.to_string(), tier);
         }
     }
 }
@@ -457,20 +476,34 @@ fn submit(
         .faults
         .strike(FaultPoint::Submit)
         .then(|| (recording.updates.clone(), recording.fill_zero_buffer));
-    let command_buffer = record(&backend.context, ctx, recording);
-    if let Some((updates, filled)) = lost {
-        drop(command_buffer);
-        let frame_number = backend.frame;
-        return Err(scene::command_buffer_lost(
+    let frame_number = backend.frame;
+    match (record(&backend.context, ctx, recording), lost) {
+        (Ok(command_buffer), None) => {
+            ctx.add_command_buffer(command_buffer);
+            Ok(())
+        }
+        (Ok(_dropped), Some((updates, filled))) => Err(scene::command_buffer_lost(
             backend,
             frame.entity,
             frame_number,
             updates,
             filled,
-        ));
+            TileError::Injected {
+                step: "submitting the view's command buffer",
+            },
+        )),
+        // Nothing was recorded: the uploads it carried are still to be made.
+        (Err(unrecorded), _) => Err(scene::command_buffer_lost(
+            backend,
+            frame.entity,
+            frame_number,
+            unrecorded.updates,
+            unrecorded.fill_zero_buffer,
+            TileError::Missing {
+                step: "recording the frame (wgpu gave no Vulkan command encoder: a lost device?)",
+            },
+        )),
     }
-    ctx.add_command_buffer(command_buffer);
-    Ok(())
 }
 
 /// What the frame measured on the CPU, and its GPU queries.

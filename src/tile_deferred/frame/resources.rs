@@ -54,9 +54,9 @@ pub(crate) fn view_parts(
         context: &backend.context,
         layouts,
         graveyard: &mut backend.graveyard,
-        lut_sampler: backend.lut_sampler,
-        attachment_sampler: backend.attachment_sampler,
-        shadow_sampler: backend.shadow_sampler,
+        lut_sampler: backend.samplers.lut,
+        attachment_sampler: backend.samplers.attachment,
+        shadow_sampler: backend.samplers.shadow,
         pending_updates: &mut backend.pending_updates,
     };
     Ok((device, view))

@@ -109,11 +109,7 @@ impl ViewFrame {
         } else {
             OutputKind::TrackedImage
         };
-        let clear = match view.camera.clear_color {
-            ClearColorConfig::Default => Some(scene.clear_color.0.to_linear()),
-            ClearColorConfig::Custom(color) => Some(color.to_linear()),
-            ClearColorConfig::None => None,
-        };
+        let clear = camera_clear(view.camera, scene);
         let drew_before = view.camera.sorted_camera_index_for_target > 0;
         // A freshly acquired swapchain image has no contents to keep unless another camera drew
         // into it this frame; an image keeps what is outside a user viewport or under
@@ -311,6 +307,19 @@ fn gpu_view(view: &TileViewQueryItem, scene: &TileSceneParams, viewport: UVec4) 
         directional_lights,
         // The skybox (and what else is appended) is written by `environment`.
         ..bytemuck::Zeroable::zeroed()
+    }
+}
+
+/// The camera's clear colour (`Camera::clear_color`): what its frame shows where nothing is
+/// drawn. `None` under `ClearColorConfig::None`.
+pub(crate) fn camera_clear(
+    camera: &ExtractedCamera,
+    scene: &TileSceneParams,
+) -> Option<LinearRgba> {
+    match camera.clear_color {
+        ClearColorConfig::Default => Some(scene.clear_color.0.to_linear()),
+        ClearColorConfig::Custom(color) => Some(color.to_linear()),
+        ClearColorConfig::None => None,
     }
 }
 

@@ -4,6 +4,7 @@ use super::{
     cluster_stats::ClusterStatsReadback,
     keys::{MaterialSetKey, SamplerKey},
     pipelines::{GbufferPipelineKey, LightingKey, PassesKey, PipelineTarget},
+    samplers::Samplers,
     shaders::{ShaderId, TileLayouts, TileShaders, Variant},
     shadow_views::ShadowMapViews,
     types::GpuMaterial,
@@ -38,12 +39,7 @@ pub(crate) struct TileBackend {
     /// A 16-byte zero buffer feeding vertex attributes a mesh lacks (stride 0).
     pub(crate) zero_buffer: Option<DeviceBuffer>,
     pub(crate) zero_buffer_filled: bool,
-    pub(crate) samplers: HashMap<SamplerKey, vk::Sampler>,
-    pub(crate) lut_sampler: vk::Sampler,
-    /// Nearest, clamped: the unmerged tier's attachment textures (fetched with `texelFetch`).
-    pub(crate) attachment_sampler: vk::Sampler,
-    /// Depth comparison (GREATER_OR_EQUAL, reverse-Z), linear, clamped: Bevy's shadow samplers.
-    pub(crate) shadow_sampler: vk::Sampler,
+    pub(crate) samplers: Samplers,
     /// The crate's views of Bevy's shadow textures.
     pub(crate) shadow_map_views: ShadowMapViews,
     pub(crate) material_pools: Vec<vk::DescriptorPool>,
@@ -204,10 +200,7 @@ impl TileBackend {
             cluster_assign: vk::Pipeline::null(),
             zero_buffer: None,
             zero_buffer_filled: false,
-            samplers: HashMap::default(),
-            lut_sampler: vk::Sampler::null(),
-            attachment_sampler: vk::Sampler::null(),
-            shadow_sampler: vk::Sampler::null(),
+            samplers: Samplers::default(),
             shadow_map_views: ShadowMapViews::default(),
             material_pools: Vec::new(),
             materials: HashMap::default(),
@@ -236,25 +229,7 @@ impl TileBackend {
             16,
             vk::BufferUsageFlags::VERTEX_BUFFER,
         )?);
-        backend.lut_sampler = backend.create_sampler(&SamplerKey {
-            address: [0; 3],
-            mag_linear: true,
-            min_linear: true,
-            mip_linear: true,
-            anisotropy: 1,
-            lod_clamp: [0.0f32.to_bits(), vk::LOD_CLAMP_NONE.to_bits()],
-            border: 0,
-        })?;
-        backend.attachment_sampler = backend.create_sampler(&SamplerKey {
-            address: [0; 3],
-            mag_linear: false,
-            min_linear: false,
-            mip_linear: false,
-            anisotropy: 1,
-            lod_clamp: [0.0f32.to_bits(), vk::LOD_CLAMP_NONE.to_bits()],
-            border: 0,
-        })?;
-        backend.shadow_sampler = backend.create_shadow_sampler()?;
+        backend.samplers.create_fixed(&backend.context)?;
         Ok(backend)
     }
 
@@ -289,78 +264,9 @@ impl TileBackend {
         self.layouts.as_ref().expect("created in TileBackend::new")
     }
 
-    fn create_sampler(&self, key: &SamplerKey) -> Result<vk::Sampler, vk::Result> {
-        let address = |mode: u8| match mode {
-            1 => vk::SamplerAddressMode::REPEAT,
-            2 => vk::SamplerAddressMode::MIRRORED_REPEAT,
-            3 => vk::SamplerAddressMode::CLAMP_TO_BORDER,
-            _ => vk::SamplerAddressMode::CLAMP_TO_EDGE,
-        };
-        let filter = |linear: bool| {
-            if linear {
-                vk::Filter::LINEAR
-            } else {
-                vk::Filter::NEAREST
-            }
-        };
-        let anisotropy = f32::from(key.anisotropy)
-            .min(self.context.limits.max_sampler_anisotropy)
-            .max(1.0);
-        let info = vk::SamplerCreateInfo::default()
-            .mag_filter(filter(key.mag_linear))
-            .min_filter(filter(key.min_linear))
-            .mipmap_mode(if key.mip_linear {
-                vk::SamplerMipmapMode::LINEAR
-            } else {
-                vk::SamplerMipmapMode::NEAREST
-            })
-            .address_mode_u(address(key.address[0]))
-            .address_mode_v(address(key.address[1]))
-            .address_mode_w(address(key.address[2]))
-            // wgpu enables samplerAnisotropy whenever the device has it.
-            .anisotropy_enable(anisotropy > 1.0)
-            .max_anisotropy(anisotropy)
-            .min_lod(f32::from_bits(key.lod_clamp[0]))
-            .max_lod(f32::from_bits(key.lod_clamp[1]))
-            .border_color(match key.border {
-                1 => vk::BorderColor::FLOAT_OPAQUE_BLACK,
-                2 => vk::BorderColor::FLOAT_OPAQUE_WHITE,
-                _ => vk::BorderColor::FLOAT_TRANSPARENT_BLACK,
-            });
-        // SAFETY: valid create info; destroyed in `Drop`.
-        let sampler = unsafe { self.context.device.create_sampler(&info, None) }?;
-        crate::vulkan::LiveObjects::created(&self.context.live.other);
-        Ok(sampler)
-    }
-
-    /// Bevy's shadow map sampler (`ShadowSamplers`, render/light.rs:234-269): compare
-    /// GREATER_OR_EQUAL, linear, nearest mip, clamp to edge.
-    fn create_shadow_sampler(&self) -> Result<vk::Sampler, vk::Result> {
-        let info = vk::SamplerCreateInfo::default()
-            .mag_filter(vk::Filter::LINEAR)
-            .min_filter(vk::Filter::LINEAR)
-            .mipmap_mode(vk::SamplerMipmapMode::NEAREST)
-            .address_mode_u(vk::SamplerAddressMode::CLAMP_TO_EDGE)
-            .address_mode_v(vk::SamplerAddressMode::CLAMP_TO_EDGE)
-            .address_mode_w(vk::SamplerAddressMode::CLAMP_TO_EDGE)
-            .compare_enable(true)
-            .compare_op(vk::CompareOp::GREATER_OR_EQUAL)
-            .min_lod(0.0)
-            .max_lod(vk::LOD_CLAMP_NONE);
-        // SAFETY: valid create info; destroyed in `Drop`.
-        let sampler = unsafe { self.context.device.create_sampler(&info, None) }?;
-        crate::vulkan::LiveObjects::created(&self.context.live.other);
-        Ok(sampler)
-    }
-
     /// The sampler for `key`, created on first use.
     pub fn sampler(&mut self, key: &SamplerKey) -> Result<vk::Sampler, vk::Result> {
-        if let Some(sampler) = self.samplers.get(key) {
-            return Ok(*sampler);
-        }
-        let sampler = self.create_sampler(key)?;
-        self.samplers.insert(*key, sampler);
-        Ok(sampler)
+        self.samplers.get(&self.context, key)
     }
 
     /// Allocates a material descriptor set, adding a pool when the current ones are full.
@@ -542,7 +448,9 @@ const TEARDOWN_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 impl Drop for TileBackend {
     fn drop(&mut self) {
         let wait = self.teardown_wait;
-        if !self.graveyard.wait_for_submissions(&self.context, wait) {
+        // Test hook (`TileFaultInjection::expire_teardown_wait`): a GPU that never finishes.
+        let hung = self.context.faults.teardown_wait_expires();
+        if hung || !self.graveyard.wait_for_submissions(&self.context, wait) {
             self.leak_everything(wait);
             return;
         }
@@ -566,21 +474,7 @@ impl Drop for TileBackend {
         for pool in self.material_pools.drain(..) {
             context.destroy_descriptor_pool(pool);
         }
-        for sampler in self
-            .samplers
-            .drain()
-            .map(|(_, s)| s)
-            .chain([
-                self.lut_sampler,
-                self.attachment_sampler,
-                self.shadow_sampler,
-            ])
-            .filter(|s| *s != vk::Sampler::null())
-        {
-            // SAFETY: created by this device; the GPU is idle.
-            unsafe { context.device.destroy_sampler(sampler, None) };
-            crate::vulkan::LiveObjects::destroyed(&context.live.other);
-        }
+        self.samplers.destroy(context);
         if let Some(buffer) = self.zero_buffer.take() {
             context.destroy_device_buffer(buffer);
         }

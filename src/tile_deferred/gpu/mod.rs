@@ -9,6 +9,7 @@ pub(super) mod keys;
 pub(super) mod pipelines;
 pub(super) mod queries;
 pub(super) mod record;
+pub(super) mod samplers;
 pub(super) mod shaders;
 pub(super) mod shadow_views;
 pub(super) mod transforms;

@@ -134,13 +134,22 @@ pub(crate) struct Recording {
     pub(crate) cluster_dispatch: Option<ClusterDispatch>,
 }
 
+/// What a recording that never reached a command buffer still owes later frames.
+pub(crate) struct Unrecorded {
+    /// The buffer uploads it carried.
+    pub(crate) updates: Vec<(vk::Buffer, Vec<u8>)>,
+    /// Whether it was to fill the zero buffer.
+    pub(crate) fill_zero_buffer: bool,
+}
+
 /// Records the frame on a new encoder used only through `as_hal_mut`, and returns its command
-/// buffer (wgpu panics if one encoder mixes wgpu commands and raw recording).
+/// buffer (wgpu panics if one encoder mixes wgpu commands and raw recording); what it carried,
+/// unrecorded, where wgpu has no Vulkan encoder to give (a lost or destroyed device).
 pub(crate) fn record(
     context: &VulkanContext,
     ctx: &mut RenderContext,
     recording: Recording,
-) -> wgpu::CommandBuffer {
+) -> Result<wgpu::CommandBuffer, Unrecorded> {
     let mut encoder = ctx
         .render_device()
         .create_command_encoder(&CommandEncoderDescriptor {
@@ -150,16 +159,24 @@ pub(crate) fn record(
     // SAFETY: this encoder is used only here, through the hal encoder handed to the closure;
     // everything recorded refers to objects that outlive the command buffer's execution (the
     // crate retires its objects through the graveyard after the GPU is done).
-    unsafe {
+    let recorded = unsafe {
         encoder.as_hal_mut::<Vulkan, _, _>(|hal_encoder| {
             let Some(hal_encoder) = hal_encoder else {
-                return;
+                return false;
             };
             let cb = hal_encoder.raw_handle();
             record_into(device, hal_encoder, cb, &recording);
-        });
+            true
+        })
+    };
+    if recorded {
+        Ok(encoder.finish())
+    } else {
+        Err(Unrecorded {
+            updates: recording.updates,
+            fill_zero_buffer: recording.fill_zero_buffer,
+        })
     }
-    encoder.finish()
 }
 
 /// # Safety

@@ -2,7 +2,7 @@
 //! texture (which layer of them each light uses is `lighting::shadows`).
 
 use crate::tile_deferred::error::{TileError, TileResult};
-use crate::vulkan::{Graveyard, LiveObjects, VulkanContext};
+use crate::vulkan::{Graveyard, LiveObjects, VulkanCall, VulkanContext};
 use ash::vk;
 use bevy::{
     pbr::ViewShadowBindings,
@@ -143,6 +143,10 @@ fn create_view(
             base_array_layer: 0,
             layer_count: layers,
         });
+    context
+        .faults
+        .fail(VulkanCall::ImageView)
+        .map_err(|error| TileError::vulkan("creating a shadow map view", error))?;
     // SAFETY: a depth view of every layer of a live depth texture Bevy made with
     // TEXTURE_BINDING (sampled) usage; wgpu creates square 6n-layer textures cube-compatible.
     let view = unsafe { context.device.create_image_view(&info, None) }

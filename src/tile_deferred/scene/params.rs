@@ -51,10 +51,35 @@ impl TileFaultInjection {
         self.1.arm(fault);
     }
 
+    /// Arms `fault` for the tile views to come until it strikes (a change made in the main world
+    /// reaches the render world a frame or two later): it never misses.
+    pub fn arm_until_struck(&self, fault: TileFault) {
+        self.1.arm_until_struck(fault);
+    }
+
+    /// Takes back an armed fault that has not struck (its outcome stays `Armed`).
+    pub fn disarm(&self) {
+        self.1.disarm();
+    }
+
     /// What became of the last armed fault: struck, missed (the view never reached its
     /// point), or still armed.
     pub fn outcome(&self) -> FaultOutcome {
         self.1.outcome()
+    }
+
+    /// Transient attachments created from now on take ordinary device-local memory through the
+    /// lazily allocated (memoryless) path, as on a tiler, where the device has no such memory
+    /// type; [`TileFault::Create`] with `VulkanCall::LazyMemory` then fails that allocation.
+    pub fn pretend_lazily_allocated_memory(&self) {
+        self.1.pretend_lazy_memory.store(true, Ordering::Relaxed);
+    }
+
+    /// At teardown (the app exits or the device is replaced), the GPU is taken to never finish
+    /// the crate's last frame, as a hung GPU would: the crate leaks its objects instead of
+    /// destroying them while they may be in use. Takes effect once a tile view has run since.
+    pub fn expire_teardown_wait(&self) {
+        self.1.teardown_wait_expires.store(true, Ordering::Relaxed);
     }
 
     /// The armed fault, for the view about to be rendered.
@@ -94,16 +119,18 @@ pub(crate) fn forget_failed_view_updates(backend: &mut TileBackend, view: Entity
         .retain(|(buffer, _)| !own.contains(buffer));
 }
 
-/// Test hook (`TileFault::Submit`): the view's command buffer was recorded but is dropped
-/// unsubmitted, so it never runs. What it carried for later frames goes back: the queued
-/// buffer uploads (material data written once), the zero buffer's first fill, and the query
-/// slots it claimed (never written, so never to be read).
+/// The view's command buffer never runs: wgpu gave no Vulkan encoder to record it (a lost
+/// device), or a test dropped it unsubmitted (`TileFault::Submit`). What it carried for later
+/// frames goes back: the queued buffer uploads (material data written once), the zero buffer's
+/// first fill, and the query slots it claimed (never written, so never to be read). Returns
+/// `why`, the view's error.
 pub(crate) fn command_buffer_lost(
     backend: &mut TileBackend,
     view: Entity,
     frame: u64,
     updates: Vec<(vk::Buffer, Vec<u8>)>,
     filled_zero_buffer: bool,
+    why: TileError,
 ) -> TileError {
     backend.pending_updates.splice(0..0, updates);
     if filled_zero_buffer {
@@ -118,9 +145,7 @@ pub(crate) fn command_buffer_lost(
         }
         view.cluster_stats.unrecorded();
     }
-    TileError::Injected {
-        step: "submitting the view's command buffer",
-    }
+    why
 }
 
 /// Test hook: while present in the render world, MSAA views light with per-sample-index draws

@@ -370,7 +370,7 @@ pub fn error_counts(errors: &[String]) -> std::collections::BTreeMap<String, usi
     counts
 }
 
-/// In a window child run by [`run_window_test_against_control`]: hands `errors` (all of them,
+/// In a child run by [`run_window_test_against_control`] or [`run_test_against_control`]: hands `errors` (all of them,
 /// taken from the test) to the parent, which compares them with the control's. Returns false
 /// when the child runs alone (no parent asked): the caller then asserts there are none.
 pub fn record_error_counts(errors: &[String]) -> bool {
@@ -395,6 +395,27 @@ pub fn run_window_test_against_control(control: &str, test: &str) {
 
 /// [`run_window_test_against_control`] with `env` added to both children's environment.
 pub fn run_window_test_against_control_with_env(control: &str, test: &str, env: &[(&str, &str)]) {
+    children_against_control(
+        control,
+        test,
+        env,
+        run_window_test_in_child_process_with_env,
+    );
+}
+
+/// [`run_window_test_against_control`] for headless children (the caller holds the GPU).
+pub fn run_test_against_control(control: &str, test: &str) {
+    children_against_control(control, test, &[], run_in_child_process_with_env);
+}
+
+/// Runs `control` then `test` with `run`; fails on any error `test` logged more often than
+/// `control` did.
+fn children_against_control(
+    control: &str,
+    test: &str,
+    env: &[(&str, &str)],
+    run: fn(&str, &[(&str, &str)]),
+) {
     let dir = std::env::temp_dir();
     let counts = |name: &str| {
         let path = dir.join(format!(
@@ -405,7 +426,7 @@ pub fn run_window_test_against_control_with_env(control: &str, test: &str, env: 
         let _ = std::fs::remove_file(&path);
         let mut child_env = env.to_vec();
         child_env.push((ERROR_COUNTS_FILE, path.to_str().expect("a UTF-8 temp dir")));
-        run_window_test_in_child_process_with_env(name, &child_env);
+        run(name, &child_env);
         let text = std::fs::read_to_string(&path).expect("the child wrote its error counts");
         let _ = std::fs::remove_file(&path);
         text.lines()

@@ -35,11 +35,33 @@ pub(crate) struct TileLayouts {
 }
 
 impl TileLayouts {
-    /// Creates the shared layouts.
+    /// Creates the shared layouts; on an error, those already made are destroyed.
     pub fn new(context: &VulkanContext) -> Result<Self, vk::Result> {
+        let mut layouts = Self {
+            view: vk::DescriptorSetLayout::null(),
+            material: vk::DescriptorSetLayout::null(),
+            gbuffer_inputs: vk::DescriptorSetLayout::null(),
+            tonemap_inputs: vk::DescriptorSetLayout::null(),
+            gbuffer_textures: vk::DescriptorSetLayout::null(),
+            tonemap_textures: vk::DescriptorSetLayout::null(),
+            pipeline_layout: vk::PipelineLayout::null(),
+            sampled_pipeline_layout: vk::PipelineLayout::null(),
+            cluster_assign_layout: vk::PipelineLayout::null(),
+        };
+        match layouts.create(context) {
+            Ok(()) => Ok(layouts),
+            Err(error) => {
+                layouts.destroy(context);
+                Err(error)
+            }
+        }
+    }
+
+    /// Creates each layout into its (null) field, stopping at the first error.
+    fn create(&mut self, context: &VulkanContext) -> Result<(), vk::Result> {
         use vk::{DescriptorType as D, ShaderStageFlags as S};
         let vertex_fragment = S::VERTEX | S::FRAGMENT;
-        let view = context.create_descriptor_set_layout(&[
+        self.view = context.create_descriptor_set_layout(&[
             binding(0, D::UNIFORM_BUFFER, vertex_fragment),
             binding(1, D::STORAGE_BUFFER, vertex_fragment),
             // The cluster masks: written by cluster_assign.comp, read by the lighting.
@@ -55,7 +77,7 @@ impl TileLayouts {
             binding(8, D::STORAGE_BUFFER, S::COMPUTE),
             binding(9, D::STORAGE_BUFFER, S::COMPUTE),
         ])?;
-        let material = context.create_descriptor_set_layout(&[
+        self.material = context.create_descriptor_set_layout(&[
             binding(0, D::UNIFORM_BUFFER, vertex_fragment),
             binding(1, D::COMBINED_IMAGE_SAMPLER, S::FRAGMENT),
             binding(2, D::COMBINED_IMAGE_SAMPLER, S::FRAGMENT),
@@ -76,13 +98,13 @@ impl TileLayouts {
         let (input, sampler) = (D::INPUT_ATTACHMENT, D::COMBINED_IMAGE_SAMPLER);
         // Set 2 bindings 4 and 5: the environment map's diffuse and specular cubes, binding 6:
         // the irradiance volume's voxels (environment.glsl).
-        let gbuffer_inputs =
+        self.gbuffer_inputs =
             fragment_set(&[input, input, input, input, sampler, sampler, sampler])?;
         // Set 3 binding 3: the skybox cube (skybox.glsl); binding 4: the G-buffer material (its
         // no-fog bit, tonemap.glsl).
-        let tonemap_inputs = fragment_set(&[input, input, sampler, sampler, input])?;
-        let gbuffer_textures = fragment_set(&[sampler; 7])?;
-        let tonemap_textures = fragment_set(&[sampler; 5])?;
+        self.tonemap_inputs = fragment_set(&[input, input, sampler, sampler, input])?;
+        self.gbuffer_textures = fragment_set(&[sampler; 7])?;
+        self.tonemap_textures = fragment_set(&[sampler; 5])?;
         let push_constants = [vk::PushConstantRange::default()
             .stage_flags(S::FRAGMENT)
             .offset(0)
@@ -90,28 +112,23 @@ impl TileLayouts {
         let create_pipeline_layout = |set_layouts: &[vk::DescriptorSetLayout]| {
             context.create_pipeline_layout(set_layouts, &push_constants)
         };
-        let pipeline_layout =
-            create_pipeline_layout(&[view, material, gbuffer_inputs, tonemap_inputs])?;
-        let sampled_pipeline_layout =
-            create_pipeline_layout(&[view, material, gbuffer_textures, tonemap_textures])?;
-        let cluster_assign_layout = context.create_pipeline_layout(
+        let (view, material) = (self.view, self.material);
+        self.pipeline_layout =
+            create_pipeline_layout(&[view, material, self.gbuffer_inputs, self.tonemap_inputs])?;
+        self.sampled_pipeline_layout = create_pipeline_layout(&[
+            view,
+            material,
+            self.gbuffer_textures,
+            self.tonemap_textures,
+        ])?;
+        self.cluster_assign_layout = context.create_pipeline_layout(
             &[view],
             &[vk::PushConstantRange::default()
                 .stage_flags(S::COMPUTE)
                 .offset(0)
                 .size(size_of::<GpuClusterAssignParams>() as u32)],
         )?;
-        Ok(Self {
-            view,
-            material,
-            gbuffer_inputs,
-            tonemap_inputs,
-            gbuffer_textures,
-            tonemap_textures,
-            pipeline_layout,
-            sampled_pipeline_layout,
-            cluster_assign_layout,
-        })
+        Ok(())
     }
 
     /// The pipeline layout of the merged tiers, or of the unmerged tier (`sampled_attachments`).
@@ -123,14 +140,17 @@ impl TileLayouts {
         }
     }
 
-    /// Destroys the shared layouts. No pipeline or set using them may be in use.
+    /// Destroys the shared layouts (those created: a failed `new` leaves the rest null). No
+    /// pipeline or set using them may be in use.
     pub fn destroy(self, context: &VulkanContext) {
         for layout in [
             self.pipeline_layout,
             self.sampled_pipeline_layout,
             self.cluster_assign_layout,
         ] {
-            context.destroy_pipeline_layout(layout);
+            if layout != vk::PipelineLayout::null() {
+                context.destroy_pipeline_layout(layout);
+            }
         }
         for layout in [
             self.view,
@@ -140,7 +160,9 @@ impl TileLayouts {
             self.gbuffer_textures,
             self.tonemap_textures,
         ] {
-            context.destroy_descriptor_set_layout(layout);
+            if layout != vk::DescriptorSetLayout::null() {
+                context.destroy_descriptor_set_layout(layout);
+            }
         }
     }
 }

@@ -8,7 +8,8 @@
 use super::missing::TileMissing;
 use crate::tile_deferred::{
     camera::{TileDeferred, TileDeferredGraph},
-    plan, report,
+    plan,
+    report::{self, FailedFrame},
 };
 use crate::{
     device::DeviceProfile,
@@ -61,35 +62,9 @@ pub(crate) fn route_cameras(
     for (entity, mut graph, tile, msaa, recorded, mut missing) in &mut cameras {
         let failure = failures
             .get(&entity)
-            .filter(|(why, failed_at)| {
-                let current = recorded.map(|recorded| {
-                    recorded
-                        .missing_fallback
-                        .as_ref()
-                        .map_or(recorded.tier, |missing| missing.tile_tier)
-                });
-                // A frame rendered at a tier the camera has already left (it was in flight
-                // when an earlier failure lowered the tier) says nothing about the tier now.
-                let stale = failed_at.is_some() && current.is_some() && *failed_at != current;
-                if stale {
-                    debug!("bevy_tile_deferred: camera {entity}: stale failure ({why})");
-                }
-                !stale
-            })
-            .map(|(why, _)| why.as_str());
-        let forgotten = recorded
-            .filter(|previous| new_device && previous.failure.is_some())
-            .map(|previous| {
-                info!(
-                    "bevy_tile_deferred: camera {entity}: a new render device; the failure on \
-                     the old one ({}) no longer holds",
-                    previous.failure.as_deref().unwrap_or_default()
-                );
-                TierDecision {
-                    failure: None,
-                    ..previous.clone()
-                }
-            });
+            .and_then(|failed| current_failure(entity, failed, recorded));
+        let forgotten =
+            recorded.and_then(|recorded| forget_on_new_device(entity, recorded, new_device));
         let previous = forgotten.as_ref().or(recorded);
         let decision = match (tile, profile.as_deref()) {
             (None, _) => None,
@@ -242,6 +217,46 @@ pub(crate) fn take_over_msaa(
             *msaa = wanted;
         }
     }
+}
+
+/// The failure a frame reported, unless it rendered at a tier the camera has already left (it
+/// was in flight when an earlier failure lowered the tier): then it says nothing about the
+/// tier now.
+fn current_failure<'a>(
+    entity: Entity,
+    (why, failed_at): &'a FailedFrame,
+    recorded: Option<&TierDecision>,
+) -> Option<&'a str> {
+    let current = recorded.map(|recorded| {
+        recorded
+            .missing_fallback
+            .as_ref()
+            .map_or(recorded.tier, |missing| missing.tile_tier)
+    });
+    let stale = failed_at.is_some() && current.is_some() && *failed_at != current;
+    if stale {
+        debug!("bevy_tile_deferred: camera {entity}: stale failure ({why})");
+        return None;
+    }
+    Some(why)
+}
+
+/// On a new render device (Bevy recovered from device loss), the decision without the failure
+/// that held on the old one, for the camera to try its tile tier again.
+fn forget_on_new_device(
+    entity: Entity,
+    recorded: &TierDecision,
+    new_device: bool,
+) -> Option<TierDecision> {
+    let failure = recorded.failure.as_deref().filter(|_| new_device)?;
+    info!(
+        "bevy_tile_deferred: camera {entity}: a new render device; the failure on the old one \
+         ({failure}) no longer holds"
+    );
+    Some(TierDecision {
+        failure: None,
+        ..recorded.clone()
+    })
 }
 
 #[cfg(test)]

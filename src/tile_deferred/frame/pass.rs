@@ -206,24 +206,12 @@ fn render_view(
         .map_or_else(DeviceCaps::desktop, DeviceProfile::frame_graph_caps);
     let (drawn, planned) = plan_view(backend, scene, frame, inputs, &caps)?;
 
-    // 3. The render passes and their lighting and tonemap pipelines, the lighting specialised
-    // for the shadows the frame samples (what is drawn, gathered first, says which).
-    let lighting = LightingKey::new(frame.gpu_view.counts[2], samples_shadows(frame, &drawn));
-    let descriptions =
-        render_pass::describe_frame(&planned.compiled, (planned.output, frame.output_kind));
-    let key =
-        render_passes::ensure_render_passes(backend, &descriptions, &planned.compiled, lighting)?;
-
-    // 4. The view's attachments (everything but the output) and the framebuffers over them.
-    let passes = prepare_targets(backend, frame, &planned, &key, inputs)?;
+    // 3-4. The render passes with their lighting and tonemap pipelines, the view's attachments
+    // and the framebuffers over them.
+    let passes = prepare_passes(backend, frame, inputs, &planned, &drawn)?;
 
     // 5. The clusters the lights reach, and the materials the draws use.
-    let assigning = std::time::Instant::now();
-    let clusters = assign_lights(scene, frame, &drawn);
-    let assignment_ms = assigning.elapsed().as_secs_f64() * 1000.0;
-    for draw in drawn.all() {
-        materials::ensure_material(backend, scene, draw.material_set_key())?;
-    }
+    let lights = prepare_lights_and_materials(backend, scene, frame, &drawn)?;
 
     // 6. Per-view buffers and descriptor sets (with Bevy's shadow maps); this frame's data
     // queued for upload.
@@ -238,14 +226,138 @@ fn render_view(
         shadow_maps,
         &planned,
         &drawn,
-        &clusters,
+        &lights.clusters,
     )?;
 
     // 7. Pipelines for every (mesh layout, material state) drawn.
-    let (context, layouts, shaders, pass) = backend.pipeline_parts(&key)?;
+    let (context, layouts, shaders, pass) = backend.pipeline_parts(&passes.key)?;
     render_passes::ensure_mesh_pipelines(context, layouts, shaders, pass, drawn.all())?;
 
-    // 8. The wgpu side, on Bevy's encoder: output init and transitions.
+    // 8-9. The wgpu side on Bevy's encoder, then the raw pass on an encoder of its own.
+    let to_record = FrameToRecord {
+        planned: &planned,
+        drawn: &drawn,
+        key: &passes.key,
+        targets: passes.targets,
+        data,
+        shadow_maps,
+    };
+    let recorded = record_frame(backend, scene, frame, inputs, to_record, ctx)?;
+    *output_written = true;
+
+    // 10. The report: what was planned, created, drawn and measured, and the price of the
+    // frame with Bevy's shadow passes.
+    let measured = Measured {
+        started,
+        assignment_ms: lights.assignment_ms,
+        draw_count: recorded.draw_count,
+        queries: recorded.queries,
+    };
+    view_report(
+        backend,
+        frame,
+        &caps,
+        planned,
+        &passes.descriptions,
+        &drawn,
+        &lights.clusters,
+        shadow_maps,
+        measured,
+    )
+}
+
+/// Stages 3-4's result: the frame's render passes and the passes recorded over the view's
+/// attachments.
+struct PreparedPasses {
+    descriptions: Vec<render_pass::RenderPassDescription>,
+    key: PassesKey,
+    targets: Vec<RecordedPass>,
+}
+
+/// Stages 3-4: the render passes and their lighting and tonemap pipelines, the lighting
+/// specialised for the shadows the frame samples (what is drawn, gathered first, says which);
+/// then the view's attachments (everything but the output) and the framebuffers over them.
+fn prepare_passes(
+    backend: &mut TileBackend,
+    frame: &ViewFrame,
+    inputs: &ViewInputs,
+    planned: &PlannedFrame,
+    drawn: &DrawList,
+) -> TileResult<PreparedPasses> {
+    let lighting = LightingKey::new(frame.gpu_view.counts[2], samples_shadows(frame, drawn));
+    let descriptions =
+        render_pass::describe_frame(&planned.compiled, (planned.output, frame.output_kind));
+    let key =
+        render_passes::ensure_render_passes(backend, &descriptions, &planned.compiled, lighting)?;
+    let targets = prepare_targets(backend, frame, planned, &key, inputs)?;
+    Ok(PreparedPasses {
+        descriptions,
+        key,
+        targets,
+    })
+}
+
+/// Stage 5's result.
+struct PreparedLights {
+    clusters: LightClusters,
+    /// CPU time of the assignment's preparation.
+    assignment_ms: f64,
+}
+
+/// Stage 5: the clusters the lights reach, and every drawn material's set and buffer.
+fn prepare_lights_and_materials(
+    backend: &mut TileBackend,
+    scene: &TileSceneParams,
+    frame: &ViewFrame,
+    drawn: &DrawList,
+) -> TileResult<PreparedLights> {
+    let assigning = std::time::Instant::now();
+    let clusters = assign_lights(scene, frame, drawn);
+    let assignment_ms = assigning.elapsed().as_secs_f64() * 1000.0;
+    for draw in drawn.all() {
+        materials::ensure_material(backend, scene, draw.material_set_key())?;
+    }
+    Ok(PreparedLights {
+        clusters,
+        assignment_ms,
+    })
+}
+
+/// Stages 8-9's result: what the recorded frame drew and the queries it wrote.
+struct RecordedFrame {
+    draw_count: usize,
+    queries: FrameQueries,
+}
+
+/// What stages 2-7 made for the recording.
+struct FrameToRecord<'a> {
+    planned: &'a PlannedFrame,
+    drawn: &'a DrawList,
+    key: &'a PassesKey,
+    targets: Vec<RecordedPass>,
+    data: ViewData<'a>,
+    shadow_maps: &'a ViewShadowBindings,
+}
+
+/// Stages 8-9: the wgpu side, on Bevy's encoder (the output's first use, the transitions of
+/// what the raw pass touches), then the raw pass recorded on an encoder of its own and handed
+/// to Bevy.
+fn record_frame(
+    backend: &mut TileBackend,
+    scene: &TileSceneParams,
+    frame: &ViewFrame,
+    inputs: &ViewInputs,
+    to_record: FrameToRecord,
+    ctx: &mut RenderContext,
+) -> TileResult<RecordedFrame> {
+    let FrameToRecord {
+        planned,
+        drawn,
+        key,
+        targets: passes,
+        data,
+        shadow_maps,
+    } = to_record;
     interop::prepare_wgpu_resources(
         &mut backend.initialized_outputs,
         backend.frame,
@@ -260,8 +372,6 @@ fn render_view(
         ],
         ctx,
     );
-
-    // 9. The raw pass, on an encoder of its own.
     let view_state = resources::view_mut(&mut backend.views, frame.entity)?;
     let queries = FrameQueries::take(
         view_state,
@@ -271,37 +381,20 @@ fn render_view(
         frame.viewport,
     );
     let parts = RecordingParts {
-        planned: &planned,
+        planned,
         passes,
         bindings: data.bindings,
         queries: &queries,
         skybox: inputs.skybox,
         fog: inputs.fog.is_some(),
     };
-    let recording = recording::build(backend, scene, frame, &key, &drawn, parts)?;
+    let recording = recording::build(backend, scene, frame, key, drawn, parts)?;
     let draw_count = recording.draws.len() + recording.transparent_draws.len();
     submit(backend, frame, recording, ctx)?;
-    *output_written = true;
-
-    // 10. The report: what was planned, created, drawn and measured, and the price of the
-    // frame with Bevy's shadow passes.
-    let measured = Measured {
-        started,
-        assignment_ms,
+    Ok(RecordedFrame {
         draw_count,
         queries,
-    };
-    view_report(
-        backend,
-        frame,
-        &caps,
-        planned,
-        &descriptions,
-        &drawn,
-        &clusters,
-        shadow_maps,
-        measured,
-    )
+    })
 }
 
 /// Stage 2: what the view draws, and the plan for it. The debug views show G-buffer and light

@@ -544,6 +544,16 @@ fn faults_on_a_running_view_fall_back_and_render_the_next_frames() {
             TileFault::DescriptorPoolExhausted(0),
             |view| spawn_small_lights(&mut view.headless, 200, 3),
         );
+        // The buffers a growth replaces after the first (the lights' reaches, the cluster
+        // masks, the cluster extents, in the order the view grows them).
+        for (second, more) in [(1, 300), (2, 600)] {
+            view.fault(
+                &test,
+                "lights grow the next view buffer",
+                TileFault::Create(VulkanCall::Buffer, second),
+                |view| spawn_small_lights(&mut view.headless, more, 3 + second as usize),
+            );
+        }
         view.fault(
             &test,
             "draws grow the instance buffer",

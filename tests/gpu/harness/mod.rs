@@ -308,7 +308,23 @@ pub fn run_in_child_process(name: &str) {
 
 /// [`run_in_child_process`] with `env` added to the child's environment.
 pub fn run_in_child_process_with_env(name: &str, env: &[(&str, &str)]) {
-    let output = std::process::Command::new(std::env::current_exe().expect("the test binary"))
+    run_child(name, env, false);
+}
+
+/// [`run_in_child_process_with_env`] without the X display: for headless children that lose
+/// their device. Under Xvfb, a process whose Vulkan device was destroyed (Bevy's renderer alone
+/// does it) leaves the X server refusing new connections for a moment after it exits, and the
+/// next test that connects (vulkaninfo's surface) fails; a headless child needs no display.
+pub fn run_headless_child_with_env(name: &str, env: &[(&str, &str)]) {
+    run_child(name, env, true);
+}
+
+fn run_child(name: &str, env: &[(&str, &str)], without_display: bool) {
+    let mut command = std::process::Command::new(std::env::current_exe().expect("the test binary"));
+    if without_display {
+        command.env_remove("DISPLAY").env_remove("WAYLAND_DISPLAY");
+    }
+    let output = command
         .envs(env.iter().copied())
         .args([
             name,
@@ -403,9 +419,10 @@ pub fn run_window_test_against_control_with_env(control: &str, test: &str, env: 
     );
 }
 
-/// [`run_window_test_against_control`] for headless children (the caller holds the GPU).
+/// [`run_window_test_against_control`] for headless children, run without the X display
+/// ([`run_headless_child_with_env`]; the caller holds the GPU).
 pub fn run_test_against_control(control: &str, test: &str) {
-    children_against_control(control, test, &[], run_in_child_process_with_env);
+    children_against_control(control, test, &[], run_headless_child_with_env);
 }
 
 /// Runs `control` then `test` with `run`; fails on any error `test` logged more often than

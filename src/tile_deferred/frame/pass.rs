@@ -77,6 +77,9 @@ pub(crate) fn tile_deferred_pass(
 ) {
     let view = view.into_inner();
     let camera = view.main_entity.id();
+    // The tier this frame renders at: a failure is reported with it (`route_cameras` ignores
+    // one from a tier the camera has already left).
+    let tier = view.tier.map(|decision| decision.tier);
     // Without its Vulkan objects (their creation failed at start-up, logged then) the tile
     // path draws nothing: the camera falls back from the next frame on, and this frame shows
     // Bevy's clear colour.
@@ -89,7 +92,7 @@ pub(crate) fn tile_deferred_pass(
                     step: "creating the tile path's Vulkan objects at start-up",
                 }
                 .to_string(),
-                view.tier.map(|decision| decision.tier),
+                tier,
             );
         }
         return;
@@ -108,7 +111,7 @@ pub(crate) fn tile_deferred_pass(
         };
         scene
             .reports
-            .report_failure(camera, error.to_string(), view.tier.map(|d| d.tier));
+            .report_failure(camera, error.to_string(), tier);
         return;
     }
     // 1. The view: nothing to draw into (zero-size, no output yet) draws nothing.
@@ -160,7 +163,6 @@ pub(crate) fn tile_deferred_pass(
                 interop::clear_output_of_failed_frame(&frame, output_view, &mut ctx);
             }
             scene::forget_failed_view_updates(&mut backend, frame.entity);
-            let tier = view.tier.map(|decision| decision.tier);
             scene
                 .reports
                 .report_failure(camera, error.to_string(), tier);

@@ -7,6 +7,7 @@ pub(super) mod pass;
 pub(super) mod recording;
 pub(super) mod render_passes;
 pub(super) mod resources;
+pub(super) mod state;
 pub(super) mod targets;
 pub(super) mod view;
 pub(super) mod view_sets;

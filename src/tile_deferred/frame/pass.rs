@@ -19,6 +19,7 @@ use super::{
     recording::{self, RecordingParts},
     render_passes,
     resources::{self, ViewBindings},
+    state::FrameState,
     targets,
     view::{TileViewQuery, ViewFrame},
 };
@@ -50,10 +51,10 @@ use crate::{
     frame_graph::{DeviceCaps, ShadowMaps},
     vulkan::{VulkanContext, conv, faults::FaultPoint, render_pass},
 };
-use ash::vk;
 use bevy::{
     light::Skybox,
     pbr::{DistanceFog, ViewShadowBindings},
+    platform::collections::HashSet,
     prelude::*,
     render::{
         render_resource::TextureView,
@@ -185,8 +186,9 @@ struct ViewInputs<'a> {
     overlay_depth: Option<&'a TextureView>,
 }
 
-/// The recipe of one tile view's frame (stage 1, the view, is gathered by the caller). Each
-/// stage takes what the ones before it returned.
+/// The recipe of one tile view's frame (stage 1, the view, is gathered by the caller), over
+/// the backend borrowed by part ([`FrameState`]). Each stage takes what the ones before it
+/// returned.
 fn render_view(
     backend: &mut TileBackend,
     scene: &TileSceneParams,
@@ -201,19 +203,22 @@ fn render_view(
             step: "creating the render pass",
         });
     }
+    // The view's resources, created the first time it is seen, beside the caches it uses.
+    let mut state = FrameState::begin(backend, frame.entity)?;
+
     // 2. What is drawn, and the plan the compiler made of it (cached while unchanged).
     let caps = scene
         .profile
         .as_deref()
         .map_or_else(DeviceCaps::desktop, DeviceProfile::frame_graph_caps);
-    let (drawn, planned) = plan_view(backend, scene, frame, inputs, &caps)?;
+    let (drawn, planned) = plan_view(&mut state, scene, frame, inputs, &caps)?;
 
     // 3-4. The render passes with their lighting and tonemap pipelines, the view's attachments
     // and the framebuffers over them.
-    let passes = prepare_passes(backend, frame, inputs, &planned, &drawn)?;
+    let passes = prepare_passes(&mut state, frame, inputs, &planned, &drawn)?;
 
     // 5. The clusters the lights reach, and the materials the draws use.
-    let lights = prepare_lights_and_materials(backend, scene, frame, &drawn)?;
+    let lights = prepare_lights_and_materials(&mut state, scene, frame, &drawn)?;
 
     // 6. Per-view buffers and descriptor sets (with Bevy's shadow maps); this frame's data
     // queued for upload.
@@ -221,7 +226,7 @@ fn render_view(
         step: "finding Bevy's shadow maps for the view",
     })?;
     let data = prepare_view_data(
-        backend,
+        &mut state,
         scene,
         frame,
         inputs,
@@ -232,8 +237,8 @@ fn render_view(
     )?;
 
     // 7. Pipelines for every (mesh layout, material state) drawn.
-    let (context, layouts, shaders, pass) = backend.pipeline_parts(&passes.key)?;
-    render_passes::ensure_mesh_pipelines(context, layouts, shaders, pass, drawn.all())?;
+    let shared = state.shared;
+    render_passes::ensure_mesh_pipelines(shared, state.passes(&passes.key)?, drawn.all())?;
 
     // 8-9. The wgpu side on Bevy's encoder, then the raw pass on an encoder of its own.
     let to_record = FrameToRecord {
@@ -244,7 +249,7 @@ fn render_view(
         data,
         shadow_maps,
     };
-    let recorded = record_frame(backend, scene, frame, inputs, to_record, ctx)?;
+    let recorded = record_frame(&mut state, scene, frame, inputs, to_record, ctx)?;
     *output_written = true;
 
     // 10. The report: what was planned, created, drawn and measured, and the price of the
@@ -256,7 +261,7 @@ fn render_view(
         queries: recorded.queries,
     };
     view_report(
-        backend,
+        &mut state,
         frame,
         &caps,
         planned,
@@ -280,7 +285,7 @@ struct PreparedPasses {
 /// specialised for the shadows the frame samples (what is drawn, gathered first, says which);
 /// then the view's attachments (everything but the output) and the framebuffers over them.
 fn prepare_passes(
-    backend: &mut TileBackend,
+    state: &mut FrameState,
     frame: &ViewFrame,
     inputs: &ViewInputs,
     planned: &PlannedFrame,
@@ -290,8 +295,8 @@ fn prepare_passes(
     let descriptions =
         render_pass::describe_frame(&planned.compiled, (planned.output, frame.output_kind));
     let key =
-        render_passes::ensure_render_passes(backend, &descriptions, &planned.compiled, lighting)?;
-    let targets = prepare_targets(backend, frame, planned, &key, inputs)?;
+        render_passes::ensure_render_passes(state, &descriptions, &planned.compiled, lighting)?;
+    let targets = prepare_targets(state, frame, planned, &key, inputs)?;
     Ok(PreparedPasses {
         descriptions,
         key,
@@ -308,7 +313,7 @@ struct PreparedLights {
 
 /// Stage 5: the clusters the lights reach, and every drawn material's set and buffer.
 fn prepare_lights_and_materials(
-    backend: &mut TileBackend,
+    state: &mut FrameState,
     scene: &TileSceneParams,
     frame: &ViewFrame,
     drawn: &DrawList,
@@ -316,8 +321,9 @@ fn prepare_lights_and_materials(
     let assigning = std::time::Instant::now();
     let clusters = assign_lights(scene, frame, drawn);
     let assignment_ms = assigning.elapsed().as_secs_f64() * 1000.0;
+    let mut cache = state.material_cache();
     for draw in drawn.all() {
-        materials::ensure_material(backend, scene, draw.material_set_key())?;
+        materials::ensure_material(&mut cache, scene, draw.material_set_key())?;
     }
     Ok(PreparedLights {
         clusters,
@@ -345,7 +351,7 @@ struct FrameToRecord<'a> {
 /// what the raw pass touches), then the raw pass recorded on an encoder of its own and handed
 /// to Bevy.
 fn record_frame(
-    backend: &mut TileBackend,
+    state: &mut FrameState,
     scene: &TileSceneParams,
     frame: &ViewFrame,
     inputs: &ViewInputs,
@@ -361,8 +367,8 @@ fn record_frame(
         shadow_maps,
     } = to_record;
     interop::prepare_wgpu_resources(
-        &mut backend.initialized_outputs,
-        backend.frame,
+        state.initialized_outputs,
+        state.frame,
         scene,
         frame,
         (inputs.output_view, inputs.overlay_depth),
@@ -374,11 +380,10 @@ fn record_frame(
         ],
         ctx,
     );
-    let view_state = resources::view_mut(&mut backend.views, frame.entity)?;
     let queries = FrameQueries::take(
-        view_state,
-        &backend.context,
-        backend.frame,
+        state.view,
+        state.shared.context,
+        state.frame,
         planned.desc.samples,
         frame.viewport,
     );
@@ -390,9 +395,9 @@ fn record_frame(
         skybox: inputs.skybox,
         fog: inputs.fog.is_some(),
     };
-    let recording = recording::build(backend, scene, frame, key, drawn, parts)?;
+    let recording = recording::build(state, scene, frame, key, drawn, parts)?;
     let draw_count = recording.draws.len() + recording.transparent_draws.len();
-    submit(backend, frame, recording, ctx)?;
+    submit(state, recording, ctx)?;
     Ok(RecordedFrame {
         draw_count,
         queries,
@@ -403,7 +408,7 @@ fn record_frame(
 /// values: transparent meshes are left out of them; what is left decides whether the plan has
 /// a transparent pass.
 fn plan_view(
-    backend: &mut TileBackend,
+    state: &mut FrameState,
     scene: &TileSceneParams,
     frame: &ViewFrame,
     inputs: &ViewInputs,
@@ -424,9 +429,8 @@ fn plan_view(
         export_depth: inputs.overlay_depth.is_some(),
         ..frame.desc
     };
-    let (_, view_state) = resources::view_parts(backend, frame.entity)?;
-    let planned = plan::plan_frame(&view_desc, caps, &mut view_state.graph_cache)?;
-    warn_once_if_msaa_lowered(backend, frame, &planned);
+    let planned = plan::plan_frame(&view_desc, caps, &mut state.view.graph_cache)?;
+    warn_once_if_msaa_lowered(state.reported, frame, &planned);
     drawn.set_target(
         conv::samples(planned.desc.samples),
         matches!(
@@ -441,15 +445,15 @@ fn plan_view(
 /// passes of `key` over them and the textures Bevy gives (the output, and Bevy's depth texture
 /// where the plan exports the tile depth into it).
 fn prepare_targets(
-    backend: &mut TileBackend,
+    state: &mut FrameState,
     frame: &ViewFrame,
     planned: &PlannedFrame,
     key: &PassesKey,
     inputs: &ViewInputs,
 ) -> TileResult<Vec<RecordedPass>> {
-    let render_passes = backend.render_passes[key].render_passes.clone();
-    let frame_number = backend.frame;
-    let (mut device, view_state) = resources::view_parts(backend, frame.entity)?;
+    let render_passes = state.passes(key)?.render_passes.clone();
+    let frame_number = state.frame;
+    let (mut device, view_state) = state.view_device();
     targets::ensure_attachments(&mut device, view_state, frame, &planned.compiled)?;
     view_state.render_pass_key = key.clone();
     view_state.last_used = frame_number;
@@ -500,7 +504,7 @@ struct ViewData<'a> {
 /// Stage 6: the view's buffers and descriptor sets, with the tonemapping LUT, the environment
 /// and Bevy's shadow maps, and this frame's view, light, cluster and instance data queued.
 fn prepare_view_data<'a>(
-    backend: &mut TileBackend,
+    state: &mut FrameState,
     scene: &'a TileSceneParams,
     frame: &ViewFrame,
     inputs: &ViewInputs,
@@ -511,9 +515,9 @@ fn prepare_view_data<'a>(
 ) -> TileResult<ViewData<'a>> {
     let lut = materials::lut_image(scene, frame.tonemapping);
     let shadow_map_views =
-        backend
+        state
             .shadow_map_views
-            .update(&backend.context, &mut backend.graveyard, shadow_maps)?;
+            .update(state.shared.context, state.graveyard, shadow_maps)?;
     let sources = EnvironmentSources {
         images: &scene.images,
         fallback_cube: &scene.fallback_image.cube,
@@ -521,7 +525,7 @@ fn prepare_view_data<'a>(
         samplers: &scene.environment_samplers,
     };
     let environment = ViewEnvironment::gather(
-        backend,
+        state.sampler_cache(),
         sources,
         inputs.skybox,
         inputs.fog,
@@ -530,13 +534,10 @@ fn prepare_view_data<'a>(
         frame.gpu_view.exposure[0],
     )?;
     let cluster_assign = (
-        backend.cluster_assign,
-        backend
-            .layouts
-            .as_ref()
-            .map_or(vk::PipelineLayout::null(), |l| l.cluster_assign_layout),
+        state.shared.cluster_assign,
+        state.shared.layouts.cluster_assign_layout,
     );
-    let (mut device, view_state) = resources::view_parts(backend, frame.entity)?;
+    let (mut device, view_state) = state.view_device();
     let bindings = resources::prepare_view_data(
         &mut device,
         view_state,
@@ -558,29 +559,20 @@ fn prepare_view_data<'a>(
 
 /// Stage 9's end: the recorded command buffer handed to Bevy, or, where a test makes the
 /// submission fail, the frame's queued uploads put back for the next frame.
-fn submit(
-    backend: &mut TileBackend,
-    frame: &ViewFrame,
-    recording: Recording,
-    ctx: &mut RenderContext,
-) -> TileResult<()> {
-    backend.zero_buffer_filled = true;
+fn submit(state: &mut FrameState, recording: Recording, ctx: &mut RenderContext) -> TileResult<()> {
+    *state.zero_buffer_filled = true;
+    let context = state.shared.context;
     // Test hook: a submission that fails, i.e. a recorded command buffer that never runs.
-    let lost = backend
-        .context
+    let lost = context
         .faults
         .strike(FaultPoint::Submit)
         .then(|| (recording.updates.clone(), recording.fill_zero_buffer));
-    let frame_number = backend.frame;
-    match (record(&backend.context, ctx, recording), lost) {
+    match (record(context, ctx, recording), lost) {
         (Ok(command_buffer), None) => {
             ctx.add_command_buffer(command_buffer);
             Ok(())
         }
-        (Ok(_dropped), Some((updates, filled))) => Err(scene::command_buffer_lost(
-            backend,
-            frame.entity,
-            frame_number,
+        (Ok(_dropped), Some((updates, filled))) => Err(state.command_buffer_lost(
             updates,
             filled,
             TileError::Injected {
@@ -588,10 +580,7 @@ fn submit(
             },
         )),
         // Nothing was recorded: the uploads it carried are still to be made.
-        (Err(unrecorded), _) => Err(scene::command_buffer_lost(
-            backend,
-            frame.entity,
-            frame_number,
+        (Err(unrecorded), _) => Err(state.command_buffer_lost(
             unrecorded.updates,
             unrecorded.fill_zero_buffer,
             TileError::Missing {
@@ -612,7 +601,7 @@ struct Measured {
 /// Stage 10: what was planned, created, drawn and measured, and the price of the frame with
 /// Bevy's shadow passes. Keeps the compiled plan on the view (for the inspector and tests).
 fn view_report(
-    backend: &mut TileBackend,
+    state: &mut FrameState,
     frame: &ViewFrame,
     caps: &DeviceCaps,
     planned: PlannedFrame,
@@ -624,7 +613,7 @@ fn view_report(
 ) -> TileResult<TileViewReport> {
     let PlannedFrame { compiled, desc, .. } = planned;
     let shadow_plan = shadow_maps_rendered(frame, drawn, shadow_maps);
-    let view_state = resources::view_mut(&mut backend.views, frame.entity)?;
+    let view_state = &mut *state.view;
     let priced = if shadow_plan == ShadowMaps::NONE {
         compiled.clone()
     } else {
@@ -638,7 +627,7 @@ fn view_report(
         instances: drawn.instances.len(),
         clustered_lights: drawn.lights.len(),
         clusters: cluster_stats(clusters, view_state, measured.assignment_ms),
-        frame: backend.frame,
+        frame: state.frame,
         compiled: compiled.clone(),
         priced,
         shadow_maps: shadow_plan,
@@ -754,12 +743,16 @@ fn shadow_maps_rendered(
 }
 
 /// Says once per camera why it renders with fewer samples than its `Msaa` asks for.
-fn warn_once_if_msaa_lowered(backend: &mut TileBackend, frame: &ViewFrame, planned: &PlannedFrame) {
+fn warn_once_if_msaa_lowered(
+    reported: &mut HashSet<(Entity, &'static str)>,
+    frame: &ViewFrame,
+    planned: &PlannedFrame,
+) {
     let notes: Vec<&str> = [frame.msaa_note.as_deref(), planned.msaa_note.as_deref()]
         .into_iter()
         .flatten()
         .collect();
-    if !notes.is_empty() && backend.reported.insert((frame.entity, "msaa")) {
+    if !notes.is_empty() && reported.insert((frame.entity, "msaa")) {
         warn!(
             "bevy_tile_deferred: camera {}: asked for {}x MSAA, rendering {}x: {}",
             frame.entity,
@@ -813,12 +806,13 @@ pub(crate) fn end_frame(
     }
     let stale_materials: Vec<MaterialSetKey> = backend
         .materials
+        .by_key
         .iter()
         .filter(|(_, m)| frame.saturating_sub(m.last_used) > KEEP_MATERIAL_FRAMES)
         .map(|(id, _)| *id)
         .collect();
     for id in stale_materials {
-        let material = backend.materials.remove(&id).unwrap();
+        let material = backend.materials.by_key.remove(&id).unwrap();
         backend.retire_material(material);
     }
     let used_keys: Vec<PassesKey> = backend

@@ -4,10 +4,15 @@
 
 use crate::tile_deferred::{
     error::{TileError, TileResult},
-    frame::{resources::ViewBindings, view::ViewFrame},
+    frame::{
+        resources::ViewBindings,
+        state::{FrameState, SharedObjects},
+        view::ViewFrame,
+    },
     gpu::{
-        backend::{MaterialResources, PassResources, TileBackend},
+        backend::PassResources,
         keys::MaterialSetKey,
+        material_sets::MaterialResources,
         pipelines::PassesKey,
         queries::FrameQueries,
         record::{MeshBinding, RecordedDraw, RecordedPass, Recording, Step},
@@ -38,7 +43,7 @@ pub(crate) struct RecordingParts<'a> {
 /// The frame's recording: the draws resolved to the pipelines of the render passes of `key`
 /// and to their material sets, with this frame's uploads (taken from the backend's queue).
 pub(crate) fn build(
-    backend: &mut TileBackend,
+    state: &mut FrameState,
     scene: &TileSceneParams,
     frame: &ViewFrame,
     key: &PassesKey,
@@ -48,18 +53,15 @@ pub(crate) fn build(
     let missing = |step| TileError::Missing { step };
     let mesh_bindings = draws::mesh_bindings(scene, &drawn.draws)?;
     let transparent_bindings = draws::mesh_bindings(scene, &drawn.transparent)?;
-    let pass = backend
+    let pass = state
         .render_passes
         .get(key)
         .ok_or(missing("finding the frame's render passes"))?;
-    let layouts = backend
-        .layouts
-        .as_ref()
-        .ok_or(missing("finding the tile layouts"))?;
-    let zero_buffer = backend
-        .zero_buffer
-        .as_ref()
-        .ok_or(missing("finding the zero vertex buffer"))?;
+    let SharedObjects {
+        layouts,
+        zero_buffer,
+        ..
+    } = state.shared;
     let desc = &parts.planned.desc;
     // An HDR camera's transparent pass blends into the light (see `pass::transparent_pass`).
     let into_light = matches!(desc.transparent, TransparentPass::BeforeTonemap { .. });
@@ -83,14 +85,14 @@ pub(crate) fn build(
         tonemap: pass.tonemap,
         tonemap_params: tonemap_params(frame, into_light, parts.fog),
         zero_buffer: zero_buffer.buffer,
-        fill_zero_buffer: !backend.zero_buffer_filled,
+        fill_zero_buffer: !*state.zero_buffer_filled,
         instance_buffer: parts.bindings.instance_buffer,
-        updates: std::mem::take(&mut backend.pending_updates),
-        draws: recorded_draws(&backend.materials, pass, &drawn.draws, mesh_bindings),
+        updates: std::mem::take(state.pending_updates),
+        draws: recorded_draws(&state.materials.by_key, pass, &drawn.draws, mesh_bindings),
         lighting_tonemaps: desc.lighting_tonemaps(),
         transparent_pass: desc.transparent,
         transparent_draws: recorded_draws(
-            &backend.materials,
+            &state.materials.by_key,
             pass,
             &drawn.transparent,
             transparent_bindings,

@@ -3,10 +3,11 @@
 //! lighting specialisation are seen), then a G-buffer pipeline for every mesh layout and
 //! material state drawn.
 
+use super::state::{FrameState, SharedObjects};
 use crate::tile_deferred::{
     error::{TileError, TileResult, step},
     gpu::{
-        backend::{PassResources, StencilSplitPipelines, TileBackend},
+        backend::{PassResources, StencilSplitPipelines, retire_pass},
         pipelines::{
             LIGHT_FINISH_FOG_ADD, LIGHT_FINISH_FOG_MULTIPLY, LIGHT_FINISH_SKY, LightingKey,
             PassesKey, PipelineTarget, SPLIT_CLASSIFY, SPLIT_EDGES, ScreenBlend, ScreenDepth,
@@ -30,7 +31,7 @@ use bevy::platform::collections::{HashMap, hash_map::Entry};
 /// The render passes and screen pipelines of `descriptions` with `lighting`, created the first
 /// time this shape of frame and specialisation are seen; returns their key.
 pub(crate) fn ensure_render_passes(
-    backend: &mut TileBackend,
+    state: &mut FrameState,
     descriptions: &[RenderPassDescription],
     compiled: &CompiledFrame,
     lighting: LightingKey,
@@ -39,23 +40,19 @@ pub(crate) fn ensure_render_passes(
         render_passes: RenderPassKey::new(descriptions),
         lighting,
     };
-    if !backend.render_passes.contains_key(&key) {
-        let pass = create_pass_resources(backend, descriptions, compiled, lighting)?;
-        backend.render_passes.insert(key.clone(), pass);
+    if !state.render_passes.contains_key(&key) {
+        let pass = create_pass_resources(state, descriptions, compiled, lighting)?;
+        state.render_passes.insert(key.clone(), pass);
     }
-    let frame = backend.frame;
-    if let Some(pass) = backend.render_passes.get_mut(&key) {
-        pass.last_used = frame;
-    }
+    let frame = state.frame;
+    state.passes(&key)?.last_used = frame;
     Ok(key)
 }
 
 /// A pipeline in `pass` for every draw's (mesh layout, material state): G-buffer pipelines
 /// for opaque draws, transparent-pass pipelines for transparent ones.
 pub(crate) fn ensure_mesh_pipelines<'a>(
-    context: &VulkanContext,
-    layouts: &TileLayouts,
-    shaders: &TileShaders,
+    shared: SharedObjects,
     pass: &mut PassResources,
     draws: impl IntoIterator<Item = &'a Draw>,
 ) -> TileResult<()> {
@@ -73,7 +70,13 @@ pub(crate) fn ensure_mesh_pipelines<'a>(
         if let Entry::Vacant(slot) = pass.mesh_pipelines.entry(key.clone()) {
             slot.insert(step(
                 what,
-                context.create_mesh_pipeline(layouts, shaders, target, key, pass.lighting_key),
+                shared.context.create_mesh_pipeline(
+                    shared.layouts,
+                    shared.shaders,
+                    target,
+                    key,
+                    pass.lighting_key,
+                ),
             )?);
         }
     }
@@ -83,12 +86,13 @@ pub(crate) fn ensure_mesh_pipelines<'a>(
 /// Creates the render passes of a plan (one per native pass, `descriptions` in the same order)
 /// and the lighting and tonemap pipelines; the G-buffer pipelines are built on demand.
 fn create_pass_resources(
-    backend: &mut TileBackend,
+    state: &mut FrameState,
     descriptions: &[RenderPassDescription],
     compiled: &CompiledFrame,
     lighting: LightingKey,
 ) -> TileResult<PassResources> {
-    let render_passes = create_render_passes(&backend.context, descriptions)?;
+    let shared = state.shared;
+    let render_passes = create_render_passes(shared.context, descriptions)?;
     let shape = ScreenShape::of(compiled, &render_passes);
     let mut pass = PassResources {
         render_passes: render_passes.clone(),
@@ -104,18 +108,12 @@ fn create_pass_resources(
         edge_counter: vk::Pipeline::null(),
         depth_export: vk::Pipeline::null(),
         light_finish: None,
-        last_used: backend.frame,
-    };
-    let (Some(layouts), Some(shaders)) = (&backend.layouts, &backend.shaders) else {
-        backend.retire_pass(pass);
-        return Err(TileError::Missing {
-            step: "finding the tile shaders",
-        });
+        last_used: state.frame,
     };
     match create_screen_pipelines(
-        &backend.context,
-        layouts,
-        shaders,
+        shared.context,
+        shared.layouts,
+        shared.shaders,
         compiled,
         &shape,
         lighting,
@@ -123,7 +121,7 @@ fn create_pass_resources(
     ) {
         Ok(()) => Ok(pass),
         Err(error) => {
-            backend.retire_pass(pass);
+            retire_pass(pass, state.graveyard);
             Err(TileError::vulkan(
                 "creating the lighting and tonemap pipelines",
                 error,

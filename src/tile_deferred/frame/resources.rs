@@ -11,7 +11,7 @@ use crate::tile_deferred::gpu::raw_view;
 use crate::tile_deferred::{
     error::{TileError, TileResult, step},
     gpu::{
-        backend::{TileBackend, ViewResources},
+        backend::ViewResources,
         cluster_stats::ClusterStatsReadback,
         pipelines::PassesKey,
         record::{CLUSTER_ASSIGN_GROUP, ClusterDispatch},
@@ -34,36 +34,8 @@ use bevy::{
     render::texture::GpuImage,
 };
 
-/// Splits the backend into what the view helpers borrow and the view's own resources (created
-/// the first time the view is seen).
-pub(crate) fn view_parts(
-    backend: &mut TileBackend,
-    entity: Entity,
-) -> TileResult<(ViewDevice<'_>, &mut ViewResources)> {
-    let layouts = backend.layouts.as_ref().ok_or(TileError::Missing {
-        step: "finding the tile layouts",
-    })?;
-    let view = ensure_view(
-        &backend.context,
-        layouts,
-        &mut backend.views,
-        entity,
-        backend.frame,
-    )?;
-    let device = ViewDevice {
-        context: &backend.context,
-        layouts,
-        graveyard: &mut backend.graveyard,
-        lut_sampler: backend.samplers.lut,
-        attachment_sampler: backend.samplers.attachment,
-        shadow_sampler: backend.samplers.shadow,
-        pending_updates: &mut backend.pending_updates,
-    };
-    Ok((device, view))
-}
-
 /// The view's resources, created (buffers, descriptor sets, queries) the first time it is seen.
-fn ensure_view<'a>(
+pub(super) fn ensure_view<'a>(
     context: &VulkanContext,
     layouts: &TileLayouts,
     views: &'a mut EntityHashMap<ViewResources>,

@@ -2,20 +2,17 @@
 
 use super::{
     cluster_stats::ClusterStatsReadback,
-    keys::{MaterialSetKey, SamplerKey},
+    material_sets::{MaterialResources, MaterialSets, retire_material},
     pipelines::{GbufferPipelineKey, LightingKey, PassesKey, PipelineTarget},
     samplers::Samplers,
     shaders::{ShaderId, TileLayouts, TileShaders, Variant},
     shadow_views::ShadowMapViews,
-    types::GpuMaterial,
 };
-use crate::tile_deferred::error::{TileError, TileResult};
 use crate::{
     frame_graph::{CompiledFrame, FrameGraphCache, ResourceId},
     vulkan::{
         Graveyard, VulkanContext,
         context::DeadObject,
-        faults::FaultPoint,
         memory::{AttachmentImage, DeviceBuffer},
         timing::TimestampQueries,
     },
@@ -42,9 +39,8 @@ pub(crate) struct TileBackend {
     pub(crate) samplers: Samplers,
     /// The crate's views of Bevy's shadow textures.
     pub(crate) shadow_map_views: ShadowMapViews,
-    pub(crate) material_pools: Vec<vk::DescriptorPool>,
-    /// By material and lightmap (`MaterialSetKey`).
-    pub(crate) materials: HashMap<MaterialSetKey, MaterialResources>,
+    /// Materials' sets and buffers, by material and lightmap (`MaterialSetKey`).
+    pub(crate) materials: MaterialSets,
     pub(crate) render_passes: HashMap<PassesKey, PassResources>,
     pub(crate) views: EntityHashMap<ViewResources>,
     /// Output image views wgpu has seen initialised (see `interop::prepare_wgpu_resources`).
@@ -63,21 +59,6 @@ pub(crate) struct TileBackend {
         std::collections::VecDeque<std::sync::Arc<std::sync::atomic::AtomicBool>>,
     // Declared last: dropped after everything above was destroyed in `Drop`.
     pub(crate) context: VulkanContext,
-}
-
-/// A material's uniform buffer and descriptor set, valid for one material generation and one
-/// set of texture views.
-pub(crate) struct MaterialResources {
-    pub generation: u64,
-    /// The five material textures', then the lightmap's.
-    pub texture_views: [vk::ImageView; 6],
-    /// The wgpu views behind `texture_views`, held as long as the descriptor set can be used:
-    /// wgpu would destroy a dropped view without knowing the set refers to it.
-    pub _texture_keep_alive: Vec<bevy::render::render_resource::TextureView>,
-    pub buffer: DeviceBuffer,
-    pub set: vk::DescriptorSet,
-    pub pool: vk::DescriptorPool,
-    pub last_used: u64,
 }
 
 /// The render passes of one plan (one for the merged tiers, one per pass unmerged) and the
@@ -202,8 +183,7 @@ impl TileBackend {
             zero_buffer_filled: false,
             samplers: Samplers::default(),
             shadow_map_views: ShadowMapViews::default(),
-            material_pools: Vec::new(),
-            materials: HashMap::default(),
+            materials: MaterialSets::default(),
             render_passes: HashMap::default(),
             views: EntityHashMap::default(),
             initialized_outputs: HashMap::default(),
@@ -233,92 +213,6 @@ impl TileBackend {
         Ok(backend)
     }
 
-    /// What building pipelines for the render passes of `key` borrows: the device, the
-    /// shaders' layouts and modules, and the passes' pipeline cache.
-    pub fn pipeline_parts(
-        &mut self,
-        key: &PassesKey,
-    ) -> TileResult<(
-        &VulkanContext,
-        &TileLayouts,
-        &TileShaders,
-        &mut PassResources,
-    )> {
-        let missing = |step| TileError::Missing { step };
-        let layouts = self
-            .layouts
-            .as_ref()
-            .ok_or(missing("finding the tile layouts"))?;
-        let shaders = self
-            .shaders
-            .as_ref()
-            .ok_or(missing("finding the tile shaders"))?;
-        let pass = self
-            .render_passes
-            .get_mut(key)
-            .ok_or(missing("finding the frame's render passes"))?;
-        Ok((&self.context, layouts, shaders, pass))
-    }
-
-    pub fn layouts(&self) -> &TileLayouts {
-        self.layouts.as_ref().expect("created in TileBackend::new")
-    }
-
-    /// The sampler for `key`, created on first use.
-    pub fn sampler(&mut self, key: &SamplerKey) -> Result<vk::Sampler, vk::Result> {
-        self.samplers.get(&self.context, key)
-    }
-
-    /// Allocates a material descriptor set, adding a pool when the current ones are full.
-    pub fn allocate_material_set(
-        &mut self,
-    ) -> Result<(vk::DescriptorPool, vk::DescriptorSet), vk::Result> {
-        let layouts = [self.layouts().material];
-        let allocate = |context: &VulkanContext, pool| {
-            // Test hook: `TileFault::MaterialPoolsExhausted` fills every pool, new ones too.
-            if context.faults.strike(FaultPoint::MaterialSetAllocation) {
-                return Err(vk::Result::ERROR_OUT_OF_POOL_MEMORY);
-            }
-            context
-                .allocate_descriptor_sets(pool, &layouts)
-                .map(|sets| sets[0])
-        };
-        for &pool in self.material_pools.iter().rev() {
-            // A full pool answers with an error: try the next one, then a new pool.
-            if let Ok(set) = allocate(&self.context, pool) {
-                return Ok((pool, set));
-            }
-        }
-        const SETS_PER_POOL: u32 = 64;
-        let sizes = [
-            vk::DescriptorPoolSize {
-                ty: vk::DescriptorType::UNIFORM_BUFFER,
-                descriptor_count: SETS_PER_POOL,
-            },
-            vk::DescriptorPoolSize {
-                ty: vk::DescriptorType::COMBINED_IMAGE_SAMPLER,
-                descriptor_count: SETS_PER_POOL * 6,
-            },
-        ];
-        let pool = self.context.create_descriptor_pool(
-            SETS_PER_POOL,
-            &sizes,
-            vk::DescriptorPoolCreateFlags::FREE_DESCRIPTOR_SET,
-        )?;
-        match allocate(&self.context, pool) {
-            Ok(set) => {
-                self.material_pools.push(pool);
-                Ok((pool, set))
-            }
-            Err(error) => {
-                // A fresh pool without room for one set never will have: keeping it would
-                // add an empty pool at every failed material.
-                self.context.destroy_descriptor_pool(pool);
-                Err(error)
-            }
-        }
-    }
-
     /// Teardown when the GPU did not finish the crate's work in time: destroying objects a
     /// command buffer may still use is undefined behaviour, so every Vulkan object and memory
     /// block the crate holds is left to the driver (freed with the device or the process).
@@ -335,7 +229,7 @@ impl TileBackend {
         // the GPU may still read) and memory allocations; plain handles just go out of scope.
         std::mem::forget(std::mem::take(&mut self.views));
         std::mem::forget(std::mem::take(&mut self.render_passes));
-        std::mem::forget(std::mem::take(&mut self.materials));
+        std::mem::forget(std::mem::take(&mut self.materials.by_key));
         std::mem::forget(std::mem::take(&mut self.graveyard));
         std::mem::forget(std::mem::take(&mut self.shadow_map_views));
         std::mem::forget(self.zero_buffer.take());
@@ -345,17 +239,7 @@ impl TileBackend {
 
     /// Queues material resources for destruction after the GPU is done.
     pub fn retire_material(&mut self, material: MaterialResources) {
-        // An upload still queued for it (a view that failed kept it) must not be recorded into
-        // the buffer once it is destroyed.
-        self.pending_updates
-            .retain(|(buffer, _)| *buffer != material.buffer.buffer);
-        self.graveyard
-            .retire(Box::new(move |context: &VulkanContext| {
-                // The set came from a material pool, created with FREE_DESCRIPTOR_SET, and no
-                // command buffer in flight uses it any more.
-                context.free_descriptor_sets(material.pool, &[material.set]);
-                context.destroy_device_buffer(material.buffer);
-            }));
+        retire_material(material, &mut self.graveyard, &mut self.pending_updates);
     }
 
     /// Queues a view's resources for destruction after the GPU is done.
@@ -410,35 +294,34 @@ impl TileBackend {
 
     /// Queues a render pass and its pipelines for destruction after the GPU is done.
     pub fn retire_pass(&mut self, pass: PassResources) {
-        self.graveyard.retire(Box::new(move |c: &VulkanContext| {
-            let split = pass.stencil_split.unwrap_or_default();
-            let finish = pass.light_finish.unwrap_or_default();
-            for pipeline in pass.mesh_pipelines.into_values().chain([
-                finish.sky,
-                finish.fog_multiply,
-                finish.fog_add,
-                pass.lighting,
-                pass.tonemap,
-                pass.edge_counter,
-                pass.depth_export,
-                split.classify,
-                split.lighting_per_sample,
-            ]) {
-                if pipeline != vk::Pipeline::null() {
-                    c.destroy_pipeline(pipeline);
-                }
-            }
-            for render_pass in pass.render_passes {
-                c.destroy_render_pass(render_pass);
-            }
-        }));
+        retire_pass(pass, &mut self.graveyard);
     }
+}
 
-    /// Material updates of this frame, applied at the start of the next raw command buffer.
-    pub fn queue_material_update(&mut self, buffer: vk::Buffer, material: &GpuMaterial) {
-        self.pending_updates
-            .push((buffer, bytemuck::bytes_of(material).to_vec()));
-    }
+/// Queues a render pass and its pipelines for destruction after the GPU is done.
+pub(crate) fn retire_pass(pass: PassResources, graveyard: &mut Graveyard) {
+    graveyard.retire(Box::new(move |c: &VulkanContext| {
+        let split = pass.stencil_split.unwrap_or_default();
+        let finish = pass.light_finish.unwrap_or_default();
+        for pipeline in pass.mesh_pipelines.into_values().chain([
+            finish.sky,
+            finish.fog_multiply,
+            finish.fog_add,
+            pass.lighting,
+            pass.tonemap,
+            pass.edge_counter,
+            pass.depth_export,
+            split.classify,
+            split.lighting_per_sample,
+        ]) {
+            if pipeline != vk::Pipeline::null() {
+                c.destroy_pipeline(pipeline);
+            }
+        }
+        for render_pass in pass.render_passes {
+            c.destroy_render_pass(render_pass);
+        }
+    }));
 }
 
 /// How long teardown waits for the GPU to finish the crate's last frame before it gives up
@@ -465,15 +348,19 @@ impl Drop for TileBackend {
         {
             self.retire_pass(pass);
         }
-        for material in self.materials.drain().map(|(_, m)| m).collect::<Vec<_>>() {
+        for material in self
+            .materials
+            .by_key
+            .drain()
+            .map(|(_, m)| m)
+            .collect::<Vec<_>>()
+        {
             self.retire_material(material);
         }
         self.graveyard.destroy_all(&self.context);
         self.shadow_map_views.destroy(&self.context);
         let context = &self.context;
-        for pool in self.material_pools.drain(..) {
-            context.destroy_descriptor_pool(pool);
-        }
+        self.materials.destroy_pools(context);
         self.samplers.destroy(context);
         if let Some(buffer) = self.zero_buffer.take() {
             context.destroy_device_buffer(buffer);

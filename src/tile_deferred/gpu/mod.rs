@@ -6,6 +6,7 @@
 pub(super) mod backend;
 pub(super) mod cluster_stats;
 pub(super) mod keys;
+pub(super) mod material_sets;
 pub(super) mod pipelines;
 pub(super) mod queries;
 pub(super) mod record;

@@ -19,6 +19,20 @@ pub(crate) struct Samplers {
     pub(crate) shadow: vk::Sampler,
 }
 
+/// The sampler cache with the device it creates samplers on: what a frame's helpers that
+/// need a sampler borrow.
+pub(crate) struct SamplerCache<'a> {
+    pub(crate) context: &'a VulkanContext,
+    pub(crate) samplers: &'a mut Samplers,
+}
+
+impl SamplerCache<'_> {
+    /// The sampler for `key`, created on first use.
+    pub fn get(&mut self, key: &SamplerKey) -> Result<vk::Sampler, vk::Result> {
+        self.samplers.get(self.context, key)
+    }
+}
+
 impl Samplers {
     /// Creates the fixed samplers (on an error, [`Samplers::destroy`] releases those made).
     pub fn create_fixed(&mut self, context: &VulkanContext) -> Result<(), vk::Result> {

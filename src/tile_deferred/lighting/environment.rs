@@ -21,7 +21,7 @@ use crate::tile_deferred::{
     error::{TileResult, step},
     gpu::keys::SamplerKey,
     gpu::{
-        backend::TileBackend,
+        samplers::SamplerCache,
         types::{GpuIrradianceVolume, GpuView, MAX_IRRADIANCE_VOLUMES, fog_mode},
     },
 };
@@ -268,7 +268,7 @@ type GpuFogFields = [[f32; 4]; 4];
 impl<'a> ViewEnvironment<'a> {
     /// The camera's skybox, if it has one Bevy would draw, with the view's `exposure`.
     pub(crate) fn gather(
-        backend: &mut TileBackend,
+        mut samplers: SamplerCache,
         scene: EnvironmentSources<'a>,
         skybox: Option<&Skybox>,
         fog: Option<&DistanceFog>,
@@ -285,7 +285,7 @@ impl<'a> ViewEnvironment<'a> {
             }
             None => (scene.fallback_cube, SamplerKey::bevy_default()),
         };
-        let sampler = step("creating the skybox sampler", backend.sampler(&key))?;
+        let sampler = step("creating the skybox sampler", samplers.get(&key))?;
         let fallback = scene.fallback_cube;
         let maps =
             environment_map.and_then(|map| Some((map, usable_environment_maps(map, scene)?)));
@@ -293,20 +293,14 @@ impl<'a> ViewEnvironment<'a> {
             Some((map, images)) => (images, map.sampler),
             None => ((fallback, fallback), SamplerKey::bevy_default()),
         };
-        let map_sampler = step(
-            "creating the environment map sampler",
-            backend.sampler(&key),
-        )?;
+        let map_sampler = step("creating the environment map sampler", samplers.get(&key))?;
         let volumes = irradiance_volumes
             .and_then(|volumes| Some((volumes, usable_voxels(volumes.voxels, scene)?)));
         let (voxels, key) = match volumes {
             Some((volumes, image)) => (image, volumes.sampler),
             None => (scene.fallback_volume, SamplerKey::bevy_default()),
         };
-        let voxel_sampler = step(
-            "creating the irradiance volume sampler",
-            backend.sampler(&key),
-        )?;
+        let voxel_sampler = step("creating the irradiance volume sampler", samplers.get(&key))?;
         Ok(Self {
             irradiance_volume: ViewTexture {
                 image: voxels,

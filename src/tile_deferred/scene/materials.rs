@@ -7,8 +7,13 @@ use crate::tile_deferred::gpu::keys::{MaterialSetKey, SamplerKey};
 use crate::tile_deferred::gpu::raw_view;
 use crate::tile_deferred::{
     error::{TileError, TileResult, step},
-    gpu::backend::{MaterialResources, TileBackend},
+    gpu::{
+        material_sets::{MaterialResources, MaterialSets, retire_material},
+        samplers::SamplerCache,
+        types::GpuMaterial,
+    },
 };
+use crate::vulkan::Graveyard;
 use ash::vk;
 use bevy::{
     core_pipeline::tonemapping::Tonemapping,
@@ -97,10 +102,23 @@ pub(crate) fn texture_unsampleable_as_2d(texture: TextureShape) -> Option<&'stat
     }
 }
 
+/// What making a material's set writes: the material cache, the samplers, the uploads queued
+/// for the frame's command buffer and the graveyard (a replaced set waits there).
+pub(crate) struct MaterialCache<'a> {
+    pub(crate) sets: &'a mut MaterialSets,
+    pub(crate) samplers: SamplerCache<'a>,
+    /// The material set layout.
+    pub(crate) layout: vk::DescriptorSetLayout,
+    pub(crate) pending_updates: &'a mut Vec<(vk::Buffer, Vec<u8>)>,
+    pub(crate) graveyard: &'a mut Graveyard,
+    /// The render frame's number.
+    pub(crate) frame: u64,
+}
+
 /// Makes sure the material of `key` has a uniform buffer and a descriptor set, with the
 /// lightmap of `key` at binding 6, matching its current generation and texture views.
 pub(crate) fn ensure_material(
-    backend: &mut TileBackend,
+    cache: &mut MaterialCache,
     scene: &TileSceneParams,
     key: MaterialSetKey,
 ) -> TileResult<()> {
@@ -130,28 +148,29 @@ pub(crate) fn ensure_material(
         // of it; the set is replaced when the view changes.
         views[slot] = raw_view(&image.texture_view).unwrap_or_default();
     }
-    if let Some(existing) = backend.materials.get_mut(&key)
+    if let Some(existing) = cache.sets.by_key.get_mut(&key)
         && existing.generation == material.generation
         && existing.texture_views == views
     {
-        existing.last_used = backend.frame;
+        existing.last_used = cache.frame;
         return Ok(());
     }
-    if let Some(old) = backend.materials.remove(&key) {
-        backend.retire_material(old);
+    if let Some(old) = cache.sets.by_key.remove(&key) {
+        retire_material(old, cache.graveyard, cache.pending_updates);
     }
+    let context = cache.samplers.context;
     let buffer = step(
         "creating a material buffer",
-        backend.context.create_device_buffer(
+        context.create_device_buffer(
             "tile material",
-            size_of::<crate::tile_deferred::gpu::types::GpuMaterial>() as u64,
+            size_of::<GpuMaterial>() as u64,
             vk::BufferUsageFlags::UNIFORM_BUFFER,
         ),
     )?;
-    let (pool, set) = match backend.allocate_material_set() {
+    let (pool, set) = match cache.sets.allocate(context, cache.layout) {
         Ok(allocated) => allocated,
         Err(error) => {
-            backend.context.destroy_device_buffer(buffer);
+            context.destroy_device_buffer(buffer);
             return Err(TileError::vulkan(
                 "allocating a material descriptor set",
                 error,
@@ -163,12 +182,12 @@ pub(crate) fn ensure_material(
         let sampler_key = texture
             .map(|t| t.sampler)
             .unwrap_or_else(SamplerKey::bevy_default);
-        match backend.sampler(&sampler_key) {
+        match cache.samplers.get(&sampler_key) {
             Ok(sampler) => samplers[slot] = sampler,
             Err(error) => {
                 // Nothing has used the set or the buffer yet.
-                backend.context.free_descriptor_sets(pool, &[set]);
-                backend.context.destroy_device_buffer(buffer);
+                context.free_descriptor_sets(pool, &[set]);
+                context.destroy_device_buffer(buffer);
                 return Err(TileError::vulkan("creating a sampler", error));
             }
         }
@@ -202,9 +221,13 @@ pub(crate) fn ensure_material(
             .image_info(info)
     }));
     // SAFETY: the set was just allocated; buffer, views and samplers are alive.
-    unsafe { backend.context.device.update_descriptor_sets(&writes, &[]) };
-    backend.queue_material_update(buffer.buffer, &material.uniform);
-    backend.materials.insert(
+    unsafe { context.device.update_descriptor_sets(&writes, &[]) };
+    // Written once, at the start of the frame's command buffer.
+    cache.pending_updates.push((
+        buffer.buffer,
+        bytemuck::bytes_of(&material.uniform).to_vec(),
+    ));
+    cache.sets.by_key.insert(
         key,
         MaterialResources {
             generation: material.generation,
@@ -213,7 +236,7 @@ pub(crate) fn ensure_material(
             buffer,
             set,
             pool,
-            last_used: backend.frame,
+            last_used: cache.frame,
         },
     );
     Ok(())

@@ -4,7 +4,6 @@
 use super::extract::{TileMaterials, TileMeshInstances, TileSkippedLight};
 use crate::tile_deferred::{
     camera::TileOutputLoadedAfter,
-    error::TileError,
     gpu::backend::TileBackend,
     lighting::shadows::{DirectionalLightRef, ShadowLayers},
     report::TileRenderReports,
@@ -13,7 +12,6 @@ use crate::{
     device::DeviceProfile,
     vulkan::{FaultOutcome, TileFault, faults::FaultState},
 };
-use ash::vk;
 use bevy::{
     camera::CameraOutputMode,
     camera::visibility::RenderLayers,
@@ -117,35 +115,6 @@ pub(crate) fn forget_failed_view_updates(backend: &mut TileBackend, view: Entity
     backend
         .pending_updates
         .retain(|(buffer, _)| !own.contains(buffer));
-}
-
-/// The view's command buffer never runs: wgpu gave no Vulkan encoder to record it (a lost
-/// device), or a test dropped it unsubmitted (`TileFault::Submit`). What it carried for later
-/// frames goes back: the queued buffer uploads (material data written once), the zero buffer's
-/// first fill, and the query slots it claimed (never written, so never to be read). Returns
-/// `why`, the view's error.
-pub(crate) fn command_buffer_lost(
-    backend: &mut TileBackend,
-    view: Entity,
-    frame: u64,
-    updates: Vec<(vk::Buffer, Vec<u8>)>,
-    filled_zero_buffer: bool,
-    why: TileError,
-) -> TileError {
-    backend.pending_updates.splice(0..0, updates);
-    if filled_zero_buffer {
-        backend.zero_buffer_filled = false;
-    }
-    if let Some(view) = backend.views.get_mut(&view) {
-        for queries in [&mut view.timestamps, &mut view.edge_queries]
-            .into_iter()
-            .flatten()
-        {
-            queries.unrecorded(frame);
-        }
-        view.cluster_stats.unrecorded();
-    }
-    why
 }
 
 /// Test hook: while present in the render world, MSAA views light with per-sample-index draws

@@ -86,11 +86,11 @@ fn animated_cases() -> Vec<FidelityCase> {
 }
 
 /// Half the cylinder's height: its local y runs from -HALF to HALF.
-const HALF: f32 = 0.8;
+pub(crate) const HALF: f32 = 0.8;
 
 /// A cylinder standing on local y, weighted to joint 0 (its base) below y = -0.3 and to joint 1
 /// (its middle) above y = 0.3, blended in between (as `custom_skinned_mesh` weights its strip).
-fn skinned_cylinder() -> Mesh {
+pub(crate) fn skinned_cylinder() -> Mesh {
     let mut mesh = Cylinder::new(0.3, 2.0 * HALF)
         .mesh()
         .resolution(24)
@@ -120,7 +120,7 @@ fn skinned_cylinder() -> Mesh {
 /// Spawns a skinned cylinder at `at` (its centre) whose middle joint is `bend`: joint 0 at the
 /// base (a child of the mesh entity), joint 1 at the middle (a child of joint 0), as glTF
 /// skins are spawned. The inverse bindposes undo each joint's bind position in mesh space.
-fn spawn_skinned(
+pub(crate) fn spawn_skinned(
     world: &mut World,
     mesh: &Handle<Mesh>,
     material: &Handle<StandardMaterial>,
@@ -154,7 +154,7 @@ fn spawn_skinned(
 
 /// A UV sphere with two morph targets, as `morph_targets` loads them: 0 swells its upper half
 /// along its normals (with a normal change), 1 stretches it along x.
-fn morphed_sphere() -> Mesh {
+pub(crate) fn morphed_sphere() -> Mesh {
     let mut mesh = Sphere::new(0.55).mesh().uv(32, 16);
     let Some(VertexAttributeValues::Float32x3(positions)) =
         mesh.attribute(Mesh::ATTRIBUTE_POSITION)

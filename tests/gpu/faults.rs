@@ -4,7 +4,8 @@
 //! the crate adds for the occasion included), each creation of an image, image view, buffer,
 //! descriptor pool, render pass, framebuffer and sampler and each memory binding, a lazily
 //! allocated block, the submission of the view's command buffer; on a fresh camera and on one
-//! that has rendered (buffer growth, resizes, new materials). Each time the
+//! that has rendered (growth of every view buffer, skinning's and morphing's too; resizes; new
+//! materials). Each time the
 //! camera falls back with the reason logged, the next frame renders, nothing panics, the
 //! validation layer reports nothing (the harness fails the test on any error but the logged
 //! fallback), and once the camera is gone the crate holds exactly the Vulkan objects it held
@@ -12,12 +13,14 @@
 
 use crate::harness::assert_frames_match;
 use crate::{
+    animated::{HALF, morphed_sphere, skinned_cylinder, spawn_skinned},
     harness::{Frame, GpuTest, HeadlessApp},
     scenes,
 };
 use bevy::{
-    camera::RenderTarget,
+    camera::{RenderTarget, visibility::NoFrustumCulling},
     image::{ImageAddressMode, ImageFilterMode, ImageSampler, ImageSamplerDescriptor},
+    mesh::{morph::MeshMorphWeights, skinning::SkinnedMeshInverseBindposes},
     prelude::*,
     render::{RenderApp, render_resource::Extent3d, view::Msaa},
 };
@@ -38,6 +41,18 @@ fn tile_camera(msaa: Msaa) -> impl Bundle {
         msaa,
         TileDeferred::default(),
     )
+}
+
+/// An app whose render world holds a fault injection, unarmed. It is inserted before the first
+/// update: with pipelined rendering, the render world is out of reach once frames run.
+fn app_with_fault_injection() -> (HeadlessApp, TileFaultInjection) {
+    let mut headless = HeadlessApp::new(WIDTH, HEIGHT);
+    let injection = TileFaultInjection::default();
+    headless
+        .app
+        .sub_app_mut(RenderApp)
+        .insert_resource(injection.clone());
+    (headless, injection)
 }
 
 /// Frames until views, passes and pipelines no camera uses are retired and destroyed.
@@ -179,13 +194,8 @@ fn touch_a_material(headless: &mut HeadlessApp) {
 #[test]
 fn injected_faults_fall_back_render_the_next_frame_and_leak_nothing() {
     let test = GpuTest::start("injected_faults_fall_back_render_the_next_frame_and_leak_nothing");
-    let mut headless = HeadlessApp::new(WIDTH, HEIGHT);
+    let (mut headless, injection) = app_with_fault_injection();
     scenes::spawn_lit_spheres(headless.app.world_mut());
-    let injection = TileFaultInjection::default();
-    headless
-        .app
-        .sub_app_mut(RenderApp)
-        .insert_resource(injection.clone());
     let reports = headless.app.world().resource::<TileRenderReports>().clone();
     for msaa in [Msaa::Off, Msaa::Sample4] {
         // A first camera creates what outlives views (layouts, shaders, materials); its report
@@ -295,12 +305,7 @@ struct RunningView {
 
 impl RunningView {
     fn new(msaa: Msaa) -> Self {
-        let mut headless = HeadlessApp::new(WIDTH, HEIGHT);
-        let injection = TileFaultInjection::default();
-        headless
-            .app
-            .sub_app_mut(RenderApp)
-            .insert_resource(injection.clone());
+        let (mut headless, injection) = app_with_fault_injection();
         // Bevy's references with its CPU clustering: the same every run (see the harness).
         headless.use_cpu_light_clustering();
         scenes::spawn_lit_spheres(headless.app.world_mut());
@@ -382,6 +387,19 @@ impl RunningView {
         fault: TileFault,
         change: impl FnOnce(&mut Self),
     ) {
+        self.fault_naming(test, what, fault, "", change);
+    }
+
+    /// [`RunningView::fault`], where the logged reason must name `reason` too (which of the
+    /// calls of its kind the fault struck).
+    fn fault_naming(
+        &mut self,
+        test: &GpuTest,
+        what: &str,
+        fault: TileFault,
+        reason: &str,
+        change: impl FnOnce(&mut Self),
+    ) {
         let name = format!("{what} ({fault:?}, {:?})", self.msaa);
         test.take_errors();
         // Armed until it strikes: the change reaches the render world a frame or two later.
@@ -417,6 +435,10 @@ impl RunningView {
         assert!(
             errors.len() == 1 && errors[0].contains("falling back") && errors[0].contains(&failure),
             "{name}: one logged fallback with its reason, nothing else: {errors:#?}"
+        );
+        assert!(
+            failure.contains(reason),
+            "{name}: the fault struck elsewhere than the {reason}: {failure}"
         );
         eprintln!("{name}: {}", errors[0]);
         if expected == RenderTier::Forward {
@@ -470,13 +492,7 @@ fn spawn_small_cubes(headless: &mut HeadlessApp, count: usize) {
         .resource_mut::<Assets<Mesh>>()
         .add(Cuboid::new(0.06, 0.06, 0.06));
     // A material the view already has: the growth is the instance buffer's alone.
-    let material = {
-        let mut materials = world.resource_mut::<Assets<StandardMaterial>>();
-        let id = materials.ids().next().expect("the scene has materials");
-        materials
-            .get_strong_handle(id)
-            .expect("the material exists")
-    };
+    let material = existing_material(world);
     for i in 0..count {
         let (x, z) = ((i % 40) as f32 * 0.15 - 3.0, (i / 40) as f32 * 0.15 - 2.5);
         world.spawn((
@@ -485,6 +501,52 @@ fn spawn_small_cubes(headless: &mut HeadlessApp, count: usize) {
             Transform::from_xyz(x, 0.03, z),
         ));
     }
+}
+
+/// `count` skinned cylinders of two joints each at the back of the scene, in one of the scene's
+/// materials: more joint matrices than the view's animation buffer holds.
+fn spawn_skinned_cylinders(headless: &mut HeadlessApp, count: usize) {
+    let world = headless.app.world_mut();
+    let mesh = world.resource_mut::<Assets<Mesh>>().add(skinned_cylinder());
+    let bindposes = world
+        .resource_mut::<Assets<SkinnedMeshInverseBindposes>>()
+        .add(SkinnedMeshInverseBindposes::from(vec![
+            Mat4::from_translation(Vec3::new(0.0, HALF, 0.0)),
+            Mat4::IDENTITY,
+        ]));
+    let material = existing_material(world);
+    for i in 0..count {
+        let at = Vec3::new(i as f32 * 0.2 - 4.0, HALF, -3.0);
+        let bend = Transform::from_rotation(Quat::from_rotation_z(0.3 + i as f32 * 0.02));
+        spawn_skinned(world, &mesh, &material, &bindposes, at, bend);
+    }
+}
+
+/// A sphere with two morph targets at fixed weights, in one of the scene's materials: its
+/// displacements outgrow the view's displacement buffer.
+fn spawn_morphed_sphere(headless: &mut HeadlessApp) {
+    let world = headless.app.world_mut();
+    let mesh = world.resource_mut::<Assets<Mesh>>().add(morphed_sphere());
+    let material = existing_material(world);
+    world.spawn((
+        Mesh3d(mesh),
+        MeshMaterial3d(material),
+        Transform::from_xyz(2.5, 0.6, 1.0),
+        MeshMorphWeights::Value {
+            weights: vec![0.6, 0.4],
+        },
+        NoFrustumCulling,
+    ));
+}
+
+/// One of the scene's materials: a mesh in it needs no new material buffer or set, so the
+/// growth is the first buffer its frame creates.
+fn existing_material(world: &mut World) -> Handle<StandardMaterial> {
+    let mut materials = world.resource_mut::<Assets<StandardMaterial>>();
+    let id = materials.ids().next().expect("the scene has materials");
+    materials
+        .get_strong_handle(id)
+        .expect("the material exists")
 }
 
 /// A new textured sphere: its material needs a buffer, a set and its texture's sampler.
@@ -554,10 +616,25 @@ fn faults_on_a_running_view_fall_back_and_render_the_next_frames() {
                 |view| spawn_small_lights(&mut view.headless, more, 3 + second as usize),
             );
         }
-        view.fault(
+        view.fault_naming(
+            &test,
+            "skinned meshes grow the animation buffer",
+            TileFault::Create(VulkanCall::Buffer, 0),
+            "animation buffer",
+            |view| spawn_skinned_cylinders(&mut view.headless, 40),
+        );
+        view.fault_naming(
+            &test,
+            "morph targets grow the displacement buffer",
+            TileFault::Create(VulkanCall::Buffer, 0),
+            "morph displacement buffer",
+            |view| spawn_morphed_sphere(&mut view.headless),
+        );
+        view.fault_naming(
             &test,
             "draws grow the instance buffer",
             TileFault::Create(VulkanCall::Buffer, 0),
+            "instance buffer",
             |view| spawn_small_cubes(&mut view.headless, 1100),
         );
         view.fault(
@@ -673,12 +750,7 @@ fn lazily_allocated_attachments_and_their_fallback() {
 #[test]
 fn a_failed_frame_shows_the_clear_colour() {
     let test = GpuTest::start("a_failed_frame_shows_the_clear_colour");
-    let mut headless = HeadlessApp::new(WIDTH, HEIGHT);
-    let injection = TileFaultInjection::default();
-    headless
-        .app
-        .sub_app_mut(RenderApp)
-        .insert_resource(injection.clone());
+    let (mut headless, injection) = app_with_fault_injection();
     scenes::spawn_lit_spheres(headless.app.world_mut());
     headless.update();
     let clear = scenes::CLEAR_COLOR.to_srgba().to_u8_array();
@@ -735,13 +807,9 @@ fn startup_faults_leave_cameras_on_bevys_renderer() {
         .chain([TileFault::PipelineCreation(0)]);
     let mut struck = Vec::new();
     for fault in faults {
-        let injection = TileFaultInjection::default();
+        let (mut headless, injection) = app_with_fault_injection();
+        // Armed before the first update: the render app starts up in it.
         injection.arm(fault.clone());
-        let mut headless = HeadlessApp::new(WIDTH, HEIGHT);
-        headless
-            .app
-            .sub_app_mut(RenderApp)
-            .insert_resource(injection.clone());
         scenes::spawn_lit_spheres(headless.app.world_mut());
         let camera = headless.spawn_camera(tile_camera(Msaa::Off));
         for _ in 0..3 {

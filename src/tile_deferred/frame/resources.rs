@@ -220,8 +220,17 @@ pub(crate) fn ensure_buffer_capacity(
             vk::BufferUsageFlags::STORAGE_BUFFER,
         ),
     };
+    let growing = match slot {
+        BufferSlot::Lights => "growing the view's light buffer",
+        BufferSlot::Clusters => "growing the view's light cluster buffer",
+        BufferSlot::Reaches => "growing the view's light reach buffer",
+        BufferSlot::Extents => "growing the view's cluster extent buffer",
+        BufferSlot::Instances => "growing the view's instance buffer",
+        BufferSlot::Animation => "growing the view's animation buffer",
+        BufferSlot::Displacements => "growing the view's morph displacement buffer",
+    };
     let buffer = step(
-        "growing a view buffer",
+        growing,
         device.context.create_device_buffer(name, size, usage),
     )?;
     let old = match slot {

@@ -14,7 +14,9 @@ use super::flags::{AccessMask, PipelineStages};
 use super::format::{Extent, Format};
 use super::graph::{FrameGraph, PassId, PassKind, ResourceId, Role, Use};
 use super::merge::{MergeBreak, MergeCandidate, can_merge};
-use super::ops::{LoadOp, StoreOp, decide_load, decide_store};
+use super::ops::{
+    Later, LoadOp, LoadReason, Prior, StoreOp, StoreReason, decide_load, decide_store,
+};
 use super::validate::validate;
 
 /// How a subpass binds the depth attachment.
@@ -69,6 +71,10 @@ pub struct NativeAttachment {
     pub load: LoadOp,
     /// What the pass does with the tile contents when it ends.
     pub store: StoreOp,
+    /// Why `load` is what it is, naming the passes responsible.
+    pub load_reason: LoadReason,
+    /// Why `store` is what it is, naming the passes responsible.
+    pub store_reason: StoreReason,
     /// Never loaded, never stored, used only in this pass: allocate with
     /// `TRANSIENT_ATTACHMENT` (and lazily allocated memory if available).
     pub transient: bool,
@@ -242,12 +248,13 @@ pub fn compile(graph: &FrameGraph, caps: &DeviceCaps) -> Result<CompiledFrame, G
     let order = order_passes(graph, &live);
     // Merge: greedy runs of adjacent raster passes accepted by `can_merge` become one render pass.
     let (groups, breaks) = merge_passes(graph, &order, caps);
-    // Load/store/resolve: from each attachment's first use in a native pass and its next reader after it.
+    // Load/store/resolve: from each attachment's first use in a native pass and its next reader
+    // after it, each op with the reason, naming the writer or reader (or the refused merge).
     let timeline = Timeline::new(graph, &order, &groups);
     let mut native_passes: Vec<NativePass> = groups
         .iter()
         .enumerate()
-        .map(|(g, grp)| build_native_pass(graph, caps, &order, g, grp, &timeline))
+        .map(|(g, grp)| build_native_pass(graph, caps, &order, g, grp, &timeline, &breaks))
         .collect();
     // Memoryless: transient iff never loaded, never stored, and all uses in one render pass.
     let attachments = plan_attachments(graph, caps, &native_passes, &timeline);
@@ -459,21 +466,95 @@ fn is_imported_with(
     graph.resources[r.index()].import.as_ref().is_some_and(f)
 }
 
-/// Whether `r` has defined contents before position `pos`.
-fn prior_contents(graph: &FrameGraph, tl: &Timeline, r: ResourceId, pos: usize) -> bool {
-    is_imported_with(graph, r, |i| i.contents_needed)
-        || tl.touches(r).iter().any(|t| t.pos < pos && t.use_.writes())
+/// Where `r`'s contents before native pass `g` (starting at position `start`) come from: the
+/// last pass that wrote it before (with the reason it is not in the same render pass, when it
+/// is in the one just before), the image's contents from before the frame, or nothing.
+fn prior_contents(
+    graph: &FrameGraph,
+    order: &[PassId],
+    tl: &Timeline,
+    breaks: &[MergeBreak],
+    r: ResourceId,
+    (g, start): (usize, usize),
+) -> Prior {
+    let writer = tl
+        .touches(r)
+        .iter()
+        .rev()
+        .find(|t| t.pos < start && t.use_.writes());
+    match writer {
+        Some(t) => {
+            let pass_name = |pos: usize| graph.passes[order[pos].index()].name.as_str();
+            let not_merged = (t.group + 1 == g)
+                .then(|| {
+                    breaks
+                        .iter()
+                        .find(|b| {
+                            b.next_pass == pass_name(start) && b.prev_pass == pass_name(start - 1)
+                        })
+                        .map(|b| b.reason.clone())
+                })
+                .flatten();
+            Prior::WrittenBy {
+                pass: pass_name(t.pos).to_string(),
+                not_merged,
+            }
+        }
+        None if is_imported_with(graph, r, |i| i.contents_needed) => Prior::Imported,
+        None => Prior::None,
+    }
 }
 
-/// Whether the contents `r` has at position `end` are needed afterwards.
-fn needed_after(graph: &FrameGraph, tl: &Timeline, r: ResourceId, end: usize) -> bool {
+/// Who needs the contents `r` has at position `end` afterwards: the next pass that touches it,
+/// if it reads them, or the app after the frame.
+fn needed_after(
+    graph: &FrameGraph,
+    order: &[PassId],
+    tl: &Timeline,
+    r: ResourceId,
+    end: usize,
+) -> Later {
     let touches = tl.touches(r);
     match touches.iter().find(|t| t.pos >= end) {
-        Some(first) => touches
-            .iter()
-            .filter(|t| t.pos == first.pos)
-            .any(|t| t.use_.needs_prior()),
-        None => is_imported_with(graph, r, |i| i.needed_after_frame && !i.discard_on_last_use),
+        Some(first) => {
+            let reads = touches
+                .iter()
+                .filter(|t| t.pos == first.pos)
+                .any(|t| t.use_.needs_prior());
+            if reads {
+                Later::ReadBy(graph.passes[order[first.pos].index()].name.clone())
+            } else {
+                Later::None
+            }
+        }
+        None if is_imported_with(graph, r, |i| i.needed_after_frame && !i.discard_on_last_use) => {
+            Later::AfterFrame
+        }
+        None => Later::None,
+    }
+}
+
+/// The load and store ops of native pass `g`'s attachments, each with its reason.
+fn decide_ops(
+    graph: &FrameGraph,
+    caps: &DeviceCaps,
+    order: &[PassId],
+    (g, grp): (usize, &Group),
+    tl: &Timeline,
+    breaks: &[MergeBreak],
+    attachments: &mut [NativeAttachment],
+) {
+    for att in attachments {
+        let touches = tl.touches(att.resource);
+        let in_group = || touches.iter().filter(|t| t.group == g);
+        let first_pos = in_group().map(|t| t.pos).next().unwrap_or(grp.start);
+        let first_uses = in_group().filter(|t| t.pos == first_pos).map(|t| &t.use_);
+        let first_pass = &graph.passes[order[first_pos].index()].name;
+        let prior = prior_contents(graph, order, tl, breaks, att.resource, (g, grp.start));
+        (att.load, att.load_reason) = decide_load(first_uses, prior, first_pass);
+        let written = in_group().any(|t| t.use_.writes());
+        let later = needed_after(graph, order, tl, att.resource, grp.end);
+        (att.store, att.store_reason) = decide_store(written, later, caps);
     }
 }
 
@@ -484,6 +565,7 @@ fn build_native_pass(
     g: usize,
     grp: &Group,
     tl: &Timeline,
+    breaks: &[MergeBreak],
 ) -> NativePass {
     let ids = &order[grp.start..grp.end];
     let mut name = String::new();
@@ -517,8 +599,13 @@ fn build_native_pass(
                         name: r.name.clone(),
                         format: r.desc.format,
                         samples: r.desc.samples,
+                        // Decided with the reasons below, once every subpass is known.
                         load: LoadOp::DontCare,
                         store: StoreOp::DontCare,
+                        load_reason: LoadReason::NothingBefore {
+                            pass: String::new(),
+                        },
+                        store_reason: StoreReason::NotNeeded,
                         transient: false,
                         resolve: None,
                     });
@@ -613,18 +700,8 @@ fn build_native_pass(
     for (sp, pres) in n.subpasses.iter_mut().zip(preserves) {
         sp.preserve = pres;
     }
-    // Load and store ops.
-    for att in &mut n.attachments {
-        let touches = tl.touches(att.resource);
-        let in_group = || touches.iter().filter(|t| t.group == g);
-        let first_pos = in_group().map(|t| t.pos).next().unwrap_or(grp.start);
-        let first_uses = in_group().filter(|t| t.pos == first_pos).map(|t| &t.use_);
-        let prior = prior_contents(graph, tl, att.resource, grp.start);
-        att.load = decide_load(first_uses, prior);
-        let written = in_group().any(|t| t.use_.writes());
-        let needed = needed_after(graph, tl, att.resource, grp.end);
-        att.store = decide_store(written, needed, caps);
-    }
+    // Load and store ops, each with its reason.
+    decide_ops(graph, caps, order, (g, grp), tl, breaks, &mut n.attachments);
     n
 }
 

@@ -185,7 +185,7 @@ pub use graph::{
     PassKind, RasterPassBuilder, ResourceId,
 };
 pub use merge::{BreakReason, MergeBreak, MergeCandidate, can_merge};
-pub use ops::{LoadOp, StoreOp};
+pub use ops::{LoadOp, LoadReason, StoreOp, StoreReason};
 pub use shadows::{SHADOW_MAP_FORMAT, ShadowMaps, declare_shadow_maps};
 pub use stock_bevy::{
     StockBevyOptions, StockBevyPath, compile_stock_bevy, stock_bevy_caps, stock_bevy_deferred,

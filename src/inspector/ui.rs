@@ -478,8 +478,11 @@ fn native_pass_tree(ui: &mut egui::Ui, frame: &CompiledFrame) {
                         ui.label(&a.name);
                         ui.label(a.format.name());
                         ui.label(a.samples.to_string());
-                        ui.colored_label(verdict_color(load_v), a.load.name());
-                        ui.colored_label(verdict_color(store_v), a.store.name());
+                        // Why each op is what it is, naming the passes responsible.
+                        ui.colored_label(verdict_color(load_v), a.load.name())
+                            .on_hover_text(a.load_reason.to_string());
+                        ui.colored_label(verdict_color(store_v), a.store.name())
+                            .on_hover_text(a.store_reason.to_string());
                         ui.label(if a.transient { "transient" } else { "memory" });
                         ui.label(format!(
                             "{:.2} MB",

@@ -25,6 +25,13 @@ pub struct VulkanAttachmentReport {
     pub load_op: String,
     /// `VK_ATTACHMENT_STORE_OP_*` ("STORE", "DONT_CARE", "NONE").
     pub store_op: String,
+    /// Why the plan loads it so, naming the pass responsible ("cleared: first use, by
+    /// `gbuffer`", "loaded: written by `gbuffer` in an earlier render pass, read by `lighting`
+    /// (not merged: ...)").
+    pub load_reason: String,
+    /// Why the plan stores it so ("stored: needed after the frame (presented or read back)",
+    /// "DONT_CARE: nothing reads it after this render pass").
+    pub store_reason: String,
     /// Initial and final layouts as written in the render pass.
     pub layouts: (String, String),
     /// The `VkImageUsageFlags` of the image the crate created (None for the camera's output).
@@ -306,6 +313,8 @@ pub(super) fn attachment_reports(
                 samples: created.samples.as_raw(),
                 load_op: load_op_name(created.load_op),
                 store_op: store_op_name(created.store_op),
+                load_reason: planned.load_reason.to_string(),
+                store_reason: planned.store_reason.to_string(),
                 layouts: (
                     format!("{:?}", created.initial_layout),
                     format!("{:?}", created.final_layout),

@@ -53,7 +53,7 @@ fn tile_matches_forward_lit_spheres() {
 
 /// The Vulkan objects really created follow the compiled plan: one render pass with two
 /// subpasses (G-buffer; lighting, which tone maps into the output), only the output stored,
-/// everything else transient and never loaded.
+/// everything else transient and never loaded; the report says why for each.
 #[test]
 fn tile_plan_is_one_render_pass_storing_only_the_output() {
     let _test = GpuTest::start("tile_plan_is_one_render_pass_storing_only_the_output");
@@ -93,6 +93,15 @@ fn tile_plan_is_one_render_pass_storing_only_the_output() {
                 created.load_op, "DONT_CARE",
                 "the output is overwritten, never loaded"
             );
+            // The report says why, naming the pass that writes it.
+            assert_eq!(
+                created.store_reason,
+                "stored: needed after the frame (presented or read back)"
+            );
+            assert_eq!(
+                created.load_reason,
+                "DONT_CARE: first use, by `lighting`; nothing before it to keep"
+            );
             assert_eq!(
                 created.image_usage, None,
                 "the output is the camera's own image"
@@ -109,6 +118,11 @@ fn tile_plan_is_one_render_pass_storing_only_the_output() {
                 planned.name
             );
             assert_ne!(created.load_op, "LOAD", "{} is never loaded", planned.name);
+            assert_eq!(
+                created.store_reason, "DONT_CARE: nothing reads it after this render pass",
+                "{}",
+                planned.name
+            );
             let usage = ash::vk::ImageUsageFlags::from_raw(created.image_usage.unwrap());
             assert!(
                 usage.contains(ash::vk::ImageUsageFlags::TRANSIENT_ATTACHMENT),

@@ -24,6 +24,37 @@ fn unity_write_vs_write_all_blit() {
     let write_all = plan(Access::WriteAll);
     assert_eq!(ops(&write, 1, "target"), ("Load", "Store"));
     assert_eq!(ops(&write_all, 1, "target"), ("DontCare", "Store"));
+    // Why: the blit keeps the image's contents, or overwrites them; the camera is cleared by
+    // its first use and stored for the blit, which samples it; the target is needed after.
+    assert_eq!(
+        att(&write, 1, "target").load_reason,
+        LoadReason::ImportedContents {
+            reader: "blit".into()
+        }
+    );
+    assert_eq!(
+        att(&write_all, 1, "target").load_reason,
+        LoadReason::OverwrittenBy {
+            pass: "blit".into()
+        }
+    );
+    assert_eq!(
+        att(&write, 1, "target").store_reason,
+        StoreReason::NeededAfterFrame
+    );
+    let camera = att(&write, 0, "camera");
+    assert_eq!(
+        camera.load_reason,
+        LoadReason::ClearedOnFirstUse {
+            pass: "draw".into()
+        }
+    );
+    assert_eq!(
+        camera.store_reason,
+        StoreReason::ReadLater {
+            reader: "blit".into()
+        }
+    );
     // The difference is one 1080p RGBA8 load, about 8 MB per frame.
     assert_eq!(write.cost.bytes() - write_all.cost.bytes(), HD_RGBA8);
     assert_eq!(
@@ -103,8 +134,20 @@ fn read_only_attachment_uses_store_op_none_when_available() {
     let g = build();
     let valhall = compile(&g, &DeviceCaps::mali_valhall()).unwrap();
     assert_eq!(ops(&valhall, 0, "depth"), ("Load", "None"));
+    assert_eq!(
+        att(&valhall, 0, "depth").store_reason,
+        StoreReason::UnchangedKept { reader: None }
+    );
     let bifrost = compile(&g, &DeviceCaps::mali_bifrost()).unwrap();
     assert_eq!(ops(&bifrost, 0, "depth"), ("Load", "Store"));
+    assert_eq!(
+        att(&bifrost, 0, "depth").store_reason,
+        StoreReason::UnchangedStored { reader: None }
+    );
+    assert_eq!(
+        att(&bifrost, 0, "depth").store_reason.to_string(),
+        "stored: only read here, needed after the frame, and the device has no STORE_OP_NONE"
+    );
     assert_eq!(bifrost.cost.bytes() - valhall.cost.bytes(), HD_RGBA8);
 }
 
@@ -130,6 +173,12 @@ fn imported_clear_on_first_use_and_discard() {
         .unwrap();
     let f = compile(&g, &DeviceCaps::mali_valhall()).unwrap();
     assert_eq!(ops(&f, 0, "scratch"), ("DontCare", "DontCare"));
+    let scratch = att(&f, 0, "scratch");
+    assert_eq!(
+        scratch.load_reason,
+        LoadReason::NothingBefore { pass: "a".into() }
+    );
+    assert_eq!(scratch.store_reason, StoreReason::NotNeeded);
     // Imported images keep their memory: never transient.
     assert!(!f.attachment_named("scratch").unwrap().transient);
     // Conservative import: loaded and stored.
@@ -170,5 +219,78 @@ fn depth_resolve_uses_the_depth_resolve_slot() {
     assert!(
         e.to_string().contains("VK_KHR_depth_stencil_resolve"),
         "{e}"
+    );
+}
+
+/// The seeds' deferred frame, merged and unmerged: every load and store says why, naming the
+/// passes; an unmerged frame's loads name the refused merge.
+#[test]
+fn load_and_store_reasons_name_the_passes_responsible() {
+    let graph = deferred(HD, 1);
+    let merged = compile(&graph, &DeviceCaps::mali_valhall()).unwrap();
+    assert_eq!(merged.native_passes.len(), 1, "{}", merged.describe());
+    let albedo = att(&merged, 0, "albedo");
+    assert_eq!(
+        (&albedo.load_reason, &albedo.store_reason),
+        (
+            &LoadReason::NothingBefore {
+                pass: "gbuffer".into()
+            },
+            &StoreReason::NotNeeded
+        )
+    );
+    let depth = att(&merged, 0, "depth");
+    assert_eq!(
+        depth.load_reason,
+        LoadReason::ClearedOnFirstUse {
+            pass: "gbuffer".into()
+        }
+    );
+    let swapchain = att(&merged, 0, "swapchain");
+    assert_eq!(
+        (&swapchain.load_reason, &swapchain.store_reason),
+        (
+            &LoadReason::NothingBefore {
+                pass: "tonemap".into()
+            },
+            &StoreReason::NeededAfterFrame
+        )
+    );
+
+    let unmerged_caps = DeviceCaps {
+        merge_subpasses: false,
+        ..DeviceCaps::mali_valhall()
+    };
+    let unmerged = compile(&graph, &unmerged_caps).unwrap();
+    assert_eq!(unmerged.native_passes.len(), 3, "{}", unmerged.describe());
+    assert_eq!(
+        att(&unmerged, 0, "albedo").store_reason,
+        StoreReason::ReadLater {
+            reader: "lighting".into()
+        }
+    );
+    let loaded = att(&unmerged, 1, "albedo");
+    assert_eq!(
+        loaded.load_reason,
+        LoadReason::WrittenEarlier {
+            writer: "gbuffer".into(),
+            reader: "lighting".into(),
+            not_merged: Some(BreakReason::MergingDisabled),
+        }
+    );
+    assert_eq!(
+        loaded.load_reason.to_string(),
+        "loaded: written by `gbuffer` in an earlier render pass, read by `lighting` (not merged: \
+         subpass merging is disabled for this device)"
+    );
+    // Read as an input attachment, never changed, needed by nobody after: not stored.
+    assert_eq!(loaded.store_reason, StoreReason::NotNeeded);
+    assert_eq!(
+        att(&unmerged, 2, "hdr").load_reason,
+        LoadReason::WrittenEarlier {
+            writer: "lighting".into(),
+            reader: "tonemap".into(),
+            not_merged: Some(BreakReason::MergingDisabled),
+        }
     );
 }

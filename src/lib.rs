@@ -84,7 +84,7 @@ pub use tile_deferred::{
     MsaaShading, TileDebugView, TileDeferred, TileDeferredGraph, TileDeferredSystems,
     TileGizmoSystems, TileOutputLoadedAfter,
     missing::{MissingFeature, TileMissing},
-    report::{TileClusterStats, TileGpuTimes, TileRenderReports, TileViewReport},
+    report::{TileClusterStats, TileGpuTimes, TileRenderReports, TileUiInPass, TileViewReport},
 };
 #[doc(hidden)]
 pub use tile_deferred::{TileFaultInjection, TileNoStencilSplit};

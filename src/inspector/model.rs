@@ -264,6 +264,7 @@ pub(crate) fn view_desc_of(frame: &CompiledFrame) -> Option<ViewFrameDesc> {
         unmerged: plan::samples_attachments(frame),
         transparent: transparent_pass_of(frame),
         export_depth: plan::locate_pass(frame, plan::names::DEPTH_EXPORT).is_some(),
+        ui: plan::locate_pass(frame, plan::names::UI).is_some(),
     })
 }
 

@@ -28,6 +28,10 @@ pub struct TileDeferred {
     pub debug_view: TileDebugView,
     /// Which tier to render with: the best the device supports, or a forced one.
     pub tier: TierSetting,
+    /// Draw bevy_ui inside the tile render pass, as its last subpass, where it can (feature
+    /// `ui`): the output is then stored once, as on frames without UI. Off: Bevy's UI pass
+    /// draws it after the tile pass, which loads and stores the output again (A/B comparison).
+    pub ui_in_pass: bool,
 }
 
 impl Default for TileDeferred {
@@ -37,6 +41,7 @@ impl Default for TileDeferred {
             msaa_shading: MsaaShading::EdgeSelective,
             debug_view: TileDebugView::None,
             tier: TierSetting::Auto,
+            ui_in_pass: true,
         }
     }
 }

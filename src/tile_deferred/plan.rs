@@ -44,6 +44,8 @@ pub(crate) mod names {
     pub const DEPTH_EXPORT: &str = "depth_export";
     /// Bevy's `ViewDepthTexture` of the camera, imported.
     pub const VIEW_DEPTH: &str = "view_depth";
+    /// bevy_ui's nodes and text, blended over the output as Bevy's UI pass blends them.
+    pub const UI: &str = "ui";
 }
 
 /// What shapes a view's frame.
@@ -80,6 +82,10 @@ pub(crate) struct ViewFrameDesc {
     /// (stored), so that Bevy's gizmos, drawn after the tile pass, are depth-tested against the
     /// scene as in `Core3d`. Only on frames that draw them, and only in the merged tiers.
     pub export_depth: bool,
+    /// The frame ends with [`names::UI`]: bevy_ui's nodes and text blended over the tone-mapped
+    /// output in the tile render pass (frames with UI items the tile path draws; single-sample
+    /// and merged only), where Bevy would draw them into its main texture after tone mapping.
+    pub ui: bool,
 }
 
 /// Where a view's transparent meshes are blended: as Bevy blends them for the camera.
@@ -121,6 +127,7 @@ impl ViewFrameDesc {
             unmerged: false,
             transparent: TransparentPass::None,
             export_depth: false,
+            ui: false,
         }
     }
 
@@ -223,6 +230,7 @@ pub(crate) fn declare_with_shadows(
         declare_tonemap_and_transparent(&mut graph, desc, &mut tile)?;
     }
     declare_depth_export(&mut graph, desc, &tile.depth)?;
+    declare_ui(&mut graph, desc, &mut tile)?;
     Ok(graph)
 }
 
@@ -477,6 +485,26 @@ fn declare_depth_export(
     Ok(())
 }
 
+/// The UI pass of frames with in-pass UI ([`ViewFrameDesc::ui`]), last: it blends into the
+/// single-sample output the passes before it wrote, reading nothing else of the tile (its
+/// images are textures Bevy owns), so it merges into the one render pass and adds no store.
+/// Multisampled frames draw their UI after the tile pass (`overlays::ui`): a UI subpass at N
+/// samples would need the resolve moved to it.
+fn declare_ui(
+    graph: &mut FrameGraph,
+    desc: &ViewFrameDesc,
+    tile: &mut TileAttachments,
+) -> Result<(), GraphError> {
+    if !desc.ui {
+        return Ok(());
+    }
+    graph
+        .add_raster_pass(names::UI)
+        .color(&mut tile.output, Access::ReadWrite, None)
+        .finish()?;
+    Ok(())
+}
+
 /// The sample count a view renders with, and why it differs from the request.
 ///
 /// Highest count not above `requested` that the device supports for colour and depth
@@ -584,15 +612,16 @@ pub(crate) fn price_with_shadows(
 /// The recording knows two shapes: one render pass with a subpass per logical pass (merged), or
 /// one render pass per logical pass (unmerged). The passes are the G-buffer and the lighting,
 /// then the tonemap unless the lighting tone maps itself, the transparent pass where there are
-/// transparent meshes, and the depth export where something is drawn after the tile pass: two
-/// to five.
+/// transparent meshes, the depth export where something is drawn after the tile pass, and the
+/// UI where bevy_ui is drawn in it: two to six.
 fn check_shape(
     compiled: &crate::frame_graph::CompiledFrame,
     desc: &ViewFrameDesc,
 ) -> TileResult<()> {
     let passes = 3 - usize::from(desc.lighting_tonemaps())
         + usize::from(desc.transparent.is_some())
-        + usize::from(desc.export_depth);
+        + usize::from(desc.export_depth)
+        + usize::from(desc.ui);
     let expected = if desc.unmerged { passes } else { 1 };
     let subpasses: usize = compiled
         .native_passes

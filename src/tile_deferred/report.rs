@@ -137,6 +137,25 @@ pub struct TileViewReport {
     /// texture (which the tile frame's depth export stored), clears and draws the main texture,
     /// and the composite loads and stores the output. None on frames without them.
     pub gizmo_pass: Option<CompiledFrame>,
+    /// bevy_ui drawn inside the tile render pass, in its last subpass (`ui`, part of the plan
+    /// above: no pass of its own, no traffic of its own), and how much. None on frames without
+    /// UI drawn that way.
+    pub ui_in_pass: Option<TileUiInPass>,
+    /// Why the camera's bevy_ui was drawn after the tile pass ([`Self::ui_pass`]) rather than in
+    /// it, on frames where it was.
+    pub ui_after_pass_reason: Option<String>,
+}
+
+/// What the tile render pass's `ui` subpass drew: bevy_ui's items of the camera, as quads in
+/// Bevy's batches.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TileUiInPass {
+    /// UI phase items (nodes, borders, images, text runs).
+    pub items: usize,
+    /// Quads drawn (a text run is a quad per glyph; culled and clipped-away quads are not drawn).
+    pub quads: usize,
+    /// Draws: one per run of quads with one image, as Bevy batches them.
+    pub batches: usize,
 }
 
 impl TileViewReport {

@@ -376,25 +376,12 @@ fn ui_over_a_tile_camera_matches_bevy() {
             .map(|a| a.name.as_str())
             .collect();
         assert_eq!(stored, ["output"], "{name}: {:?}", report.attachments);
-        let ui = report.ui_pass.as_ref().expect("the UI's passes are priced");
         // Clear, ui_pass, composite: an image target needs no pass storing it for wgpu.
-        assert_eq!(ui.render_pass_count(), 3, "{name}: {}", ui.describe());
-        let pixels = u64::from(WIDTH * HEIGHT);
         // Main texture: stored by the clear, loaded and stored by ui_pass, read by the
         // composite; output (RGBA8): loaded and stored by the composite.
         let main_bytes = if case.hdr { 8 } else { 4 };
-        assert_eq!(
-            ui.cost.bytes(),
-            pixels * (4 * main_bytes + 2 * 4),
-            "{name}: {}",
-            ui.describe()
-        );
-        eprintln!(
-            "{name}: tile frame {} render pass(es), stores {stored:?}; UI passes {} ({:.2} MB)",
-            report.compiled.render_pass_count(),
-            ui.render_pass_count(),
-            ui.cost.bytes() as f64 / 1e6
-        );
+        let after_pass = (3, 4 * main_bytes + 2 * 4);
+        check_ui_route(&name, &report, after_pass);
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
@@ -653,27 +640,66 @@ fn ui_window_run(name: &'static str, images: &str, msaa: Msaa) {
         .map(|a| a.name.as_str())
         .collect();
     assert_eq!(stored, ["output"], "{images}: {:?}", report.attachments);
-    let ui = report.ui_pass.as_ref().expect("the UI's passes are priced");
-    // Clear, "output written for wgpu", ui_pass, composite.
-    assert_eq!(ui.render_pass_count(), 4, "{images}: {}", ui.describe());
-    // Main texture (RGBA8, HDR off): stored by the clear, loaded and stored by ui_pass, read by
-    // the composite; output (the 4-byte swapchain image): stored by the empty pass, loaded and
+    // After the pass: clear, "output written for wgpu", ui_pass, composite. Main texture
+    // (RGBA8, HDR off): stored by the clear, loaded and stored by ui_pass, read by the
+    // composite; output (the 4-byte swapchain image): stored by the empty pass, loaded and
     // stored by the composite.
+    eprintln!("{images}: {summary}");
+    check_ui_route(images, &report, (4, 7 * 4));
+}
+
+/// The route the camera's UI took, and its price. At 1x the UI is drawn inside the tile render
+/// pass, in its last subpass: nothing is priced apart, and the frame (one render pass) stores
+/// the 4-byte output once, all of its traffic. With MSAA it is drawn after the tile pass by
+/// Bevy's UI pass, priced apart: `after_pass` is (render passes, bytes per pixel).
+fn check_ui_route(name: &str, report: &TileViewReport, after_pass: (usize, u64)) {
     let pixels = u64::from(WIDTH * HEIGHT);
-    assert_eq!(
-        ui.cost.bytes(),
-        7 * pixels * 4,
-        "{images}: {}",
-        ui.describe()
-    );
-    eprintln!(
-        "{images}: {summary}; tile frame {} render pass(es) at {}x, stores {stored:?}; UI passes \
-         {} ({:.2} MB)",
-        report.compiled.render_pass_count(),
-        report.samples,
-        ui.render_pass_count(),
-        ui.cost.bytes() as f64 / 1e6
-    );
+    if report.samples == 1 {
+        let in_pass = report
+            .ui_in_pass
+            .expect("the UI was drawn in the tile pass");
+        assert!(
+            report.ui_pass.is_none() && report.ui_after_pass_reason.is_none(),
+            "{name}: UI drawn after the pass too ({:?})",
+            report.ui_after_pass_reason
+        );
+        let native = &report.compiled.native_passes[0];
+        let last = native.subpasses.last().map(|s| s.name.as_str());
+        assert_eq!(last, Some("ui"), "{name}: {}", report.compiled.describe());
+        assert!(
+            in_pass.items >= 3 && in_pass.quads >= in_pass.items && in_pass.batches >= 1,
+            "{name}: {in_pass:?}"
+        );
+        assert_eq!(
+            report.compiled.cost.bytes(),
+            pixels * 4,
+            "{name}: {}",
+            report.compiled.describe()
+        );
+        eprintln!(
+            "{name}: UI in the tile pass ({in_pass:?}); the frame: {} render pass, {:.2} MB",
+            report.compiled.render_pass_count(),
+            report.compiled.cost.bytes() as f64 / 1e6
+        );
+    } else {
+        let ui = report.ui_pass.as_ref().expect("the UI's passes are priced");
+        assert!(report.ui_in_pass.is_none(), "{name}");
+        let reason = report.ui_after_pass_reason.as_deref().unwrap_or_default();
+        assert!(reason.contains("MSAA"), "{name}: {reason:?}");
+        let (passes, bytes_per_pixel) = after_pass;
+        assert_eq!(ui.render_pass_count(), passes, "{name}: {}", ui.describe());
+        assert_eq!(
+            ui.cost.bytes(),
+            pixels * bytes_per_pixel,
+            "{name}: {}",
+            ui.describe()
+        );
+        eprintln!(
+            "{name}: UI after the tile pass ({reason}): {} passes, {:.2} MB",
+            ui.render_pass_count(),
+            ui.cost.bytes() as f64 / 1e6
+        );
+    }
 }
 
 fn drive_ui_window_run(

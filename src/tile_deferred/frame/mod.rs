@@ -9,5 +9,6 @@ pub(super) mod render_passes;
 pub(super) mod resources;
 pub(super) mod state;
 pub(super) mod targets;
+pub(super) mod ui;
 pub(super) mod view;
 pub(super) mod view_sets;

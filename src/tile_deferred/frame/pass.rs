@@ -20,7 +20,7 @@ use super::{
     render_passes,
     resources::{self, ViewBindings},
     state::FrameState,
-    targets,
+    targets, ui,
     view::{TileViewQuery, ViewFrame},
 };
 use crate::tile_deferred::gpu::keys::MaterialSetKey;
@@ -30,7 +30,8 @@ use crate::tile_deferred::{
     gpu::{
         backend::{TileBackend, ViewResources},
         pipelines::{LightingKey, PassesKey},
-        record::{RecordedPass, Recording, record},
+        record::{RecordedPass, Recording, UiRecording, record},
+        ui::TileUiDraws,
     },
     lighting::{
         clusters::LightClusters,
@@ -39,7 +40,7 @@ use crate::tile_deferred::{
         },
     },
     plan::{self, PlannedFrame, TransparentPass},
-    report::{self, TileClusterStats, TileViewReport},
+    report::{self, TileClusterStats, TileUiInPass, TileViewReport},
     scene::{
         draws::DrawList,
         materials,
@@ -142,6 +143,7 @@ pub(crate) fn tile_deferred_pass(
             .view_depth
             .filter(|_| view.draws_gizmos)
             .map(|depth| depth.view()),
+        ui: view.ui,
     };
     // Set once the raw pass is handed to Bevy: from then on the output is written.
     let mut output_written = false;
@@ -184,6 +186,8 @@ struct ViewInputs<'a> {
     output_view: &'a TextureView,
     /// Bevy's depth texture, where the plan exports the tile depth for gizmos drawn after.
     overlay_depth: Option<&'a TextureView>,
+    /// bevy_ui drawn in the pass (its `ui` subpass), where the view's UI goes that way.
+    ui: Option<&'a TileUiDraws>,
 }
 
 /// The recipe of one tile view's frame (stage 1, the view, is gathered by the caller), over
@@ -225,7 +229,7 @@ fn render_view(
     let shadow_maps = inputs.shadow_maps.ok_or(TileError::Missing {
         step: "finding Bevy's shadow maps for the view",
     })?;
-    let data = prepare_view_data(
+    let mut data = prepare_view_data(
         &mut state,
         scene,
         frame,
@@ -235,6 +239,15 @@ fn render_view(
         &drawn,
         &lights.clusters,
     )?;
+    // bevy_ui in the pass: its quads queued for upload, its images' sets, its pipeline.
+    let ui = match inputs.ui {
+        Some(draws) => {
+            let prepared = ui::prepare_ui(&mut state, scene, &passes.key, draws)?;
+            data.sampled.extend(prepared.images);
+            Some(prepared.recording)
+        }
+        None => None,
+    };
 
     // 7. Pipelines for every (mesh layout, material state) drawn.
     let shared = state.shared;
@@ -248,6 +261,7 @@ fn render_view(
         targets: passes.targets,
         data,
         shadow_maps,
+        ui,
     };
     let recorded = record_frame(&mut state, scene, frame, inputs, to_record, ctx)?;
     *output_written = true;
@@ -259,6 +273,11 @@ fn render_view(
         assignment_ms: lights.assignment_ms,
         draw_count: recorded.draw_count,
         queries: recorded.queries,
+        ui: inputs.ui.map(|draws| TileUiInPass {
+            items: draws.items,
+            quads: draws.indices.len() / 6,
+            batches: draws.batches.len(),
+        }),
     };
     view_report(
         &mut state,
@@ -345,6 +364,7 @@ struct FrameToRecord<'a> {
     targets: Vec<RecordedPass>,
     data: ViewData<'a>,
     shadow_maps: &'a ViewShadowBindings,
+    ui: Option<UiRecording>,
 }
 
 /// Stages 8-9: the wgpu side, on Bevy's encoder (the output's first use, the transitions of
@@ -365,6 +385,7 @@ fn record_frame(
         targets: passes,
         data,
         shadow_maps,
+        ui,
     } = to_record;
     interop::prepare_wgpu_resources(
         state.initialized_outputs,
@@ -394,6 +415,7 @@ fn record_frame(
         queries: &queries,
         skybox: inputs.skybox,
         fog: inputs.fog.is_some(),
+        ui,
     };
     let recording = recording::build(state, scene, frame, key, drawn, parts)?;
     let draw_count = recording.draws.len() + recording.transparent_draws.len();
@@ -427,6 +449,7 @@ fn plan_view(
     let view_desc = plan::ViewFrameDesc {
         transparent: transparent_pass(frame, &drawn, inputs.skybox, inputs.fog.is_some()),
         export_depth: inputs.overlay_depth.is_some(),
+        ui: inputs.ui.is_some(),
         ..frame.desc
     };
     let planned = plan::plan_frame(&view_desc, caps, &mut state.view.graph_cache)?;
@@ -596,6 +619,8 @@ struct Measured {
     assignment_ms: f64,
     draw_count: usize,
     queries: FrameQueries,
+    /// What the `ui` subpass drew.
+    ui: Option<TileUiInPass>,
 }
 
 /// Stage 10: what was planned, created, drawn and measured, and the price of the frame with
@@ -639,6 +664,9 @@ fn view_report(
         ui_pass: None,
         // Filled in by the gizmo pass, after the tile pass.
         gizmo_pass: None,
+        ui_in_pass: measured.ui,
+        // Filled in by the UI's composite, on frames whose UI is drawn after the tile pass.
+        ui_after_pass_reason: None,
     };
     view_state.compiled = Some(compiled);
     Ok(report)
@@ -815,6 +843,14 @@ pub(crate) fn end_frame(
         let material = backend.materials.by_key.remove(&id).unwrap();
         backend.retire_material(material);
     }
+    // A UI image's set goes soon after its last use: a glyph atlas that grew is a new image,
+    // and the set holds the old one alive.
+    crate::tile_deferred::gpu::material_sets::retire_stale_ui_images(
+        &mut backend.materials,
+        &mut backend.graveyard,
+        frame,
+        KEEP_FRAMES,
+    );
     let used_keys: Vec<PassesKey> = backend
         .views
         .values()

@@ -15,7 +15,7 @@ use crate::tile_deferred::{
         material_sets::MaterialResources,
         pipelines::PassesKey,
         queries::FrameQueries,
-        record::{MeshBinding, RecordedDraw, RecordedPass, Recording, Step},
+        record::{MeshBinding, RecordedDraw, RecordedPass, Recording, Step, UiRecording},
         types::{GpuTonemapParams, tonemap_flags},
     },
     plan::{PlannedFrame, TransparentPass},
@@ -38,6 +38,8 @@ pub(crate) struct RecordingParts<'a> {
     pub(crate) skybox: Option<&'a Skybox>,
     /// The camera has `DistanceFog`.
     pub(crate) fog: bool,
+    /// The `ui` subpass's draws, where the plan has it.
+    pub(crate) ui: Option<UiRecording>,
 }
 
 /// The frame's recording: the draws resolved to the pipelines of the render passes of `key`
@@ -117,6 +119,7 @@ pub(crate) fn build(
             .filter_map(|subpass| Step::of(&subpass.name))
             .collect(),
         cluster_dispatch: parts.bindings.cluster_dispatch,
+        ui: parts.ui,
     };
     Ok(recording)
 }

@@ -83,6 +83,27 @@ pub(crate) fn ensure_mesh_pipelines<'a>(
     Ok(())
 }
 
+/// The `ui` subpass's pipeline in `pass`, with or without `UiAntiAlias`, created on first use.
+pub(crate) fn ensure_ui_pipeline(
+    shared: SharedObjects,
+    pass: &mut PassResources,
+    anti_alias: bool,
+) -> TileResult<vk::Pipeline> {
+    let target = pass.ui_target.ok_or(TileError::Missing {
+        step: "finding the UI subpass",
+    })?;
+    let slot = &mut pass.ui_pipelines[usize::from(anti_alias)];
+    if *slot == vk::Pipeline::null() {
+        *slot = step(
+            "creating the UI pipeline",
+            shared
+                .context
+                .create_ui_pipeline(shared.layouts, shared.shaders, target, anti_alias),
+        )?;
+    }
+    Ok(*slot)
+}
+
 /// Creates the render passes of a plan (one per native pass, `descriptions` in the same order)
 /// and the lighting and tonemap pipelines; the G-buffer pipelines are built on demand.
 fn create_pass_resources(
@@ -108,6 +129,10 @@ fn create_pass_resources(
         edge_counter: vk::Pipeline::null(),
         depth_export: vk::Pipeline::null(),
         light_finish: None,
+        ui_target: plan::locate_pass(compiled, names::UI)
+            .is_some()
+            .then(|| shape.target(compiled, names::UI)),
+        ui_pipelines: [vk::Pipeline::null(); 2],
         last_used: state.frame,
     };
     match create_screen_pipelines(

@@ -161,6 +161,7 @@ pub(super) fn ensure_view<'a>(
             environment_samplers: Vec::new(),
             timestamps: context.create_timestamp_queries(4),
             edge_queries: context.create_occlusion_queries(),
+            ui_buffers: None,
             last_used: frame_number,
         };
         write_buffer_descriptors(context, &view);

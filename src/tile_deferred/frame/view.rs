@@ -62,6 +62,9 @@ pub(crate) struct TileViewQuery {
     pub(crate) view_depth: Option<&'static bevy::render::view::ViewDepthTexture>,
     /// This frame draws Bevy's gizmos after the tile pass (`gizmos`).
     pub(crate) draws_gizmos: Has<crate::tile_deferred::camera::GizmosOverTile>,
+    /// bevy_ui's quads the tile pass draws in its `ui` subpass this frame
+    /// (`overlays::ui_in_pass`).
+    pub(crate) ui: Option<&'static crate::tile_deferred::gpu::ui::TileUiDraws>,
 }
 
 /// Per-frame facts about the view, computed once.
@@ -140,6 +143,7 @@ impl ViewFrame {
             // Set by the tile pass once it knows what the view draws.
             transparent: plan::TransparentPass::None,
             export_depth: false,
+            ui: false,
         };
         let tonemapping = view.tonemapping.copied().unwrap_or_default();
         let dither = view.dither.copied().unwrap_or_default();

@@ -90,6 +90,11 @@ pub(crate) struct PassResources {
     /// Where an HDR camera's transparent pass comes before tonemap (and the lighting subpass
     /// can shade per sample): the skybox and fog draws that bring them into the light first.
     pub light_finish: Option<LightFinishPipelines>,
+    /// Where the plan has the `ui` subpass (bevy_ui drawn in the pass).
+    pub ui_target: Option<PipelineTarget>,
+    /// The `ui` subpass's pipelines without and with `UiAntiAlias` (built on demand; null
+    /// until then).
+    pub ui_pipelines: [vk::Pipeline; 2],
     pub last_used: u64,
 }
 
@@ -169,6 +174,9 @@ pub(crate) struct ViewResources {
     pub timestamps: Option<TimestampQueries>,
     /// Occlusion query counting the pixels lit per sample (MSAA).
     pub edge_queries: Option<TimestampQueries>,
+    /// The quads of bevy_ui drawn in the pass (`gpu::ui`), from the view's first frame with
+    /// in-pass UI on.
+    pub ui_buffers: Option<super::ui::UiBuffers>,
     pub last_used: u64,
 }
 
@@ -230,6 +238,7 @@ impl TileBackend {
         std::mem::forget(std::mem::take(&mut self.views));
         std::mem::forget(std::mem::take(&mut self.render_passes));
         std::mem::forget(std::mem::take(&mut self.materials.by_key));
+        std::mem::forget(std::mem::take(&mut self.materials.ui_images));
         std::mem::forget(std::mem::take(&mut self.graveyard));
         std::mem::forget(std::mem::take(&mut self.shadow_map_views));
         std::mem::forget(self.zero_buffer.take());
@@ -281,6 +290,11 @@ impl TileBackend {
                 view.displacement_buffer,
             ],
         );
+        let ui_buffers = view
+            .ui_buffers
+            .into_iter()
+            .flat_map(|ui| [ui.vertices, ui.indices]);
+        let buffers: Vec<DeviceBuffer> = buffers.into_iter().chain(ui_buffers).collect();
         objects.push(Box::new(move |c: &VulkanContext| {
             c.destroy_descriptor_pool(pool);
             buffers
@@ -313,6 +327,8 @@ pub(crate) fn retire_pass(pass: PassResources, graveyard: &mut Graveyard) {
             pass.depth_export,
             split.classify,
             split.lighting_per_sample,
+            pass.ui_pipelines[0],
+            pass.ui_pipelines[1],
         ]) {
             if pipeline != vk::Pipeline::null() {
                 c.destroy_pipeline(pipeline);

@@ -15,6 +15,7 @@ pub(super) mod shaders;
 pub(super) mod shadow_views;
 pub(super) mod transforms;
 pub(crate) mod types;
+pub(crate) mod ui;
 
 use ash::vk;
 use bevy::render::render_resource::TextureView;

@@ -40,6 +40,7 @@ pub(crate) enum Step {
     Transparent,
     Tonemap,
     DepthExport,
+    Ui,
 }
 
 impl Step {
@@ -52,6 +53,7 @@ impl Step {
             names::TRANSPARENT => Self::Transparent,
             names::TONEMAP => Self::Tonemap,
             names::DEPTH_EXPORT => Self::DepthExport,
+            names::UI => Self::Ui,
             _ => return None,
         })
     }
@@ -78,6 +80,18 @@ pub(crate) struct ClusterDispatch {
     /// The statistics buffer and the byte offset of this frame's slot (zeroed before the
     /// dispatch), where the frame gathers them.
     pub(crate) stats: Option<(vk::Buffer, u64)>,
+}
+
+/// The `ui` subpass's draws: bevy_ui's quads, batch by batch in Bevy's order (`gpu::ui`).
+pub(crate) struct UiRecording {
+    pub(crate) pipeline: vk::Pipeline,
+    pub(crate) layout: vk::PipelineLayout,
+    /// The UI view's `clip_from_world`, column-major (ui.vert's push constant).
+    pub(crate) clip_from_world: [f32; 16],
+    pub(crate) vertex_buffer: vk::Buffer,
+    pub(crate) index_buffer: vk::Buffer,
+    /// Each batch's image set and range of indices.
+    pub(crate) batches: Vec<(vk::DescriptorSet, std::ops::Range<u32>)>,
 }
 
 /// Everything the raw recording needs, gathered beforehand.
@@ -132,6 +146,8 @@ pub(crate) struct Recording {
     pub(crate) steps: Vec<Step>,
     /// Where the GPU assigns the lights to the clusters this frame.
     pub(crate) cluster_dispatch: Option<ClusterDispatch>,
+    /// Where the plan has the `ui` subpass: what it draws.
+    pub(crate) ui: Option<UiRecording>,
 }
 
 /// What a recording that never reached a command buffer still owes later frames.
@@ -204,6 +220,7 @@ unsafe fn record_into(
                 Step::Transparent => recorder.transparent(hal_encoder, index),
                 Step::Tonemap => recorder.tonemap(&mut push, index),
                 Step::DepthExport => recorder.depth_export(index),
+                Step::Ui => recorder.ui(index),
             }
         }
         recorder.end_frame();
@@ -239,6 +256,7 @@ impl Recorder<'_> {
             .src_access_mask(vk::AccessFlags::TRANSFER_WRITE)
             .dst_access_mask(
                 vk::AccessFlags::VERTEX_ATTRIBUTE_READ
+                    | vk::AccessFlags::INDEX_READ
                     | vk::AccessFlags::UNIFORM_READ
                     | vk::AccessFlags::SHADER_READ
                     | vk::AccessFlags::SHADER_WRITE,
@@ -638,6 +656,42 @@ impl Recorder<'_> {
             self.next_pass(index);
             self.bind_set(3, self.r.tonemap_set);
             self.draw_fullscreen(self.r.depth_export);
+        }
+    }
+
+    /// Logical pass `index`, last: bevy_ui's quads blended over the output, batch by batch,
+    /// with the UI pipeline layout (its set 0 replaces the view set: nothing is drawn after).
+    /// The viewport is the render area's, as Bevy's UI pass sets the camera's viewport.
+    unsafe fn ui(&self, index: usize) {
+        let (device, cb) = (self.device, self.cb);
+        // SAFETY: see `record_into`; the UI buffers and image sets are the view's, alive until
+        // the command buffer has executed.
+        unsafe {
+            self.next_pass(index);
+            let Some(ui) = &self.r.ui else {
+                return;
+            };
+            device.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, ui.pipeline);
+            device.cmd_push_constants(
+                cb,
+                ui.layout,
+                vk::ShaderStageFlags::VERTEX,
+                0,
+                bytemuck::cast_slice(&ui.clip_from_world),
+            );
+            device.cmd_bind_vertex_buffers(cb, 0, &[ui.vertex_buffer], &[0]);
+            device.cmd_bind_index_buffer(cb, ui.index_buffer, 0, vk::IndexType::UINT32);
+            for (set, indices) in &ui.batches {
+                device.cmd_bind_descriptor_sets(
+                    cb,
+                    vk::PipelineBindPoint::GRAPHICS,
+                    ui.layout,
+                    0,
+                    &[*set],
+                    &[],
+                );
+                device.cmd_draw_indexed(cb, indices.end - indices.start, 1, indices.start, 0, 0);
+            }
         }
     }
 

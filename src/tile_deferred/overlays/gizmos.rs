@@ -214,6 +214,25 @@ pub(crate) fn undrawable_reason(
         .then_some("MSAA without sample-rate shading: the depth export writes every sample")
 }
 
+/// Whether `view`'s `Transparent3d` phase holds items that are not bevy_pbr's mesh draws
+/// (gizmos): the tile path draws them after its pass, or the camera falls back.
+pub(crate) fn has_foreign_transparent_draws(
+    view: &ExtractedView,
+    phases: Option<&ViewSortedRenderPhases<Transparent3d>>,
+    draw_functions: Option<&DrawFunctions<Transparent3d>>,
+) -> bool {
+    let (Some(phases), Some(draw_functions)) = (phases, draw_functions) else {
+        return false;
+    };
+    let mesh_draw = draw_functions.read().get_id::<DrawMaterial>();
+    phases.get(&view.retained_view_entity).is_some_and(|phase| {
+        phase
+            .items
+            .values()
+            .any(|item| Some(item.draw_function) != mesh_draw)
+    })
+}
+
 /// What [`count_foreign_draws`] reads of a view.
 type ForeignDrawsView = (
     Entity,
@@ -257,11 +276,11 @@ fn count_foreign_draws(
         let Some(phase) = phases.get(&view.retained_view_entity) else {
             continue;
         };
-        let foreign = phase
+        if !phase
             .items
             .values()
-            .any(|item| Some(item.draw_function) != mesh_draw);
-        if !foreign {
+            .any(|item| Some(item.draw_function) != mesh_draw)
+        {
             continue;
         }
         // The samples the tile pass renders with; the same as the camera's MSAA for a view

@@ -6,6 +6,8 @@ pub(crate) mod composite;
 pub(super) mod gizmos;
 #[cfg(feature = "ui")]
 pub(super) mod ui;
+#[cfg(feature = "ui")]
+pub(super) mod ui_in_pass;
 
 use bevy::prelude::*;
 

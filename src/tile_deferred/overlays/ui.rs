@@ -14,6 +14,7 @@ use super::{
     UiDrawnOverTileCameras,
     composite::{self as overlay, OverlayCompositePipeline, OverlayPassNames, OverlayShape},
     gizmos::TileGizmoSystems,
+    ui_in_pass::UiAfterTilePass,
 };
 use crate::tile_deferred::{
     camera::{TileDeferredGraph, TileDeferredSystems, TileOutputLoadedAfter},
@@ -61,8 +62,15 @@ pub(crate) fn finish(app: &mut App) {
     {
         return;
     }
+    super::ui_in_pass::install(render_app);
     render_app
-        .add_systems(Render, mark_ui_tile_views.in_set(RenderSystems::Prepare))
+        .add_systems(
+            Render,
+            mark_ui_tile_views
+                .in_set(RenderSystems::Prepare)
+                // Views whose UI the tile pass draws have no items left by then.
+                .after(super::ui_in_pass::build_tile_ui),
+        )
         .add_systems(
             TileDeferredGraph,
             (clear_ui_target, ui_pass, composite_ui)
@@ -134,21 +142,25 @@ fn clear_ui_target(view: ViewQuery<&ViewTarget>, mut ctx: RenderContext) {
     overlay::clear_main_texture(view.into_inner(), &mut ctx, "tile_ui_clear");
 }
 
+/// What [`composite_ui`] reads of its view.
+type UiCompositeView = (
+    &'static ViewTarget,
+    &'static ExtractedCamera,
+    &'static MainEntity,
+    Option<&'static OverlayCompositePipeline>,
+    Option<&'static UiAfterTilePass>,
+);
+
 /// Blends the main texture (the UI) over the output the tile pass wrote, and adds the price of
 /// the UI's passes to the view's report.
 fn composite_ui(
-    view: ViewQuery<(
-        &ViewTarget,
-        &ExtractedCamera,
-        &MainEntity,
-        Option<&OverlayCompositePipeline>,
-    )>,
+    view: ViewQuery<UiCompositeView>,
     pipeline_cache: Res<PipelineCache>,
     blit: Res<BlitPipeline>,
     reports: Res<TileRenderReports>,
     mut ctx: RenderContext,
 ) {
-    let (target, camera, main_entity, pipeline) = view.into_inner();
+    let (target, camera, main_entity, pipeline, reason) = view.into_inner();
     let Some(pipeline) = pipeline else {
         return;
     };
@@ -171,5 +183,9 @@ fn composite_ui(
         shape.output_format,
         shape.target,
     );
-    reports.amend(main_entity.id(), |report| report.ui_pass = priced);
+    let reason = reason.map(|why| why.0.to_string());
+    reports.amend(main_entity.id(), |report| {
+        report.ui_pass = priced;
+        report.ui_after_pass_reason = reason;
+    });
 }

@@ -112,9 +112,13 @@ pub(crate) fn forget_failed_view_updates(backend: &mut TileBackend, view: Entity
         view.animation_buffer.buffer,
         view.displacement_buffer.buffer,
     ];
+    let ui = view
+        .ui_buffers
+        .as_ref()
+        .map(|ui| [ui.vertices.buffer, ui.indices.buffer]);
     backend
         .pending_updates
-        .retain(|(buffer, _)| !own.contains(buffer));
+        .retain(|(buffer, _)| !own.contains(buffer) && !ui.is_some_and(|ui| ui.contains(buffer)));
 }
 
 /// Test hook: while present in the render world, MSAA views light with per-sample-index draws

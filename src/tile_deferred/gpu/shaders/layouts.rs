@@ -9,6 +9,8 @@
 //! tonemap inputs (light, depth, LUT, skybox cube, material), and 48 bytes of fragment push constants. The unmerged debug tier
 //! uses a second one whose sets 2 and 3 hold the same attachments as textures. Binding the view
 //! set once per pass and switching only the material set per draw keeps the command stream short.
+//! The `ui` subpass (bevy_ui inside the tile pass) has a layout of its own: one image set and
+//! the UI view's matrix, as Bevy's UI pipeline reads them.
 
 use crate::{
     tile_deferred::gpu::types::{GpuClusterAssignParams, GpuPushConstants},
@@ -32,6 +34,11 @@ pub(crate) struct TileLayouts {
     pub sampled_pipeline_layout: vk::PipelineLayout,
     /// The light assignment's compute pipeline: the view set and its push constants.
     pub cluster_assign_layout: vk::PipelineLayout,
+    /// The `ui` subpass's set 0: the image of a batch of bevy_ui nodes or glyphs (ui.frag).
+    pub ui_image: vk::DescriptorSetLayout,
+    /// The `ui` subpass's pipelines: [`Self::ui_image`], and the UI view's `clip_from_world`
+    /// (64 bytes of vertex push constants, ui.vert).
+    pub ui_pipeline_layout: vk::PipelineLayout,
 }
 
 impl TileLayouts {
@@ -47,6 +54,8 @@ impl TileLayouts {
             pipeline_layout: vk::PipelineLayout::null(),
             sampled_pipeline_layout: vk::PipelineLayout::null(),
             cluster_assign_layout: vk::PipelineLayout::null(),
+            ui_image: vk::DescriptorSetLayout::null(),
+            ui_pipeline_layout: vk::PipelineLayout::null(),
         };
         match layouts.create(context) {
             Ok(()) => Ok(layouts),
@@ -128,6 +137,18 @@ impl TileLayouts {
                 .offset(0)
                 .size(size_of::<GpuClusterAssignParams>() as u32)],
         )?;
+        self.ui_image = context.create_descriptor_set_layout(&[binding(
+            0,
+            D::COMBINED_IMAGE_SAMPLER,
+            S::FRAGMENT,
+        )])?;
+        self.ui_pipeline_layout = context.create_pipeline_layout(
+            &[self.ui_image],
+            &[vk::PushConstantRange::default()
+                .stage_flags(S::VERTEX)
+                .offset(0)
+                .size(size_of::<[f32; 16]>() as u32)],
+        )?;
         Ok(())
     }
 
@@ -147,6 +168,7 @@ impl TileLayouts {
             self.pipeline_layout,
             self.sampled_pipeline_layout,
             self.cluster_assign_layout,
+            self.ui_pipeline_layout,
         ] {
             if layout != vk::PipelineLayout::null() {
                 context.destroy_pipeline_layout(layout);
@@ -159,6 +181,7 @@ impl TileLayouts {
             self.tonemap_inputs,
             self.gbuffer_textures,
             self.tonemap_textures,
+            self.ui_image,
         ] {
             if layout != vk::DescriptorSetLayout::null() {
                 context.destroy_descriptor_set_layout(layout);

@@ -59,6 +59,10 @@ pub(crate) enum ShaderId {
     /// `cluster_assign.comp`: the point and spot lights assigned to the view's clusters (a
     /// compute dispatch before the render pass).
     ClusterAssign,
+    /// `ui.vert`: bevy_ui's nodes and glyphs (Bevy's `UiVertex`), in the `ui` subpass.
+    UiVert,
+    /// `ui.frag`: bevy_ui's node shader (`ui.wgsl`), specialised for `UiAntiAlias`.
+    UiFrag,
 }
 
 impl ShaderId {
@@ -76,20 +80,23 @@ impl ShaderId {
             Self::DepthExport => "depth_export.frag",
             Self::LightFinish => "light_finish.frag",
             Self::ClusterAssign => "cluster_assign.comp",
+            Self::UiVert => "ui.vert",
+            Self::UiFrag => "ui.frag",
         }
     }
 
     /// The pipeline stage the body is written for.
     pub const fn stage(self) -> vk::ShaderStageFlags {
         match self {
-            Self::GbufferVert | Self::FullscreenVert => vk::ShaderStageFlags::VERTEX,
+            Self::GbufferVert | Self::FullscreenVert | Self::UiVert => vk::ShaderStageFlags::VERTEX,
             Self::GbufferFrag
             | Self::ForwardFrag
             | Self::Lighting
             | Self::MsaaClassify
             | Self::Tonemap
             | Self::DepthExport
-            | Self::LightFinish => vk::ShaderStageFlags::FRAGMENT,
+            | Self::LightFinish
+            | Self::UiFrag => vk::ShaderStageFlags::FRAGMENT,
             Self::ClusterAssign => vk::ShaderStageFlags::COMPUTE,
         }
     }
@@ -217,6 +224,8 @@ pub(crate) const VARIANTS: &[ShaderVariant] = &[
     variant!(LightFinish,     true,  false,  Off,    "light_finish_ms.frag"),
     variant!(LightFinish,     true,  true,   Off,    "light_finish_ms_sampled.frag"),
     variant!(ClusterAssign,   false, false,  Off,    "cluster_assign.comp"),
+    variant!(UiVert,          false, false,  Off,    "ui.vert"),
+    variant!(UiFrag,          false, false,  Off,    "ui.frag"),
 ];
 
 /// The shader modules of [`VARIANTS`], created once.

@@ -1,0 +1,40 @@
+#version 450
+// bevy_ui's node shader, vertex stage: a line-by-line port of bevy_ui_render 0.19.1's ui.wgsl
+// (`vertex`), for the tile render pass's `ui` subpass. The vertex layout is Bevy's `UiVertex`
+// (gpu/ui.rs `UiVertex`, 88 bytes); Bevy's `view.clip_from_world` of the UI view is a push
+// constant (the UI pipeline layout has no view set).
+
+layout(push_constant) uniform UiView {
+    mat4 clip_from_world;
+} ui_view;
+
+layout(location = 0) in vec3 vertex_position;
+layout(location = 1) in vec2 vertex_uv;
+layout(location = 2) in vec4 vertex_color;
+layout(location = 3) in uint vertex_flags;
+// x: top left, y: top right, z: bottom right, w: bottom left.
+layout(location = 4) in vec4 vertex_radius;
+// x: left, y: top, z: right, w: bottom.
+layout(location = 5) in vec4 vertex_border;
+layout(location = 6) in vec2 vertex_size;
+layout(location = 7) in vec2 vertex_point;
+
+layout(location = 0) out vec2 out_uv;
+layout(location = 1) out vec4 out_color;
+layout(location = 2) flat out vec2 out_size;
+layout(location = 3) flat out uint out_flags;
+layout(location = 4) flat out vec4 out_radius;
+layout(location = 5) flat out vec4 out_border;
+// Position relative to the center of the rectangle.
+layout(location = 6) out vec2 out_point;
+
+void main() {
+    out_uv = vertex_uv;
+    gl_Position = ui_view.clip_from_world * vec4(vertex_position, 1.0);
+    out_color = vertex_color;
+    out_flags = vertex_flags;
+    out_radius = vertex_radius;
+    out_size = vertex_size;
+    out_border = vertex_border;
+    out_point = vertex_point;
+}

@@ -1,0 +1,505 @@
+//! bevy_ui drawn inside the tile render pass (feature `ui`): the view's UI items become quads
+//! the tile pass draws in its last subpass ([`TileUiDraws`], `gpu::ui`), and leave Bevy's phase,
+//! so that Bevy's UI pass and the crate's clear and composite around it ([`super::ui`]) have
+//! nothing to draw. The output is then stored once, by the tile pass.
+//!
+//! Bevy keeps the buffers it prepares for UI private, so the quads are built here from what it
+//! extracted (`ExtractedUiNodes`), in the order it sorted them (the view's `TransparentUi`
+//! phase), by a port of its `prepare_uinodes` (bevy_ui_render 0.19.1 lib.rs:1580-1986), in
+//! `RenderSystems::PrepareResources`: after the phase is sorted and before Bevy's own prepare
+//! systems (`PrepareBindGroups`) read it.
+//!
+//! The tile pass draws what Bevy's `DrawUi` draws: backgrounds, borders and outlines with their
+//! radii, images (atlas, rect, flips), text (glyphs, shadows, decorations, the cursor) and
+//! viewport nodes. A view whose phase holds anything else (box shadows, sliced images, gradients,
+//! a `UiMaterial`) keeps Bevy's route for all of its UI, which keeps the order exact; so does a
+//! view the `ui` subpass cannot serve yet ([`in_pass_refusal`]). The reason is on the view
+//! ([`UiAfterTilePass`]) and in its report.
+
+use super::gizmos::has_foreign_transparent_draws;
+use crate::tiers::TierDecision;
+use crate::tile_deferred::{
+    camera::{TileDeferred, TileDeferredGraph},
+    gpu::{
+        keys::SamplerKey,
+        ui::{TileUiDraws, UiBatch, UiVertex},
+    },
+};
+use bevy::{
+    camera::CompositingSpace,
+    core_pipeline::core_3d::Transparent3d,
+    ecs::{schedule::ScheduleLabel, system::SystemParam},
+    image::ImageSampler,
+    platform::collections::HashMap,
+    prelude::*,
+    render::{
+        Extract, ExtractSchedule, Render, RenderSystems,
+        camera::ExtractedCamera,
+        render_asset::RenderAssets,
+        render_phase::{DrawFunctions, PhaseItem, ViewSortedRenderPhases},
+        render_resource::{DefaultImageSamplerDescriptor, TextureFormat},
+        texture::GpuImage,
+        view::{ExtractedView, ViewTarget},
+    },
+    ui_render::{
+        DrawUi, ExtractedUiItem, ExtractedUiNodes, NodeType, RenderUiSystems, TransparentUi,
+        UiAntiAlias, UiCameraView, shader_flags,
+    },
+};
+
+/// Render-world component of a tile view whose bevy_ui items Bevy draws after the tile pass
+/// this frame (the crate's clear, Bevy's `ui_pass`, the composite): why the `ui` subpass did
+/// not draw them. Replaced every frame; absent when they were drawn in the pass or there were
+/// none.
+#[derive(Component, Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct UiAfterTilePass(pub &'static str);
+
+/// Render-world resource: how each UI image of this frame is sampled (its `ImageSampler`, or
+/// the app's default), extracted with the UI.
+#[derive(Resource, Default)]
+pub(super) struct UiImageSamplers(HashMap<AssetId<Image>, SamplerKey>);
+
+/// Installs the in-pass route (from `ui::finish`, once bevy_ui_render has built).
+pub(super) fn install(render_app: &mut SubApp) {
+    render_app
+        .init_resource::<UiImageSamplers>()
+        .add_systems(
+            ExtractSchedule,
+            extract_ui_image_samplers
+                .after(RenderUiSystems::ExtractDebug)
+                .after(RenderUiSystems::ExtractViewportNodes),
+        )
+        .add_systems(
+            Render,
+            build_tile_ui.in_set(RenderSystems::PrepareResources),
+        );
+}
+
+/// The sampler of every image this frame's UI nodes use (extracted after bevy_ui_render's
+/// own extraction).
+fn extract_ui_image_samplers(
+    nodes: Res<ExtractedUiNodes>,
+    images: Extract<Res<Assets<Image>>>,
+    default_sampler: Option<Res<DefaultImageSamplerDescriptor>>,
+    mut samplers: ResMut<UiImageSamplers>,
+) {
+    samplers.0.clear();
+    let default = default_sampler.as_deref().map(|d| &d.0);
+    for node in &nodes.uinodes {
+        samplers.0.entry(node.image).or_insert_with(|| {
+            let sampler = images
+                .get(node.image)
+                .map_or(&ImageSampler::Default, |image| &image.sampler);
+            SamplerKey::for_image(sampler, default)
+        });
+    }
+}
+
+/// What [`build_tile_ui`] reads of a view.
+type UiTileView = (
+    Entity,
+    &'static ExtractedCamera,
+    &'static ExtractedView,
+    &'static ViewTarget,
+    &'static TileDeferred,
+    Option<&'static TierDecision>,
+    Option<&'static UiCameraView>,
+    Option<&'static UiAntiAlias>,
+);
+
+/// What [`build_tile_ui`] reads besides the views and the phases: what Bevy extracted and
+/// prepared for UI this frame, and the views' `Transparent3d` phases (gizmos).
+#[derive(SystemParam)]
+pub(super) struct UiSources<'w> {
+    draw_functions: Res<'w, DrawFunctions<TransparentUi>>,
+    nodes: Res<'w, ExtractedUiNodes>,
+    images: Res<'w, RenderAssets<GpuImage>>,
+    samplers: Res<'w, UiImageSamplers>,
+    transparent_phases: Option<Res<'w, ViewSortedRenderPhases<Transparent3d>>>,
+    transparent_draws: Option<Res<'w, DrawFunctions<Transparent3d>>>,
+}
+
+/// For every tile view with UI items this frame: their quads into [`TileUiDraws`] and the items
+/// out of Bevy's phase, or (where the pass cannot draw them) [`UiAfterTilePass`] with why.
+pub(super) fn build_tile_ui(
+    mut commands: Commands,
+    views: Query<UiTileView>,
+    ui_views: Query<&ExtractedView>,
+    mut phases: ResMut<ViewSortedRenderPhases<TransparentUi>>,
+    sources: UiSources,
+) {
+    let UiSources {
+        draw_functions,
+        nodes,
+        images,
+        samplers,
+        transparent_phases,
+        transparent_draws,
+    } = sources;
+    let draw_ui = draw_functions.read().get_id::<DrawUi>();
+    for (entity, camera, view, target, settings, tier, ui_camera, anti_alias) in &views {
+        let mut entity_commands = commands.entity(entity);
+        entity_commands.remove::<(TileUiDraws, UiAfterTilePass)>();
+        if camera.schedule != TileDeferredGraph.intern() {
+            continue;
+        }
+        let Some(ui_view) = ui_camera.and_then(|ui| ui_views.get(ui.0).ok()) else {
+            continue;
+        };
+        let Some(phase) = phases.get_mut(&ui_view.retained_view_entity) else {
+            continue;
+        };
+        if phase.items.is_empty() {
+            continue;
+        }
+        let gizmos = has_foreign_transparent_draws(
+            view,
+            transparent_phases.as_deref(),
+            transparent_draws.as_deref(),
+        );
+        let view_shape = ViewShape {
+            in_pass: settings.ui_in_pass,
+            unmerged: tier.is_some_and(|decision| decision.tier.is_unmerged())
+                || (tier.is_none() && !settings.merge_subpasses),
+            samples: tier.map_or(1, |decision| decision.tier.tile_samples()),
+            hdr: camera.hdr,
+            gamma_compositing: camera.compositing_space == Some(CompositingSpace::Srgb),
+            output_format: target.out_texture_view_format(),
+            gizmos,
+        };
+        let items: Vec<&TransparentUi> = phase.items.values().collect();
+        let refusal = in_pass_refusal(&view_shape).or_else(|| {
+            items
+                .iter()
+                .any(|item| Some(item.draw_function) != draw_ui)
+                .then_some(
+                    "box shadows, sliced images, gradients or a UiMaterial: the UI subpass draws \
+                     bevy_ui's nodes, images and text only",
+                )
+        });
+        if let Some(why) = refusal {
+            entity_commands.insert(UiAfterTilePass(why));
+            continue;
+        }
+        let quads = build_quads(
+            &items,
+            &nodes,
+            |image| images.get(image).map(|gpu| gpu.size_2d().as_vec2()),
+            |image| {
+                samplers
+                    .0
+                    .get(&image)
+                    .copied()
+                    .unwrap_or_else(SamplerKey::bevy_default)
+            },
+        );
+        let world_from_view = ui_view.world_from_view.to_matrix();
+        let clip_from_world = ui_view
+            .clip_from_world
+            .unwrap_or_else(|| ui_view.clip_from_view * world_from_view.inverse());
+        entity_commands.insert(TileUiDraws {
+            clip_from_world,
+            anti_alias: !matches!(anti_alias, Some(UiAntiAlias::Off)),
+            vertices: quads.vertices,
+            indices: quads.indices,
+            batches: quads.batches,
+            items: items.len(),
+        });
+        // Bevy's prepare systems and `ui_pass` now have nothing to draw for the view; next
+        // frame's phase starts afresh (`prepare_for_new_frame`).
+        phase.items.clear();
+    }
+}
+
+/// What decides whether a view's UI can be drawn in its `ui` subpass.
+#[derive(Clone, Copy, Debug)]
+struct ViewShape {
+    /// `TileDeferred::ui_in_pass`.
+    in_pass: bool,
+    unmerged: bool,
+    /// The samples the tile pass renders with.
+    samples: u32,
+    hdr: bool,
+    /// `CompositingSpace::Srgb`: Bevy blends the UI gamma-encoded, in an `Rgba8Unorm` texture.
+    gamma_compositing: bool,
+    output_format: Option<TextureFormat>,
+    /// Gizmos (other plugins' `Transparent3d` items) are drawn after the tile pass this frame.
+    gizmos: bool,
+}
+
+/// Why a view's UI cannot be drawn in its `ui` subpass, if it cannot. Pure.
+fn in_pass_refusal(shape: &ViewShape) -> Option<&'static str> {
+    if !shape.in_pass {
+        return Some("TileDeferred::ui_in_pass is off");
+    }
+    if shape.unmerged {
+        return Some("the unmerged debug tier draws UI after its render passes");
+    }
+    if shape.samples > 1 {
+        return Some(
+            "MSAA: the UI subpass would have to take the in-pass resolve (not done yet); drawn \
+             after the tile pass",
+        );
+    }
+    if shape.gizmos {
+        return Some("gizmos are drawn after the tile pass, and Bevy draws UI over them");
+    }
+    if shape.gamma_compositing {
+        return Some("CompositingSpace::Srgb: Bevy blends UI gamma-encoded");
+    }
+    // An HDR camera's UI is blended in Bevy's floating-point main texture and blitted to the
+    // output: the same picture where the output stores linear light (sRGB or float formats).
+    // Without HDR, Bevy's main texture has the output's format: the same blend.
+    let linear_output = shape
+        .output_format
+        .is_some_and(|format| format.is_srgb() || is_float(format));
+    if shape.hdr && !linear_output {
+        return Some("an HDR camera writing a UNORM output: Bevy blends its UI in float");
+    }
+    None
+}
+
+fn is_float(format: TextureFormat) -> bool {
+    matches!(
+        format,
+        TextureFormat::Rgba16Float
+            | TextureFormat::Rgba32Float
+            | TextureFormat::Rg11b10Ufloat
+            | TextureFormat::Rgb9e5Ufloat
+    )
+}
+
+/// One view's quads, in Bevy's order and batches.
+#[derive(Default, Debug)]
+struct UiQuads {
+    vertices: Vec<UiVertex>,
+    indices: Vec<u32>,
+    batches: Vec<UiBatch>,
+}
+
+/// Bevy's `QUAD_VERTEX_POSITIONS` (lib.rs:1473-1478).
+const QUAD_VERTEX_POSITIONS: [Vec2; 4] = [
+    Vec2::new(-0.5, -0.5),
+    Vec2::new(0.5, -0.5),
+    Vec2::new(0.5, 0.5),
+    Vec2::new(-0.5, 0.5),
+];
+
+/// Bevy's `QUAD_INDICES` (lib.rs:1480).
+const QUAD_INDICES: [u32; 6] = [0, 2, 3, 0, 1, 2];
+
+/// Bevy's `prepare_uinodes` for one view's `DrawUi` items (lib.rs:1635-1986): the same batches
+/// (a new one where the image changes; untextured items join any), the same items skipped (a
+/// stale index, an image not prepared yet), the same clipping, culling, atlas scaling, flips
+/// and flags. `image_size`: the prepared image's size, `None` while it is not prepared;
+/// `sampler`: how the image is sampled.
+fn build_quads(
+    items: &[&TransparentUi],
+    nodes: &ExtractedUiNodes,
+    image_size: impl Fn(AssetId<Image>) -> Option<Vec2>,
+    sampler: impl Fn(AssetId<Image>) -> SamplerKey,
+) -> UiQuads {
+    let mut quads = UiQuads::default();
+    let untextured = AssetId::<Image>::default();
+    let mut batch_image: Option<AssetId<Image>> = None;
+    for item in items {
+        let Some(node) = nodes
+            .uinodes
+            .get(item.index)
+            .filter(|node| item.entity() == node.render_entity)
+        else {
+            batch_image = None;
+            continue;
+        };
+        let new_batch = batch_image.is_none()
+            || quads.batches.is_empty()
+            || (batch_image != Some(untextured)
+                && node.image != untextured
+                && batch_image != Some(node.image));
+        if new_batch {
+            if image_size(node.image).is_none() {
+                continue;
+            }
+            batch_image = Some(node.image);
+            let start = quads.indices.len() as u32;
+            quads.batches.push(UiBatch {
+                indices: start..start,
+                image: node.image,
+                sampler: sampler(node.image),
+            });
+        } else if batch_image == Some(untextured) && node.image != untextured {
+            if image_size(node.image).is_none() {
+                continue;
+            }
+            batch_image = Some(node.image);
+            if let Some(batch) = quads.batches.last_mut() {
+                batch.image = node.image;
+                batch.sampler = sampler(node.image);
+            }
+        }
+        match &node.item {
+            ExtractedUiItem::Node {
+                atlas_scaling,
+                flip_x,
+                flip_y,
+                border_radius,
+                border,
+                node_type,
+                rect,
+                color,
+            } => {
+                let mut flags = if node.image != untextured {
+                    shader_flags::TEXTURED
+                } else {
+                    shader_flags::UNTEXTURED
+                };
+                let mut uinode_rect = *rect;
+                let rect_size = uinode_rect.size();
+                let transform = node.transform;
+                let positions = QUAD_VERTEX_POSITIONS
+                    .map(|pos| transform.transform_point2(pos * rect_size).extend(0.));
+                let points = QUAD_VERTEX_POSITIONS.map(|pos| pos * rect_size);
+                let mut positions_diff = clip_diff(&positions, node.clip);
+                let positions_clipped: [Vec3; 4] =
+                    std::array::from_fn(|i| positions[i] + positions_diff[i].extend(0.));
+                let points: [Vec2; 4] = std::array::from_fn(|i| points[i] + positions_diff[i]);
+                let transformed_rect_size = transform.transform_vector2(rect_size).abs();
+                // Nodes with a rotation are not culled (Bevy's test: x_axis.y == 0).
+                if transform.x_axis[1] == 0.0
+                    && (positions_diff[0].x - positions_diff[1].x >= transformed_rect_size.x
+                        || positions_diff[1].y - positions_diff[2].y >= transformed_rect_size.y)
+                {
+                    continue;
+                }
+                let uvs = if flags == shader_flags::UNTEXTURED {
+                    [Vec2::ZERO, Vec2::X, Vec2::ONE, Vec2::Y]
+                } else {
+                    // Checked when the batch took the image.
+                    let image_extent = image_size(node.image).unwrap_or(Vec2::ONE);
+                    let atlas_extent = atlas_scaling
+                        .map(|scaling| image_extent * scaling)
+                        .unwrap_or(uinode_rect.max);
+                    if *flip_x {
+                        std::mem::swap(&mut uinode_rect.max.x, &mut uinode_rect.min.x);
+                        positions_diff.iter_mut().for_each(|diff| diff.x *= -1.);
+                    }
+                    if *flip_y {
+                        std::mem::swap(&mut uinode_rect.max.y, &mut uinode_rect.min.y);
+                        positions_diff.iter_mut().for_each(|diff| diff.y *= -1.);
+                    }
+                    [
+                        Vec2::new(uinode_rect.min.x, uinode_rect.min.y) + positions_diff[0],
+                        Vec2::new(uinode_rect.max.x, uinode_rect.min.y) + positions_diff[1],
+                        Vec2::new(uinode_rect.max.x, uinode_rect.max.y) + positions_diff[2],
+                        Vec2::new(uinode_rect.min.x, uinode_rect.max.y) + positions_diff[3],
+                    ]
+                    .map(|pos| pos / atlas_extent)
+                };
+                match *node_type {
+                    NodeType::Border(border_flags) => flags |= border_flags,
+                    NodeType::Inverted => flags |= shader_flags::INVERT,
+                    NodeType::Rect => {}
+                }
+                let color = color.to_f32_array();
+                let radius: [f32; 4] = (*border_radius).into();
+                let border = [
+                    border.min_inset.x,
+                    border.min_inset.y,
+                    border.max_inset.x,
+                    border.max_inset.y,
+                ];
+                quads.push(std::array::from_fn(|i| UiVertex {
+                    position: positions_clipped[i].into(),
+                    uv: uvs[i].into(),
+                    color,
+                    flags: flags | shader_flags::CORNERS[i],
+                    radius,
+                    border,
+                    size: rect_size.into(),
+                    point: points[i].into(),
+                }));
+            }
+            ExtractedUiItem::Glyphs { range } => {
+                let atlas_extent = image_size(node.image).unwrap_or(Vec2::ONE);
+                for glyph in &nodes.glyphs[range.clone()] {
+                    let color = glyph.color.to_f32_array();
+                    let glyph_rect = glyph.rect;
+                    let rect_size = glyph_rect.size();
+                    let positions = QUAD_VERTEX_POSITIONS.map(|pos| {
+                        node.transform
+                            .transform_point2(glyph.translation + pos * glyph_rect.size())
+                            .extend(0.)
+                    });
+                    let positions_diff = clip_diff(&positions, node.clip);
+                    let positions_clipped: [Vec3; 4] =
+                        std::array::from_fn(|i| positions[i] + positions_diff[i].extend(0.));
+                    let transformed_rect_size = node.transform.transform_vector2(rect_size).abs();
+                    if node.transform.x_axis[1] == 0.0
+                        && (positions_diff[0].x - positions_diff[1].x >= transformed_rect_size.x
+                            || positions_diff[1].y - positions_diff[2].y >= transformed_rect_size.y)
+                    {
+                        continue;
+                    }
+                    let uvs = [
+                        Vec2::new(glyph.rect.min.x, glyph.rect.min.y) + positions_diff[0],
+                        Vec2::new(glyph.rect.max.x, glyph.rect.min.y) + positions_diff[1],
+                        Vec2::new(glyph.rect.max.x, glyph.rect.max.y) + positions_diff[2],
+                        Vec2::new(glyph.rect.min.x, glyph.rect.max.y) + positions_diff[3],
+                    ]
+                    .map(|pos| pos / atlas_extent);
+                    quads.push(std::array::from_fn(|i| UiVertex {
+                        position: positions_clipped[i].into(),
+                        uv: uvs[i].into(),
+                        color,
+                        flags: shader_flags::TEXTURED | shader_flags::CORNERS[i],
+                        radius: [0.0; 4],
+                        border: [0.0; 4],
+                        size: rect_size.into(),
+                        point: [0.0; 2],
+                    }));
+                }
+            }
+        }
+        let end = quads.indices.len() as u32;
+        if let Some(batch) = quads.batches.last_mut() {
+            batch.indices.end = end;
+        }
+    }
+    quads
+}
+
+impl UiQuads {
+    /// One quad: its four vertices and Bevy's six indices.
+    fn push(&mut self, vertices: [UiVertex; 4]) {
+        let first = self.vertices.len() as u32;
+        self.vertices.extend(vertices);
+        self.indices.extend(QUAD_INDICES.map(|i| first + i));
+    }
+}
+
+/// How far each corner of a quad moves to stay inside `clip` (Bevy's `positions_diff`): the
+/// quad is shrunk on the CPU, its UVs with it. Corners in Bevy's order (top left, top right,
+/// bottom right, bottom left).
+fn clip_diff(positions: &[Vec3; 4], clip: Option<Rect>) -> [Vec2; 4] {
+    let Some(clip) = clip else {
+        return [Vec2::ZERO; 4];
+    };
+    [
+        Vec2::new(
+            f32::max(clip.min.x - positions[0].x, 0.),
+            f32::max(clip.min.y - positions[0].y, 0.),
+        ),
+        Vec2::new(
+            f32::min(clip.max.x - positions[1].x, 0.),
+            f32::max(clip.min.y - positions[1].y, 0.),
+        ),
+        Vec2::new(
+            f32::min(clip.max.x - positions[2].x, 0.),
+            f32::min(clip.max.y - positions[2].y, 0.),
+        ),
+        Vec2::new(
+            f32::max(clip.min.x - positions[3].x, 0.),
+            f32::min(clip.max.y - positions[3].y, 0.),
+        ),
+    ]
+}

@@ -852,6 +852,60 @@ mod tests {
     }
 
     #[test]
+    fn the_ui_pass_is_a_last_subpass_that_adds_no_traffic() {
+        // Two passes (the lighting tone maps), three, and with an LDR camera's transparent pass
+        // blending into the output before the UI.
+        let shapes = [
+            desc(1),
+            ViewFrameDesc {
+                transparent: TransparentPass::BeforeTonemap {
+                    light_clear: [0; 3],
+                },
+                ..desc(1)
+            },
+            ViewFrameDesc {
+                transparent: TransparentPass::AfterTonemap,
+                ..desc(1)
+            },
+        ];
+        for without_ui in shapes {
+            let with_ui = ViewFrameDesc {
+                ui: true,
+                ..without_ui
+            };
+            let caps = DeviceCaps::desktop();
+            let frame = compile(&declare(&with_ui).unwrap(), &caps).unwrap();
+            let plain = compile(&declare(&without_ui).unwrap(), &caps).unwrap();
+            check_shape(&frame, &with_ui).unwrap();
+            assert_eq!(frame.render_pass_count(), 1, "{}", frame.describe());
+            let native = &frame.native_passes[0];
+            let last = native.subpasses.last().unwrap();
+            assert_eq!(last.name, names::UI, "{}", frame.describe());
+            let output = native.attachment_named(names::OUTPUT).unwrap();
+            assert_eq!(
+                last.color,
+                [native
+                    .attachments
+                    .iter()
+                    .position(|a| a.name == names::OUTPUT)
+                    .unwrap()]
+            );
+            assert!(last.input.is_empty() && last.depth.is_none());
+            assert_eq!(output.store, StoreOp::Store);
+            assert_eq!(
+                frame.cost.bytes(),
+                plain.cost.bytes(),
+                "{}",
+                frame.describe()
+            );
+            assert_eq!(
+                native.subpasses.len(),
+                plain.native_passes[0].subpasses.len() + 1
+            );
+        }
+    }
+
+    #[test]
     fn depth_export_is_a_last_subpass_storing_bevys_depth_texture() {
         // Gizmo frames: the tile depth is written into Bevy's depth texture by a last subpass
         // of the same render pass, on a device that merges a new depth attachment.

@@ -39,6 +39,8 @@ mod tile_msaa;
 mod tile_window;
 mod transparent;
 #[cfg(feature = "ui")]
+mod ui_in_pass;
+#[cfg(feature = "ui")]
 mod ui_overlay;
 mod unusual_content;
 mod validation_net;

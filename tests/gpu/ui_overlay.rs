@@ -34,8 +34,8 @@ use bevy_tile_deferred::{
     tile_deferred::missing::TileMissing,
 };
 
-const WIDTH: u32 = 320;
-const HEIGHT: u32 = 240;
+pub(crate) const WIDTH: u32 = 320;
+pub(crate) const HEIGHT: u32 = 240;
 const MIN_PSNR: f64 = 36.0;
 const MAX_P995: u8 = 8;
 /// The opaque node's colour: UI is drawn after tone mapping, so it shows exactly (sRGB).
@@ -76,7 +76,7 @@ const ELEMENTS: [&str; 3] = ["panel", "opaque", "label"];
 
 /// A small lit scene like Bevy's 3D examples: a ground plane, a cube and a sphere, a shadowed
 /// directional light and a point light.
-fn spawn_scene(world: &mut World) {
+pub(crate) fn spawn_scene(world: &mut World) {
     let (plane, cube, sphere) = {
         let mut meshes = world.resource_mut::<Assets<Mesh>>();
         (
@@ -202,7 +202,11 @@ fn element_rect(world: &World, element: Entity) -> URect {
 }
 
 /// [`element_rect`] from the element's laid-out node and transform.
-fn node_rect(element: Entity, node: &ComputedNode, transform: &UiGlobalTransform) -> URect {
+pub(crate) fn node_rect(
+    element: Entity,
+    node: &ComputedNode,
+    transform: &UiGlobalTransform,
+) -> URect {
     let centre = transform.affine().translation;
     let half = node.size / 2.0 + 2.0;
     let min = (centre - half).max(Vec2::ZERO).floor().as_uvec2();
@@ -217,7 +221,7 @@ fn node_rect(element: Entity, node: &ComputedNode, transform: &UiGlobalTransform
     URect::from_corners(min, max)
 }
 
-fn crop(frame: &Frame, rect: URect) -> Frame {
+pub(crate) fn crop(frame: &Frame, rect: URect) -> Frame {
     let row = frame.width as usize * 4;
     let rgba = (rect.min.y..rect.max.y)
         .flat_map(|y| {

@@ -181,8 +181,12 @@ pub(super) fn build_tile_ui(
             entity_commands.insert(UiAfterTilePass(why));
             continue;
         }
+        let keys: Vec<(usize, Entity)> = items
+            .iter()
+            .map(|item| (item.index, item.entity()))
+            .collect();
         let quads = build_quads(
-            &items,
+            &keys,
             &nodes,
             |image| images.get(image).map(|gpu| gpu.size_2d().as_vec2()),
             |image| {
@@ -288,13 +292,14 @@ const QUAD_VERTEX_POSITIONS: [Vec2; 4] = [
 /// Bevy's `QUAD_INDICES` (lib.rs:1480).
 const QUAD_INDICES: [u32; 6] = [0, 2, 3, 0, 1, 2];
 
-/// Bevy's `prepare_uinodes` for one view's `DrawUi` items (lib.rs:1635-1986): the same batches
+/// Bevy's `prepare_uinodes` for one view's `DrawUi` items, each its index into `nodes` and its
+/// render entity (lib.rs:1635-1986): the same batches
 /// (a new one where the image changes; untextured items join any), the same items skipped (a
 /// stale index, an image not prepared yet), the same clipping, culling, atlas scaling, flips
 /// and flags. `image_size`: the prepared image's size, `None` while it is not prepared;
 /// `sampler`: how the image is sampled.
 fn build_quads(
-    items: &[&TransparentUi],
+    items: &[(usize, Entity)],
     nodes: &ExtractedUiNodes,
     image_size: impl Fn(AssetId<Image>) -> Option<Vec2>,
     sampler: impl Fn(AssetId<Image>) -> SamplerKey,
@@ -302,11 +307,11 @@ fn build_quads(
     let mut quads = UiQuads::default();
     let untextured = AssetId::<Image>::default();
     let mut batch_image: Option<AssetId<Image>> = None;
-    for item in items {
+    for &(index, render_entity) in items {
         let Some(node) = nodes
             .uinodes
-            .get(item.index)
-            .filter(|node| item.entity() == node.render_entity)
+            .get(index)
+            .filter(|node| node.render_entity == render_entity)
         else {
             batch_image = None;
             continue;
@@ -502,4 +507,287 @@ fn clip_diff(positions: &[Vec3; 4], clip: Option<Rect>) -> [Vec2; 4] {
             f32::min(clip.max.y - positions[3].y, 0.),
         ),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bevy::{
+        asset::uuid::Uuid, math::Affine2, render::sync_world::MainEntity, ui::ResolvedBorderRadius,
+        ui_render::ExtractedUiNode,
+    };
+
+    fn image(n: u128) -> AssetId<Image> {
+        AssetId::Uuid {
+            uuid: Uuid::from_u128(n),
+        }
+    }
+
+    /// A node of `size` centred at `centre`, coloured `color`, sampling `image`.
+    fn node(
+        centre: Vec2,
+        size: Vec2,
+        image: AssetId<Image>,
+        clip: Option<Rect>,
+    ) -> ExtractedUiNode {
+        ExtractedUiNode {
+            z_order: 0.0,
+            image,
+            clip,
+            extracted_camera_entity: Entity::PLACEHOLDER,
+            item: ExtractedUiItem::Node {
+                color: LinearRgba::rgb(0.5, 0.25, 1.0),
+                rect: Rect::from_corners(Vec2::ZERO, size),
+                atlas_scaling: None,
+                flip_x: false,
+                flip_y: false,
+                border_radius: ResolvedBorderRadius::ZERO,
+                border: bevy::sprite::BorderRect::ZERO,
+                node_type: NodeType::Rect,
+            },
+            main_entity: MainEntity::from(Entity::PLACEHOLDER),
+            render_entity: Entity::from_raw_u32(1).unwrap(),
+            transform: Affine2::from_translation(centre),
+        }
+    }
+
+    /// `nodes`, each drawn once in order, every image 64x64 except `missing`.
+    fn quads_of(nodes: Vec<ExtractedUiNode>, missing: Option<AssetId<Image>>) -> UiQuads {
+        let items: Vec<(usize, Entity)> = nodes
+            .iter()
+            .enumerate()
+            .map(|(i, node)| (i, node.render_entity))
+            .collect();
+        let nodes = ExtractedUiNodes {
+            uinodes: nodes,
+            glyphs: Vec::new(),
+        };
+        let default_image = AssetId::<Image>::default();
+        build_quads(
+            &items,
+            &nodes,
+            |id| (Some(id) != missing || id == default_image).then_some(Vec2::splat(64.0)),
+            |_| SamplerKey::bevy_default(),
+        )
+    }
+
+    #[test]
+    fn a_node_is_one_quad_with_bevys_corners_indices_and_flags() {
+        let quads = quads_of(
+            vec![node(
+                Vec2::new(100.0, 50.0),
+                Vec2::new(40.0, 20.0),
+                AssetId::default(),
+                None,
+            )],
+            None,
+        );
+        let positions: Vec<[f32; 3]> = quads.vertices.iter().map(|v| v.position).collect();
+        assert_eq!(
+            positions,
+            [
+                [80.0, 40.0, 0.0],
+                [120.0, 40.0, 0.0],
+                [120.0, 60.0, 0.0],
+                [80.0, 60.0, 0.0]
+            ]
+        );
+        let uvs: Vec<[f32; 2]> = quads.vertices.iter().map(|v| v.uv).collect();
+        assert_eq!(uvs, [[0.0, 0.0], [1.0, 0.0], [1.0, 1.0], [0.0, 1.0]]);
+        let flags: Vec<u32> = quads.vertices.iter().map(|v| v.flags).collect();
+        assert_eq!(
+            flags,
+            shader_flags::CORNERS.map(|c| shader_flags::UNTEXTURED | c)
+        );
+        let points: Vec<[f32; 2]> = quads.vertices.iter().map(|v| v.point).collect();
+        assert_eq!(
+            points,
+            [[-20.0, -10.0], [20.0, -10.0], [20.0, 10.0], [-20.0, 10.0]]
+        );
+        assert_eq!(quads.indices, QUAD_INDICES);
+        assert_eq!(quads.batches.len(), 1);
+        assert_eq!(quads.batches[0].indices, 0..6);
+        assert_eq!(quads.vertices[0].size, [40.0, 20.0]);
+    }
+
+    #[test]
+    fn clipping_shrinks_the_quad_and_its_uvs_and_culls_what_it_hides() {
+        // A 64x64 textured node at (32, 32) with its left quarter clipped away.
+        let clip = Rect::new(16.0, -100.0, 100.0, 100.0);
+        let quads = quads_of(
+            vec![node(
+                Vec2::splat(32.0),
+                Vec2::splat(64.0),
+                image(1),
+                Some(clip),
+            )],
+            None,
+        );
+        let v = &quads.vertices;
+        assert_eq!(v[0].position, [16.0, 0.0, 0.0]);
+        assert_eq!(v[3].position, [16.0, 64.0, 0.0]);
+        assert_eq!(v[1].position, [64.0, 0.0, 0.0]);
+        assert_eq!(v[0].uv, [0.25, 0.0]);
+        assert_eq!(v[1].uv, [1.0, 0.0]);
+        assert_eq!(v[0].point, [-16.0, -32.0]);
+        assert_eq!(v[0].flags & shader_flags::TEXTURED, shader_flags::TEXTURED);
+        // Clipped whole: no quad, as Bevy culls it.
+        let hidden = Rect::new(200.0, 200.0, 300.0, 300.0);
+        let quads = quads_of(
+            vec![node(
+                Vec2::splat(32.0),
+                Vec2::splat(64.0),
+                image(1),
+                Some(hidden),
+            )],
+            None,
+        );
+        assert!(quads.vertices.is_empty() && quads.indices.is_empty());
+    }
+
+    #[test]
+    fn flips_mirror_the_uvs() {
+        let mut flipped = node(Vec2::splat(32.0), Vec2::splat(64.0), image(1), None);
+        if let ExtractedUiItem::Node { flip_x, .. } = &mut flipped.item {
+            *flip_x = true;
+        }
+        let quads = quads_of(vec![flipped], None);
+        let uvs: Vec<[f32; 2]> = quads.vertices.iter().map(|v| v.uv).collect();
+        assert_eq!(uvs, [[1.0, 0.0], [0.0, 0.0], [0.0, 1.0], [1.0, 1.0]]);
+    }
+
+    #[test]
+    fn batches_change_with_the_image_and_untextured_nodes_join_any() {
+        let at = |x: f32| Vec2::new(x, 10.0);
+        let size = Vec2::splat(8.0);
+        let quads = quads_of(
+            vec![
+                node(at(10.0), size, AssetId::default(), None),
+                node(at(20.0), size, image(1), None),
+                node(at(30.0), size, AssetId::default(), None),
+                node(at(40.0), size, image(2), None),
+            ],
+            None,
+        );
+        let batches: Vec<(AssetId<Image>, std::ops::Range<u32>)> = quads
+            .batches
+            .iter()
+            .map(|b| (b.image, b.indices.clone()))
+            .collect();
+        assert_eq!(batches, [(image(1), 0..18), (image(2), 18..24)]);
+        // Each quad's indices start at its own first vertex.
+        assert_eq!(quads.indices[18..24], QUAD_INDICES.map(|i| 12 + i));
+    }
+
+    #[test]
+    fn items_bevy_skips_are_skipped() {
+        // An image Bevy has not prepared yet: the item is not drawn.
+        let quads = quads_of(
+            vec![node(Vec2::splat(32.0), Vec2::splat(8.0), image(7), None)],
+            Some(image(7)),
+        );
+        assert!(quads.vertices.is_empty() && quads.batches.is_empty());
+        // A phase item whose index names another entity's node (a stale index).
+        let nodes = ExtractedUiNodes {
+            uinodes: vec![node(
+                Vec2::splat(32.0),
+                Vec2::splat(8.0),
+                AssetId::default(),
+                None,
+            )],
+            glyphs: Vec::new(),
+        };
+        let quads = build_quads(
+            &[
+                (0, Entity::from_raw_u32(2).unwrap()),
+                (5, Entity::PLACEHOLDER),
+            ],
+            &nodes,
+            |_| Some(Vec2::ONE),
+            |_| SamplerKey::bevy_default(),
+        );
+        assert!(quads.vertices.is_empty());
+    }
+
+    #[test]
+    fn glyphs_are_textured_quads_over_their_atlas() {
+        let mut run = node(Vec2::new(100.0, 100.0), Vec2::splat(50.0), image(3), None);
+        run.item = ExtractedUiItem::Glyphs { range: 0..2 };
+        let glyph = |x: f32| bevy::ui_render::ExtractedGlyph {
+            color: LinearRgba::WHITE,
+            translation: Vec2::new(x, 0.0),
+            rect: Rect::new(16.0, 0.0, 32.0, 32.0),
+        };
+        let nodes = ExtractedUiNodes {
+            uinodes: vec![run],
+            glyphs: vec![glyph(0.0), glyph(20.0)],
+        };
+        let quads = build_quads(
+            &[(0, Entity::from_raw_u32(1).unwrap())],
+            &nodes,
+            |_| Some(Vec2::new(64.0, 32.0)),
+            |_| SamplerKey::bevy_default(),
+        );
+        assert_eq!(quads.vertices.len(), 8);
+        let v = &quads.vertices;
+        assert_eq!(v[0].position, [92.0, 84.0, 0.0]);
+        assert_eq!(v[4].position, [112.0, 84.0, 0.0]);
+        assert_eq!(v[0].uv, [0.25, 0.0]);
+        assert_eq!(v[2].uv, [0.5, 1.0]);
+        assert!(v.iter().all(|v| v.flags & shader_flags::TEXTURED != 0));
+        assert_eq!(quads.batches[0].indices, 0..12);
+        assert_eq!(quads.batches[0].image, image(3));
+    }
+
+    #[test]
+    fn the_ui_subpass_takes_single_sample_merged_frames_without_gizmos() {
+        let drawn = ViewShape {
+            in_pass: true,
+            unmerged: false,
+            samples: 1,
+            hdr: false,
+            gamma_compositing: false,
+            output_format: Some(TextureFormat::Rgba8UnormSrgb),
+            gizmos: false,
+        };
+        assert_eq!(in_pass_refusal(&drawn), None);
+        // LDR into a UNORM output: Bevy's main texture has that format too.
+        let unorm = Some(TextureFormat::Rgba8Unorm);
+        let ldr_unorm = ViewShape {
+            output_format: unorm,
+            ..drawn
+        };
+        assert_eq!(in_pass_refusal(&ldr_unorm), None);
+        let hdr = ViewShape { hdr: true, ..drawn };
+        assert_eq!(in_pass_refusal(&hdr), None);
+        let refused = [
+            ViewShape {
+                in_pass: false,
+                ..drawn
+            },
+            ViewShape {
+                unmerged: true,
+                ..drawn
+            },
+            ViewShape {
+                samples: 4,
+                ..drawn
+            },
+            ViewShape {
+                gizmos: true,
+                ..drawn
+            },
+            ViewShape {
+                gamma_compositing: true,
+                ..drawn
+            },
+            ViewShape {
+                output_format: unorm,
+                ..hdr
+            },
+        ];
+        for shape in refused {
+            assert!(in_pass_refusal(&shape).is_some(), "{shape:?}");
+        }
+    }
 }

@@ -83,8 +83,9 @@ pub(crate) struct ViewFrameDesc {
     /// scene as in `Core3d`. Only on frames that draw them, and only in the merged tiers.
     pub export_depth: bool,
     /// The frame ends with [`names::UI`]: bevy_ui's nodes and text blended over the tone-mapped
-    /// output in the tile render pass (frames with UI items the tile path draws; single-sample
-    /// and merged only), where Bevy would draw them into its main texture after tone mapping.
+    /// output in the tile render pass (frames with UI items the tile path draws; merged tiers
+    /// only), where Bevy would draw them into its main texture after tone mapping. With MSAA the
+    /// UI pass blends into the multisampled colour and resolves it.
     pub ui: bool,
 }
 
@@ -222,15 +223,16 @@ pub(crate) fn declare_with_shadows(
     let shadow_maps = declare_shadow_maps(&mut graph, maps)?;
     let mut tile = TileAttachments::create(&mut graph, desc);
     declare_gbuffer(&mut graph, desc, &mut tile)?;
-    if desc.lighting_tonemaps() {
+    // With MSAA and UI, the multisampled colour the UI resolves.
+    let unresolved = if desc.lighting_tonemaps() {
         // Two passes: the lighting writes the tone-mapped output.
-        declare_lighting_into_output(&mut graph, desc, &mut tile, &shadow_maps)?;
+        declare_lighting_into_output(&mut graph, desc, &mut tile, &shadow_maps)?
     } else {
         declare_lighting(&mut graph, desc, &mut tile, &shadow_maps)?;
-        declare_tonemap_and_transparent(&mut graph, desc, &mut tile)?;
-    }
+        declare_tonemap_and_transparent(&mut graph, desc, &mut tile)?
+    };
     declare_depth_export(&mut graph, desc, &tile.depth)?;
-    declare_ui(&mut graph, desc, &mut tile)?;
+    declare_ui(&mut graph, desc, &mut tile, unresolved)?;
     Ok(graph)
 }
 
@@ -338,28 +340,31 @@ fn lighting_pass<'g>(
 
 /// The lighting that tone maps: the light's emissive (input attachment 4: lighting.glsl) plus
 /// the lights, tone mapped into the output (with MSAA: into a multisampled colour resolved
-/// in-pass): the frame's only store.
+/// in-pass, by the UI pass where there is one, which it returns): the frame's only store.
 fn declare_lighting_into_output(
     graph: &mut FrameGraph,
     desc: &ViewFrameDesc,
     tile: &mut TileAttachments,
     shadow_maps: &[AttachmentHandle],
-) -> Result<(), GraphError> {
+) -> Result<Option<AttachmentHandle>, GraphError> {
     let mut samples = (desc.samples > 1).then(|| output_samples(graph, desc));
     let lighting = lighting_pass(graph, desc, tile, shadow_maps).input(&tile.light);
     if let Some(samples) = samples.as_mut() {
-        lighting
+        let lighting = lighting
             .color(samples, Access::WriteAll, None)
-            .resolve(samples, &mut tile.output)
-            .depth_read_only_stencil_write(&mut tile.depth)
-            .finish()?;
+            .depth_read_only_stencil_write(&mut tile.depth);
+        if desc.ui {
+            lighting.finish()?;
+        } else {
+            lighting.resolve(samples, &mut tile.output).finish()?;
+        }
     } else {
         lighting
             .color(&mut tile.output, output_access(desc), None)
             .depth_read_only(&tile.depth)
             .finish()?;
     }
-    Ok(())
+    Ok(samples.filter(|_| desc.ui))
 }
 
 /// The tonemap pass with its reads: the light and depth, and the G-buffer material for its
@@ -407,12 +412,13 @@ fn declare_lighting(
 /// depth-tested against the G-buffer depth, without writing it. An HDR camera's are blended
 /// into the light before tonemap; an LDR camera's after it, over the tone-mapped output as Bevy
 /// blends them over its LDR main texture (each fragment lit, fogged and tone mapped in the
-/// shader: `TONEMAP_IN_SHADER`).
+/// shader: `TONEMAP_IN_SHADER`). With MSAA and UI, the UI pass resolves the multisampled colour
+/// (returned) instead of the last of these.
 fn declare_tonemap_and_transparent(
     graph: &mut FrameGraph,
     desc: &ViewFrameDesc,
     tile: &mut TileAttachments,
-) -> Result<(), GraphError> {
+) -> Result<Option<AttachmentHandle>, GraphError> {
     use names::TRANSPARENT;
     if let TransparentPass::BeforeTonemap { .. } = desc.transparent {
         graph
@@ -427,17 +433,20 @@ fn declare_tonemap_and_transparent(
         // image is stored.
         let mut samples = output_samples(graph, desc);
         let tonemap = tonemap_pass(graph, desc, tile).color(&mut samples, Access::WriteAll, None);
-        if after_tonemap {
+        let last = if after_tonemap {
             tonemap.finish()?;
             graph
                 .add_raster_pass(TRANSPARENT)
                 .color(&mut samples, Access::ReadWrite, None)
                 .depth_read_only(&tile.depth)
-                .resolve(&samples, &mut tile.output)
-                .finish()?;
         } else {
-            tonemap.resolve(&samples, &mut tile.output).finish()?;
+            tonemap
+        };
+        if desc.ui {
+            last.finish()?;
+            return Ok(Some(samples));
         }
+        last.resolve(&samples, &mut tile.output).finish()?;
     } else {
         tonemap_pass(graph, desc, tile)
             .color(&mut tile.output, output_access(desc), None)
@@ -450,7 +459,7 @@ fn declare_tonemap_and_transparent(
                 .finish()?;
         }
     }
-    Ok(())
+    Ok(None)
 }
 
 /// The depth export pass of gizmo frames ([`ViewFrameDesc::export_depth`]), last.
@@ -486,22 +495,29 @@ fn declare_depth_export(
 }
 
 /// The UI pass of frames with in-pass UI ([`ViewFrameDesc::ui`]), last: it blends into the
-/// single-sample output the passes before it wrote, reading nothing else of the tile (its
-/// images are textures Bevy owns), so it merges into the one render pass and adds no store.
-/// Multisampled frames draw their UI after the tile pass (`overlays::ui`): a UI subpass at N
-/// samples would need the resolve moved to it.
+/// output the passes before it wrote, reading nothing else of the tile (its images are
+/// textures Bevy owns), so it merges into the one render pass and adds no store. With MSAA it
+/// blends into the multisampled colour (`unresolved`) and resolves it: Bevy draws UI at 1x over
+/// the resolved image, which is the same picture wherever a quad covers whole pixels.
 fn declare_ui(
     graph: &mut FrameGraph,
     desc: &ViewFrameDesc,
     tile: &mut TileAttachments,
+    unresolved: Option<AttachmentHandle>,
 ) -> Result<(), GraphError> {
     if !desc.ui {
         return Ok(());
     }
-    graph
-        .add_raster_pass(names::UI)
-        .color(&mut tile.output, Access::ReadWrite, None)
-        .finish()?;
+    let ui = graph.add_raster_pass(names::UI);
+    match unresolved {
+        Some(mut samples) => ui
+            .color(&mut samples, Access::ReadWrite, None)
+            .resolve(&samples, &mut tile.output)
+            .finish()?,
+        None => ui
+            .color(&mut tile.output, Access::ReadWrite, None)
+            .finish()?,
+    };
     Ok(())
 }
 
@@ -854,8 +870,20 @@ mod tests {
     #[test]
     fn the_ui_pass_is_a_last_subpass_that_adds_no_traffic() {
         // Two passes (the lighting tone maps), three, and with an LDR camera's transparent pass
-        // blending into the output before the UI.
+        // blending into the output before the UI; then the same with MSAA, where the UI pass
+        // takes the resolve of the multisampled colour from the pass before it.
+        let split = ViewFrameDesc {
+            msaa_depth_stencil: Some(Format::Depth32FloatStencil8),
+            ..desc(4)
+        };
+        assert!(split.lighting_tonemaps());
         let shapes = [
+            split,
+            desc(4),
+            ViewFrameDesc {
+                transparent: TransparentPass::AfterTonemap,
+                ..desc(4)
+            },
             desc(1),
             ViewFrameDesc {
                 transparent: TransparentPass::BeforeTonemap {
@@ -881,17 +909,19 @@ mod tests {
             let native = &frame.native_passes[0];
             let last = native.subpasses.last().unwrap();
             assert_eq!(last.name, names::UI, "{}", frame.describe());
+            let index = |name| native.attachments.iter().position(|a| a.name == name);
             let output = native.attachment_named(names::OUTPUT).unwrap();
-            assert_eq!(
-                last.color,
-                [native
-                    .attachments
-                    .iter()
-                    .position(|a| a.name == names::OUTPUT)
-                    .unwrap()]
-            );
             assert!(last.input.is_empty() && last.depth.is_none());
             assert_eq!(output.store, StoreOp::Store);
+            if with_ui.samples > 1 {
+                // The UI blends into the samples and resolves them; nothing before it does.
+                assert_eq!(last.color, [index(names::OUTPUT_SAMPLES).unwrap()]);
+                assert_eq!(last.resolve, [index(names::OUTPUT)]);
+                let resolving = native.subpasses.iter().filter(|s| !s.resolve.is_empty());
+                assert_eq!(resolving.count(), 1, "{}", frame.describe());
+            } else {
+                assert_eq!(last.color, [index(names::OUTPUT).unwrap()]);
+            }
             assert_eq!(
                 frame.cost.bytes(),
                 plain.cost.bytes(),

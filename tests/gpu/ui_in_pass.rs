@@ -5,8 +5,9 @@
 //! it runs; a centred title with a text shadow) over the lit scene of the UI tests, on two tile
 //! cameras in one app: one draws its UI in its `ui` subpass, the other with Bevy's UI pass after
 //! the tile pass (`TileDeferred::ui_in_pass` off). The scene under the UI is the same tile frame,
-//! so each element's region compares the UI alone: >= 40 dB, p99.5 <= 4/255, HDR off and on,
-//! and each element must show. The in-pass frame must be one render pass whose only traffic is
+//! so each element's region compares the UI alone: >= 40 dB, p99.5 <= 4/255, HDR off and on, 1x
+//! and 4x MSAA (in the pass the UI is drawn at 4x and resolved with the scene; Bevy draws it at
+//! 1x over the resolved image), and each element must show. The in-pass frame must be one render pass whose only traffic is
 //! one store of the output; the other pays for the passes after it.
 
 use crate::harness::{Frame, GpuTest, HeadlessApp, image_compare};
@@ -38,9 +39,14 @@ fn a_hud_drawn_in_the_tile_pass_matches_bevys_ui_pass() {
     headless.update();
     ui_overlay::spawn_scene(headless.app.world_mut());
     let checker = checker_image(headless.app.world_mut());
-    // Per HDR setting: (in-pass camera, after-pass camera), their targets and HUD elements.
+    // Per case: (in-pass camera, after-pass camera), their targets and HUD elements.
     let mut cases = Vec::new();
-    for hdr in [false, true] {
+    for (hdr, msaa) in [
+        (false, Msaa::Off),
+        (true, Msaa::Off),
+        (false, Msaa::Sample4),
+        (true, Msaa::Sample4),
+    ] {
         let mut cameras = Vec::new();
         for in_pass in [true, false] {
             let target = headless.add_target(WIDTH, HEIGHT);
@@ -49,7 +55,7 @@ fn a_hud_drawn_in_the_tile_pass_matches_bevys_ui_pass() {
                 Camera3d::default(),
                 Transform::from_xyz(-2.5, 3.0, 5.0).looking_at(Vec3::new(0.0, 0.4, 0.0), Vec3::Y),
                 RenderTarget::Image(target.clone().into()),
-                Msaa::Off,
+                msaa,
                 TileDeferred {
                     ui_in_pass: in_pass,
                     ..default()
@@ -62,7 +68,7 @@ fn a_hud_drawn_in_the_tile_pass_matches_bevys_ui_pass() {
             let elements = spawn_hud(world, camera, checker.clone());
             cameras.push((camera, target, elements));
         }
-        cases.push((hdr, cameras));
+        cases.push(((hdr, msaa), cameras));
     }
     // Enough frames for the counter to add new digits to the atlas on the way.
     for _ in 0..8 {
@@ -77,8 +83,12 @@ fn a_hud_drawn_in_the_tile_pass_matches_bevys_ui_pass() {
     let world = headless.app.world();
     let reports = world.resource::<TileRenderReports>();
     let mut failures = Vec::new();
-    for ((hdr, cameras), pair) in cases.iter().zip(frames.chunks_exact(2)) {
-        let name = format!("hud-hdr-{}", if *hdr { "on" } else { "off" });
+    for (((hdr, msaa), cameras), pair) in cases.iter().zip(frames.chunks_exact(2)) {
+        let name = format!(
+            "hud-hdr-{}-{}x",
+            if *hdr { "on" } else { "off" },
+            msaa.samples()
+        );
         let (in_pass, after_pass) = (&pair[0], &pair[1]);
         let psnr = image_compare::psnr(in_pass, after_pass);
         let path = in_pass.save_png(&format!("{name}-in-pass"));

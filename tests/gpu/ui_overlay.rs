@@ -1,16 +1,16 @@
 //! bevy_ui over a tile camera (feature `ui`, issue 14): a panel (a translucent node with a
-//! rounded border), an opaque node and a text label over a lit 3D scene, drawn by Bevy's own UI
-//! pass after the tile pass, compared with the same UI over the same scene on a Bevy (`Core3d`)
+//! rounded border), an opaque node and a text label over a lit 3D scene, drawn inside the tile
+//! render pass (issue 29), compared with the same UI over the same scene on a Bevy (`Core3d`)
 //! camera in the same app: HDR off, HDR on and 4x MSAA, the whole frame and the region of each UI
 //! element on its own (>= 36 dB PSNR, p99.5 <= 8/255). Each element must also show in both
 //! images (its colour in its region), so UI that both renderers left out could not pass. The
-//! tile frame's report must still be one render pass storing only the output, with the UI's own
-//! passes priced apart, and UI must not be listed as missing.
+//! tile frame's report must be one render pass ending in the UI subpass and storing only the
+//! output, with nothing priced after it, and UI must not be listed as missing.
 //!
 //! The same UI over the lit spheres on a tile camera in a window (1x and 4x MSAA, under Xvfb):
 //! what is presented must be Bevy's screenshot, show every element over the tile frame, and
-//! leave the frame unchanged outside the UI; the UI's passes are priced with the window's extra
-//! pass.
+//! leave the frame unchanged outside the UI; no pass follows the tile pass, not even the empty
+//! one that stores a window's image for wgpu.
 
 use crate::{
     harness::{
@@ -358,7 +358,7 @@ fn ui_over_a_tile_camera_matches_bevy() {
         }
 
         // The tile camera rendered with the tile path, UI not listed as missing, and its frame
-        // is still one render pass storing only the output, with the UI priced apart.
+        // is still one render pass storing only the output, the UI in it.
         let tile_camera = cameras[1];
         let decision = world.get::<TierDecision>(tile_camera).expect("decided");
         assert!(decision.tier.is_tile(), "{name}: {}", decision.summary());
@@ -380,12 +380,7 @@ fn ui_over_a_tile_camera_matches_bevy() {
             .map(|a| a.name.as_str())
             .collect();
         assert_eq!(stored, ["output"], "{name}: {:?}", report.attachments);
-        // Clear, ui_pass, composite: an image target needs no pass storing it for wgpu.
-        // Main texture: stored by the clear, loaded and stored by ui_pass, read by the
-        // composite; output (RGBA8): loaded and stored by the composite.
-        let main_bytes = if case.hdr { 8 } else { 4 };
-        let after_pass = (3, 4 * main_bytes + 2 * 4);
-        check_ui_route(&name, &report, after_pass);
+        check_ui_route(&name, &report);
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
@@ -625,7 +620,7 @@ fn ui_window_run(name: &'static str, images: &str, msaa: Msaa) {
     );
 
     // (3) The camera rendered with the tile path, with nothing missing; its frame is one render
-    // pass storing only the output, and the UI's passes are priced with the window's extra pass.
+    // pass storing only the output, the UI in it.
     let (is_tile, summary) = run.tier.expect("the tier was decided");
     assert!(is_tile, "{images}: {summary}");
     assert!(
@@ -644,66 +639,52 @@ fn ui_window_run(name: &'static str, images: &str, msaa: Msaa) {
         .map(|a| a.name.as_str())
         .collect();
     assert_eq!(stored, ["output"], "{images}: {:?}", report.attachments);
-    // After the pass: clear, "output written for wgpu", ui_pass, composite. Main texture
-    // (RGBA8, HDR off): stored by the clear, loaded and stored by ui_pass, read by the
-    // composite; output (the 4-byte swapchain image): stored by the empty pass, loaded and
-    // stored by the composite.
+    // No pass after the tile pass: not even the empty one that stores a window's image for
+    // wgpu (`TileOutputLoadedAfter`).
     eprintln!("{images}: {summary}");
-    check_ui_route(images, &report, (4, 7 * 4));
+    check_ui_route(images, &report);
 }
 
-/// The route the camera's UI took, and its price. At 1x the UI is drawn inside the tile render
-/// pass, in its last subpass: nothing is priced apart, and the frame (one render pass) stores
-/// the 4-byte output once, all of its traffic. With MSAA it is drawn after the tile pass by
-/// Bevy's UI pass, priced apart: `after_pass` is (render passes, bytes per pixel).
-fn check_ui_route(name: &str, report: &TileViewReport, after_pass: (usize, u64)) {
+/// The camera's UI was drawn inside the tile render pass, in its last subpass (with MSAA, the
+/// subpass that resolves): nothing is priced apart, and the frame (one render pass) stores the
+/// 4-byte output once, all of its traffic.
+fn check_ui_route(name: &str, report: &TileViewReport) {
     let pixels = u64::from(WIDTH * HEIGHT);
-    if report.samples == 1 {
-        let in_pass = report
-            .ui_in_pass
-            .expect("the UI was drawn in the tile pass");
-        assert!(
-            report.ui_pass.is_none() && report.ui_after_pass_reason.is_none(),
-            "{name}: UI drawn after the pass too ({:?})",
-            report.ui_after_pass_reason
-        );
-        let native = &report.compiled.native_passes[0];
-        let last = native.subpasses.last().map(|s| s.name.as_str());
-        assert_eq!(last, Some("ui"), "{name}: {}", report.compiled.describe());
-        assert!(
-            in_pass.items >= 3 && in_pass.quads >= in_pass.items && in_pass.batches >= 1,
-            "{name}: {in_pass:?}"
-        );
+    let in_pass = report
+        .ui_in_pass
+        .expect("the UI was drawn in the tile pass");
+    assert!(
+        report.ui_pass.is_none() && report.ui_after_pass_reason.is_none(),
+        "{name}: UI drawn after the pass too ({:?})",
+        report.ui_after_pass_reason
+    );
+    let native = &report.compiled.native_passes[0];
+    let last = native.subpasses.last().expect("subpasses");
+    assert_eq!(last.name, "ui", "{name}: {}", report.compiled.describe());
+    if report.samples > 1 {
         assert_eq!(
-            report.compiled.cost.bytes(),
-            pixels * 4,
+            last.resolve.len(),
+            1,
             "{name}: {}",
             report.compiled.describe()
         );
-        eprintln!(
-            "{name}: UI in the tile pass ({in_pass:?}); the frame: {} render pass, {:.2} MB",
-            report.compiled.render_pass_count(),
-            report.compiled.cost.bytes() as f64 / 1e6
-        );
-    } else {
-        let ui = report.ui_pass.as_ref().expect("the UI's passes are priced");
-        assert!(report.ui_in_pass.is_none(), "{name}");
-        let reason = report.ui_after_pass_reason.as_deref().unwrap_or_default();
-        assert!(reason.contains("MSAA"), "{name}: {reason:?}");
-        let (passes, bytes_per_pixel) = after_pass;
-        assert_eq!(ui.render_pass_count(), passes, "{name}: {}", ui.describe());
-        assert_eq!(
-            ui.cost.bytes(),
-            pixels * bytes_per_pixel,
-            "{name}: {}",
-            ui.describe()
-        );
-        eprintln!(
-            "{name}: UI after the tile pass ({reason}): {} passes, {:.2} MB",
-            ui.render_pass_count(),
-            ui.cost.bytes() as f64 / 1e6
-        );
     }
+    assert!(
+        in_pass.items >= 3 && in_pass.quads >= in_pass.items && in_pass.batches >= 1,
+        "{name}: {in_pass:?}"
+    );
+    assert_eq!(
+        report.compiled.cost.bytes(),
+        pixels * 4,
+        "{name}: {}",
+        report.compiled.describe()
+    );
+    eprintln!(
+        "{name}: UI in the tile pass at {}x ({in_pass:?}); the frame: {} render pass, {:.2} MB",
+        report.samples,
+        report.compiled.render_pass_count(),
+        report.compiled.cost.bytes() as f64 / 1e6
+    );
 }
 
 fn drive_ui_window_run(

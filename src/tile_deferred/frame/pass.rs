@@ -242,7 +242,11 @@ fn render_view(
     // bevy_ui in the pass: its quads queued for upload, its images' sets, its pipeline.
     let ui = match inputs.ui {
         Some(draws) => {
-            let prepared = ui::prepare_ui(&mut state, scene, &passes.key, draws)?;
+            let shape = (
+                planned.desc.samples,
+                Vec2::new(frame.viewport.x as f32, frame.viewport.y as f32),
+            );
+            let prepared = ui::prepare_ui(&mut state, scene, &passes.key, shape, draws)?;
             data.sampled.extend(prepared.images);
             Some(prepared.recording)
         }

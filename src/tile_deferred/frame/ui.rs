@@ -11,13 +11,13 @@ use crate::tile_deferred::{
         pipelines::PassesKey,
         raw_view,
         record::UiRecording,
-        ui::{TileUiDraws, UiBuffers},
+        ui::{self as gpu_ui, TileUiDraws, UiBuffers, UiVertex},
     },
     scene::params::TileSceneParams,
 };
 use crate::vulkan::VulkanContext;
 use ash::vk;
-use bevy::render::texture::GpuImage;
+use bevy::{math::Vec2, render::texture::GpuImage};
 
 /// What the `ui` subpass records, and the images it samples (for the wgpu side to transition).
 pub(crate) struct PreparedUi<'a> {
@@ -25,11 +25,13 @@ pub(crate) struct PreparedUi<'a> {
     pub(crate) images: Vec<&'a GpuImage>,
 }
 
-/// The view's UI buffers, pipeline and image sets for `draws`, in the render passes of `key`.
+/// The view's UI buffers, pipeline and image sets for `draws`, in the render passes of `key`,
+/// whose `ui` subpass has `samples`; the render area starts at `origin`.
 pub(crate) fn prepare_ui<'a>(
     state: &mut FrameState,
     scene: &'a TileSceneParams,
     key: &PassesKey,
+    (samples, origin): (u32, Vec2),
     draws: &TileUiDraws,
 ) -> TileResult<PreparedUi<'a>> {
     let shared = state.shared;
@@ -62,7 +64,15 @@ pub(crate) fn prepare_ui<'a>(
         images.push(image);
         batches.push((set, batch.indices.clone()));
     }
-    let (vertex_buffer, index_buffer) = upload_quads(state, draws)?;
+    // With MSAA each quad covers whole pixels, as Bevy's UI at 1x does.
+    let grown;
+    let vertices = if samples > 1 {
+        grown = gpu_ui::cover_whole_pixels(&draws.vertices, origin);
+        &grown
+    } else {
+        &draws.vertices
+    };
+    let (vertex_buffer, index_buffer) = upload_quads(state, vertices, &draws.indices)?;
     Ok(PreparedUi {
         recording: UiRecording {
             pipeline,
@@ -80,10 +90,11 @@ pub(crate) fn prepare_ui<'a>(
 /// ones retired: a frame in flight may read them), with the quads queued for upload.
 fn upload_quads(
     state: &mut FrameState,
-    draws: &TileUiDraws,
+    vertices: &[UiVertex],
+    indices: &[u32],
 ) -> TileResult<(vk::Buffer, vk::Buffer)> {
-    let vertex_bytes: &[u8] = bytemuck::cast_slice(&draws.vertices);
-    let index_bytes: &[u8] = bytemuck::cast_slice(&draws.indices);
+    let vertex_bytes: &[u8] = bytemuck::cast_slice(vertices);
+    let index_bytes: &[u8] = bytemuck::cast_slice(indices);
     let (device, view) = state.view_device();
     let context = device.context;
     if view.ui_buffers.is_none() {

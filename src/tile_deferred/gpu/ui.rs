@@ -18,8 +18,8 @@ use bevy::prelude::*;
 use bytemuck::{Pod, Zeroable};
 use std::ops::Range;
 
-/// Bevy's `UiVertex` (bevy_ui_render 0.19.1 lib.rs:1438-1456, private there), field for field:
-/// the vertex `ui.vert` reads.
+/// Bevy's `UiVertex` (bevy_ui_render 0.19.1 lib.rs:1438-1456, private there), field for field,
+/// and the pixel bounds of its quad: the vertex `ui.vert` reads.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
 pub(crate) struct UiVertex {
@@ -35,6 +35,63 @@ pub(crate) struct UiVertex {
     pub size: [f32; 2],
     /// Position relative to the centre of the node.
     pub point: [f32; 2],
+    /// With MSAA, the quad as laid out (min x, min y, max x, max y, in framebuffer pixels):
+    /// `ui.frag` draws only the pixels whose centre it covers, as at 1x ([`cover_whole_pixels`]).
+    /// [`NO_BOUNDS`] otherwise.
+    pub bounds: [f32; 4],
+}
+
+/// [`UiVertex::bounds`] of quads drawn as rasterised.
+pub(crate) const NO_BOUNDS: [f32; 4] = [f32::MIN, f32::MIN, f32::MAX, f32::MAX];
+
+/// Pixels a quad grows by on each side in [`cover_whole_pixels`]: more than the half pixel
+/// between a covered pixel's centre and its farthest sample.
+const GROWTH: f32 = 1.0;
+
+/// Bevy draws UI at 1x over the resolved image: a pixel is the UI's where the quad covers its
+/// centre. Drawn at N samples, a quad edge inside a pixel would cover only some samples, and the
+/// resolve would blend the UI's colour into the pixel by coverage: a text glyph's tight quad
+/// gains a faint edge Bevy's has not. So each axis-aligned quad is grown by [`GROWTH`] on every
+/// side, its attributes extrapolated (they are affine over the quad: the pixels it covered get
+/// the same values), and its laid-out bounds, moved by the render area's `origin`, go to
+/// `ui.frag`, which discards the pixels whose centre is outside them: every sample of a pixel
+/// whose centre is inside is covered, and none of another. Rotated quads are left as they are.
+pub(crate) fn cover_whole_pixels(vertices: &[UiVertex], origin: Vec2) -> Vec<UiVertex> {
+    let mut grown = vertices.to_vec();
+    for quad in grown.chunks_exact_mut(4) {
+        let corner = |i: usize| Vec2::from(quad[i].position[..2].try_into().unwrap_or([0.0; 2]));
+        let (origin_corner, across, down) =
+            (corner(0), corner(1) - corner(0), corner(3) - corner(0));
+        // Axis-aligned, not degenerate: `across` along x and `down` along y.
+        if across.y != 0.0 || down.x != 0.0 || across.x == 0.0 || down.y == 0.0 {
+            continue;
+        }
+        let (min, max) = (
+            origin_corner.min(corner(2)) + origin,
+            origin_corner.max(corner(2)) + origin,
+        );
+        let (ds, dt) = (GROWTH / across.x.abs(), GROWTH / down.y.abs());
+        let original: [UiVertex; 4] = [quad[0], quad[1], quad[2], quad[3]];
+        // Each corner's (s, t) on the quad, pushed outwards.
+        let grown_st = [
+            (-ds, -dt),
+            (1.0 + ds, -dt),
+            (1.0 + ds, 1.0 + dt),
+            (-ds, 1.0 + dt),
+        ];
+        for (vertex, (s, t)) in quad.iter_mut().zip(grown_st) {
+            let at = |attribute: fn(&UiVertex) -> Vec2| {
+                let base = attribute(&original[0]);
+                base + s * (attribute(&original[1]) - base) + t * (attribute(&original[3]) - base)
+            };
+            let position = at(|v| Vec2::new(v.position[0], v.position[1]));
+            vertex.position = [position.x, position.y, vertex.position[2]];
+            vertex.uv = at(|v| Vec2::from(v.uv)).into();
+            vertex.point = at(|v| Vec2::from(v.point)).into();
+            vertex.bounds = [min.x, min.y, max.x, max.y];
+        }
+    }
+    grown
 }
 
 /// Consecutive quads drawn with one image, as Bevy batches them (`UiBatch`): a range of
@@ -75,7 +132,7 @@ pub(crate) struct UiBuffers {
 /// Bevy's `UiVertex` as vertex attributes: binding 0, per vertex, locations 0-7 in field order.
 fn vertex_layout() -> (
     [vk::VertexInputBindingDescription; 1],
-    [vk::VertexInputAttributeDescription; 8],
+    [vk::VertexInputAttributeDescription; 9],
 ) {
     use std::mem::offset_of;
     use vk::Format as F;
@@ -100,6 +157,7 @@ fn vertex_layout() -> (
             attribute(5, F::R32G32B32A32_SFLOAT, offset_of!(UiVertex, border)),
             attribute(6, F::R32G32_SFLOAT, offset_of!(UiVertex, size)),
             attribute(7, F::R32G32_SFLOAT, offset_of!(UiVertex, point)),
+            attribute(8, F::R32G32B32A32_SFLOAT, offset_of!(UiVertex, bounds)),
         ],
     )
 }
@@ -120,7 +178,8 @@ fn alpha_blending() -> vk::PipelineColorBlendAttachmentState {
 
 impl VulkanContext {
     /// The `ui` subpass's pipeline, as Bevy's `UiPipeline` specialises it: triangle lists, no
-    /// culling, no depth, alpha blending, `ui.frag`'s `ANTI_ALIAS` set to `anti_alias`.
+    /// culling, no depth, alpha blending, `ui.frag`'s `ANTI_ALIAS` set to `anti_alias`; with
+    /// MSAA its `COVER_PIXELS` on ([`cover_whole_pixels`]).
     pub fn create_ui_pipeline(
         &self,
         layouts: &TileLayouts,
@@ -141,11 +200,14 @@ impl VulkanContext {
             .line_width(1.0);
         let multisample =
             vk::PipelineMultisampleStateCreateInfo::default().rasterization_samples(target.samples);
-        let entries = [vk::SpecializationMapEntry::default()
-            .constant_id(0)
-            .offset(0)
-            .size(4)];
-        let data = [vk::Bool32::from(anti_alias)];
+        let entries = [0, 1].map(|id| {
+            vk::SpecializationMapEntry::default()
+                .constant_id(id)
+                .offset(id * 4)
+                .size(4)
+        });
+        let multisampled = target.samples != vk::SampleCountFlags::TYPE_1;
+        let data = [vk::Bool32::from(anti_alias), vk::Bool32::from(multisampled)];
         let specialization = vk::SpecializationInfo::default()
             .map_entries(&entries)
             .data(bytemuck::cast_slice(&data));
@@ -176,15 +238,53 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_vertex_is_bevys_ui_vertex() {
+    fn the_vertex_is_bevys_ui_vertex_and_its_bounds() {
         // Bevy's layout (bevy_ui_render pipeline.rs:58-78): 88 bytes, eight attributes in
-        // field order, packed.
-        assert_eq!(size_of::<UiVertex>(), 88);
+        // field order, packed; then the bounds.
+        assert_eq!(size_of::<UiVertex>(), 104);
         let (bindings, attributes) = vertex_layout();
-        assert_eq!(bindings[0].stride, 88);
+        assert_eq!(bindings[0].stride, 104);
         let offsets: Vec<u32> = attributes.iter().map(|a| a.offset).collect();
-        assert_eq!(offsets, [0, 12, 20, 36, 40, 56, 72, 80]);
+        assert_eq!(offsets, [0, 12, 20, 36, 40, 56, 72, 80, 88]);
         let locations: Vec<u32> = attributes.iter().map(|a| a.location).collect();
-        assert_eq!(locations, [0, 1, 2, 3, 4, 5, 6, 7]);
+        assert_eq!(locations, [0, 1, 2, 3, 4, 5, 6, 7, 8]);
+    }
+
+    /// A quad from (10, 20) to (30, 30) with UVs 0..1 and points relative to its centre.
+    fn quad() -> [UiVertex; 4] {
+        let corners = [(10.0, 20.0), (30.0, 20.0), (30.0, 30.0), (10.0, 30.0)];
+        let uvs = [[0.0, 0.0], [1.0, 0.0], [1.0, 1.0], [0.0, 1.0]];
+        std::array::from_fn(|i| UiVertex {
+            position: [corners[i].0, corners[i].1, 0.0],
+            uv: uvs[i],
+            point: [corners[i].0 - 20.0, corners[i].1 - 25.0],
+            bounds: NO_BOUNDS,
+            ..default()
+        })
+    }
+
+    #[test]
+    fn msaa_quads_grow_a_pixel_with_their_attributes_and_keep_their_bounds() {
+        let grown = cover_whole_pixels(&quad(), Vec2::new(100.0, 50.0));
+        let positions: Vec<[f32; 3]> = grown.iter().map(|v| v.position).collect();
+        assert_eq!(
+            positions,
+            [
+                [9.0, 19.0, 0.0],
+                [31.0, 19.0, 0.0],
+                [31.0, 31.0, 0.0],
+                [9.0, 31.0, 0.0]
+            ]
+        );
+        // UVs and points extrapolated: 1 pixel is 1/20 of the width and 1/10 of the height.
+        assert_eq!(grown[0].uv, [-0.05, -0.1]);
+        assert_eq!(grown[2].uv, [1.05, 1.1]);
+        assert_eq!(grown[0].point, [-11.0, -6.0]);
+        // The laid-out quad in framebuffer pixels (the render area starts at (100, 50)).
+        assert!(grown.iter().all(|v| v.bounds == [110.0, 70.0, 130.0, 80.0]));
+        // A rotated quad stays as it was.
+        let mut rotated = quad();
+        rotated[1].position[1] = 25.0;
+        assert_eq!(cover_whole_pixels(&rotated, Vec2::ZERO), rotated);
     }
 }

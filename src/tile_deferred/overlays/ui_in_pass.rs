@@ -11,7 +11,10 @@
 //!
 //! The tile pass draws what Bevy's `DrawUi` draws: backgrounds, borders and outlines with their
 //! radii, images (atlas, rect, flips), text (glyphs, shadows, decorations, the cursor) and
-//! viewport nodes. A view whose phase holds anything else (box shadows, sliced images, gradients,
+//! viewport nodes, at the camera's MSAA (the `ui` subpass then resolves the multisampled colour,
+//! where Bevy draws UI at 1x over the resolved image: the same picture wherever a quad covers
+//! whole pixels, which laid-out nodes and glyph quads with their transparent padding do). A view
+//! whose phase holds anything else (box shadows, sliced images, gradients,
 //! a `UiMaterial`) keeps Bevy's route for all of its UI, which keeps the order exact; so does a
 //! view the `ui` subpass cannot serve yet ([`in_pass_refusal`]). The reason is on the view
 //! ([`UiAfterTilePass`]) and in its report.
@@ -22,7 +25,7 @@ use crate::tile_deferred::{
     camera::{TileDeferred, TileDeferredGraph},
     gpu::{
         keys::SamplerKey,
-        ui::{TileUiDraws, UiBatch, UiVertex},
+        ui::{NO_BOUNDS, TileUiDraws, UiBatch, UiVertex},
     },
 };
 use bevy::{
@@ -161,7 +164,6 @@ pub(super) fn build_tile_ui(
             in_pass: settings.ui_in_pass,
             unmerged: tier.is_some_and(|decision| decision.tier.is_unmerged())
                 || (tier.is_none() && !settings.merge_subpasses),
-            samples: tier.map_or(1, |decision| decision.tier.tile_samples()),
             hdr: camera.hdr,
             gamma_compositing: camera.compositing_space == Some(CompositingSpace::Srgb),
             output_format: target.out_texture_view_format(),
@@ -221,8 +223,6 @@ struct ViewShape {
     /// `TileDeferred::ui_in_pass`.
     in_pass: bool,
     unmerged: bool,
-    /// The samples the tile pass renders with.
-    samples: u32,
     hdr: bool,
     /// `CompositingSpace::Srgb`: Bevy blends the UI gamma-encoded, in an `Rgba8Unorm` texture.
     gamma_compositing: bool,
@@ -238,12 +238,6 @@ fn in_pass_refusal(shape: &ViewShape) -> Option<&'static str> {
     }
     if shape.unmerged {
         return Some("the unmerged debug tier draws UI after its render passes");
-    }
-    if shape.samples > 1 {
-        return Some(
-            "MSAA: the UI subpass would have to take the in-pass resolve (not done yet); drawn \
-             after the tile pass",
-        );
     }
     if shape.gizmos {
         return Some("gizmos are drawn after the tile pass, and Bevy draws UI over them");
@@ -422,6 +416,7 @@ fn build_quads(
                     border,
                     size: rect_size.into(),
                     point: points[i].into(),
+                    bounds: NO_BOUNDS,
                 }));
             }
             ExtractedUiItem::Glyphs { range } => {
@@ -461,6 +456,7 @@ fn build_quads(
                         border: [0.0; 4],
                         size: rect_size.into(),
                         point: [0.0; 2],
+                        bounds: NO_BOUNDS,
                     }));
                 }
             }
@@ -740,11 +736,10 @@ mod tests {
     }
 
     #[test]
-    fn the_ui_subpass_takes_single_sample_merged_frames_without_gizmos() {
+    fn the_ui_subpass_takes_merged_frames_without_gizmos() {
         let drawn = ViewShape {
             in_pass: true,
             unmerged: false,
-            samples: 1,
             hdr: false,
             gamma_compositing: false,
             output_format: Some(TextureFormat::Rgba8UnormSrgb),
@@ -767,10 +762,6 @@ mod tests {
             },
             ViewShape {
                 unmerged: true,
-                ..drawn
-            },
-            ViewShape {
-                samples: 4,
                 ..drawn
             },
             ViewShape {

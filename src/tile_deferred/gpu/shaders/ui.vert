@@ -1,8 +1,8 @@
 #version 450
 // bevy_ui's node shader, vertex stage: a line-by-line port of bevy_ui_render 0.19.1's ui.wgsl
 // (`vertex`), for the tile render pass's `ui` subpass. The vertex layout is Bevy's `UiVertex`
-// (gpu/ui.rs `UiVertex`, 88 bytes); Bevy's `view.clip_from_world` of the UI view is a push
-// constant (the UI pipeline layout has no view set).
+// (88 bytes) and the quad's bounds (gpu/ui.rs `UiVertex`); Bevy's `view.clip_from_world` of the
+// UI view is a push constant (the UI pipeline layout has no view set).
 
 layout(push_constant) uniform UiView {
     mat4 clip_from_world;
@@ -18,6 +18,9 @@ layout(location = 4) in vec4 vertex_radius;
 layout(location = 5) in vec4 vertex_border;
 layout(location = 6) in vec2 vertex_size;
 layout(location = 7) in vec2 vertex_point;
+// Not Bevy's: with MSAA, the quad as laid out, in framebuffer pixels (gpu/ui.rs
+// `cover_whole_pixels`).
+layout(location = 8) in vec4 vertex_bounds;
 
 layout(location = 0) out vec2 out_uv;
 layout(location = 1) out vec4 out_color;
@@ -27,6 +30,7 @@ layout(location = 4) flat out vec4 out_radius;
 layout(location = 5) flat out vec4 out_border;
 // Position relative to the center of the rectangle.
 layout(location = 6) out vec2 out_point;
+layout(location = 7) flat out vec4 out_bounds;
 
 void main() {
     out_uv = vertex_uv;
@@ -37,4 +41,5 @@ void main() {
     out_size = vertex_size;
     out_border = vertex_border;
     out_point = vertex_point;
+    out_bounds = vertex_bounds;
 }

@@ -62,6 +62,11 @@ pub fn benchmark_plugins() -> PluginGroupBuilder {
 /// that frame and a headless app never queues GPU work behind the caller's back.
 pub fn update_and_wait(app: &mut App) {
     app.update();
+    wait_for_gpu(app);
+}
+
+/// Waits until the GPU has finished everything submitted so far.
+pub fn wait_for_gpu(app: &App) {
     app.world()
         .resource::<RenderDevice>()
         .wgpu_device()

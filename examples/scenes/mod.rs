@@ -6,6 +6,8 @@ pub mod aliasing;
 pub mod bench;
 pub mod dense;
 pub mod headless;
+#[cfg(feature = "ui")]
+pub mod hud;
 pub mod soak;
 
 use bevy::{

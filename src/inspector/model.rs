@@ -92,6 +92,9 @@ pub struct CameraPanel {
     /// bevy_ui drawn over a tile camera after the tile pass (feature `ui`): its own passes, from
     /// the camera's report ([`TileViewReport::ui_pass`](crate::TileViewReport::ui_pass)).
     pub ui_pass: Option<PlanSummary>,
+    /// Where the camera's bevy_ui was drawn: in the tile pass (what it drew), or after it and
+    /// why ([`TileViewReport::ui_in_pass`](crate::TileViewReport::ui_in_pass)).
+    pub ui_route: Option<String>,
     /// Bevy's gizmos drawn over a tile camera after the tile pass: their own passes, from the
     /// camera's report ([`TileViewReport::gizmo_pass`](crate::TileViewReport::gizmo_pass)).
     pub gizmo_pass: Option<PlanSummary>,
@@ -392,6 +395,7 @@ pub(crate) fn update_panels(
             tile_deferred_alternative: None,
             overlay: None,
             ui_pass: None,
+            ui_route: None,
             gizmo_pass: None,
             compiled: None,
             merging_off_frame: None,
@@ -540,6 +544,7 @@ fn tile_panel(
         .ui_pass
         .as_ref()
         .map(|f| PlanSummary::of("bevy_ui (its own passes)", f, fps));
+    panel.ui_route = ui_route(report);
     panel.gizmo_pass = report
         .gizmo_pass
         .as_ref()
@@ -817,6 +822,25 @@ pub(crate) fn op_verdicts(name: &str, load: &LoadOp, store: StoreOp) -> (OpVerdi
         (true, false) => OpVerdict::Avoidable,
     };
     (load, store)
+}
+
+/// Where a tile camera's bevy_ui was drawn this frame, in a line: in the tile render pass (its
+/// items, quads and draws), after it (why), or both.
+fn ui_route(report: &crate::TileViewReport) -> Option<String> {
+    let in_pass = report.ui_in_pass.map(|drawn| {
+        format!(
+            "bevy_ui in the tile pass: {} items, {} quads, {} draws",
+            drawn.items, drawn.quads, drawn.batches
+        )
+    });
+    let after = report
+        .ui_after_pass_reason
+        .as_ref()
+        .map(|why| format!("bevy_ui after the tile pass: {why}"));
+    match (in_pass, after) {
+        (Some(a), Some(b)) => Some(format!("{a}; {b}")),
+        (a, b) => a.or(b),
+    }
 }
 
 #[cfg(test)]

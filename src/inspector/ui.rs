@@ -236,6 +236,9 @@ fn summary(ui: &mut egui::Ui, panel: &CameraPanel) {
                         plan_row(ui, plan, reference);
                     }
                 });
+            if let Some(route) = &panel.ui_route {
+                ui.label(route);
+            }
             for note in &panel.notes {
                 ui.colored_label(AMBER, note);
             }

@@ -1,22 +1,20 @@
 //! bevy_ui drawn inside the tile render pass (issue 29): a HUD shaped like Bevy's `ui/ui` and
-//! `ui/text` examples (a bordered side panel with a title, a clipped scrolling list and a
-//! flipped image; overlapping nodes ordered by `ZIndex` and `GlobalZIndex`, rounded and
-//! outlined; an FPS counter whose gold span changes every frame, so the glyph atlas grows while
-//! it runs; a centred title with a text shadow) over the lit scene of the UI tests, on two tile
+//! `ui/text` examples (`examples/scenes/hud.rs`) over the lit scene of the UI tests, on two tile
 //! cameras in one app: one draws its UI in its `ui` subpass, the other with Bevy's UI pass after
 //! the tile pass (`TileDeferred::ui_in_pass` off). The scene under the UI is the same tile frame,
 //! so each element's region compares the UI alone: >= 40 dB, p99.5 <= 4/255, HDR off and on, 1x
 //! and 4x MSAA (in the pass the UI is drawn at 4x and resolved with the scene; Bevy draws it at
 //! 1x over the resolved image), and each element must show. The in-pass frame must be one render pass whose only traffic is
-//! one store of the output; the other pays for the passes after it.
+//! one store of the output; the other pays for the passes after it. With a box shadow in the
+//! middle of the HUD, the items under it are drawn in the pass and the rest after it, and the
+//! picture is still Bevy's.
 
 use crate::harness::{Frame, GpuTest, HeadlessApp, image_compare};
+use crate::scenes::hud::{ELEMENTS, checker_image, count_frames, spawn_hud};
 use crate::ui_overlay::{self, HEIGHT, WIDTH};
 use bevy::{
-    asset::RenderAssetUsages,
     camera::{Hdr, RenderTarget},
     prelude::*,
-    render::render_resource::{Extent3d, TextureDimension, TextureFormat},
     ui::{ComputedNode, UiGlobalTransform},
 };
 use bevy_tile_deferred::{TileDeferred, TileRenderReports, TileViewReport};
@@ -24,29 +22,64 @@ use bevy_tile_deferred::{TileDeferred, TileRenderReports, TileViewReport};
 const MIN_PSNR: f64 = 40.0;
 const MAX_P995: u8 = 4;
 
-/// The HUD's elements, by name, in [`spawn_hud`]'s order.
-const ELEMENTS: [&str; 6] = ["side panel", "list", "image", "z-stack", "fps", "title"];
-
-/// Marks the FPS counter's span, rewritten every frame.
-#[derive(Component)]
-struct FpsValue;
-
 #[test]
 fn a_hud_drawn_in_the_tile_pass_matches_bevys_ui_pass() {
     let _test = GpuTest::start("a_hud_drawn_in_the_tile_pass_matches_bevys_ui_pass");
+    let cases = [
+        (false, Msaa::Off),
+        (true, Msaa::Off),
+        (false, Msaa::Sample4),
+        (true, Msaa::Sample4),
+    ];
+    compare_routes("hud", &cases, false, check_traffic);
+}
+
+/// A box shadow in the middle of the HUD (on the second node of the z-stack): the subpass draws
+/// the items under it, Bevy's UI pass after the tile pass draws it and every item over it, and
+/// the picture is the one Bevy's UI pass draws alone.
+#[test]
+fn a_box_shadow_sends_it_and_the_ui_over_it_after_the_tile_pass() {
+    let _test = GpuTest::start("a_box_shadow_sends_it_and_the_ui_over_it_after_the_tile_pass");
+    let cases = [(false, Msaa::Off), (false, Msaa::Sample4)];
+    compare_routes("hud-shadow", &cases, true, |name, split, after_pass| {
+        let drawn = split
+            .ui_in_pass
+            .expect("the items under the shadow, in the pass");
+        let priced = split.ui_pass.as_ref().expect("the rest, after the pass");
+        let reason = split.ui_after_pass_reason.as_deref().unwrap_or_default();
+        assert!(reason.starts_with("a box shadow"), "{name}: {reason}");
+        assert!(drawn.items >= 8, "{name}: {drawn:?}");
+        assert!(after_pass.ui_pass.is_some(), "{name}");
+        // The tile pass is the same one render pass, its UI subpass included; the passes after
+        // it are Bevy's three.
+        assert_eq!(split.compiled.render_pass_count(), 1, "{name}");
+        assert_eq!(
+            priced.render_pass_count(),
+            3,
+            "{name}: {}",
+            priced.describe()
+        );
+        eprintln!("{name}: {drawn:?} in the pass; after it: {reason}");
+    });
+}
+
+/// The HUD (with a box shadow in it, `box_shadow`) over two tile cameras per case (HDR, MSAA),
+/// one drawing its UI in the pass where it can and one after it: every element's region within
+/// the bar, each showing; `check` gets each case's two reports.
+fn compare_routes(
+    prefix: &str,
+    cases: &[(bool, Msaa)],
+    box_shadow: bool,
+    check: impl Fn(&str, &TileViewReport, &TileViewReport),
+) {
     let mut headless = HeadlessApp::new(WIDTH, HEIGHT);
     headless.app.add_systems(Update, count_frames);
     headless.update();
     ui_overlay::spawn_scene(headless.app.world_mut());
     let checker = checker_image(headless.app.world_mut());
     // Per case: (in-pass camera, after-pass camera), their targets and HUD elements.
-    let mut cases = Vec::new();
-    for (hdr, msaa) in [
-        (false, Msaa::Off),
-        (true, Msaa::Off),
-        (false, Msaa::Sample4),
-        (true, Msaa::Sample4),
-    ] {
+    let mut spawned = Vec::new();
+    for &(hdr, msaa) in cases {
         let mut cameras = Vec::new();
         for in_pass in [true, false] {
             let target = headless.add_target(WIDTH, HEIGHT);
@@ -65,16 +98,16 @@ fn a_hud_drawn_in_the_tile_pass_matches_bevys_ui_pass() {
                 camera.insert(Hdr);
             }
             let camera = camera.id();
-            let elements = spawn_hud(world, camera, checker.clone());
+            let elements = spawn_hud(world, camera, checker.clone(), box_shadow);
             cameras.push((camera, target, elements));
         }
-        cases.push(((hdr, msaa), cameras));
+        spawned.push(((hdr, msaa), cameras));
     }
     // Enough frames for the counter to add new digits to the atlas on the way.
     for _ in 0..8 {
         headless.update();
     }
-    let images: Vec<Handle<Image>> = cases
+    let images: Vec<Handle<Image>> = spawned
         .iter()
         .flat_map(|(_, cameras)| cameras.iter().map(|(_, target, _)| target.clone()))
         .collect();
@@ -83,9 +116,9 @@ fn a_hud_drawn_in_the_tile_pass_matches_bevys_ui_pass() {
     let world = headless.app.world();
     let reports = world.resource::<TileRenderReports>();
     let mut failures = Vec::new();
-    for (((hdr, msaa), cameras), pair) in cases.iter().zip(frames.chunks_exact(2)) {
+    for (((hdr, msaa), cameras), pair) in spawned.iter().zip(frames.chunks_exact(2)) {
         let name = format!(
-            "hud-hdr-{}-{}x",
+            "{prefix}-hdr-{}-{}x",
             if *hdr { "on" } else { "off" },
             msaa.samples()
         );
@@ -115,7 +148,7 @@ fn a_hud_drawn_in_the_tile_pass_matches_bevys_ui_pass() {
                 }
             }
         }
-        check_traffic(
+        check(
             &name,
             &reports.get(cameras[0].0).expect("a report"),
             &reports.get(cameras[1].0).expect("a report"),
@@ -165,202 +198,6 @@ fn check_traffic(name: &str, in_pass: &TileViewReport, after_pass: &TileViewRepo
         after as f64 / floor as f64,
         priced.render_pass_count()
     );
-}
-
-/// Counts frames in the FPS span: new digits every frame.
-fn count_frames(mut frames: Local<u32>, mut spans: Query<&mut TextSpan, With<FpsValue>>) {
-    *frames += 1;
-    for mut span in &mut spans {
-        span.0 = format!("{:.1}", 59.0 + f64::from(*frames) * 1.37);
-    }
-}
-
-/// A 16x16 sRGB checker of two colours with a red corner (so that a flip shows).
-fn checker_image(world: &mut World) -> Handle<Image> {
-    let mut data = Vec::with_capacity(16 * 16 * 4);
-    for y in 0..16u32 {
-        for x in 0..16u32 {
-            let pixel = if x < 4 && y < 4 {
-                [230, 30, 30, 255]
-            } else if (x / 4 + y / 4) % 2 == 0 {
-                [240, 240, 240, 255]
-            } else {
-                [40, 90, 200, 255]
-            };
-            data.extend(pixel);
-        }
-    }
-    let image = Image::new(
-        Extent3d {
-            width: 16,
-            height: 16,
-            depth_or_array_layers: 1,
-        },
-        TextureDimension::D2,
-        data,
-        TextureFormat::Rgba8UnormSrgb,
-        RenderAssetUsages::RENDER_WORLD,
-    );
-    world.resource_mut::<Assets<Image>>().add(image)
-}
-
-/// The HUD over `camera`; returns its elements in [`ELEMENTS`] order.
-fn spawn_hud(world: &mut World, camera: Entity, checker: Handle<Image>) -> [Entity; 6] {
-    let text = |world: &mut World, value: &str, size: f32, parent: Entity| {
-        world
-            .spawn((
-                Text::new(value),
-                TextFont {
-                    font_size: size.into(),
-                    ..default()
-                },
-                ChildOf(parent),
-            ))
-            .id()
-    };
-    let root = world
-        .spawn((
-            Node {
-                width: percent(100),
-                height: percent(100),
-                justify_content: JustifyContent::SpaceBetween,
-                ..default()
-            },
-            UiTargetCamera(camera),
-        ))
-        .id();
-    // ui/ui's left panel: a bordered column with a title, a clipped list and an image.
-    let side_panel = world
-        .spawn((
-            Node {
-                width: px(110),
-                height: percent(100),
-                flex_direction: FlexDirection::Column,
-                border: UiRect::all(px(2)),
-                padding: UiRect::all(px(4)),
-                row_gap: px(4),
-                ..default()
-            },
-            BackgroundColor(Color::srgb(0.15, 0.15, 0.15)),
-            BorderColor::all(Color::srgb(0.8, 0.8, 1.0)),
-            ChildOf(root),
-        ))
-        .id();
-    text(world, "Text Example", 13.0, side_panel);
-    let list = world
-        .spawn((
-            Node {
-                height: px(64),
-                flex_direction: FlexDirection::Column,
-                overflow: Overflow::clip_y(),
-                ..default()
-            },
-            BackgroundColor(Color::srgb(0.10, 0.10, 0.10)),
-            ChildOf(side_panel),
-        ))
-        .id();
-    for i in 0..8 {
-        text(world, &format!("Item {i}"), 12.0, list);
-    }
-    let image = world
-        .spawn((
-            ImageNode {
-                image: checker,
-                flip_x: true,
-                ..default()
-            },
-            Node {
-                width: px(48),
-                height: px(48),
-                ..default()
-            },
-            ChildOf(side_panel),
-        ))
-        .id();
-    // The right column: overlapping nodes, the FPS counter and the shadowed title.
-    let column = world
-        .spawn((
-            Node {
-                width: px(150),
-                flex_direction: FlexDirection::Column,
-                align_items: AlignItems::Center,
-                row_gap: px(6),
-                padding: UiRect::all(px(6)),
-                ..default()
-            },
-            ChildOf(root),
-        ))
-        .id();
-    let z_stack = world
-        .spawn((
-            Node {
-                width: px(130),
-                height: px(80),
-                ..default()
-            },
-            ChildOf(column),
-        ))
-        .id();
-    let colours = [
-        Color::srgb(0.9, 0.3, 0.3),
-        Color::srgba(0.3, 0.9, 0.3, 0.7),
-        Color::srgba(0.3, 0.4, 0.95, 0.8),
-        Color::srgb(0.95, 0.85, 0.2),
-    ];
-    for (i, colour) in colours.into_iter().enumerate() {
-        let offset = i as f32 * 20.0;
-        let mut node = world.spawn((
-            Node {
-                position_type: PositionType::Absolute,
-                left: px(offset),
-                top: px(offset / 2.0),
-                width: px(60),
-                height: px(40),
-                border_radius: BorderRadius::all(px(8)),
-                ..default()
-            },
-            BackgroundColor(colour),
-            // Drawn in reverse of spawning order, the first one on top of everything.
-            ZIndex(-(i as i32)),
-            ChildOf(z_stack),
-        ));
-        if i == 0 {
-            node.insert((GlobalZIndex(1), Outline::new(px(2), px(1), Color::WHITE)));
-        }
-    }
-    let fps = world
-        .spawn((
-            Text::new("FPS: "),
-            TextFont {
-                font_size: 16.0.into(),
-                ..default()
-            },
-            ChildOf(column),
-        ))
-        .id();
-    world.spawn((
-        TextSpan::new("60.0"),
-        TextFont {
-            font_size: 16.0.into(),
-            ..default()
-        },
-        TextColor(Color::srgb(1.0, 0.84, 0.0)),
-        FpsValue,
-        ChildOf(fps),
-    ));
-    let title = world
-        .spawn((
-            Text::new("hello\nbevy!"),
-            TextFont {
-                font_size: 22.0.into(),
-                ..default()
-            },
-            TextShadow::default(),
-            TextLayout::justify(Justify::Center),
-            ChildOf(column),
-        ))
-        .id();
-    [side_panel, list, image, z_stack, fps, title]
 }
 
 /// The element's laid-out box in pixels, clamped to the image.

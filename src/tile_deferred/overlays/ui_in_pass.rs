@@ -12,12 +12,13 @@
 //! The tile pass draws what Bevy's `DrawUi` draws: backgrounds, borders and outlines with their
 //! radii, images (atlas, rect, flips), text (glyphs, shadows, decorations, the cursor) and
 //! viewport nodes, at the camera's MSAA (the `ui` subpass then resolves the multisampled colour,
-//! where Bevy draws UI at 1x over the resolved image: the same picture wherever a quad covers
-//! whole pixels, which laid-out nodes and glyph quads with their transparent padding do). A view
-//! whose phase holds anything else (box shadows, sliced images, gradients,
-//! a `UiMaterial`) keeps Bevy's route for all of its UI, which keeps the order exact; so does a
-//! view the `ui` subpass cannot serve yet ([`in_pass_refusal`]). The reason is on the view
-//! ([`UiAfterTilePass`]) and in its report.
+//! and each quad covers whole pixels, as Bevy's UI drawn at 1x over the resolved image does:
+//! `gpu::ui::cover_whole_pixels`). A view
+//! whose phase holds anything else (box shadows, sliced images, gradients, a `UiMaterial`) has
+//! the items below the first of those drawn in the pass, and that one and everything over it
+//! drawn by Bevy's UI pass after the tile pass, which keeps the order exact ("over" is
+//! associative); a view the `ui` subpass cannot serve yet ([`in_pass_refusal`]) has all of its
+//! UI drawn that way. The reason is on the view ([`UiAfterTilePass`]) and in its report.
 
 use super::gizmos::has_foreign_transparent_draws;
 use crate::tiers::TierDecision;
@@ -39,14 +40,15 @@ use bevy::{
         Extract, ExtractSchedule, Render, RenderSystems,
         camera::ExtractedCamera,
         render_asset::RenderAssets,
-        render_phase::{DrawFunctions, PhaseItem, ViewSortedRenderPhases},
+        render_phase::{DrawFunctionId, DrawFunctions, PhaseItem, ViewSortedRenderPhases},
         render_resource::{DefaultImageSamplerDescriptor, TextureFormat},
         texture::GpuImage,
         view::{ExtractedView, ViewTarget},
     },
     ui_render::{
         DrawUi, ExtractedUiItem, ExtractedUiNodes, NodeType, RenderUiSystems, TransparentUi,
-        UiAntiAlias, UiCameraView, shader_flags,
+        UiAntiAlias, UiCameraView, box_shadow::DrawBoxShadows, shader_flags,
+        ui_texture_slice_pipeline::DrawUiTextureSlices,
     },
 };
 
@@ -54,8 +56,8 @@ use bevy::{
 /// this frame (the crate's clear, Bevy's `ui_pass`, the composite): why the `ui` subpass did
 /// not draw them. Replaced every frame; absent when they were drawn in the pass or there were
 /// none.
-#[derive(Component, Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct UiAfterTilePass(pub &'static str);
+#[derive(Component, Clone, Debug, PartialEq, Eq)]
+pub(crate) struct UiAfterTilePass(pub String);
 
 /// Render-world resource: how each UI image of this frame is sampled (its `ImageSampler`, or
 /// the app's default), extracted with the UI.
@@ -170,20 +172,29 @@ pub(super) fn build_tile_ui(
             gizmos,
         };
         let items: Vec<&TransparentUi> = phase.items.values().collect();
-        let refusal = in_pass_refusal(&view_shape).or_else(|| {
-            items
-                .iter()
-                .any(|item| Some(item.draw_function) != draw_ui)
-                .then_some(
-                    "box shadows, sliced images, gradients or a UiMaterial: the UI subpass draws \
-                     bevy_ui's nodes, images and text only",
-                )
-        });
-        if let Some(why) = refusal {
-            entity_commands.insert(UiAfterTilePass(why));
+        if let Some(why) = in_pass_refusal(&view_shape) {
+            entity_commands.insert(UiAfterTilePass(why.to_string()));
             continue;
         }
-        let keys: Vec<(usize, Entity)> = items
+        // The subpass draws the items up to the first it cannot; that one and every item over
+        // it go after the pass, by Bevy's UI pass, which keeps Bevy's order: the composite
+        // blends them over what the pass drew.
+        let drawn = items
+            .iter()
+            .take_while(|item| Some(item.draw_function) == draw_ui)
+            .count();
+        if let Some(first) = items.get(drawn) {
+            let kind = undrawn_kind(first.draw_function, &draw_functions);
+            entity_commands.insert(UiAfterTilePass(format!(
+                "{kind}: it and the {} UI items over it are drawn by Bevy's UI pass after the \
+                 tile pass",
+                items.len() - drawn - 1
+            )));
+        }
+        if drawn == 0 {
+            continue;
+        }
+        let keys: Vec<(usize, Entity)> = items[..drawn]
             .iter()
             .map(|item| (item.index, item.entity()))
             .collect();
@@ -209,11 +220,26 @@ pub(super) fn build_tile_ui(
             vertices: quads.vertices,
             indices: quads.indices,
             batches: quads.batches,
-            items: items.len(),
+            items: drawn,
         });
-        // Bevy's prepare systems and `ui_pass` now have nothing to draw for the view; next
-        // frame's phase starts afresh (`prepare_for_new_frame`).
-        phase.items.clear();
+        // Bevy's prepare systems and `ui_pass` see only what is left; next frame's phase starts
+        // afresh (`prepare_for_new_frame`).
+        phase.items.drain(..drawn);
+    }
+}
+
+/// What the `ui` subpass cannot draw, named from the phase item's draw function.
+fn undrawn_kind(
+    draw_function: DrawFunctionId,
+    draw_functions: &DrawFunctions<TransparentUi>,
+) -> &'static str {
+    let draw_functions = draw_functions.read();
+    if Some(draw_function) == draw_functions.get_id::<DrawBoxShadows>() {
+        "a box shadow"
+    } else if Some(draw_function) == draw_functions.get_id::<DrawUiTextureSlices>() {
+        "a sliced or tiled image"
+    } else {
+        "a gradient, a UiMaterial or another plugin's UI draw"
     }
 }
 

@@ -7,7 +7,8 @@
 //! 1x over the resolved image), and each element must show. The in-pass frame must be one render pass whose only traffic is
 //! one store of the output; the other pays for the passes after it. With a box shadow in the
 //! middle of the HUD, the items under it are drawn in the pass and the rest after it, and the
-//! picture is still Bevy's.
+//! picture is still Bevy's. On a second camera with a viewport into the first one's target, the
+//! same holds.
 
 use crate::harness::{Frame, GpuTest, HeadlessApp, image_compare};
 use crate::scenes::hud::{ELEMENTS, checker_image, count_frames, spawn_hud};
@@ -238,4 +239,89 @@ fn compare(name: &str, in_pass: &Frame, after_pass: &Frame) -> Option<String> {
             paths.map(|p| p.display().to_string()).join(", ")
         )
     })
+}
+
+/// The HUD on a second tile camera drawing into a viewport of the first camera's target (a
+/// split screen's second player): the UI view covers the viewport, the tile pass's render area
+/// is the viewport and the output keeps what the first camera drew. In the pass against after
+/// it, the viewport's region >= 40 dB, the first camera's part of the image unchanged.
+#[test]
+fn a_hud_on_a_second_camera_in_a_viewport() {
+    let _test = GpuTest::start("a_hud_on_a_second_camera_in_a_viewport");
+    let mut headless = HeadlessApp::new(WIDTH, HEIGHT);
+    headless.app.add_systems(Update, count_frames);
+    headless.update();
+    ui_overlay::spawn_scene(headless.app.world_mut());
+    let checker = checker_image(headless.app.world_mut());
+    let viewport = URect::from_corners(UVec2::new(48, 36), UVec2::new(WIDTH, HEIGHT));
+    let mut targets = Vec::new();
+    let mut second_cameras = Vec::new();
+    for in_pass in [true, false] {
+        let target = headless.add_target(WIDTH, HEIGHT);
+        let world = headless.app.world_mut();
+        let view =
+            Transform::from_xyz(-2.5, 3.0, 5.0).looking_at(Vec3::new(0.0, 0.4, 0.0), Vec3::Y);
+        world.spawn((
+            Camera3d::default(),
+            view,
+            RenderTarget::Image(target.clone().into()),
+            TileDeferred::default(),
+        ));
+        let second = world
+            .spawn((
+                Camera3d::default(),
+                Camera {
+                    order: 1,
+                    viewport: Some(bevy::camera::Viewport {
+                        physical_position: viewport.min,
+                        physical_size: viewport.size(),
+                        ..default()
+                    }),
+                    ..default()
+                },
+                Transform::from_xyz(2.5, 2.0, 4.0).looking_at(Vec3::ZERO, Vec3::Y),
+                RenderTarget::Image(target.clone().into()),
+                TileDeferred {
+                    ui_in_pass: in_pass,
+                    ..default()
+                },
+            ))
+            .id();
+        spawn_hud(world, second, checker.clone(), false);
+        targets.push(target);
+        second_cameras.push(second);
+    }
+    for _ in 0..8 {
+        headless.update();
+    }
+    let frames = headless.read_images(&targets);
+    let (in_pass, after_pass) = (&frames[0], &frames[1]);
+    let path = in_pass.save_png("hud-viewport-in-pass");
+    eprintln!(
+        "hud-viewport: the target with the UI in the pass: {}",
+        path.display()
+    );
+    let mut failures = Vec::new();
+    failures.extend(compare(
+        "hud-viewport",
+        &ui_overlay::crop(in_pass, viewport),
+        &ui_overlay::crop(after_pass, viewport),
+    ));
+    failures.extend(compare("hud-viewport-whole-target", in_pass, after_pass));
+    if !shows_something(&ui_overlay::crop(in_pass, viewport)) {
+        failures.push("hud-viewport: the viewport is one colour".into());
+    }
+    let reports = headless.app.world().resource::<TileRenderReports>();
+    let report = reports.get(second_cameras[0]).expect("a report");
+    let drawn = report
+        .ui_in_pass
+        .expect("the UI was drawn in the tile pass");
+    assert!(
+        report.ui_pass.is_none(),
+        "{:?}",
+        report.ui_after_pass_reason
+    );
+    assert_eq!(report.compiled.render_pass_count(), 1);
+    eprintln!("hud-viewport: {drawn:?}");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

@@ -21,7 +21,7 @@ use std::ops::Range;
 /// Bevy's `UiVertex` (bevy_ui_render 0.19.1 lib.rs:1438-1456, private there), field for field,
 /// and the pixel bounds of its quad: the vertex `ui.vert` reads.
 #[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Pod, Zeroable)]
+#[derive(Clone, Copy, Debug, PartialEq, Pod, Zeroable)]
 pub(crate) struct UiVertex {
     pub position: [f32; 3],
     pub uv: [f32; 2],
@@ -43,6 +43,16 @@ pub(crate) struct UiVertex {
 
 /// [`UiVertex::bounds`] of quads drawn as rasterised.
 pub(crate) const NO_BOUNDS: [f32; 4] = [f32::MIN, f32::MIN, f32::MAX, f32::MAX];
+
+impl Default for UiVertex {
+    /// Zeros, and no bounds: drawn as rasterised.
+    fn default() -> Self {
+        Self {
+            bounds: NO_BOUNDS,
+            ..Zeroable::zeroed()
+        }
+    }
+}
 
 /// Pixels a quad grows by on each side in [`cover_whole_pixels`]: more than the half pixel
 /// between a covered pixel's centre and its farthest sample.

@@ -267,20 +267,12 @@ fn count_foreign_draws(
     shared: Res<ForeignTransparentDraws>,
     mut msaa_views: ResMut<GizmoMsaaViews>,
 ) {
-    let (Some(phases), Some(draw_functions)) = (phases, draw_functions) else {
+    if phases.is_none() || draw_functions.is_none() {
         return;
-    };
-    let mesh_draw = draw_functions.read().get_id::<DrawMaterial>();
+    }
     let mut counts = HashMap::default();
     for (entity, main_entity, view, camera, msaa, tier) in &views {
-        let Some(phase) = phases.get(&view.retained_view_entity) else {
-            continue;
-        };
-        if !phase
-            .items
-            .values()
-            .any(|item| Some(item.draw_function) != mesh_draw)
-        {
+        if !has_foreign_transparent_draws(view, phases.as_deref(), draw_functions.as_deref()) {
             continue;
         }
         // The samples the tile pass renders with; the same as the camera's MSAA for a view

@@ -6,7 +6,7 @@
 //! With a display it opens a window. Without one (or with `--headless`) it renders into an
 //! image, writes `showcase.png` (or the path after `--out`) and prints the device profile, the
 //! frame's plan and its bandwidth. With the `ui` feature a bevy_ui label is drawn over the tile
-//! camera by Bevy's own UI pass, after the tile pass.
+//! camera in the tile render pass's last subpass.
 //!
 //! ```sh
 //! cargo run --release --example showcase             # window if a display exists

@@ -8,7 +8,7 @@
 //! one store of the output; the other pays for the passes after it. With a box shadow in the
 //! middle of the HUD, the items under it are drawn in the pass and the rest after it, and the
 //! picture is still Bevy's. On a second camera with a viewport into the first one's target, the
-//! same holds.
+//! same holds. With `UiScale` 1.25 and `UiAntiAlias::Off` on both cameras, the same holds.
 
 use crate::harness::{Frame, GpuTest, HeadlessApp, image_compare};
 use crate::scenes::hud::{ELEMENTS, checker_image, count_frames, spawn_hud};
@@ -16,7 +16,8 @@ use crate::ui_overlay::{self, HEIGHT, WIDTH};
 use bevy::{
     camera::{Hdr, RenderTarget},
     prelude::*,
-    ui::{ComputedNode, UiGlobalTransform},
+    ui::{ComputedNode, UiGlobalTransform, UiScale},
+    ui_render::UiAntiAlias,
 };
 use bevy_tile_deferred::{TileDeferred, TileRenderReports, TileViewReport};
 
@@ -32,7 +33,37 @@ fn a_hud_drawn_in_the_tile_pass_matches_bevys_ui_pass() {
         (false, Msaa::Sample4),
         (true, Msaa::Sample4),
     ];
-    compare_routes("hud", &cases, false, check_traffic);
+    compare_routes("hud", &cases, false, Variant::default(), check_traffic);
+}
+
+/// The HUD scaled by `UiScale` (every node, border, radius and glyph 1.25x larger, text
+/// rasterised at the scaled size) with `UiAntiAlias::Off` on the cameras (hard SDF edges): the
+/// in-pass UI follows both, as Bevy's does.
+#[test]
+fn a_scaled_hud_without_anti_aliasing_matches_bevys_ui_pass() {
+    let _test = GpuTest::start("a_scaled_hud_without_anti_aliasing_matches_bevys_ui_pass");
+    let cases = [(false, Msaa::Off), (true, Msaa::Sample4)];
+    let variant = Variant {
+        ui_scale: 1.25,
+        anti_alias: UiAntiAlias::Off,
+    };
+    compare_routes("hud-scaled-aa-off", &cases, false, variant, check_traffic);
+}
+
+/// What both cameras of every case share beyond the HUD: the app's `UiScale` and the cameras'
+/// `UiAntiAlias`.
+struct Variant {
+    ui_scale: f32,
+    anti_alias: UiAntiAlias,
+}
+
+impl Default for Variant {
+    fn default() -> Self {
+        Self {
+            ui_scale: 1.0,
+            anti_alias: UiAntiAlias::On,
+        }
+    }
 }
 
 /// A box shadow in the middle of the HUD (on the second node of the z-stack): the subpass draws
@@ -42,7 +73,7 @@ fn a_hud_drawn_in_the_tile_pass_matches_bevys_ui_pass() {
 fn a_box_shadow_sends_it_and_the_ui_over_it_after_the_tile_pass() {
     let _test = GpuTest::start("a_box_shadow_sends_it_and_the_ui_over_it_after_the_tile_pass");
     let cases = [(false, Msaa::Off), (false, Msaa::Sample4)];
-    compare_routes("hud-shadow", &cases, true, |name, split, after_pass| {
+    compare_routes("hud-shadow", &cases, true, Variant::default(), |name, split, after_pass| {
         let drawn = split
             .ui_in_pass
             .expect("the items under the shadow, in the pass");
@@ -71,10 +102,12 @@ fn compare_routes(
     prefix: &str,
     cases: &[(bool, Msaa)],
     box_shadow: bool,
+    variant: Variant,
     check: impl Fn(&str, &TileViewReport, &TileViewReport),
 ) {
     let mut headless = HeadlessApp::new(WIDTH, HEIGHT);
     headless.app.add_systems(Update, count_frames);
+    headless.app.insert_resource(UiScale(variant.ui_scale));
     headless.update();
     ui_overlay::spawn_scene(headless.app.world_mut());
     let checker = checker_image(headless.app.world_mut());
@@ -94,6 +127,7 @@ fn compare_routes(
                     ui_in_pass: in_pass,
                     ..default()
                 },
+                variant.anti_alias,
             ));
             if hdr {
                 camera.insert(Hdr);

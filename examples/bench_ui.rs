@@ -20,11 +20,26 @@
 //! cargo run --release --features ui --example bench_ui -- --msaa 4
 //! cargo run --release --features ui --example bench_ui -- --width 1280 --height 720 --frames 20  # lavapipe
 //! ```
+//!
+//! `--window in-pass|after|bevy` renders one path into a window instead, for `--frames` frames
+//! after the warm-up, and exits: the frame a capture tool sees (`scripts/renderdoc-traffic.py`
+//! counts the real Vulkan calls' loads and stores in a RenderDoc capture of it).
 
 #[path = "scenes/mod.rs"]
 mod scenes;
 
-use bevy::{camera::RenderTarget, log::LogPlugin, prelude::*, render::view::Msaa};
+use bevy::{
+    camera::RenderTarget,
+    diagnostic::FrameCount,
+    log::LogPlugin,
+    prelude::*,
+    render::{
+        RenderPlugin,
+        settings::{Backends, WgpuSettings},
+        view::Msaa,
+    },
+    window::{ExitCondition, PresentMode},
+};
 use bevy_tile_deferred::{
     DeviceProfile, TileDeferred, TileDeferredPlugin, TileRenderReports,
     frame_graph::{DeviceCaps, Extent, Format, stock_bevy::StockBevyPath},
@@ -56,6 +71,18 @@ fn main() {
             }
         },
     };
+    if let Some(name) = args
+        .iter()
+        .position(|a| a == "--window")
+        .and_then(|i| args.get(i + 1))
+    {
+        let Some(path) = Path::from_name(name) else {
+            eprintln!("unknown --window {name}: expected in-pass, after or bevy");
+            std::process::exit(2);
+        };
+        run_in_window(&options, path);
+        return;
+    }
     println!(
         "the bench scene (64 objects, a sun, {} point lights of 6 m) with a HUD at {}x{}, {}x \
          MSAA, {} frames after {} warm-up frames, each waited for",
@@ -92,6 +119,15 @@ enum Path {
 }
 
 impl Path {
+    fn from_name(name: &str) -> Option<Self> {
+        match name {
+            "in-pass" => Some(Path::TileUiInPass),
+            "after" => Some(Path::TileUiAfterPass),
+            "bevy" => Some(Path::BevyForward),
+            _ => None,
+        }
+    }
+
     fn label(self) -> &'static str {
         match self {
             Path::TileUiInPass => "tile, UI in the tile pass",
@@ -111,6 +147,82 @@ struct Row {
     device: String,
 }
 
+/// The scene, its camera (drawing into `target`) and the HUD, for `path`.
+fn spawn_scene(world: &mut World, options: &Options, path: Path, target: RenderTarget) -> Entity {
+    let scene = scenes::bench::BenchScene {
+        range: Some(6.0),
+        sun: true,
+        ..scenes::bench::BenchScene::grid(64, options.lights)
+    };
+    scene.spawn(world);
+    let mut camera = world.spawn((
+        Camera3d::default(),
+        scene.camera_transform(),
+        target,
+        options.msaa,
+    ));
+    match path {
+        Path::TileUiInPass => camera.insert(TileDeferred::default()),
+        Path::TileUiAfterPass => camera.insert(TileDeferred {
+            ui_in_pass: false,
+            ..default()
+        }),
+        Path::BevyForward => &mut camera,
+    };
+    let camera = camera.id();
+    let checker = scenes::hud::checker_image(world);
+    scenes::hud::spawn_hud(world, camera, checker, false);
+    camera
+}
+
+/// `--window`: one path in a window (Vulkan, FIFO), closed after the warm-up and `--frames`.
+fn run_in_window(options: &Options, path: Path) {
+    println!(
+        "{} in a {}x{} window, {}x MSAA, {} frames",
+        path.label(),
+        options.width,
+        options.height,
+        options.msaa.samples(),
+        options.warmup + options.frames
+    );
+    let mut app = App::new();
+    app.add_plugins(
+        DefaultPlugins
+            .set(WindowPlugin {
+                primary_window: Some(Window {
+                    title: format!("bench_ui: {}", path.label()),
+                    resolution: (options.width, options.height).into(),
+                    present_mode: PresentMode::Fifo,
+                    ..default()
+                }),
+                exit_condition: ExitCondition::OnPrimaryClosed,
+                ..default()
+            })
+            .set(RenderPlugin {
+                render_creation: WgpuSettings {
+                    backends: Some(Backends::VULKAN),
+                    ..default()
+                }
+                .into(),
+                synchronous_pipeline_compilation: true,
+                ..default()
+            }),
+    )
+    .add_plugins(TileDeferredPlugin)
+    .add_systems(Update, scenes::hud::count_frames);
+    let last_frame = options.warmup + options.frames;
+    app.add_systems(
+        Last,
+        move |frames: Res<FrameCount>, mut exit: MessageWriter<AppExit>| {
+            if frames.0 >= last_frame {
+                exit.write(AppExit::Success);
+            }
+        },
+    );
+    spawn_scene(app.world_mut(), options, path, RenderTarget::default());
+    app.run();
+}
+
 fn measure(options: &Options, path: Path, log: bool) -> Row {
     let mut app = App::new();
     let plugins = scenes::headless::benchmark_plugins();
@@ -125,36 +237,14 @@ fn measure(options: &Options, path: Path, log: bool) -> Row {
     }
     app.add_plugins(TileDeferredPlugin)
         .add_systems(Update, scenes::hud::count_frames);
-    let scene = scenes::bench::BenchScene {
-        range: Some(6.0),
-        sun: true,
-        ..scenes::bench::BenchScene::grid(64, options.lights)
-    };
     let world = app.world_mut();
-    scene.spawn(world);
     let target = world
         .resource_mut::<Assets<Image>>()
         .add(scenes::headless::target_image(
             options.width,
             options.height,
         ));
-    let mut camera = world.spawn((
-        Camera3d::default(),
-        scene.camera_transform(),
-        RenderTarget::Image(target.into()),
-        options.msaa,
-    ));
-    match path {
-        Path::TileUiInPass => camera.insert(TileDeferred::default()),
-        Path::TileUiAfterPass => camera.insert(TileDeferred {
-            ui_in_pass: false,
-            ..default()
-        }),
-        Path::BevyForward => &mut camera,
-    };
-    let camera = camera.id();
-    let checker = scenes::hud::checker_image(world);
-    scenes::hud::spawn_hud(world, camera, checker, false);
+    let camera = spawn_scene(world, options, path, RenderTarget::Image(target.into()));
     app.finish();
     app.cleanup();
     for _ in 0..options.warmup {

@@ -171,7 +171,7 @@ fn spawn_scene(world: &mut World, options: &Options, path: Path, target: RenderT
     };
     let camera = camera.id();
     let checker = scenes::hud::checker_image(world);
-    scenes::hud::spawn_hud(world, camera, checker, false);
+    scenes::hud::spawn_hud(world, camera, checker, scenes::hud::ZStackExtra::None);
     camera
 }
 

@@ -54,13 +54,24 @@ pub fn checker_image(world: &mut World) -> Handle<Image> {
 /// The HUD's elements, by name, in [`spawn_hud`]'s order.
 pub const ELEMENTS: [&str; 6] = ["side panel", "list", "image", "z-stack", "fps", "title"];
 
-/// The HUD over `camera` (with `UiTargetCamera`), with a box shadow on the z-stack's second node
-/// where `box_shadow`; returns its elements in [`ELEMENTS`] order.
+/// What the z-stack's second node carries besides its colour.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ZStackExtra {
+    #[default]
+    None,
+    /// A `BoxShadow` (Bevy's `ui/box_shadow`).
+    BoxShadow,
+    /// The checker as a 9-sliced `ImageNode` (Bevy's `ui/ui_texture_slice`).
+    SlicedImage,
+}
+
+/// The HUD over `camera` (with `UiTargetCamera`), with `extra` on the z-stack's second node;
+/// returns its elements in [`ELEMENTS`] order.
 pub fn spawn_hud(
     world: &mut World,
     camera: Entity,
     checker: Handle<Image>,
-    box_shadow: bool,
+    extra: ZStackExtra,
 ) -> [Entity; 6] {
     let text = |world: &mut World, value: &str, size: f32, parent: Entity| {
         world
@@ -121,7 +132,7 @@ pub fn spawn_hud(
     let image = world
         .spawn((
             ImageNode {
-                image: checker,
+                image: checker.clone(),
                 flip_x: true,
                 ..default()
             },
@@ -183,14 +194,27 @@ pub fn spawn_hud(
         if i == 0 {
             node.insert((GlobalZIndex(1), Outline::new(px(2), px(1), Color::WHITE)));
         }
-        if i == 1 && box_shadow {
-            node.insert(BoxShadow::new(
-                Color::BLACK.with_alpha(0.8),
-                px(6),
-                px(6),
-                px(2),
-                px(4),
-            ));
+        match extra {
+            ZStackExtra::BoxShadow if i == 1 => {
+                node.insert(BoxShadow::new(
+                    Color::BLACK.with_alpha(0.8),
+                    px(6),
+                    px(6),
+                    px(2),
+                    px(4),
+                ));
+            }
+            ZStackExtra::SlicedImage if i == 1 => {
+                node.insert(
+                    ImageNode::new(checker.clone()).with_mode(NodeImageMode::Sliced(
+                        TextureSlicer {
+                            border: BorderRect::all(4.0),
+                            ..default()
+                        },
+                    )),
+                );
+            }
+            _ => {}
         }
     }
     let fps = world

@@ -5,13 +5,14 @@
 //! so each element's region compares the UI alone: >= 40 dB, p99.5 <= 4/255, HDR off and on, 1x
 //! and 4x MSAA (in the pass the UI is drawn at 4x and resolved with the scene; Bevy draws it at
 //! 1x over the resolved image), and each element must show. The in-pass frame must be one render pass whose only traffic is
-//! one store of the output; the other pays for the passes after it. With a box shadow in the
-//! middle of the HUD, the items under it are drawn in the pass and the rest after it, and the
-//! picture is still Bevy's. On a second camera with a viewport into the first one's target, the
-//! same holds. With `UiScale` 1.25 and `UiAntiAlias::Off` on both cameras, the same holds.
+//! one store of the output; the other pays for the passes after it. A box shadow in the HUD is
+//! drawn in the pass too. With a 9-sliced image in the middle of the HUD (not drawn in the pass
+//! yet), the items under it are drawn in the pass and the rest after it, and the picture is
+//! still Bevy's. On a second camera with a viewport into the first one's target, the same
+//! holds. With `UiScale` 1.25 and `UiAntiAlias::Off` on both cameras, the same holds.
 
 use crate::harness::{Frame, GpuTest, HeadlessApp, image_compare};
-use crate::scenes::hud::{ELEMENTS, checker_image, count_frames, spawn_hud};
+use crate::scenes::hud::{ELEMENTS, ZStackExtra, checker_image, count_frames, spawn_hud};
 use crate::ui_overlay::{self, HEIGHT, WIDTH};
 use bevy::{
     camera::{Hdr, RenderTarget},
@@ -33,7 +34,13 @@ fn a_hud_drawn_in_the_tile_pass_matches_bevys_ui_pass() {
         (false, Msaa::Sample4),
         (true, Msaa::Sample4),
     ];
-    compare_routes("hud", &cases, false, Variant::default(), check_traffic);
+    compare_routes(
+        "hud",
+        &cases,
+        ZStackExtra::None,
+        Variant::default(),
+        check_traffic,
+    );
 }
 
 /// The HUD scaled by `UiScale` (every node, border, radius and glyph 1.25x larger, text
@@ -47,7 +54,13 @@ fn a_scaled_hud_without_anti_aliasing_matches_bevys_ui_pass() {
         ui_scale: 1.25,
         anti_alias: UiAntiAlias::Off,
     };
-    compare_routes("hud-scaled-aa-off", &cases, false, variant, check_traffic);
+    compare_routes(
+        "hud-scaled-aa-off",
+        &cases,
+        ZStackExtra::None,
+        variant,
+        check_traffic,
+    );
 }
 
 /// What both cameras of every case share beyond the HUD: the app's `UiScale` and the cameras'
@@ -66,42 +79,76 @@ impl Default for Variant {
     }
 }
 
-/// A box shadow in the middle of the HUD (on the second node of the z-stack): the subpass draws
-/// the items under it, Bevy's UI pass after the tile pass draws it and every item over it, and
-/// the picture is the one Bevy's UI pass draws alone.
+/// A box shadow in the HUD (on the second node of the z-stack, Bevy's `ui/box_shadow`): drawn in
+/// the pass with the rest of the HUD, with Bevy's blur, at 1x and 4x, HDR off and on.
 #[test]
-fn a_box_shadow_sends_it_and_the_ui_over_it_after_the_tile_pass() {
-    let _test = GpuTest::start("a_box_shadow_sends_it_and_the_ui_over_it_after_the_tile_pass");
-    let cases = [(false, Msaa::Off), (false, Msaa::Sample4)];
-    compare_routes("hud-shadow", &cases, true, Variant::default(), |name, split, after_pass| {
-        let drawn = split
-            .ui_in_pass
-            .expect("the items under the shadow, in the pass");
-        let priced = split.ui_pass.as_ref().expect("the rest, after the pass");
-        let reason = split.ui_after_pass_reason.as_deref().unwrap_or_default();
-        assert!(reason.starts_with("a box shadow"), "{name}: {reason}");
-        assert!(drawn.items >= 8, "{name}: {drawn:?}");
-        assert!(after_pass.ui_pass.is_some(), "{name}");
-        // The tile pass is the same one render pass, its UI subpass included; the passes after
-        // it are Bevy's three.
-        assert_eq!(split.compiled.render_pass_count(), 1, "{name}");
-        assert_eq!(
-            priced.render_pass_count(),
-            3,
-            "{name}: {}",
-            priced.describe()
-        );
-        eprintln!("{name}: {drawn:?} in the pass; after it: {reason}");
-    });
+fn a_hud_with_a_box_shadow_is_drawn_in_the_tile_pass() {
+    let _test = GpuTest::start("a_hud_with_a_box_shadow_is_drawn_in_the_tile_pass");
+    let cases = [
+        (false, Msaa::Off),
+        (true, Msaa::Off),
+        (false, Msaa::Sample4),
+    ];
+    compare_routes(
+        "hud-box-shadow",
+        &cases,
+        ZStackExtra::BoxShadow,
+        Variant::default(),
+        |name, in_pass, after_pass| {
+            // Everything in the pass, the shadow included (its region is compared with Bevy's
+            // above): one render pass, one store of the output.
+            assert_eq!(in_pass.ui_after_pass_reason, None, "{name}");
+            check_traffic(name, in_pass, after_pass);
+        },
+    );
 }
 
-/// The HUD (with a box shadow in it, `box_shadow`) over two tile cameras per case (HDR, MSAA),
+/// A 9-sliced image in the middle of the HUD (on the second node of the z-stack): the subpass
+/// draws the items under it, Bevy's UI pass after the tile pass draws it and every item over it,
+/// and the picture is the one Bevy's UI pass draws alone.
+#[test]
+fn a_sliced_image_sends_it_and_the_ui_over_it_after_the_tile_pass() {
+    let _test = GpuTest::start("a_sliced_image_sends_it_and_the_ui_over_it_after_the_tile_pass");
+    let cases = [(false, Msaa::Off), (false, Msaa::Sample4)];
+    let extra = ZStackExtra::SlicedImage;
+    compare_routes(
+        "hud-sliced",
+        &cases,
+        extra,
+        Variant::default(),
+        |name, split, after_pass| {
+            let drawn = split
+                .ui_in_pass
+                .expect("the items under the sliced image, in the pass");
+            let priced = split.ui_pass.as_ref().expect("the rest, after the pass");
+            let reason = split.ui_after_pass_reason.as_deref().unwrap_or_default();
+            assert!(
+                reason.starts_with("a sliced or tiled image"),
+                "{name}: {reason}"
+            );
+            assert!(drawn.items >= 8, "{name}: {drawn:?}");
+            assert!(after_pass.ui_pass.is_some(), "{name}");
+            // The tile pass is the same one render pass, its UI subpass included; the passes after
+            // it are Bevy's three.
+            assert_eq!(split.compiled.render_pass_count(), 1, "{name}");
+            assert_eq!(
+                priced.render_pass_count(),
+                3,
+                "{name}: {}",
+                priced.describe()
+            );
+            eprintln!("{name}: {drawn:?} in the pass; after it: {reason}");
+        },
+    );
+}
+
+/// The HUD (with `extra` in its z-stack) over two tile cameras per case (HDR, MSAA),
 /// one drawing its UI in the pass where it can and one after it: every element's region within
 /// the bar, each showing; `check` gets each case's two reports.
 fn compare_routes(
     prefix: &str,
     cases: &[(bool, Msaa)],
-    box_shadow: bool,
+    extra: ZStackExtra,
     variant: Variant,
     check: impl Fn(&str, &TileViewReport, &TileViewReport),
 ) {
@@ -133,7 +180,7 @@ fn compare_routes(
                 camera.insert(Hdr);
             }
             let camera = camera.id();
-            let elements = spawn_hud(world, camera, checker.clone(), box_shadow);
+            let elements = spawn_hud(world, camera, checker.clone(), extra);
             cameras.push((camera, target, elements));
         }
         spawned.push(((hdr, msaa), cameras));
@@ -321,7 +368,7 @@ fn a_hud_on_a_second_camera_in_a_viewport() {
                 },
             ))
             .id();
-        spawn_hud(world, second, checker.clone(), false);
+        spawn_hud(world, second, checker.clone(), ZStackExtra::None);
         targets.push(target);
         second_cameras.push(second);
     }

@@ -104,6 +104,29 @@ pub(crate) fn ensure_ui_pipeline(
     Ok(*slot)
 }
 
+/// The `ui` subpass's box shadow pipeline for `BoxShadowSamples` `samples`, created on first
+/// use.
+pub(crate) fn ensure_box_shadow_pipeline(
+    shared: SharedObjects,
+    pass: &mut PassResources,
+    samples: u32,
+) -> TileResult<vk::Pipeline> {
+    let target = pass.ui_target.ok_or(TileError::Missing {
+        step: "finding the UI subpass",
+    })?;
+    if let Some(&pipeline) = pass.box_shadow_pipelines.get(&samples) {
+        return Ok(pipeline);
+    }
+    let pipeline = step(
+        "creating the UI box shadow pipeline",
+        shared
+            .context
+            .create_box_shadow_pipeline(shared.layouts, shared.shaders, target, samples),
+    )?;
+    pass.box_shadow_pipelines.insert(samples, pipeline);
+    Ok(pipeline)
+}
+
 /// Creates the render passes of a plan (one per native pass, `descriptions` in the same order)
 /// and the lighting and tonemap pipelines; the G-buffer pipelines are built on demand.
 fn create_pass_resources(
@@ -133,6 +156,7 @@ fn create_pass_resources(
             .is_some()
             .then(|| shape.target(compiled, names::UI)),
         ui_pipelines: [vk::Pipeline::null(); 2],
+        box_shadow_pipelines: HashMap::default(),
         last_used: state.frame,
     };
     match create_screen_pipelines(

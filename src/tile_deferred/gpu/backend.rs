@@ -95,6 +95,8 @@ pub(crate) struct PassResources {
     /// The `ui` subpass's pipelines without and with `UiAntiAlias` (built on demand; null
     /// until then).
     pub ui_pipelines: [vk::Pipeline; 2],
+    /// The `ui` subpass's box shadow pipelines, by `BoxShadowSamples` (built on demand).
+    pub box_shadow_pipelines: HashMap<u32, vk::Pipeline>,
     pub last_used: u64,
 }
 
@@ -317,7 +319,8 @@ pub(crate) fn retire_pass(pass: PassResources, graveyard: &mut Graveyard) {
     graveyard.retire(Box::new(move |c: &VulkanContext| {
         let split = pass.stencil_split.unwrap_or_default();
         let finish = pass.light_finish.unwrap_or_default();
-        for pipeline in pass.mesh_pipelines.into_values().chain([
+        let box_shadows = pass.box_shadow_pipelines.into_values();
+        for pipeline in pass.mesh_pipelines.into_values().chain(box_shadows).chain([
             finish.sky,
             finish.fog_multiply,
             finish.fog_add,

@@ -85,13 +85,16 @@ pub(crate) struct ClusterDispatch {
 /// The `ui` subpass's draws: bevy_ui's quads, batch by batch in Bevy's order (`gpu::ui`).
 pub(crate) struct UiRecording {
     pub(crate) pipeline: vk::Pipeline,
+    /// Null where the frame draws no box shadow.
+    pub(crate) box_shadow_pipeline: vk::Pipeline,
     pub(crate) layout: vk::PipelineLayout,
     /// The UI view's `clip_from_world`, column-major (ui.vert's push constant).
     pub(crate) clip_from_world: [f32; 16],
     pub(crate) vertex_buffer: vk::Buffer,
     pub(crate) index_buffer: vk::Buffer,
-    /// Each batch's image set and range of indices.
-    pub(crate) batches: Vec<(vk::DescriptorSet, std::ops::Range<u32>)>,
+    /// Each batch's image set (`None`: box shadows, drawn with `box_shadow_pipeline`) and
+    /// range of indices.
+    pub(crate) batches: Vec<(Option<vk::DescriptorSet>, std::ops::Range<u32>)>,
 }
 
 /// Everything the raw recording needs, gathered beforehand.
@@ -671,7 +674,8 @@ impl Recorder<'_> {
             let Some(ui) = &self.r.ui else {
                 return;
             };
-            device.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, ui.pipeline);
+            // Both pipelines share the layout: the push constant stays across a pipeline
+            // change, and the box shadow pipeline uses no set.
             device.cmd_push_constants(
                 cb,
                 ui.layout,
@@ -681,15 +685,27 @@ impl Recorder<'_> {
             );
             device.cmd_bind_vertex_buffers(cb, 0, &[ui.vertex_buffer], &[0]);
             device.cmd_bind_index_buffer(cb, ui.index_buffer, 0, vk::IndexType::UINT32);
+            let mut bound = vk::Pipeline::null();
             for (set, indices) in &ui.batches {
-                device.cmd_bind_descriptor_sets(
-                    cb,
-                    vk::PipelineBindPoint::GRAPHICS,
-                    ui.layout,
-                    0,
-                    &[*set],
-                    &[],
-                );
+                let pipeline = if set.is_some() {
+                    ui.pipeline
+                } else {
+                    ui.box_shadow_pipeline
+                };
+                if pipeline != bound {
+                    device.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, pipeline);
+                    bound = pipeline;
+                }
+                if let Some(set) = set {
+                    device.cmd_bind_descriptor_sets(
+                        cb,
+                        vk::PipelineBindPoint::GRAPHICS,
+                        ui.layout,
+                        0,
+                        &[*set],
+                        &[],
+                    );
+                }
                 device.cmd_draw_indexed(cb, indices.end - indices.start, 1, indices.start, 0, 0);
             }
         }

@@ -104,14 +104,27 @@ pub(crate) fn cover_whole_pixels(vertices: &[UiVertex], origin: Vec2) -> Vec<UiV
     grown
 }
 
-/// Consecutive quads drawn with one image, as Bevy batches them (`UiBatch`): a range of
+/// Consecutive quads drawn with one pipeline and image, as Bevy batches them (`UiBatch`;
+/// Bevy draws box shadows one draw each, the same quads in the same order): a range of
 /// [`TileUiDraws::indices`].
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct UiBatch {
     pub indices: Range<u32>,
-    pub image: AssetId<Image>,
-    /// How the image is sampled (its `ImageSampler`, or the app's default).
-    pub sampler: SamplerKey,
+    pub kind: UiBatchKind,
+}
+
+/// What a [`UiBatch`] draws.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum UiBatchKind {
+    /// Nodes, borders, images and glyphs (`ui.frag`), sampling one image (Bevy's white image
+    /// where untextured).
+    Nodes {
+        image: AssetId<Image>,
+        /// How the image is sampled (its `ImageSampler`, or the app's default).
+        sampler: SamplerKey,
+    },
+    /// Box shadows (`box_shadow.frag`): no image.
+    BoxShadows,
 }
 
 /// Render-world component of a tile view whose bevy_ui items are drawn in the tile render
@@ -124,6 +137,8 @@ pub(crate) struct TileUiDraws {
     pub clip_from_world: Mat4,
     /// `UiAntiAlias` of the camera (Bevy's `ANTI_ALIAS` shader def).
     pub anti_alias: bool,
+    /// `BoxShadowSamples` of the camera (Bevy's `SHADOW_SAMPLES` shader def).
+    pub shadow_samples: u32,
     pub vertices: Vec<UiVertex>,
     /// Four vertices and six indices per quad (Bevy's `QUAD_INDICES`).
     pub indices: Vec<u32>,
@@ -197,6 +212,40 @@ impl VulkanContext {
         target: PipelineTarget,
         anti_alias: bool,
     ) -> Result<vk::Pipeline, vk::Result> {
+        self.create_ui_subpass_pipeline(
+            layouts,
+            shaders,
+            target,
+            (ShaderId::UiFrag, vk::Bool32::from(anti_alias)),
+        )
+    }
+
+    /// The `ui` subpass's box shadow pipeline, as Bevy's `BoxShadowPipeline` specialises it:
+    /// the UI pipeline's state with `box_shadow.frag`, its `SHADOW_SAMPLES` set to `samples`.
+    pub fn create_box_shadow_pipeline(
+        &self,
+        layouts: &TileLayouts,
+        shaders: &TileShaders,
+        target: PipelineTarget,
+        samples: u32,
+    ) -> Result<vk::Pipeline, vk::Result> {
+        self.create_ui_subpass_pipeline(
+            layouts,
+            shaders,
+            target,
+            (ShaderId::BoxShadowFrag, samples),
+        )
+    }
+
+    /// A pipeline of the `ui` subpass with `ui.vert` and `fragment`, whose specialisation
+    /// constant 0 is `constant` and constant 1 (`COVER_PIXELS`) is on with MSAA.
+    fn create_ui_subpass_pipeline(
+        &self,
+        layouts: &TileLayouts,
+        shaders: &TileShaders,
+        target: PipelineTarget,
+        (fragment, constant): (ShaderId, u32),
+    ) -> Result<vk::Pipeline, vk::Result> {
         let (bindings, attributes) = vertex_layout();
         let vertex_input = vk::PipelineVertexInputStateCreateInfo::default()
             .vertex_binding_descriptions(&bindings)
@@ -217,14 +266,14 @@ impl VulkanContext {
                 .size(4)
         });
         let multisampled = target.samples != vk::SampleCountFlags::TYPE_1;
-        let data = [vk::Bool32::from(anti_alias), vk::Bool32::from(multisampled)];
+        let data = [constant, vk::Bool32::from(multisampled)];
         let specialization = vk::SpecializationInfo::default()
             .map_entries(&entries)
             .data(bytemuck::cast_slice(&data));
         let stages = [
             shaders.stage(ShaderId::UiVert, Variant::BASE),
             shaders
-                .stage(ShaderId::UiFrag, Variant::BASE)
+                .stage(fragment, Variant::BASE)
                 .specialization_info(&specialization),
         ];
         let blend_attachments = vec![alpha_blending(); target.color_attachments as usize];

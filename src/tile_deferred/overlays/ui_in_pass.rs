@@ -9,12 +9,13 @@
 //! `RenderSystems::PrepareResources`: after the phase is sorted and before Bevy's own prepare
 //! systems (`PrepareBindGroups`) read it.
 //!
-//! The tile pass draws what Bevy's `DrawUi` draws: backgrounds, borders and outlines with their
-//! radii, images (atlas, rect, flips), text (glyphs, shadows, decorations, the cursor) and
-//! viewport nodes, at the camera's MSAA (the `ui` subpass then resolves the multisampled colour,
+//! The tile pass draws what Bevy's `DrawUi` and `DrawBoxShadows` draw: backgrounds, borders and
+//! outlines with their radii, images (atlas, rect, flips), text (glyphs, shadows, decorations,
+//! the cursor), viewport nodes and box shadows (`push_box_shadow`, a port of Bevy's
+//! `prepare_shadows`), at the camera's MSAA (the `ui` subpass then resolves the multisampled colour,
 //! and each quad covers whole pixels, as Bevy's UI drawn at 1x over the resolved image does:
 //! `gpu::ui::cover_whole_pixels`). A view
-//! whose phase holds anything else (box shadows, sliced images, gradients, a `UiMaterial`) has
+//! whose phase holds anything else (sliced images, gradients, a `UiMaterial`) has
 //! the items below the first of those drawn in the pass, and that one and everything over it
 //! drawn by Bevy's UI pass after the tile pass, which keeps the order exact ("over" is
 //! associative); a view the `ui` subpass cannot serve yet ([`in_pass_refusal`]) has all of its
@@ -26,7 +27,7 @@ use crate::tile_deferred::{
     camera::{TileDeferred, TileDeferredGraph},
     gpu::{
         keys::SamplerKey,
-        ui::{NO_BOUNDS, TileUiDraws, UiBatch, UiVertex},
+        ui::{NO_BOUNDS, TileUiDraws, UiBatch, UiBatchKind, UiVertex},
     },
 };
 use bevy::{
@@ -46,8 +47,10 @@ use bevy::{
         view::{ExtractedView, ViewTarget},
     },
     ui_render::{
-        DrawUi, ExtractedUiItem, ExtractedUiNodes, NodeType, RenderUiSystems, TransparentUi,
-        UiAntiAlias, UiCameraView, box_shadow::DrawBoxShadows, shader_flags,
+        BoxShadowSamples, DrawUi, ExtractedUiItem, ExtractedUiNodes, NodeType, RenderUiSystems,
+        TransparentUi, UiAntiAlias, UiCameraView,
+        box_shadow::{DrawBoxShadows, ExtractedBoxShadow, ExtractedBoxShadows},
+        shader_flags,
         ui_texture_slice_pipeline::DrawUiTextureSlices,
     },
 };
@@ -110,6 +113,7 @@ type UiTileView = (
     Option<&'static TierDecision>,
     Option<&'static UiCameraView>,
     Option<&'static UiAntiAlias>,
+    Option<&'static BoxShadowSamples>,
 );
 
 /// What [`build_tile_ui`] reads besides the views and the phases: what Bevy extracted and
@@ -118,6 +122,7 @@ type UiTileView = (
 pub(super) struct UiSources<'w> {
     draw_functions: Res<'w, DrawFunctions<TransparentUi>>,
     nodes: Res<'w, ExtractedUiNodes>,
+    box_shadows: Res<'w, ExtractedBoxShadows>,
     images: Res<'w, RenderAssets<GpuImage>>,
     samplers: Res<'w, UiImageSamplers>,
     transparent_phases: Option<Res<'w, ViewSortedRenderPhases<Transparent3d>>>,
@@ -136,13 +141,27 @@ pub(super) fn build_tile_ui(
     let UiSources {
         draw_functions,
         nodes,
+        box_shadows,
         images,
         samplers,
         transparent_phases,
         transparent_draws,
     } = sources;
     let draw_ui = draw_functions.read().get_id::<DrawUi>();
-    for (entity, camera, view, target, settings, tier, ui_camera, anti_alias) in &views {
+    let draw_box_shadows = draw_functions.read().get_id::<DrawBoxShadows>();
+    let kind_of = |item: &TransparentUi| {
+        let draw_function = Some(item.draw_function);
+        if draw_function == draw_ui {
+            Some(UiItemRef::Node(item.index, item.entity()))
+        } else if draw_function == draw_box_shadows {
+            Some(UiItemRef::BoxShadow(item.index, item.entity()))
+        } else {
+            None
+        }
+    };
+    for (entity, camera, view, target, settings, tier, ui_camera, anti_alias, shadow_samples) in
+        &views
+    {
         let mut entity_commands = commands.entity(entity);
         entity_commands.remove::<(TileUiDraws, UiAfterTilePass)>();
         if camera.schedule != TileDeferredGraph.intern() {
@@ -179,10 +198,8 @@ pub(super) fn build_tile_ui(
         // The subpass draws the items up to the first it cannot; that one and every item over
         // it go after the pass, by Bevy's UI pass, which keeps Bevy's order: the composite
         // blends them over what the pass drew.
-        let drawn = items
-            .iter()
-            .take_while(|item| Some(item.draw_function) == draw_ui)
-            .count();
+        let keys: Vec<UiItemRef> = items.iter().map_while(|item| kind_of(item)).collect();
+        let drawn = keys.len();
         if let Some(first) = items.get(drawn) {
             let kind = undrawn_kind(first.draw_function, &draw_functions);
             entity_commands.insert(UiAfterTilePass(format!(
@@ -194,13 +211,9 @@ pub(super) fn build_tile_ui(
         if drawn == 0 {
             continue;
         }
-        let keys: Vec<(usize, Entity)> = items[..drawn]
-            .iter()
-            .map(|item| (item.index, item.entity()))
-            .collect();
         let quads = build_quads(
             &keys,
-            &nodes,
+            (&nodes, &box_shadows.box_shadows),
             |image| images.get(image).map(|gpu| gpu.size_2d().as_vec2()),
             |image| {
                 samplers
@@ -217,6 +230,7 @@ pub(super) fn build_tile_ui(
         entity_commands.insert(TileUiDraws {
             clip_from_world,
             anti_alias: !matches!(anti_alias, Some(UiAntiAlias::Off)),
+            shadow_samples: shadow_samples.copied().unwrap_or_default().0,
             vertices: quads.vertices,
             indices: quads.indices,
             batches: quads.batches,
@@ -234,9 +248,7 @@ fn undrawn_kind(
     draw_functions: &DrawFunctions<TransparentUi>,
 ) -> &'static str {
     let draw_functions = draw_functions.read();
-    if Some(draw_function) == draw_functions.get_id::<DrawBoxShadows>() {
-        "a box shadow"
-    } else if Some(draw_function) == draw_functions.get_id::<DrawUiTextureSlices>() {
+    if Some(draw_function) == draw_functions.get_id::<DrawUiTextureSlices>() {
         "a sliced or tiled image"
     } else {
         "a gradient, a UiMaterial or another plugin's UI draw"
@@ -293,6 +305,14 @@ fn is_float(format: TextureFormat) -> bool {
     )
 }
 
+/// A phase item the `ui` subpass draws: its index into what Bevy extracted (the UI nodes or the
+/// box shadows) and its render entity.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum UiItemRef {
+    Node(usize, Entity),
+    BoxShadow(usize, Entity),
+}
+
 /// One view's quads, in Bevy's order and batches.
 #[derive(Default, Debug)]
 struct UiQuads {
@@ -313,21 +333,36 @@ const QUAD_VERTEX_POSITIONS: [Vec2; 4] = [
 const QUAD_INDICES: [u32; 6] = [0, 2, 3, 0, 1, 2];
 
 /// Bevy's `prepare_uinodes` for one view's `DrawUi` items, each its index into `nodes` and its
-/// render entity (lib.rs:1635-1986): the same batches
+/// render entity (lib.rs:1635-1986), and its `prepare_shadows` for the box shadows among them
+/// ([`push_box_shadow`]): the same batches
 /// (a new one where the image changes; untextured items join any), the same items skipped (a
 /// stale index, an image not prepared yet), the same clipping, culling, atlas scaling, flips
 /// and flags. `image_size`: the prepared image's size, `None` while it is not prepared;
 /// `sampler`: how the image is sampled.
 fn build_quads(
-    items: &[(usize, Entity)],
-    nodes: &ExtractedUiNodes,
+    items: &[UiItemRef],
+    (nodes, shadows): (&ExtractedUiNodes, &[ExtractedBoxShadow]),
     image_size: impl Fn(AssetId<Image>) -> Option<Vec2>,
     sampler: impl Fn(AssetId<Image>) -> SamplerKey,
 ) -> UiQuads {
     let mut quads = UiQuads::default();
     let untextured = AssetId::<Image>::default();
     let mut batch_image: Option<AssetId<Image>> = None;
-    for &(index, render_entity) in items {
+    for &item in items {
+        let (index, render_entity) = match item {
+            UiItemRef::Node(index, render_entity) => (index, render_entity),
+            UiItemRef::BoxShadow(index, render_entity) => {
+                if let Some(shadow) = shadows
+                    .get(index)
+                    .filter(|shadow| shadow.render_entity == render_entity)
+                {
+                    push_box_shadow(&mut quads, shadow);
+                }
+                // Bevy draws each shadow on its own: the next node starts a batch.
+                batch_image = None;
+                continue;
+            }
+        };
         let Some(node) = nodes
             .uinodes
             .get(index)
@@ -349,8 +384,10 @@ fn build_quads(
             let start = quads.indices.len() as u32;
             quads.batches.push(UiBatch {
                 indices: start..start,
-                image: node.image,
-                sampler: sampler(node.image),
+                kind: UiBatchKind::Nodes {
+                    image: node.image,
+                    sampler: sampler(node.image),
+                },
             });
         } else if batch_image == Some(untextured) && node.image != untextured {
             if image_size(node.image).is_none() {
@@ -358,8 +395,10 @@ fn build_quads(
             }
             batch_image = Some(node.image);
             if let Some(batch) = quads.batches.last_mut() {
-                batch.image = node.image;
-                batch.sampler = sampler(node.image);
+                batch.kind = UiBatchKind::Nodes {
+                    image: node.image,
+                    sampler: sampler(node.image),
+                };
             }
         }
         match &node.item {
@@ -495,6 +534,68 @@ fn build_quads(
     quads
 }
 
+/// Bevy's `prepare_shadows` for one box shadow (box_shadow.rs:351-500): its quad, clipped and
+/// culled the same way, joining the last batch where that one is box shadows too. The vertex is
+/// a [`UiVertex`] as `box_shadow.frag` reads it: Bevy's colour, size and radius, the blur in
+/// `border[0]`, and Bevy's `point = (uv - 0.5) * bounds`, which its vertex stage computes.
+fn push_box_shadow(quads: &mut UiQuads, shadow: &ExtractedBoxShadow) {
+    let rect_size = shadow.bounds;
+    let positions = QUAD_VERTEX_POSITIONS.map(|pos| {
+        shadow
+            .transform
+            .transform_point2(pos * rect_size)
+            .extend(0.)
+    });
+    let positions_diff = clip_diff(&positions, shadow.clip);
+    let positions_clipped: [Vec3; 4] =
+        std::array::from_fn(|i| positions[i] + positions_diff[i].extend(0.));
+    let transformed_rect_size = shadow.transform.transform_vector2(rect_size).abs();
+    if shadow.transform.x_axis[1] == 0.0
+        && (positions_diff[0].x - positions_diff[1].x >= transformed_rect_size.x
+            || positions_diff[1].y - positions_diff[2].y >= transformed_rect_size.y)
+    {
+        return;
+    }
+    let uvs = [
+        Vec2::new(positions_diff[0].x, positions_diff[0].y),
+        Vec2::new(rect_size.x + positions_diff[1].x, positions_diff[1].y),
+        Vec2::new(
+            rect_size.x + positions_diff[2].x,
+            rect_size.y + positions_diff[2].y,
+        ),
+        Vec2::new(positions_diff[3].x, rect_size.y + positions_diff[3].y),
+    ]
+    .map(|pos| pos / rect_size);
+    if quads
+        .batches
+        .last()
+        .is_none_or(|batch| batch.kind != UiBatchKind::BoxShadows)
+    {
+        let start = quads.indices.len() as u32;
+        quads.batches.push(UiBatch {
+            indices: start..start,
+            kind: UiBatchKind::BoxShadows,
+        });
+    }
+    let color = shadow.color.to_f32_array();
+    let radius: [f32; 4] = shadow.radius.into();
+    quads.push(std::array::from_fn(|i| UiVertex {
+        position: positions_clipped[i].into(),
+        uv: uvs[i].into(),
+        color,
+        flags: 0,
+        radius,
+        border: [shadow.blur_radius, 0.0, 0.0, 0.0],
+        size: shadow.size.into(),
+        point: ((uvs[i] - 0.5) * rect_size).into(),
+        bounds: NO_BOUNDS,
+    }));
+    let end = quads.indices.len() as u32;
+    if let Some(batch) = quads.batches.last_mut() {
+        batch.indices.end = end;
+    }
+}
+
 impl UiQuads {
     /// One quad: its four vertices and Bevy's six indices.
     fn push(&mut self, vertices: [UiVertex; 4]) {
@@ -575,10 +676,10 @@ mod tests {
 
     /// `nodes`, each drawn once in order, every image 64x64 except `missing`.
     fn quads_of(nodes: Vec<ExtractedUiNode>, missing: Option<AssetId<Image>>) -> UiQuads {
-        let items: Vec<(usize, Entity)> = nodes
+        let items: Vec<UiItemRef> = nodes
             .iter()
             .enumerate()
-            .map(|(i, node)| (i, node.render_entity))
+            .map(|(i, node)| UiItemRef::Node(i, node.render_entity))
             .collect();
         let nodes = ExtractedUiNodes {
             uinodes: nodes,
@@ -587,7 +688,7 @@ mod tests {
         let default_image = AssetId::<Image>::default();
         build_quads(
             &items,
-            &nodes,
+            (&nodes, &[]),
             |id| (Some(id) != missing || id == default_image).then_some(Vec2::splat(64.0)),
             |_| SamplerKey::bevy_default(),
         )
@@ -694,7 +795,7 @@ mod tests {
         let batches: Vec<(AssetId<Image>, std::ops::Range<u32>)> = quads
             .batches
             .iter()
-            .map(|b| (b.image, b.indices.clone()))
+            .map(|b| (batch_image(b), b.indices.clone()))
             .collect();
         assert_eq!(batches, [(image(1), 0..18), (image(2), 18..24)]);
         // Each quad's indices start at its own first vertex.
@@ -721,10 +822,11 @@ mod tests {
         };
         let quads = build_quads(
             &[
-                (0, Entity::from_raw_u32(2).unwrap()),
-                (5, Entity::PLACEHOLDER),
+                UiItemRef::Node(0, Entity::from_raw_u32(2).unwrap()),
+                UiItemRef::Node(5, Entity::PLACEHOLDER),
+                UiItemRef::BoxShadow(0, Entity::PLACEHOLDER),
             ],
-            &nodes,
+            (&nodes, &[]),
             |_| Some(Vec2::ONE),
             |_| SamplerKey::bevy_default(),
         );
@@ -745,8 +847,8 @@ mod tests {
             glyphs: vec![glyph(0.0), glyph(20.0)],
         };
         let quads = build_quads(
-            &[(0, Entity::from_raw_u32(1).unwrap())],
-            &nodes,
+            &[UiItemRef::Node(0, Entity::from_raw_u32(1).unwrap())],
+            (&nodes, &[]),
             |_| Some(Vec2::new(64.0, 32.0)),
             |_| SamplerKey::bevy_default(),
         );
@@ -758,7 +860,107 @@ mod tests {
         assert_eq!(v[2].uv, [0.5, 1.0]);
         assert!(v.iter().all(|v| v.flags & shader_flags::TEXTURED != 0));
         assert_eq!(quads.batches[0].indices, 0..12);
-        assert_eq!(quads.batches[0].image, image(3));
+        assert_eq!(batch_image(&quads.batches[0]), image(3));
+    }
+
+    fn batch_image(batch: &UiBatch) -> AssetId<Image> {
+        match batch.kind {
+            UiBatchKind::Nodes { image, .. } => image,
+            UiBatchKind::BoxShadows => panic!("a box shadow batch: {batch:?}"),
+        }
+    }
+
+    /// A box shadow of a 40x20 node at (100, 50) with a 2-pixel blur, whose quad is the shadow
+    /// grown by 6 blurs (Bevy's `bounds`), clipped by `clip`.
+    fn shadow(clip: Option<Rect>) -> ExtractedBoxShadow {
+        ExtractedBoxShadow {
+            stack_index: 0,
+            transform: Affine2::from_translation(Vec2::new(100.0, 50.0)),
+            bounds: Vec2::new(52.0, 32.0),
+            clip,
+            extracted_camera_entity: Entity::PLACEHOLDER,
+            color: LinearRgba::new(0.0, 0.0, 0.0, 0.8),
+            radius: ResolvedBorderRadius {
+                top_left: 1.0,
+                top_right: 2.0,
+                bottom_right: 3.0,
+                bottom_left: 4.0,
+            },
+            blur_radius: 2.0,
+            size: Vec2::new(40.0, 20.0),
+            main_entity: MainEntity::from(Entity::PLACEHOLDER),
+            render_entity: Entity::from_raw_u32(9).unwrap(),
+        }
+    }
+
+    #[test]
+    fn box_shadows_are_bevys_quads_in_their_own_batches_between_nodes() {
+        let at = |x: f32| Vec2::new(x, 10.0);
+        let nodes = ExtractedUiNodes {
+            uinodes: vec![
+                node(at(10.0), Vec2::splat(8.0), image(1), None),
+                node(at(20.0), Vec2::splat(8.0), image(1), None),
+            ],
+            glyphs: Vec::new(),
+        };
+        let node_entity = Entity::from_raw_u32(1).unwrap();
+        let shadow_entity = Entity::from_raw_u32(9).unwrap();
+        let shadows = [shadow(None), shadow(None)];
+        let quads = build_quads(
+            &[
+                UiItemRef::Node(0, node_entity),
+                UiItemRef::BoxShadow(0, shadow_entity),
+                UiItemRef::BoxShadow(1, shadow_entity),
+                UiItemRef::Node(1, node_entity),
+            ],
+            (&nodes, &shadows),
+            |_| Some(Vec2::splat(64.0)),
+            |_| SamplerKey::bevy_default(),
+        );
+        // The node under the shadows, the two shadows in one batch, the node over them in a
+        // batch of its own though it samples the same image.
+        let kinds: Vec<(bool, std::ops::Range<u32>)> = quads
+            .batches
+            .iter()
+            .map(|b| (b.kind == UiBatchKind::BoxShadows, b.indices.clone()))
+            .collect();
+        assert_eq!(kinds, [(false, 0..6), (true, 6..18), (false, 18..24)]);
+        let v = &quads.vertices[4..8];
+        let positions: Vec<[f32; 3]> = v.iter().map(|v| v.position).collect();
+        assert_eq!(
+            positions,
+            [
+                [74.0, 34.0, 0.0],
+                [126.0, 34.0, 0.0],
+                [126.0, 66.0, 0.0],
+                [74.0, 66.0, 0.0]
+            ]
+        );
+        // Bevy's vertex stage: point = (uv - 0.5) * bounds.
+        let points: Vec<[f32; 2]> = v.iter().map(|v| v.point).collect();
+        assert_eq!(
+            points,
+            [[-26.0, -16.0], [26.0, -16.0], [26.0, 16.0], [-26.0, 16.0]]
+        );
+        assert!(v.iter().all(|v| v.size == [40.0, 20.0]
+            && v.radius == [1.0, 2.0, 3.0, 4.0]
+            && v.border[0] == 2.0
+            && v.color == [0.0, 0.0, 0.0, 0.8]));
+    }
+
+    #[test]
+    fn clipped_box_shadows_shrink_their_uvs_and_hidden_ones_are_culled() {
+        // The left 26 pixels of the shadow's 52-wide quad clipped away.
+        let clip = Some(Rect::new(100.0, 0.0, 200.0, 100.0));
+        let mut quads = UiQuads::default();
+        push_box_shadow(&mut quads, &shadow(clip));
+        let v = &quads.vertices;
+        assert_eq!(v[0].position, [100.0, 34.0, 0.0]);
+        assert_eq!(v[0].uv, [0.5, 0.0]);
+        assert_eq!(v[0].point, [0.0, -16.0]);
+        let mut hidden = UiQuads::default();
+        push_box_shadow(&mut hidden, &shadow(Some(Rect::new(0.0, 0.0, 10.0, 10.0))));
+        assert!(hidden.vertices.is_empty() && hidden.batches.is_empty());
     }
 
     #[test]

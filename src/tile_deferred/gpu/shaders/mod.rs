@@ -63,6 +63,9 @@ pub(crate) enum ShaderId {
     UiVert,
     /// `ui.frag`: bevy_ui's node shader (`ui.wgsl`), specialised for `UiAntiAlias`.
     UiFrag,
+    /// `box_shadow.frag`: bevy_ui's box shadow shader (`box_shadow.wgsl`), drawn with `ui.vert`
+    /// and specialised for `BoxShadowSamples`.
+    BoxShadowFrag,
 }
 
 impl ShaderId {
@@ -82,6 +85,7 @@ impl ShaderId {
             Self::ClusterAssign => "cluster_assign.comp",
             Self::UiVert => "ui.vert",
             Self::UiFrag => "ui.frag",
+            Self::BoxShadowFrag => "box_shadow.frag",
         }
     }
 
@@ -96,7 +100,8 @@ impl ShaderId {
             | Self::Tonemap
             | Self::DepthExport
             | Self::LightFinish
-            | Self::UiFrag => vk::ShaderStageFlags::FRAGMENT,
+            | Self::UiFrag
+            | Self::BoxShadowFrag => vk::ShaderStageFlags::FRAGMENT,
             Self::ClusterAssign => vk::ShaderStageFlags::COMPUTE,
         }
     }
@@ -226,6 +231,7 @@ pub(crate) const VARIANTS: &[ShaderVariant] = &[
     variant!(ClusterAssign,   false, false,  Off,    "cluster_assign.comp"),
     variant!(UiVert,          false, false,  Off,    "ui.vert"),
     variant!(UiFrag,          false, false,  Off,    "ui.frag"),
+    variant!(BoxShadowFrag,   false, false,  Off,    "box_shadow.frag"),
 ];
 
 /// The shader modules of [`VARIANTS`], created once.

@@ -61,8 +61,11 @@ pub enum ZStackExtra {
     None,
     /// A `BoxShadow` (Bevy's `ui/box_shadow`).
     BoxShadow,
-    /// The checker as a 9-sliced `ImageNode` (Bevy's `ui/ui_texture_slice`).
-    SlicedImage,
+    /// The checker as a 9-sliced `ImageNode` with a tiled centre (Bevy's
+    /// `ui/ui_texture_slice`), and on the third node as a tiled one.
+    SlicedImages,
+    /// A linear gradient background (Bevy's `ui/gradients`).
+    Gradient,
 }
 
 /// The HUD over `camera` (with `UiTargetCamera`), with `extra` on the z-stack's second node;
@@ -204,15 +207,31 @@ pub fn spawn_hud(
                     px(4),
                 ));
             }
-            ZStackExtra::SlicedImage if i == 1 => {
+            ZStackExtra::SlicedImages if i == 1 => {
                 node.insert(
                     ImageNode::new(checker.clone()).with_mode(NodeImageMode::Sliced(
                         TextureSlicer {
                             border: BorderRect::all(4.0),
+                            center_scale_mode: SliceScaleMode::Tile { stretch_value: 0.5 },
                             ..default()
                         },
                     )),
                 );
+            }
+            ZStackExtra::SlicedImages if i == 2 => {
+                node.insert(
+                    ImageNode::new(checker.clone()).with_mode(NodeImageMode::Tiled {
+                        tile_x: true,
+                        tile_y: true,
+                        stretch_value: 0.75,
+                    }),
+                );
+            }
+            ZStackExtra::Gradient if i == 1 => {
+                node.insert(BackgroundGradient::from(LinearGradient::to_right(vec![
+                    ColorStop::auto(Color::srgb(0.9, 0.2, 0.6)),
+                    ColorStop::auto(Color::srgb(0.2, 0.6, 0.9)),
+                ])));
             }
             _ => {}
         }

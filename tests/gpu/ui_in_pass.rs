@@ -6,9 +6,9 @@
 //! and 4x MSAA (in the pass the UI is drawn at 4x and resolved with the scene; Bevy draws it at
 //! 1x over the resolved image), and each element must show. The in-pass frame must be one render pass whose only traffic is
 //! one store of the output; the other pays for the passes after it. A box shadow in the HUD is
-//! drawn in the pass too. With a 9-sliced image in the middle of the HUD (not drawn in the pass
-//! yet), the items under it are drawn in the pass and the rest after it, and the picture is
-//! still Bevy's. On a second camera with a viewport into the first one's target, the same
+//! drawn in the pass too, and so are a 9-sliced image with a tiled centre and a tiled image.
+//! With a gradient in the middle of the HUD (not drawn in the pass yet), the items under it are
+//! drawn in the pass and the rest after it, and the picture is still Bevy's. On a second camera with a viewport into the first one's target, the same
 //! holds. With `UiScale` 1.25 and `UiAntiAlias::Off` on both cameras, the same holds.
 
 use crate::harness::{Frame, GpuTest, HeadlessApp, image_compare};
@@ -103,29 +103,49 @@ fn a_hud_with_a_box_shadow_is_drawn_in_the_tile_pass() {
     );
 }
 
-/// A 9-sliced image in the middle of the HUD (on the second node of the z-stack): the subpass
-/// draws the items under it, Bevy's UI pass after the tile pass draws it and every item over it,
-/// and the picture is the one Bevy's UI pass draws alone.
+/// A 9-sliced image with a tiled centre and a tiled image in the HUD (the z-stack's second and
+/// third nodes, Bevy's `ui/ui_texture_slice`): drawn in the pass with the rest of the HUD, at 1x
+/// and 4x, HDR off and on.
 #[test]
-fn a_sliced_image_sends_it_and_the_ui_over_it_after_the_tile_pass() {
-    let _test = GpuTest::start("a_sliced_image_sends_it_and_the_ui_over_it_after_the_tile_pass");
-    let cases = [(false, Msaa::Off), (false, Msaa::Sample4)];
-    let extra = ZStackExtra::SlicedImage;
+fn a_hud_with_sliced_and_tiled_images_is_drawn_in_the_tile_pass() {
+    let _test = GpuTest::start("a_hud_with_sliced_and_tiled_images_is_drawn_in_the_tile_pass");
+    let cases = [
+        (false, Msaa::Off),
+        (true, Msaa::Off),
+        (false, Msaa::Sample4),
+    ];
     compare_routes(
         "hud-sliced",
+        &cases,
+        ZStackExtra::SlicedImages,
+        Variant::default(),
+        |name, in_pass, after_pass| {
+            assert_eq!(in_pass.ui_after_pass_reason, None, "{name}");
+            check_traffic(name, in_pass, after_pass);
+        },
+    );
+}
+
+/// A gradient in the middle of the HUD (on the second node of the z-stack, Bevy's
+/// `ui/gradients`): the subpass draws the items under it, Bevy's UI pass after the tile pass
+/// draws it and every item over it, and the picture is the one Bevy's UI pass draws alone.
+#[test]
+fn a_gradient_sends_it_and_the_ui_over_it_after_the_tile_pass() {
+    let _test = GpuTest::start("a_gradient_sends_it_and_the_ui_over_it_after_the_tile_pass");
+    let cases = [(false, Msaa::Off), (false, Msaa::Sample4)];
+    let extra = ZStackExtra::Gradient;
+    compare_routes(
+        "hud-gradient",
         &cases,
         extra,
         Variant::default(),
         |name, split, after_pass| {
             let drawn = split
                 .ui_in_pass
-                .expect("the items under the sliced image, in the pass");
+                .expect("the items under the gradient, in the pass");
             let priced = split.ui_pass.as_ref().expect("the rest, after the pass");
             let reason = split.ui_after_pass_reason.as_deref().unwrap_or_default();
-            assert!(
-                reason.starts_with("a sliced or tiled image"),
-                "{name}: {reason}"
-            );
+            assert!(reason.starts_with("a gradient:"), "{name}: {reason}");
             assert!(drawn.items >= 8, "{name}: {drawn:?}");
             assert!(after_pass.ui_pass.is_some(), "{name}");
             // The tile pass is the same one render pass, its UI subpass included; the passes after

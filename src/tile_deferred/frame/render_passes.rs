@@ -127,6 +127,25 @@ pub(crate) fn ensure_box_shadow_pipeline(
     Ok(pipeline)
 }
 
+/// The `ui` subpass's sliced image pipeline, created on first use.
+pub(crate) fn ensure_ui_slice_pipeline(
+    shared: SharedObjects,
+    pass: &mut PassResources,
+) -> TileResult<vk::Pipeline> {
+    let target = pass.ui_target.ok_or(TileError::Missing {
+        step: "finding the UI subpass",
+    })?;
+    if pass.ui_slice_pipeline == vk::Pipeline::null() {
+        pass.ui_slice_pipeline = step(
+            "creating the UI sliced image pipeline",
+            shared
+                .context
+                .create_ui_slice_pipeline(shared.layouts, shared.shaders, target),
+        )?;
+    }
+    Ok(pass.ui_slice_pipeline)
+}
+
 /// Creates the render passes of a plan (one per native pass, `descriptions` in the same order)
 /// and the lighting and tonemap pipelines; the G-buffer pipelines are built on demand.
 fn create_pass_resources(
@@ -157,6 +176,7 @@ fn create_pass_resources(
             .then(|| shape.target(compiled, names::UI)),
         ui_pipelines: [vk::Pipeline::null(); 2],
         box_shadow_pipelines: HashMap::default(),
+        ui_slice_pipeline: vk::Pipeline::null(),
         last_used: state.frame,
     };
     match create_screen_pipelines(

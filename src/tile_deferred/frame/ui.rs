@@ -10,7 +10,7 @@ use crate::tile_deferred::{
         material_sets,
         pipelines::PassesKey,
         raw_view,
-        record::UiRecording,
+        record::{UiRecordedBatch, UiRecording},
         ui::{self as gpu_ui, TileUiDraws, UiBatchKind, UiBuffers, UiVertex},
     },
     scene::params::TileSceneParams,
@@ -35,31 +35,35 @@ pub(crate) fn prepare_ui<'a>(
     draws: &TileUiDraws,
 ) -> TileResult<PreparedUi<'a>> {
     let shared = state.shared;
-    let pipeline = render_passes::ensure_ui_pipeline(shared, state.passes(key)?, draws.anti_alias)?;
-    let box_shadow_pipeline = if draws
-        .batches
-        .iter()
-        .any(|batch| batch.kind == UiBatchKind::BoxShadows)
-    {
-        render_passes::ensure_box_shadow_pipeline(shared, state.passes(key)?, draws.shadow_samples)?
-    } else {
-        vk::Pipeline::null()
-    };
     let mut images = Vec::with_capacity(draws.batches.len());
     let mut batches = Vec::with_capacity(draws.batches.len());
     for batch in &draws.batches {
-        let UiBatchKind::Nodes { image, sampler } = &batch.kind else {
-            batches.push((None, batch.indices.clone()));
+        let passes = state.passes(key)?;
+        let pipeline = match batch.kind {
+            UiBatchKind::Nodes { .. } => {
+                render_passes::ensure_ui_pipeline(shared, passes, draws.anti_alias)?
+            }
+            UiBatchKind::BoxShadows => {
+                render_passes::ensure_box_shadow_pipeline(shared, passes, draws.shadow_samples)?
+            }
+            UiBatchKind::Slices { .. } => render_passes::ensure_ui_slice_pipeline(shared, passes)?,
+        };
+        let Some((image, sampler)) = batch.kind.image() else {
+            batches.push(UiRecordedBatch {
+                pipeline,
+                image_set: None,
+                indices: batch.indices.clone(),
+            });
             continue;
         };
         // `ui_in_pass` kept only items whose image Bevy has prepared, this frame.
-        let image = scene.images.get(*image).ok_or(TileError::Missing {
+        let image = scene.images.get(image).ok_or(TileError::Missing {
             step: "finding a UI image",
         })?;
         let view = raw_view(&image.texture_view).ok_or(TileError::Missing {
             step: "reading a UI image's view",
         })?;
-        let sampler = step("creating a UI sampler", state.sampler_cache().get(sampler))?;
+        let sampler = step("creating a UI sampler", state.sampler_cache().get(&sampler))?;
         let set = step(
             "allocating a UI image set",
             material_sets::ui_image_set(
@@ -72,7 +76,11 @@ pub(crate) fn prepare_ui<'a>(
             ),
         )?;
         images.push(image);
-        batches.push((Some(set), batch.indices.clone()));
+        batches.push(UiRecordedBatch {
+            pipeline,
+            image_set: Some(set),
+            indices: batch.indices.clone(),
+        });
     }
     // With MSAA each quad covers whole pixels, as Bevy's UI at 1x does.
     let grown;
@@ -85,8 +93,6 @@ pub(crate) fn prepare_ui<'a>(
     let (vertex_buffer, index_buffer) = upload_quads(state, vertices, &draws.indices)?;
     Ok(PreparedUi {
         recording: UiRecording {
-            pipeline,
-            box_shadow_pipeline,
             layout: shared.layouts.ui_pipeline_layout,
             clip_from_world: draws.clip_from_world.to_cols_array(),
             vertex_buffer,

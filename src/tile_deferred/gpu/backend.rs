@@ -97,6 +97,8 @@ pub(crate) struct PassResources {
     pub ui_pipelines: [vk::Pipeline; 2],
     /// The `ui` subpass's box shadow pipelines, by `BoxShadowSamples` (built on demand).
     pub box_shadow_pipelines: HashMap<u32, vk::Pipeline>,
+    /// The `ui` subpass's sliced image pipeline (built on demand; null until then).
+    pub ui_slice_pipeline: vk::Pipeline,
     pub last_used: u64,
 }
 
@@ -332,6 +334,7 @@ pub(crate) fn retire_pass(pass: PassResources, graveyard: &mut Graveyard) {
             split.lighting_per_sample,
             pass.ui_pipelines[0],
             pass.ui_pipelines[1],
+            pass.ui_slice_pipeline,
         ]) {
             if pipeline != vk::Pipeline::null() {
                 c.destroy_pipeline(pipeline);

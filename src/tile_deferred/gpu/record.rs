@@ -84,17 +84,20 @@ pub(crate) struct ClusterDispatch {
 
 /// The `ui` subpass's draws: bevy_ui's quads, batch by batch in Bevy's order (`gpu::ui`).
 pub(crate) struct UiRecording {
-    pub(crate) pipeline: vk::Pipeline,
-    /// Null where the frame draws no box shadow.
-    pub(crate) box_shadow_pipeline: vk::Pipeline,
     pub(crate) layout: vk::PipelineLayout,
     /// The UI view's `clip_from_world`, column-major (ui.vert's push constant).
     pub(crate) clip_from_world: [f32; 16],
     pub(crate) vertex_buffer: vk::Buffer,
     pub(crate) index_buffer: vk::Buffer,
-    /// Each batch's image set (`None`: box shadows, drawn with `box_shadow_pipeline`) and
-    /// range of indices.
-    pub(crate) batches: Vec<(Option<vk::DescriptorSet>, std::ops::Range<u32>)>,
+    pub(crate) batches: Vec<UiRecordedBatch>,
+}
+
+/// One batch of the `ui` subpass: its pipeline (nodes, box shadows or sliced images, all with
+/// the UI pipeline layout), its image set (`None` for box shadows) and its range of indices.
+pub(crate) struct UiRecordedBatch {
+    pub(crate) pipeline: vk::Pipeline,
+    pub(crate) image_set: Option<vk::DescriptorSet>,
+    pub(crate) indices: std::ops::Range<u32>,
 }
 
 /// Everything the raw recording needs, gathered beforehand.
@@ -674,8 +677,8 @@ impl Recorder<'_> {
             let Some(ui) = &self.r.ui else {
                 return;
             };
-            // Both pipelines share the layout: the push constant stays across a pipeline
-            // change, and the box shadow pipeline uses no set.
+            // The pipelines share the layout: the push constant stays across pipeline changes,
+            // and the box shadow pipeline uses no set.
             device.cmd_push_constants(
                 cb,
                 ui.layout,
@@ -686,17 +689,13 @@ impl Recorder<'_> {
             device.cmd_bind_vertex_buffers(cb, 0, &[ui.vertex_buffer], &[0]);
             device.cmd_bind_index_buffer(cb, ui.index_buffer, 0, vk::IndexType::UINT32);
             let mut bound = vk::Pipeline::null();
-            for (set, indices) in &ui.batches {
-                let pipeline = if set.is_some() {
-                    ui.pipeline
-                } else {
-                    ui.box_shadow_pipeline
-                };
-                if pipeline != bound {
-                    device.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, pipeline);
-                    bound = pipeline;
+            for batch in &ui.batches {
+                if batch.pipeline != bound {
+                    device.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, batch.pipeline);
+                    bound = batch.pipeline;
                 }
-                if let Some(set) = set {
+                let indices = &batch.indices;
+                if let Some(set) = &batch.image_set {
                     device.cmd_bind_descriptor_sets(
                         cb,
                         vk::PipelineBindPoint::GRAPHICS,

@@ -19,7 +19,9 @@ use bytemuck::{Pod, Zeroable};
 use std::ops::Range;
 
 /// Bevy's `UiVertex` (bevy_ui_render 0.19.1 lib.rs:1438-1456, private there), field for field,
-/// and the pixel bounds of its quad: the vertex `ui.vert` reads.
+/// the pixel bounds of its quad and a fourth vector for sliced images: the vertex `ui.vert`
+/// reads. Box shadows and sliced images put their own vertices' fields in it (see
+/// `box_shadow.frag` and `ui_texture_slice.frag`), so that the subpass has one vertex buffer.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Pod, Zeroable)]
 pub(crate) struct UiVertex {
@@ -39,6 +41,8 @@ pub(crate) struct UiVertex {
     /// `ui.frag` draws only the pixels whose centre it covers, as at 1x ([`cover_whole_pixels`]).
     /// [`NO_BOUNDS`] otherwise.
     pub bounds: [f32; 4],
+    /// Sliced and tiled images: Bevy's `repeat` (`ui_texture_slice.frag`); zeros otherwise.
+    pub extra: [f32; 4],
 }
 
 /// [`UiVertex::bounds`] of quads drawn as rasterised.
@@ -125,6 +129,23 @@ pub(crate) enum UiBatchKind {
     },
     /// Box shadows (`box_shadow.frag`): no image.
     BoxShadows,
+    /// Sliced and tiled images (`ui_texture_slice.frag`), sampling one image.
+    Slices {
+        image: AssetId<Image>,
+        sampler: SamplerKey,
+    },
+}
+
+impl UiBatchKind {
+    /// The image the batch samples, and how.
+    pub fn image(&self) -> Option<(AssetId<Image>, SamplerKey)> {
+        match *self {
+            Self::Nodes { image, sampler } | Self::Slices { image, sampler } => {
+                Some((image, sampler))
+            }
+            Self::BoxShadows => None,
+        }
+    }
 }
 
 /// Render-world component of a tile view whose bevy_ui items are drawn in the tile render
@@ -154,10 +175,10 @@ pub(crate) struct UiBuffers {
     pub indices: crate::vulkan::memory::DeviceBuffer,
 }
 
-/// Bevy's `UiVertex` as vertex attributes: binding 0, per vertex, locations 0-7 in field order.
+/// [`UiVertex`] as vertex attributes: binding 0, per vertex, locations 0-9 in field order.
 fn vertex_layout() -> (
     [vk::VertexInputBindingDescription; 1],
-    [vk::VertexInputAttributeDescription; 9],
+    [vk::VertexInputAttributeDescription; 10],
 ) {
     use std::mem::offset_of;
     use vk::Format as F;
@@ -183,6 +204,7 @@ fn vertex_layout() -> (
             attribute(6, F::R32G32_SFLOAT, offset_of!(UiVertex, size)),
             attribute(7, F::R32G32_SFLOAT, offset_of!(UiVertex, point)),
             attribute(8, F::R32G32B32A32_SFLOAT, offset_of!(UiVertex, bounds)),
+            attribute(9, F::R32G32B32A32_SFLOAT, offset_of!(UiVertex, extra)),
         ],
     )
 }
@@ -235,6 +257,17 @@ impl VulkanContext {
             target,
             (ShaderId::BoxShadowFrag, samples),
         )
+    }
+
+    /// The `ui` subpass's sliced image pipeline, as Bevy's `UiTextureSlicePipeline` specialises
+    /// it: the UI pipeline's state with `ui_texture_slice.frag`.
+    pub fn create_ui_slice_pipeline(
+        &self,
+        layouts: &TileLayouts,
+        shaders: &TileShaders,
+        target: PipelineTarget,
+    ) -> Result<vk::Pipeline, vk::Result> {
+        self.create_ui_subpass_pipeline(layouts, shaders, target, (ShaderId::UiTextureSliceFrag, 0))
     }
 
     /// A pipeline of the `ui` subpass with `ui.vert` and `fragment`, whose specialisation
@@ -299,14 +332,14 @@ mod tests {
     #[test]
     fn the_vertex_is_bevys_ui_vertex_and_its_bounds() {
         // Bevy's layout (bevy_ui_render pipeline.rs:58-78): 88 bytes, eight attributes in
-        // field order, packed; then the bounds.
-        assert_eq!(size_of::<UiVertex>(), 104);
+        // field order, packed; then the bounds and the slices' fourth vector.
+        assert_eq!(size_of::<UiVertex>(), 120);
         let (bindings, attributes) = vertex_layout();
-        assert_eq!(bindings[0].stride, 104);
+        assert_eq!(bindings[0].stride, 120);
         let offsets: Vec<u32> = attributes.iter().map(|a| a.offset).collect();
-        assert_eq!(offsets, [0, 12, 20, 36, 40, 56, 72, 80, 88]);
+        assert_eq!(offsets, [0, 12, 20, 36, 40, 56, 72, 80, 88, 104]);
         let locations: Vec<u32> = attributes.iter().map(|a| a.location).collect();
-        assert_eq!(locations, [0, 1, 2, 3, 4, 5, 6, 7, 8]);
+        assert_eq!(locations, [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
     }
 
     /// A quad from (10, 20) to (30, 30) with UVs 0..1 and points relative to its centre.

@@ -11,11 +11,12 @@
 //!
 //! The tile pass draws what Bevy's `DrawUi` and `DrawBoxShadows` draw: backgrounds, borders and
 //! outlines with their radii, images (atlas, rect, flips), text (glyphs, shadows, decorations,
-//! the cursor), viewport nodes and box shadows (`push_box_shadow`, a port of Bevy's
-//! `prepare_shadows`), at the camera's MSAA (the `ui` subpass then resolves the multisampled colour,
+//! the cursor), viewport nodes, box shadows (`push_box_shadow`, a port of Bevy's
+//! `prepare_shadows`) and sliced and tiled images (`push_texture_slice`, its
+//! `prepare_ui_slices`), at the camera's MSAA (the `ui` subpass then resolves the multisampled colour,
 //! and each quad covers whole pixels, as Bevy's UI drawn at 1x over the resolved image does:
 //! `gpu::ui::cover_whole_pixels`). A view
-//! whose phase holds anything else (sliced images, gradients, a `UiMaterial`) has
+//! whose phase holds anything else (gradients, a `UiMaterial`) has
 //! the items below the first of those drawn in the pass, and that one and everything over it
 //! drawn by Bevy's UI pass after the tile pass, which keeps the order exact ("over" is
 //! associative); a view the `ui` subpass cannot serve yet ([`in_pass_refusal`]) has all of its
@@ -41,17 +42,22 @@ use bevy::{
         Extract, ExtractSchedule, Render, RenderSystems,
         camera::ExtractedCamera,
         render_asset::RenderAssets,
-        render_phase::{DrawFunctionId, DrawFunctions, PhaseItem, ViewSortedRenderPhases},
-        render_resource::{DefaultImageSamplerDescriptor, TextureFormat},
+        render_phase::{DrawFunctions, PhaseItem, ViewSortedRenderPhases},
+        render_resource::{
+            DefaultImageSamplerDescriptor, PipelineCache, PipelineDescriptor, TextureFormat,
+        },
         texture::GpuImage,
         view::{ExtractedView, ViewTarget},
     },
+    sprite::{SliceScaleMode, SpriteImageMode, TextureSlicer},
     ui_render::{
         BoxShadowSamples, DrawUi, ExtractedUiItem, ExtractedUiNodes, NodeType, RenderUiSystems,
         TransparentUi, UiAntiAlias, UiCameraView,
         box_shadow::{DrawBoxShadows, ExtractedBoxShadow, ExtractedBoxShadows},
         shader_flags,
-        ui_texture_slice_pipeline::DrawUiTextureSlices,
+        ui_texture_slice_pipeline::{
+            DrawUiTextureSlices, ExtractedUiTextureSlice, ExtractedUiTextureSlices,
+        },
     },
 };
 
@@ -75,6 +81,7 @@ pub(super) fn install(render_app: &mut SubApp) {
             ExtractSchedule,
             extract_ui_image_samplers
                 .after(RenderUiSystems::ExtractDebug)
+                .after(RenderUiSystems::ExtractTextureSlice)
                 .after(RenderUiSystems::ExtractViewportNodes),
         )
         .add_systems(
@@ -87,16 +94,19 @@ pub(super) fn install(render_app: &mut SubApp) {
 /// own extraction).
 fn extract_ui_image_samplers(
     nodes: Res<ExtractedUiNodes>,
+    slices: Res<ExtractedUiTextureSlices>,
     images: Extract<Res<Assets<Image>>>,
     default_sampler: Option<Res<DefaultImageSamplerDescriptor>>,
     mut samplers: ResMut<UiImageSamplers>,
 ) {
     samplers.0.clear();
     let default = default_sampler.as_deref().map(|d| &d.0);
-    for node in &nodes.uinodes {
-        samplers.0.entry(node.image).or_insert_with(|| {
+    let node_images = nodes.uinodes.iter().map(|node| node.image);
+    let slice_images = slices.slices.iter().map(|slice| slice.image);
+    for image in node_images.chain(slice_images) {
+        samplers.0.entry(image).or_insert_with(|| {
             let sampler = images
-                .get(node.image)
+                .get(image)
                 .map_or(&ImageSampler::Default, |image| &image.sampler);
             SamplerKey::for_image(sampler, default)
         });
@@ -123,6 +133,8 @@ pub(super) struct UiSources<'w> {
     draw_functions: Res<'w, DrawFunctions<TransparentUi>>,
     nodes: Res<'w, ExtractedUiNodes>,
     box_shadows: Res<'w, ExtractedBoxShadows>,
+    slices: Res<'w, ExtractedUiTextureSlices>,
+    pipeline_cache: Res<'w, PipelineCache>,
     images: Res<'w, RenderAssets<GpuImage>>,
     samplers: Res<'w, UiImageSamplers>,
     transparent_phases: Option<Res<'w, ViewSortedRenderPhases<Transparent3d>>>,
@@ -142,6 +154,8 @@ pub(super) fn build_tile_ui(
         draw_functions,
         nodes,
         box_shadows,
+        slices,
+        pipeline_cache,
         images,
         samplers,
         transparent_phases,
@@ -149,12 +163,15 @@ pub(super) fn build_tile_ui(
     } = sources;
     let draw_ui = draw_functions.read().get_id::<DrawUi>();
     let draw_box_shadows = draw_functions.read().get_id::<DrawBoxShadows>();
+    let draw_slices = draw_functions.read().get_id::<DrawUiTextureSlices>();
     let kind_of = |item: &TransparentUi| {
         let draw_function = Some(item.draw_function);
         if draw_function == draw_ui {
             Some(UiItemRef::Node(item.index, item.entity()))
         } else if draw_function == draw_box_shadows {
             Some(UiItemRef::BoxShadow(item.index, item.entity()))
+        } else if draw_function == draw_slices {
+            Some(UiItemRef::Slice(item.index, item.entity()))
         } else {
             None
         }
@@ -201,7 +218,7 @@ pub(super) fn build_tile_ui(
         let keys: Vec<UiItemRef> = items.iter().map_while(|item| kind_of(item)).collect();
         let drawn = keys.len();
         if let Some(first) = items.get(drawn) {
-            let kind = undrawn_kind(first.draw_function, &draw_functions);
+            let kind = undrawn_kind(first, &pipeline_cache);
             entity_commands.insert(UiAfterTilePass(format!(
                 "{kind}: it and the {} UI items over it are drawn by Bevy's UI pass after the \
                  tile pass",
@@ -213,7 +230,7 @@ pub(super) fn build_tile_ui(
         }
         let quads = build_quads(
             &keys,
-            (&nodes, &box_shadows.box_shadows),
+            (&nodes, &box_shadows.box_shadows, &slices.slices),
             |image| images.get(image).map(|gpu| gpu.size_2d().as_vec2()),
             |image| {
                 samplers
@@ -242,16 +259,21 @@ pub(super) fn build_tile_ui(
     }
 }
 
-/// What the `ui` subpass cannot draw, named from the phase item's draw function.
-fn undrawn_kind(
-    draw_function: DrawFunctionId,
-    draw_functions: &DrawFunctions<TransparentUi>,
-) -> &'static str {
-    let draw_functions = draw_functions.read();
-    if Some(draw_function) == draw_functions.get_id::<DrawUiTextureSlices>() {
-        "a sliced or tiled image"
-    } else {
-        "a gradient, a UiMaterial or another plugin's UI draw"
+/// What the `ui` subpass cannot draw, named from the label of the phase item's pipeline
+/// (Bevy's `ui_gradient_pipeline`, `ui_material_pipeline`, or another plugin's).
+fn undrawn_kind(item: &TransparentUi, pipeline_cache: &PipelineCache) -> String {
+    let label = pipeline_cache
+        .pipelines()
+        .nth(item.pipeline.id())
+        .and_then(|cached| match &cached.descriptor {
+            PipelineDescriptor::RenderPipelineDescriptor(descriptor) => descriptor.label.clone(),
+            PipelineDescriptor::ComputePipelineDescriptor(_) => None,
+        });
+    match label.as_deref() {
+        Some("ui_gradient_pipeline") => "a gradient".to_string(),
+        Some("ui_material_pipeline") => "a UiMaterial".to_string(),
+        Some(label) => format!("a UI draw of another plugin (pipeline `{label}`)"),
+        None => "a UI draw of another plugin".to_string(),
     }
 }
 
@@ -311,6 +333,7 @@ fn is_float(format: TextureFormat) -> bool {
 enum UiItemRef {
     Node(usize, Entity),
     BoxShadow(usize, Entity),
+    Slice(usize, Entity),
 }
 
 /// One view's quads, in Bevy's order and batches.
@@ -333,15 +356,20 @@ const QUAD_VERTEX_POSITIONS: [Vec2; 4] = [
 const QUAD_INDICES: [u32; 6] = [0, 2, 3, 0, 1, 2];
 
 /// Bevy's `prepare_uinodes` for one view's `DrawUi` items, each its index into `nodes` and its
-/// render entity (lib.rs:1635-1986), and its `prepare_shadows` for the box shadows among them
-/// ([`push_box_shadow`]): the same batches
+/// render entity (lib.rs:1635-1986), its `prepare_shadows` for the box shadows among them
+/// ([`push_box_shadow`]) and its `prepare_ui_slices` for the sliced and tiled images
+/// ([`push_texture_slice`]): the same batches
 /// (a new one where the image changes; untextured items join any), the same items skipped (a
 /// stale index, an image not prepared yet), the same clipping, culling, atlas scaling, flips
 /// and flags. `image_size`: the prepared image's size, `None` while it is not prepared;
 /// `sampler`: how the image is sampled.
 fn build_quads(
     items: &[UiItemRef],
-    (nodes, shadows): (&ExtractedUiNodes, &[ExtractedBoxShadow]),
+    (nodes, shadows, slices): (
+        &ExtractedUiNodes,
+        &[ExtractedBoxShadow],
+        &[ExtractedUiTextureSlice],
+    ),
     image_size: impl Fn(AssetId<Image>) -> Option<Vec2>,
     sampler: impl Fn(AssetId<Image>) -> SamplerKey,
 ) -> UiQuads {
@@ -359,6 +387,18 @@ fn build_quads(
                     push_box_shadow(&mut quads, shadow);
                 }
                 // Bevy draws each shadow on its own: the next node starts a batch.
+                batch_image = None;
+                continue;
+            }
+            UiItemRef::Slice(index, render_entity) => {
+                if let Some(slice) = slices
+                    .get(index)
+                    .filter(|slice| slice.render_entity == render_entity)
+                    && let Some(extent) = image_size(slice.image)
+                {
+                    push_texture_slice(&mut quads, slice, extent, sampler(slice.image));
+                }
+                // Slices have their own pipeline: the next node starts a batch.
                 batch_image = None;
                 continue;
             }
@@ -482,6 +522,7 @@ fn build_quads(
                     size: rect_size.into(),
                     point: points[i].into(),
                     bounds: NO_BOUNDS,
+                    extra: [0.0; 4],
                 }));
             }
             ExtractedUiItem::Glyphs { range } => {
@@ -522,6 +563,7 @@ fn build_quads(
                         size: rect_size.into(),
                         point: [0.0; 2],
                         bounds: NO_BOUNDS,
+                        extra: [0.0; 4],
                     }));
                 }
             }
@@ -589,10 +631,190 @@ fn push_box_shadow(quads: &mut UiQuads, shadow: &ExtractedBoxShadow) {
         size: shadow.size.into(),
         point: ((uvs[i] - 0.5) * rect_size).into(),
         bounds: NO_BOUNDS,
+        extra: [0.0; 4],
     }));
     let end = quads.indices.len() as u32;
     if let Some(batch) = quads.batches.last_mut() {
         batch.indices.end = end;
+    }
+}
+
+/// Bevy's `prepare_ui_slices` for one sliced or tiled image (ui_texture_slice_pipeline.rs:
+/// 362-636) whose image is `image_extent` pixels: its quad, clipped and culled the same way, its
+/// slices, target slices, repeats and atlas rectangle as Bevy computes them, joining the last
+/// batch where that one is slices of the same image. The vertex is a [`UiVertex`] as
+/// `ui_texture_slice.frag` reads it.
+fn push_texture_slice(
+    quads: &mut UiQuads,
+    slice: &ExtractedUiTextureSlice,
+    image_extent: Vec2,
+    sampler: SamplerKey,
+) {
+    let uinode_rect = slice.rect;
+    let rect_size = uinode_rect.size();
+    let positions = QUAD_VERTEX_POSITIONS
+        .map(|pos| slice.transform.transform_point2(pos * rect_size).extend(0.));
+    let positions_diff = clip_diff(&positions, slice.clip);
+    let positions_clipped: [Vec3; 4] =
+        std::array::from_fn(|i| positions[i] + positions_diff[i].extend(0.));
+    let transformed_rect_size = slice.transform.transform_vector2(rect_size).abs();
+    if slice.transform.x_axis[1] == 0.0
+        && (positions_diff[0].x - positions_diff[1].x >= transformed_rect_size.x
+            || positions_diff[1].y - positions_diff[2].y >= transformed_rect_size.y)
+    {
+        return;
+    }
+    let uvs = if slice.image == AssetId::default() {
+        [Vec2::ZERO, Vec2::X, Vec2::ONE, Vec2::Y]
+    } else {
+        let atlas_extent = uinode_rect.max;
+        [
+            uinode_rect.min + positions_diff[0],
+            Vec2::new(uinode_rect.max.x, uinode_rect.min.y) + positions_diff[1],
+            uinode_rect.max + positions_diff[2],
+            Vec2::new(uinode_rect.min.x, uinode_rect.max.y) + positions_diff[3],
+        ]
+        .map(|pos| pos / atlas_extent)
+    };
+    let (image_size, mut atlas) = match slice.atlas_rect {
+        Some(atlas) => (
+            atlas.size(),
+            [
+                atlas.min.x / image_extent.x,
+                atlas.min.y / image_extent.y,
+                atlas.max.x / image_extent.x,
+                atlas.max.y / image_extent.y,
+            ],
+        ),
+        None => (image_extent, [0., 0., 1., 1.]),
+    };
+    if slice.flip_x {
+        atlas.swap(0, 2);
+    }
+    if slice.flip_y {
+        atlas.swap(1, 3);
+    }
+    let [texture_slices, target_slices, repeat] = texture_slices(
+        image_size,
+        rect_size * slice.inverse_scale_factor,
+        &slice.image_scale_mode,
+    );
+    let kind = UiBatchKind::Slices {
+        image: slice.image,
+        sampler,
+    };
+    if quads.batches.last().is_none_or(|batch| batch.kind != kind) {
+        let start = quads.indices.len() as u32;
+        quads.batches.push(UiBatch {
+            indices: start..start,
+            kind,
+        });
+    }
+    let color = slice.color.to_f32_array();
+    quads.push(std::array::from_fn(|i| UiVertex {
+        position: positions_clipped[i].into(),
+        uv: uvs[i].into(),
+        color,
+        flags: 0,
+        radius: texture_slices,
+        border: target_slices,
+        size: [atlas[0], atlas[1]],
+        point: [atlas[2], atlas[3]],
+        bounds: NO_BOUNDS,
+        extra: repeat,
+    }));
+    let end = quads.indices.len() as u32;
+    if let Some(batch) = quads.batches.last_mut() {
+        batch.indices.end = end;
+    }
+}
+
+/// Bevy's `compute_texture_slices` (ui_texture_slice_pipeline.rs:724-799): the normalised
+/// texture slices, target slices and repeats of an image of `image_size` drawn over
+/// `target_size` logical pixels. Bevy extracts only sliced and tiled images; any other mode
+/// (none reaches here) is drawn stretched.
+fn texture_slices(
+    image_size: Vec2,
+    target_size: Vec2,
+    image_scale_mode: &SpriteImageMode,
+) -> [[f32; 4]; 3] {
+    match image_scale_mode {
+        SpriteImageMode::Sliced(TextureSlicer {
+            border: border_rect,
+            center_scale_mode,
+            sides_scale_mode,
+            max_corner_scale,
+        }) => {
+            let min_coeff = (target_size / image_size)
+                .min_element()
+                .min(*max_corner_scale);
+            // The normalised extents of the nine-patched image slices.
+            let slices = [
+                border_rect.min_inset.x / image_size.x,
+                border_rect.min_inset.y / image_size.y,
+                1. - border_rect.max_inset.x / image_size.x,
+                1. - border_rect.max_inset.y / image_size.y,
+            ];
+            // The normalised extents of the target slices.
+            let border = [
+                (border_rect.min_inset.x / target_size.x) * min_coeff,
+                (border_rect.min_inset.y / target_size.y) * min_coeff,
+                1. - (border_rect.max_inset.x / target_size.x) * min_coeff,
+                1. - (border_rect.max_inset.y / target_size.y) * min_coeff,
+            ];
+            let image_side_width = image_size.x * (slices[2] - slices[0]);
+            let image_side_height = image_size.y * (slices[3] - slices[1]);
+            let target_side_width = target_size.x * (border[2] - border[0]);
+            let target_side_height = target_size.y * (border[3] - border[1]);
+            // How many times the side and centre slices repeat along each axis (1: stretched).
+            let repeat_side_x =
+                tiled_subaxis(image_side_width, target_side_width, sides_scale_mode);
+            let repeat_side_y =
+                tiled_subaxis(image_side_height, target_side_height, sides_scale_mode);
+            let repeat_center_x =
+                tiled_subaxis(image_side_width, target_side_width, center_scale_mode);
+            let repeat_center_y =
+                tiled_subaxis(image_side_height, target_side_height, center_scale_mode);
+            [
+                slices,
+                border,
+                [
+                    repeat_side_x,
+                    repeat_side_y,
+                    repeat_center_x,
+                    repeat_center_y,
+                ],
+            ]
+        }
+        SpriteImageMode::Tiled {
+            tile_x,
+            tile_y,
+            stretch_value,
+        } => {
+            let rx = tiled_axis(*tile_x, image_size.x, target_size.x, *stretch_value);
+            let ry = tiled_axis(*tile_y, image_size.y, target_size.y, *stretch_value);
+            [[0., 0., 1., 1.], [0., 0., 1., 1.], [1., 1., rx, ry]]
+        }
+        SpriteImageMode::Auto | SpriteImageMode::Scale(_) => {
+            [[0., 0., 1., 1.], [0., 0., 1., 1.], [1.; 4]]
+        }
+    }
+}
+
+/// Bevy's `compute_tiled_axis`.
+fn tiled_axis(tile: bool, image_extent: f32, target_extent: f32, stretch: f32) -> f32 {
+    if tile {
+        target_extent / (image_extent * stretch)
+    } else {
+        1.
+    }
+}
+
+/// Bevy's `compute_tiled_subaxis`.
+fn tiled_subaxis(image_extent: f32, target_extent: f32, mode: &SliceScaleMode) -> f32 {
+    match mode {
+        SliceScaleMode::Stretch => 1.,
+        SliceScaleMode::Tile { stretch_value } => target_extent / (image_extent * *stretch_value),
     }
 }
 
@@ -688,7 +910,7 @@ mod tests {
         let default_image = AssetId::<Image>::default();
         build_quads(
             &items,
-            (&nodes, &[]),
+            (&nodes, &[], &[]),
             |id| (Some(id) != missing || id == default_image).then_some(Vec2::splat(64.0)),
             |_| SamplerKey::bevy_default(),
         )
@@ -826,7 +1048,7 @@ mod tests {
                 UiItemRef::Node(5, Entity::PLACEHOLDER),
                 UiItemRef::BoxShadow(0, Entity::PLACEHOLDER),
             ],
-            (&nodes, &[]),
+            (&nodes, &[], &[]),
             |_| Some(Vec2::ONE),
             |_| SamplerKey::bevy_default(),
         );
@@ -848,7 +1070,7 @@ mod tests {
         };
         let quads = build_quads(
             &[UiItemRef::Node(0, Entity::from_raw_u32(1).unwrap())],
-            (&nodes, &[]),
+            (&nodes, &[], &[]),
             |_| Some(Vec2::new(64.0, 32.0)),
             |_| SamplerKey::bevy_default(),
         );
@@ -864,9 +1086,9 @@ mod tests {
     }
 
     fn batch_image(batch: &UiBatch) -> AssetId<Image> {
-        match batch.kind {
-            UiBatchKind::Nodes { image, .. } => image,
-            UiBatchKind::BoxShadows => panic!("a box shadow batch: {batch:?}"),
+        match batch.kind.image() {
+            Some((image, _)) => image,
+            None => panic!("a box shadow batch: {batch:?}"),
         }
     }
 
@@ -913,7 +1135,7 @@ mod tests {
                 UiItemRef::BoxShadow(1, shadow_entity),
                 UiItemRef::Node(1, node_entity),
             ],
-            (&nodes, &shadows),
+            (&nodes, &shadows, &[]),
             |_| Some(Vec2::splat(64.0)),
             |_| SamplerKey::bevy_default(),
         );
@@ -946,6 +1168,69 @@ mod tests {
             && v.radius == [1.0, 2.0, 3.0, 4.0]
             && v.border[0] == 2.0
             && v.color == [0.0, 0.0, 0.0, 0.8]));
+    }
+
+    #[test]
+    fn sliced_images_carry_bevys_slices_repeats_and_flipped_atlas() {
+        // A 16x16 image with 4-pixel borders over a 60x40 node, its centre tiled at half scale.
+        let slicer = TextureSlicer {
+            border: BorderRect::all(4.0),
+            center_scale_mode: SliceScaleMode::Tile { stretch_value: 0.5 },
+            ..default()
+        };
+        let mode = SpriteImageMode::Sliced(slicer);
+        let [slices, border, repeat] =
+            texture_slices(Vec2::splat(16.0), Vec2::new(60.0, 40.0), &mode);
+        assert_eq!(slices, [0.25, 0.25, 0.75, 0.75]);
+        // Corners at their size (`max_corner_scale` 1).
+        assert_eq!(border, [4.0 / 60.0, 0.1, 1.0 - 4.0 / 60.0, 0.9]);
+        // Sides stretched; the 8-pixel centre repeats 52 / (8 x 0.5) and 32 / 4 times.
+        let expected = [1.0, 1.0, 13.0, 8.0];
+        assert!(
+            repeat
+                .iter()
+                .zip(expected)
+                .all(|(r, e)| (r - e).abs() < 1e-5),
+            "{repeat:?}"
+        );
+        let tiled = SpriteImageMode::Tiled {
+            tile_x: true,
+            tile_y: false,
+            stretch_value: 2.0,
+        };
+        let [_, _, tiled_repeat] = texture_slices(Vec2::splat(16.0), Vec2::new(64.0, 40.0), &tiled);
+        assert_eq!(tiled_repeat, [1.0, 1.0, 2.0, 1.0]);
+
+        let slice = ExtractedUiTextureSlice {
+            stack_index: 0,
+            transform: Affine2::from_translation(Vec2::new(100.0, 50.0)),
+            rect: Rect::new(0.0, 0.0, 60.0, 40.0),
+            atlas_rect: Some(Rect::new(16.0, 0.0, 32.0, 16.0)),
+            image: image(5),
+            clip: None,
+            extracted_camera_entity: Entity::PLACEHOLDER,
+            color: LinearRgba::WHITE,
+            image_scale_mode: mode,
+            flip_x: true,
+            flip_y: false,
+            inverse_scale_factor: 1.0,
+            main_entity: MainEntity::from(Entity::PLACEHOLDER),
+            render_entity: Entity::from_raw_u32(3).unwrap(),
+        };
+        let mut quads = UiQuads::default();
+        let sampler = SamplerKey::bevy_default();
+        push_texture_slice(&mut quads, &slice, Vec2::new(64.0, 16.0), sampler);
+        push_texture_slice(&mut quads, &slice, Vec2::new(64.0, 16.0), sampler);
+        // Two quads of one image in one batch.
+        assert_eq!(quads.batches.len(), 1);
+        assert_eq!(quads.batches[0].indices, 0..12);
+        let v = &quads.vertices[0];
+        assert_eq!(v.position, [70.0, 30.0, 0.0]);
+        assert_eq!((v.radius, v.border, v.extra), (slices, border, repeat));
+        // The atlas cell (16..32 of 64 wide), flipped in x: min and max swapped.
+        assert_eq!((v.size, v.point), ([0.5, 0.0], [0.25, 1.0]));
+        let uvs: Vec<[f32; 2]> = quads.vertices[..4].iter().map(|v| v.uv).collect();
+        assert_eq!(uvs, [[0.0, 0.0], [1.0, 0.0], [1.0, 1.0], [0.0, 1.0]]);
     }
 
     #[test]

@@ -66,6 +66,9 @@ pub(crate) enum ShaderId {
     /// `box_shadow.frag`: bevy_ui's box shadow shader (`box_shadow.wgsl`), drawn with `ui.vert`
     /// and specialised for `BoxShadowSamples`.
     BoxShadowFrag,
+    /// `ui_texture_slice.frag`: bevy_ui's sliced and tiled images (`ui_texture_slice.wgsl`),
+    /// drawn with `ui.vert`.
+    UiTextureSliceFrag,
 }
 
 impl ShaderId {
@@ -86,6 +89,7 @@ impl ShaderId {
             Self::UiVert => "ui.vert",
             Self::UiFrag => "ui.frag",
             Self::BoxShadowFrag => "box_shadow.frag",
+            Self::UiTextureSliceFrag => "ui_texture_slice.frag",
         }
     }
 
@@ -101,7 +105,8 @@ impl ShaderId {
             | Self::DepthExport
             | Self::LightFinish
             | Self::UiFrag
-            | Self::BoxShadowFrag => vk::ShaderStageFlags::FRAGMENT,
+            | Self::BoxShadowFrag
+            | Self::UiTextureSliceFrag => vk::ShaderStageFlags::FRAGMENT,
             Self::ClusterAssign => vk::ShaderStageFlags::COMPUTE,
         }
     }
@@ -232,6 +237,7 @@ pub(crate) const VARIANTS: &[ShaderVariant] = &[
     variant!(UiVert,          false, false,  Off,    "ui.vert"),
     variant!(UiFrag,          false, false,  Off,    "ui.frag"),
     variant!(BoxShadowFrag,   false, false,  Off,    "box_shadow.frag"),
+    variant!(UiTextureSliceFrag, false, false, Off,  "ui_texture_slice.frag"),
 ];
 
 /// The shader modules of [`VARIANTS`], created once.

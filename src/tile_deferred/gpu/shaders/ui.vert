@@ -1,7 +1,8 @@
 #version 450
 // bevy_ui's node shader, vertex stage: a line-by-line port of bevy_ui_render 0.19.1's ui.wgsl
-// (`vertex`), for the tile render pass's `ui` subpass. The vertex layout is Bevy's `UiVertex`
-// (88 bytes) and the quad's bounds (gpu/ui.rs `UiVertex`); Bevy's `view.clip_from_world` of the
+// (`vertex`), for the tile render pass's `ui` subpass, and the vertex stage of box_shadow.frag
+// and ui_texture_slice.frag. The vertex layout is Bevy's `UiVertex` (88 bytes), the quad's
+// bounds and a fourth vector for the slices (gpu/ui.rs `UiVertex`); Bevy's `view.clip_from_world` of the
 // UI view is a push constant (the UI pipeline layout has no view set).
 
 layout(push_constant) uniform UiView {
@@ -21,6 +22,8 @@ layout(location = 7) in vec2 vertex_point;
 // Not Bevy's: with MSAA, the quad as laid out, in framebuffer pixels (gpu/ui.rs
 // `cover_whole_pixels`).
 layout(location = 8) in vec4 vertex_bounds;
+// Not Bevy's `UiVertex`: a fourth vector for ui_texture_slice.frag (Bevy's `repeat`).
+layout(location = 9) in vec4 vertex_extra;
 
 layout(location = 0) out vec2 out_uv;
 layout(location = 1) out vec4 out_color;
@@ -31,6 +34,7 @@ layout(location = 5) flat out vec4 out_border;
 // Position relative to the center of the rectangle.
 layout(location = 6) out vec2 out_point;
 layout(location = 7) flat out vec4 out_bounds;
+layout(location = 8) flat out vec4 out_extra;
 
 void main() {
     out_uv = vertex_uv;
@@ -42,4 +46,5 @@ void main() {
     out_border = vertex_border;
     out_point = vertex_point;
     out_bounds = vertex_bounds;
+    out_extra = vertex_extra;
 }

@@ -20,7 +20,9 @@ the module is built for it). Counts: a LOAD op loads the attachment's bytes (wid
 bytes per texel x samples, colour or depth/stencil by the aspect's op), a STORE op stores them;
 CLEAR and DONT_CARE loads and DONT_CARE/NONE stores move nothing. Transient (lazily allocated)
 attachments are counted like any other: a driver that keeps them on tile moves nothing for a
-DONT_CARE, and nothing here charges a DONT_CARE.
+DONT_CARE, and nothing here charges a DONT_CARE. Not counted: attachments read as textures by a
+later pass (a blit or composite sampling the main texture), which also cost bandwidth; the
+crate's `stock_bevy` model counts Bevy's upscaling read, this script does not.
 """
 
 import argparse

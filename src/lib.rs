@@ -84,7 +84,10 @@ pub use tile_deferred::{
     MsaaShading, TileDebugView, TileDeferred, TileDeferredGraph, TileDeferredSystems,
     TileGizmoSystems, TileOutputLoadedAfter,
     missing::{MissingFeature, TileMissing},
-    report::{TileClusterStats, TileGpuTimes, TileRenderReports, TileUiInPass, TileViewReport},
+    report::{
+        TileClusterStats, TileEguiInPass, TileGpuTimes, TileRenderReports, TileUiInPass,
+        TileViewReport,
+    },
 };
 #[doc(hidden)]
 pub use tile_deferred::{TileFaultInjection, TileNoStencilSplit};

@@ -38,6 +38,19 @@ pub struct PlanSummary {
 }
 
 impl PlanSummary {
+    /// What adds no pass and no traffic (drawn inside a render pass that stores anyway).
+    pub fn nothing(label: impl Into<String>) -> Self {
+        Self {
+            label: label.into(),
+            native_passes: 0,
+            render_passes: 0,
+            bytes_per_frame: 0,
+            mb_per_frame: 0.0,
+            gb_per_s: 0.0,
+            milliwatts: 0.0,
+        }
+    }
+
     /// Prices `frame` at `fps`.
     pub fn of(label: impl Into<String>, frame: &CompiledFrame, fps: f64) -> Self {
         Self {
@@ -92,8 +105,9 @@ pub struct CameraPanel {
     /// bevy_ui drawn over a tile camera after the tile pass (feature `ui`): its own passes, from
     /// the camera's report ([`TileViewReport::ui_pass`](crate::TileViewReport::ui_pass)).
     pub ui_pass: Option<PlanSummary>,
-    /// Where the camera's bevy_ui was drawn: in the tile pass (what it drew), or after it and
-    /// why ([`TileViewReport::ui_in_pass`](crate::TileViewReport::ui_in_pass)).
+    /// Where the camera's bevy_ui and egui (this overlay) were drawn: in the tile pass (what it
+    /// drew), or after it and why ([`TileViewReport::ui_in_pass`](crate::TileViewReport::ui_in_pass),
+    /// [`TileViewReport::egui_in_pass`](crate::TileViewReport::egui_in_pass)).
     pub ui_route: Option<String>,
     /// Bevy's gizmos drawn over a tile camera after the tile pass: their own passes, from the
     /// camera's report ([`TileViewReport::gizmo_pass`](crate::TileViewReport::gizmo_pass)).
@@ -276,6 +290,8 @@ pub(crate) fn view_desc_of(frame: &CompiledFrame) -> Option<ViewFrameDesc> {
 enum OverlayHost {
     /// A `Core3d` camera: bevy_egui's `egui_pass` draws into its main texture.
     Core3d,
+    /// A tile camera whose render pass draws egui in its `ui` subpass: no pass of its own.
+    TileInPass,
     /// A tile camera writing an image.
     TileImage,
     /// A tile camera writing a window.
@@ -298,6 +314,7 @@ fn overlay_cost(extent: Extent, output_format: Format, host: OverlayHost) -> Opt
         composite: "inspector composite",
     };
     let target = match host {
+        OverlayHost::TileInPass => return None,
         OverlayHost::TileImage => OverlayTarget::Image,
         OverlayHost::TileWindow => OverlayTarget::Window,
         OverlayHost::Core3d => {
@@ -447,13 +464,20 @@ pub(crate) fn update_panels(
         };
         if host == Some(entity) {
             let extent = Extent::new(panel.resolution.x.max(1), panel.resolution.y.max(1));
-            let overlay_host = match (panel.in_use_is_tile(), target) {
-                (false, _) => OverlayHost::Core3d,
-                (true, RenderTarget::Window(_)) => OverlayHost::TileWindow,
-                (true, _) => OverlayHost::TileImage,
+            // The tile pass draws the overlay unless its report says why it did not.
+            let drawn_after = report.is_some_and(|r| r.egui_after_pass_reason.is_some());
+            let overlay_host = match (panel.in_use_is_tile(), drawn_after, target) {
+                (false, _, _) => OverlayHost::Core3d,
+                (true, false, _) => OverlayHost::TileInPass,
+                (true, true, RenderTarget::Window(_)) => OverlayHost::TileWindow,
+                (true, true, _) => OverlayHost::TileImage,
             };
-            panel.overlay = overlay_cost(extent, output_format, overlay_host)
-                .map(|f| PlanSummary::of("inspector overlay (its own passes)", &f, fps));
+            panel.overlay = if overlay_host == OverlayHost::TileInPass {
+                Some(PlanSummary::nothing("inspector overlay (in the tile pass)"))
+            } else {
+                overlay_cost(extent, output_format, overlay_host)
+                    .map(|f| PlanSummary::of("inspector overlay (its own passes)", &f, fps))
+            };
         }
         panel.notes = notes;
         let samples = history.cameras.entry(entity).or_default();
@@ -824,23 +848,34 @@ pub(crate) fn op_verdicts(name: &str, load: &LoadOp, store: StoreOp) -> (OpVerdi
     (load, store)
 }
 
-/// Where a tile camera's bevy_ui was drawn this frame, in a line: in the tile render pass (its
-/// items, quads and draws), after it (why), or both.
+/// Where a tile camera's bevy_ui and egui (this overlay) were drawn this frame, in a line: in
+/// the tile render pass (what it drew), after it (why), or both.
 fn ui_route(report: &crate::TileViewReport) -> Option<String> {
-    let in_pass = report.ui_in_pass.map(|drawn| {
+    let ui_in_pass = report.ui_in_pass.map(|drawn| {
         format!(
             "bevy_ui in the tile pass: {} items, {} quads, {} draws",
             drawn.items, drawn.quads, drawn.batches
         )
     });
-    let after = report
+    let ui_after = report
         .ui_after_pass_reason
         .as_ref()
         .map(|why| format!("bevy_ui after the tile pass: {why}"));
-    match (in_pass, after) {
-        (Some(a), Some(b)) => Some(format!("{a}; {b}")),
-        (a, b) => a.or(b),
-    }
+    let egui_in_pass = report.egui_in_pass.map(|drawn| {
+        format!(
+            "egui in the tile pass: {} meshes, {} triangles",
+            drawn.meshes, drawn.triangles
+        )
+    });
+    let egui_after = report
+        .egui_after_pass_reason
+        .as_ref()
+        .map(|why| format!("egui after the tile pass: {why}"));
+    let parts: Vec<String> = [ui_in_pass, ui_after, egui_in_pass, egui_after]
+        .into_iter()
+        .flatten()
+        .collect();
+    (!parts.is_empty()).then(|| parts.join("; "))
 }
 
 #[cfg(test)]
@@ -956,6 +991,8 @@ mod tests {
         assert_eq!(window.render_pass_count(), tile.render_pass_count() + 1);
         let core = overlay_cost(extent, Format::Bgra8Srgb, OverlayHost::Core3d).unwrap();
         assert_eq!(core.cost.bytes(), 2 * 100 * 100 * 4, "{}", core.describe());
+        // In the tile pass: nothing of its own to price.
+        assert!(overlay_cost(extent, Format::Bgra8Srgb, OverlayHost::TileInPass).is_none());
     }
 
     #[test]

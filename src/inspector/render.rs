@@ -1,16 +1,27 @@
 //! Drawing the overlay over a tile camera.
 //!
-//! bevy_egui's `egui_pass` draws into the camera's main texture, which `Core3d` later blits to
-//! the output (upscaling). A tile camera's render pass writes the output directly and never
-//! uses the main texture, so after the tile pass this module clears the main texture to
+//! Where it can, the tile render pass draws egui's meshes itself, in its last `ui` subpass
+//! after bevy_ui (`tile_deferred::overlays::egui_in_pass`, installed from here): the overlay
+//! then adds no pass and no attachment traffic.
+//!
+//! Otherwise (see `EguiAfterTilePass` for why: bevy_ui drawn after the tile pass, gizmos, the
+//! unmerged tier, `TileDeferred::ui_in_pass` off, a paint callback) the overlay takes bevy_egui's
+//! own route. bevy_egui's `egui_pass` draws into the camera's main texture, which `Core3d` later
+//! blits to the output (upscaling). A tile camera's render pass writes the output directly and
+//! never uses the main texture, so after the tile pass this module clears the main texture to
 //! transparent, runs bevy_egui's `prepare_egui_pass` and `egui_pass` into it, and blends it
 //! (premultiplied alpha, Bevy's blit pipeline) over the output, with the passes bevy_ui's overlay
-//! shares (`tile_deferred::overlays::composite`). Only views that carry an egui
-//! context run these systems: with the inspector hidden nothing is recorded.
+//! shares (`tile_deferred::overlays::composite`). Only views that carry an egui context and
+//! whose egui the tile pass did not draw run these systems: with the inspector hidden nothing
+//! is recorded.
 
 use super::TileInspectorSystems;
 use crate::{
-    TileDeferredGraph, TileOutputLoadedAfter, tile_deferred::overlays::composite as overlay,
+    TileDeferredGraph, TileRenderReports,
+    tile_deferred::overlays::{
+        composite as overlay,
+        egui_in_pass::{self, EguiAfterTilePass, EguiInTilePass},
+    },
 };
 use bevy::{
     core_pipeline::blit::BlitPipeline,
@@ -44,8 +55,11 @@ pub(super) fn build(app: &mut App) {
         .add_systems(ExtractSchedule, forget_removed_egui_contexts)
         .add_systems(
             Render,
-            (prepare_composite_pipelines, mark_overlaid_tile_views).in_set(RenderSystems::Prepare),
+            prepare_composite_pipelines.in_set(RenderSystems::Prepare),
         );
+    // Decides, per tile view, whether the tile pass draws egui (and marks the views whose
+    // output the composite below loads).
+    egui_in_pass::install(render_app);
     // Everything the tile schedule runs so far (the tile pass) comes before the overlay.
     let before: Vec<InternedSystemSet> = render_app
         .world_mut()
@@ -104,33 +118,17 @@ fn forget_removed_egui_contexts(
 }
 
 /// Whether the view being rendered has an egui view this frame (bevy_egui leaves a stale
-/// `EguiCameraView` on a camera whose context was removed; its egui view is gone).
+/// `EguiCameraView` on a camera whose context was removed; its egui view is gone) that the tile
+/// pass did not draw.
 fn view_shows_egui(
     view: Res<CurrentView>,
-    cameras: Query<&EguiCameraView>,
+    cameras: Query<&EguiCameraView, Without<EguiInTilePass>>,
     egui_views: Query<&EguiViewTarget>,
 ) -> bool {
     cameras
         .get(view.0)
         .and_then(|camera| egui_views.get(camera.0))
         .is_ok_and(|target| target.0 == view.0)
-}
-
-/// The composite loads the tile camera's output after the tile pass: tell the tile pass on the
-/// frames the overlay is drawn, so that a window's swapchain image holds the tile frame for wgpu
-/// (see [`TileOutputLoadedAfter`]; the crate takes it off every view at the end of the frame).
-fn mark_overlaid_tile_views(
-    mut commands: Commands,
-    views: Query<(Entity, &ExtractedCamera, &EguiCameraView)>,
-    egui_views: Query<&EguiViewTarget>,
-) {
-    for (entity, camera, egui) in &views {
-        let overlaid = camera.schedule == TileDeferredGraph.intern()
-            && egui_views.get(egui.0).is_ok_and(|t| t.0 == entity);
-        if overlaid {
-            commands.entity(entity).insert(TileOutputLoadedAfter);
-        }
-    }
 }
 
 fn prepare_composite_pipelines(
@@ -162,14 +160,30 @@ fn clear_overlay_target(view: ViewQuery<&ViewTarget>, mut ctx: RenderContext) {
     overlay::clear_main_texture(view.into_inner(), &mut ctx, "tile_inspector_clear");
 }
 
-/// Blends the main texture (egui's drawing) over the output the tile pass wrote.
+/// What [`composite_overlay`] reads of its view.
+type OverlayCompositeView = (
+    &'static ViewTarget,
+    &'static OverlayCompositePipeline,
+    &'static ExtractedCamera,
+    &'static MainEntity,
+    Option<&'static EguiAfterTilePass>,
+);
+
+/// Blends the main texture (egui's drawing) over the output the tile pass wrote, and says in
+/// the view's report why egui was drawn this way.
 fn composite_overlay(
-    view: ViewQuery<(&ViewTarget, &OverlayCompositePipeline, &ExtractedCamera)>,
+    view: ViewQuery<OverlayCompositeView>,
     pipeline_cache: Res<PipelineCache>,
     blit: Res<BlitPipeline>,
+    reports: Res<TileRenderReports>,
     mut ctx: RenderContext,
 ) {
-    let (target, pipeline, camera) = view.into_inner();
+    let (target, pipeline, camera, main_entity, reason) = view.into_inner();
+    if let Some(reason) = reason {
+        reports.amend(main_entity.id(), |report| {
+            report.egui_after_pass_reason = Some(reason.0.clone());
+        });
+    }
     overlay::composite_main_texture(
         target,
         camera,

@@ -144,6 +144,24 @@ pub struct TileViewReport {
     /// Why the camera's bevy_ui was drawn after the tile pass ([`Self::ui_pass`]) rather than in
     /// it, on frames where it was.
     pub ui_after_pass_reason: Option<String>,
+    /// egui over the camera (the inspector overlay, feature `inspector`) drawn inside the tile
+    /// render pass, in the `ui` subpass after bevy_ui: no pass and no traffic of its own. None
+    /// on frames without egui drawn that way.
+    pub egui_in_pass: Option<TileEguiInPass>,
+    /// Why the camera's egui was drawn after the tile pass (the inspector's clear, bevy_egui's
+    /// `egui_pass` and a composite, priced by the inspector) rather than in it, on frames where
+    /// it was.
+    pub egui_after_pass_reason: Option<String>,
+}
+
+/// What the tile render pass's `ui` subpass drew of egui: its meshes (one draw each, clipped to
+/// its clip rectangle, as bevy_egui's `egui_pass` draws them).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TileEguiInPass {
+    /// Meshes drawn (egui's clipped primitives; those clipped away entirely are not drawn).
+    pub meshes: usize,
+    /// Triangles drawn.
+    pub triangles: usize,
 }
 
 /// What the tile render pass's `ui` subpass drew: bevy_ui's items of the camera, as quads in

@@ -15,10 +15,10 @@ use bevy::{
     render::{Render, RenderApp, RenderSystems, view::Msaa},
     window::WindowResolution,
 };
-use bevy_egui::{EguiContext, render::EguiViewTarget};
+use bevy_egui::{EguiContext, egui, render::EguiViewTarget};
 use bevy_tile_deferred::{
     DeviceProfile, MsaaShading, TileDebugView, TileDeferred, TileDeferredPlugin,
-    TileInspectorPlugin, TileRenderReports, TileViewReport,
+    TileInspectorPlugin, TileRenderReports, TileResourceCounts, TileViewReport,
     frame_graph::{DEFAULT_MW_PER_GBPS, StockBevyPath},
     inspector::{
         CameraPanel, InspectorChange, InspectorToggle, TileInspector, TileInspectorPanels,
@@ -358,12 +358,15 @@ fn inspector_window_run(name: &'static str, images: &str, msaa: Msaa) {
         .overlay
         .as_ref()
         .expect("the overlay's own cost is shown");
-    assert_eq!(
-        overlay.bytes_per_frame,
-        7 * u64::from(WIDTH) * u64::from(HEIGHT) * 4,
-        "clear, egui and composite over a tile camera: six full-screen RGBA8 transfers, and on \
-         a window the store of the output that makes wgpu keep it for the composite"
-    );
+    // Drawn by the tile pass's `ui` subpass: no pass and no traffic of its own, where the
+    // route after the pass (clear, egui and composite, and on a window the store of the output
+    // that makes wgpu keep it) moved seven full-screen RGBA8 images.
+    assert_eq!(overlay.bytes_per_frame, 0, "{overlay:?}");
+    assert_eq!(overlay.render_passes, 0, "{overlay:?}");
+    let drawn = report.egui_in_pass.expect("egui drawn in the tile pass");
+    assert!(drawn.meshes > 3, "{drawn:?}");
+    assert_eq!(report.egui_after_pass_reason, None);
+    assert_eq!(report.render_passes_recorded, 1);
 }
 
 fn drive_window_run(
@@ -446,6 +449,12 @@ fn inspector_over_a_tile_camera_on_an_image() {
             TileDeferred::default(),
         ));
         let hidden = headless.render(4);
+        let hidden_report = headless
+            .app
+            .world()
+            .resource::<TileRenderReports>()
+            .get(camera)
+            .expect("the camera's report");
         headless
             .app
             .world_mut()
@@ -459,6 +468,26 @@ fn inspector_over_a_tile_camera_on_an_image() {
             .get(camera)
             .expect("the camera's report");
         assert_eq!(report.samples, msaa.samples(), "{name}");
+        // Opening the inspector adds nothing to the frame's traffic: the tile pass draws it, and
+        // stores the output once as before.
+        let drawn = report.egui_in_pass.expect("egui drawn in the tile pass");
+        assert!(drawn.meshes > 3, "{name}: {drawn:?}");
+        assert_eq!(report.egui_after_pass_reason, None, "{name}");
+        assert_eq!(report.render_passes_recorded, 1, "{name}");
+        assert_eq!(
+            report.bytes_per_frame(),
+            hidden_report.bytes_per_frame(),
+            "{name}: the frame's traffic with the inspector open"
+        );
+        let panel = headless
+            .app
+            .world()
+            .resource::<TileInspectorPanels>()
+            .get(camera)
+            .cloned()
+            .expect("the camera's panel");
+        let overlay = panel.overlay.expect("the overlay's own cost is shown");
+        assert_eq!(overlay.bytes_per_frame, 0, "{name}: {overlay:?}");
         let rect = headless
             .app
             .world()
@@ -548,7 +577,9 @@ fn read_without_overlay(headless: &mut HeadlessApp) -> Frame {
         .world_mut()
         .resource_mut::<TileInspector>()
         .visible = true;
-    for _ in 0..2 {
+    // Shown again, the tile pass draws the overlay in its `ui` subpass: the plan changes, and
+    // the panel (computed from the report of a frame or two before) catches up.
+    for _ in 0..4 {
         headless.update();
     }
     frame
@@ -843,7 +874,7 @@ fn hidden_inspector_changes_nothing() {
         .app
         .world()
         .resource::<TileRenderReports>()
-        .live_vulkan_objects();
+        .resource_counts();
     headless
         .app
         .world_mut()
@@ -862,7 +893,9 @@ fn hidden_inspector_changes_nothing() {
         .world_mut()
         .resource_mut::<TileInspector>()
         .visible = false;
-    let hidden_again = headless.render(4);
+    // Frames enough for the overlay's render pass variant (with the `ui` subpass), its UI
+    // buffers and image sets to go unused and be released.
+    let hidden_again = headless.render(8);
     assert_eq!(egui_contexts(&mut headless), 0);
     assert_eq!(egui_views(&mut headless), 0);
     assert_eq!(
@@ -876,14 +909,19 @@ fn hidden_inspector_changes_nothing() {
         .get(camera)
         .unwrap();
     same_pass(&plain, &report);
-    assert_eq!(
-        headless
-            .app
-            .world()
-            .resource::<TileRenderReports>()
-            .live_vulkan_objects(),
-        live
+    // Everything the tile pass made to draw the overlay is gone, but the sampler of egui's
+    // font texture: the sampler cache keeps a sampler per kind for the backend's life.
+    let after = headless
+        .app
+        .world()
+        .resource::<TileRenderReports>()
+        .resource_counts();
+    assert!(
+        (0..=1).contains(&(after.other - live.other)),
+        "{live:?} -> {after:?}"
     );
+    let without_other = |counts: TileResourceCounts| TileResourceCounts { other: 0, ..counts };
+    assert_eq!(without_other(after), without_other(live));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1033,4 +1071,220 @@ fn a_three_finger_tap_shows_and_hides_the_inspector() {
         hidden_again.rgba, hidden.rgba,
         "hidden again: the same image"
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// 6. egui inside the tile render pass: the same egui drawn by the tile pass's `ui` subpass and
+// by bevy_egui's `egui_pass` after it (the route the overlay took before, kept where the pass
+// cannot draw it) are the same picture, and only the first is one render pass at the floor.
+
+/// The schedule of the static egui context on test camera `0`.
+#[derive(bevy::ecs::schedule::ScheduleLabel, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+struct StaticEguiPass(usize);
+
+/// The camera whose egui context [`StaticEguiPass`] `0` draws.
+#[derive(Component, Clone, Copy)]
+struct StaticEguiCamera(usize);
+
+/// Where the static window was last drawn, in points (= pixels on an image target), by camera.
+#[derive(Resource, Default)]
+struct StaticEguiRects(bevy::platform::collections::HashMap<usize, egui::Rect>);
+
+/// egui content that is the same every frame, shaped like a game's debug window: a window with
+/// its shadow, labels in two sizes and colours, a button, a progress bar, a separator, a
+/// scrolled list clipped by its scroll area (scissors inside the window), and a translucent
+/// shape outside any window.
+fn draw_static_egui(ctx: &egui::Context) -> Option<egui::Rect> {
+    egui::Area::new(egui::Id::new("translucent disc"))
+        .fixed_pos([230.0, 150.0])
+        .show(ctx, |ui| {
+            let (rect, _) = ui.allocate_exact_size(egui::vec2(60.0, 60.0), egui::Sense::hover());
+            ui.painter().circle_filled(
+                rect.center(),
+                28.0,
+                egui::Color32::from_rgba_unmultiplied(40, 160, 255, 140),
+            );
+        });
+    egui::Window::new("Stats")
+        .fixed_pos([12.0, 12.0])
+        .fixed_size([170.0, 150.0])
+        .show(ctx, |ui| {
+            ui.label("tile-deferred, in the pass");
+            ui.colored_label(egui::Color32::from_rgb(255, 180, 0), "3.69 MB / frame");
+            ui.label(egui::RichText::new("1.00x").size(22.0).strong());
+            let _ = ui.button("Merge subpasses");
+            ui.add(egui::ProgressBar::new(0.6).text("60%"));
+            ui.separator();
+            egui::ScrollArea::vertical()
+                .max_height(36.0)
+                .show(ui, |ui| {
+                    for line in 0..8 {
+                        ui.label(format!("subpass {line}: lighting"));
+                    }
+                });
+        })
+        .map(|window| window.response.rect)
+}
+
+#[test]
+fn egui_drawn_in_the_tile_pass_matches_egui_drawn_after_it() {
+    use crate::ui_overlay;
+    use bevy::camera::{Hdr, RenderTarget};
+    use bevy_egui::EguiSchedule;
+    let _test = GpuTest::start("egui_drawn_in_the_tile_pass_matches_egui_drawn_after_it");
+    let (width, height) = (ui_overlay::WIDTH, ui_overlay::HEIGHT);
+    let mut headless = HeadlessApp::new(width, height);
+    headless
+        .app
+        .add_plugins(TileInspectorPlugin::default())
+        .init_resource::<StaticEguiRects>();
+    headless.update();
+    ui_overlay::spawn_scene(headless.app.world_mut());
+    let cases = [
+        (false, Msaa::Off),
+        (true, Msaa::Off),
+        (false, Msaa::Sample4),
+        (true, Msaa::Sample4),
+    ];
+    // Per case: the camera drawing egui in the pass, then the one drawing it after the pass.
+    let mut cameras = Vec::new();
+    for (case, &(hdr, msaa)) in cases.iter().enumerate() {
+        for in_pass in [true, false] {
+            let index = case * 2 + usize::from(!in_pass);
+            let target = headless.add_target(width, height);
+            let world = headless.app.world_mut();
+            let mut camera = world.spawn((
+                Camera3d::default(),
+                Transform::from_xyz(-2.5, 3.0, 5.0).looking_at(Vec3::new(0.0, 0.4, 0.0), Vec3::Y),
+                RenderTarget::Image(target.clone().into()),
+                msaa,
+                TileDeferred {
+                    ui_in_pass: in_pass,
+                    ..default()
+                },
+                EguiSchedule::new(StaticEguiPass(index)),
+                StaticEguiCamera(index),
+            ));
+            if hdr {
+                camera.insert(Hdr);
+            }
+            cameras.push((camera.id(), target));
+            headless.app.add_systems(
+                StaticEguiPass(index),
+                move |mut contexts: Query<(&mut EguiContext, &StaticEguiCamera)>,
+                      mut rects: ResMut<StaticEguiRects>| {
+                    for (mut context, camera) in &mut contexts {
+                        if camera.0 == index
+                            && let Some(rect) = draw_static_egui(context.get_mut())
+                        {
+                            rects.0.insert(index, rect);
+                        }
+                    }
+                },
+            );
+        }
+    }
+    // egui lays a window out over its first frames, and fills its font atlas.
+    for _ in 0..10 {
+        headless.update();
+    }
+    let images: Vec<Handle<Image>> = cameras.iter().map(|(_, target)| target.clone()).collect();
+    let frames = headless.read_images(&images);
+    let world = headless.app.world();
+    let rects = &world.resource::<StaticEguiRects>().0;
+    let reports = world.resource::<TileRenderReports>();
+    let floor = u64::from(width * height) * 4;
+    let mut failures = Vec::new();
+    for (case, &(hdr, msaa)) in cases.iter().enumerate() {
+        let name = format!(
+            "egui-hdr-{}-{}x",
+            if hdr { "on" } else { "off" },
+            msaa.samples()
+        );
+        let (in_pass, after_pass) = (&frames[case * 2], &frames[case * 2 + 1]);
+        in_pass.save_png(&format!("{name}-in-pass"));
+        // At 4x a pixel on the edge between two of egui's triangles (its anti-aliasing feather
+        // against the fill) takes each triangle's colour by the samples it covers, where
+        // `egui_pass` at 1x takes the one over the pixel's centre: a few levels there.
+        let max_p995 = if msaa.samples() > 1 { 8 } else { 4 };
+        let window = rects[&(case * 2)];
+        assert_eq!(window, rects[&(case * 2 + 1)], "{name}: the same layout");
+        // The window and its shadow, and the disc.
+        let regions = [
+            ("window", window.expand(12.0)),
+            (
+                "disc",
+                egui::Rect::from_min_size(egui::pos2(228.0, 148.0), egui::vec2(64.0, 64.0)),
+            ),
+        ];
+        for (label, rect) in regions {
+            let rect = URect::new(
+                rect.min.x.max(0.0) as u32,
+                rect.min.y.max(0.0) as u32,
+                (rect.max.x as u32).min(width),
+                (rect.max.y as u32).min(height),
+            );
+            let (a, b) = (
+                ui_overlay::crop(in_pass, rect),
+                ui_overlay::crop(after_pass, rect),
+            );
+            let region = format!("{name}-{label}");
+            let psnr = crate::harness::image_compare::psnr(&a, &b);
+            let p995 = crate::harness::image_compare::channel_difference_percentile(&a, &b, 99.5);
+            eprintln!("{region}: in the pass against after it: PSNR {psnr:.2} dB, p99.5 {p995}");
+            if psnr < 40.0 || p995 > max_p995 {
+                let paths = [
+                    a.save_png(&format!("{region}-in-pass")),
+                    b.save_png(&format!("{region}-after-pass")),
+                ];
+                failures.push(format!(
+                    "{region}: PSNR {psnr:.2} dB (need >= 40), p99.5 {p995} (need <= \
+                     {max_p995}): {}",
+                    paths.map(|p| p.display().to_string()).join(", ")
+                ));
+            }
+        }
+        // The window shows: it is not the scene.
+        let (differ, total) = {
+            let plain = &frames[case * 2];
+            let (x0, y0) = (window.min.x as u32 + 4, window.min.y as u32 + 24);
+            let region = URect::new(x0, y0, x0 + 100, y0 + 60);
+            let text = ui_overlay::crop(plain, region);
+            let first = &text.rgba[..4];
+            let differ = text
+                .rgba
+                .chunks_exact(4)
+                .filter(|p| (0..3).any(|c| p[c].abs_diff(first[c]) > 40))
+                .count();
+            (differ, text.rgba.len() / 4)
+        };
+        assert!(
+            differ > 100 && differ < total,
+            "{name}: text in the window ({differ} of {total} pixels differ from the first)"
+        );
+
+        let in_report = reports.get(cameras[case * 2].0).expect("a report");
+        let after_report = reports.get(cameras[case * 2 + 1].0).expect("a report");
+        let drawn = in_report
+            .egui_in_pass
+            .expect("egui was drawn in the tile pass");
+        assert!(
+            drawn.meshes >= 3 && drawn.triangles > 100,
+            "{name}: {drawn:?}"
+        );
+        assert_eq!(in_report.egui_after_pass_reason, None, "{name}");
+        assert_eq!(in_report.ui_in_pass, None, "{name}: no bevy_ui");
+        assert_eq!(in_report.render_passes_recorded, 1, "{name}");
+        let last = in_report.compiled.native_passes[0].subpasses.last();
+        assert_eq!(last.map(|s| s.name.as_str()), Some("ui"), "{name}");
+        assert_eq!(in_report.compiled.cost.bytes(), floor, "{name}");
+        assert_eq!(after_report.egui_in_pass, None, "{name}");
+        assert_eq!(
+            after_report.egui_after_pass_reason.as_deref(),
+            Some("TileDeferred::ui_in_pass is off"),
+            "{name}"
+        );
+        eprintln!("{name}: in the pass {drawn:?}");
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

@@ -31,7 +31,7 @@ use crate::tile_deferred::{
         backend::{TileBackend, ViewResources},
         pipelines::{LightingKey, PassesKey},
         record::{RecordedPass, Recording, UiRecording, record},
-        ui::TileUiDraws,
+        ui::{TileUiDraws, UiBuffers},
     },
     lighting::{
         clusters::LightClusters,
@@ -40,7 +40,7 @@ use crate::tile_deferred::{
         },
     },
     plan::{self, PlannedFrame, TransparentPass},
-    report::{self, TileClusterStats, TileUiInPass, TileViewReport},
+    report::{self, TileClusterStats, TileEguiInPass, TileUiInPass, TileViewReport},
     scene::{
         draws::DrawList,
         materials,
@@ -277,11 +277,21 @@ fn render_view(
         assignment_ms: lights.assignment_ms,
         draw_count: recorded.draw_count,
         queries: recorded.queries,
-        ui: inputs.ui.map(|draws| TileUiInPass {
-            items: draws.items,
-            quads: draws.indices.len() / 6,
-            batches: draws.batches.len(),
-        }),
+        ui: inputs
+            .ui
+            .filter(|draws| draws.items > 0)
+            .map(|draws| TileUiInPass {
+                items: draws.items,
+                quads: draws.quad_vertices / 4,
+                batches: draws.batches.len() - draws.egui_meshes,
+            }),
+        egui: inputs
+            .ui
+            .filter(|draws| draws.egui_meshes > 0)
+            .map(|draws| TileEguiInPass {
+                meshes: draws.egui_meshes,
+                triangles: (draws.indices.len() - draws.quad_vertices / 4 * 6) / 3,
+            }),
     };
     view_report(
         &mut state,
@@ -623,8 +633,10 @@ struct Measured {
     assignment_ms: f64,
     draw_count: usize,
     queries: FrameQueries,
-    /// What the `ui` subpass drew.
+    /// What the `ui` subpass drew of bevy_ui.
     ui: Option<TileUiInPass>,
+    /// What the `ui` subpass drew of egui.
+    egui: Option<TileEguiInPass>,
 }
 
 /// Stage 10: what was planned, created, drawn and measured, and the price of the frame with
@@ -671,6 +683,9 @@ fn view_report(
         ui_in_pass: measured.ui,
         // Filled in by the UI's composite, on frames whose UI is drawn after the tile pass.
         ui_after_pass_reason: None,
+        egui_in_pass: measured.egui,
+        // Filled in by the inspector's composite, on frames whose egui is drawn after the pass.
+        egui_after_pass_reason: None,
     };
     view_state.compiled = Some(compiled);
     Ok(report)
@@ -820,7 +835,15 @@ pub(crate) fn end_frame(
         backend.retire_view(view);
     }
     let mut stale_framebuffers = Vec::new();
+    let mut stale_ui_buffers = Vec::new();
     for view in backend.views.values_mut() {
+        if view
+            .ui_buffers
+            .as_ref()
+            .is_some_and(|ui| frame.saturating_sub(ui.last_used) > KEEP_FRAMES)
+        {
+            stale_ui_buffers.extend(view.ui_buffers.take());
+        }
         view.framebuffers.retain(|_, (framebuffer, used)| {
             let keep = frame.saturating_sub(*used) <= KEEP_FRAMES;
             if !keep {
@@ -828,6 +851,22 @@ pub(crate) fn end_frame(
             }
             keep
         });
+    }
+    if !stale_ui_buffers.is_empty() {
+        // An upload a failed frame left for them goes with them.
+        let retired: Vec<ash::vk::Buffer> = stale_ui_buffers
+            .iter()
+            .flat_map(|ui: &UiBuffers| [ui.vertices.buffer, ui.indices.buffer])
+            .collect();
+        backend
+            .pending_updates
+            .retain(|(buffer, _)| !retired.contains(buffer));
+        backend.graveyard.retire(Box::new(move |c: &VulkanContext| {
+            for ui in stale_ui_buffers {
+                c.destroy_device_buffer(ui.vertices);
+                c.destroy_device_buffer(ui.indices);
+            }
+        }));
     }
     if !stale_framebuffers.is_empty() {
         backend.graveyard.retire(Box::new(move |c: &VulkanContext| {

@@ -146,6 +146,25 @@ pub(crate) fn ensure_ui_slice_pipeline(
     Ok(pass.ui_slice_pipeline)
 }
 
+/// The `ui` subpass's egui pipeline, created on first use.
+pub(crate) fn ensure_egui_pipeline(
+    shared: SharedObjects,
+    pass: &mut PassResources,
+) -> TileResult<vk::Pipeline> {
+    let target = pass.ui_target.ok_or(TileError::Missing {
+        step: "finding the UI subpass",
+    })?;
+    if pass.egui_pipeline == vk::Pipeline::null() {
+        pass.egui_pipeline = step(
+            "creating the egui pipeline",
+            shared
+                .context
+                .create_egui_pipeline(shared.layouts, shared.shaders, target),
+        )?;
+    }
+    Ok(pass.egui_pipeline)
+}
+
 /// Creates the render passes of a plan (one per native pass, `descriptions` in the same order)
 /// and the lighting and tonemap pipelines; the G-buffer pipelines are built on demand.
 fn create_pass_resources(
@@ -177,6 +196,7 @@ fn create_pass_resources(
         ui_pipelines: [vk::Pipeline::null(); 2],
         box_shadow_pipelines: HashMap::default(),
         ui_slice_pipeline: vk::Pipeline::null(),
+        egui_pipeline: vk::Pipeline::null(),
         last_used: state.frame,
     };
     match create_screen_pipelines(

@@ -1,4 +1,4 @@
-//! Stage 6's UI part, on frames that draw bevy_ui in the tile render pass ([`TileUiDraws`]):
+//! Stage 6's UI part, on frames that draw bevy_ui or egui in the tile render pass ([`TileUiDraws`]):
 //! the view's UI buffers grown to this frame's quads and the quads queued for upload, each
 //! batch's image set, and the `ui` subpass's pipeline. What it returns is recorded by the `ui`
 //! step of `gpu::record`.
@@ -47,16 +47,32 @@ pub(crate) fn prepare_ui<'a>(
                 render_passes::ensure_box_shadow_pipeline(shared, passes, draws.shadow_samples)?
             }
             UiBatchKind::Slices { .. } => render_passes::ensure_ui_slice_pipeline(shared, passes)?,
+            UiBatchKind::Egui { .. } => render_passes::ensure_egui_pipeline(shared, passes)?,
+        };
+        let scissor = match batch.kind {
+            UiBatchKind::Egui {
+                scissor: [x, y, width, height],
+                ..
+            } => Some(vk::Rect2D {
+                offset: vk::Offset2D {
+                    x: x as i32,
+                    y: y as i32,
+                },
+                extent: vk::Extent2D { width, height },
+            }),
+            _ => None,
         };
         let Some((image, sampler)) = batch.kind.image() else {
             batches.push(UiRecordedBatch {
                 pipeline,
                 image_set: None,
                 indices: batch.indices.clone(),
+                scissor,
             });
             continue;
         };
-        // `ui_in_pass` kept only items whose image Bevy has prepared, this frame.
+        // `ui_in_pass` and `inspector::in_pass` kept only items whose image Bevy has prepared,
+        // this frame.
         let image = scene.images.get(image).ok_or(TileError::Missing {
             step: "finding a UI image",
         })?;
@@ -80,12 +96,15 @@ pub(crate) fn prepare_ui<'a>(
             pipeline,
             image_set: Some(set),
             indices: batch.indices.clone(),
+            scissor,
         });
     }
-    // With MSAA each quad covers whole pixels, as Bevy's UI at 1x does.
+    // With MSAA each of bevy_ui's quads covers whole pixels, as Bevy's UI at 1x does. egui's
+    // triangles are drawn as rasterised: their outer edges are egui's feathering, transparent.
     let grown;
     let vertices = if samples > 1 {
-        grown = gpu_ui::cover_whole_pixels(&draws.vertices, origin);
+        let (quads, egui) = draws.vertices.split_at(draws.quad_vertices);
+        grown = [&gpu_ui::cover_whole_pixels(quads, origin)[..], egui].concat();
         &grown
     } else {
         &draws.vertices
@@ -112,6 +131,7 @@ fn upload_quads(
 ) -> TileResult<(vk::Buffer, vk::Buffer)> {
     let vertex_bytes: &[u8] = bytemuck::cast_slice(vertices);
     let index_bytes: &[u8] = bytemuck::cast_slice(indices);
+    let frame = state.frame;
     let (device, view) = state.view_device();
     let context = device.context;
     if view.ui_buffers.is_none() {
@@ -138,11 +158,16 @@ fn upload_quads(
                 ));
             }
         };
-        view.ui_buffers = Some(UiBuffers { vertices, indices });
+        view.ui_buffers = Some(UiBuffers {
+            vertices,
+            indices,
+            last_used: 0,
+        });
     }
     let Some(buffers) = view.ui_buffers.as_mut() else {
         unreachable!("created above");
     };
+    buffers.last_used = frame;
     for (buffer, needed, name, usage, growing) in [
         (
             &mut buffers.vertices,

@@ -99,6 +99,8 @@ pub(crate) struct PassResources {
     pub box_shadow_pipelines: HashMap<u32, vk::Pipeline>,
     /// The `ui` subpass's sliced image pipeline (built on demand; null until then).
     pub ui_slice_pipeline: vk::Pipeline,
+    /// The `ui` subpass's egui pipeline (built on demand; null until then).
+    pub egui_pipeline: vk::Pipeline,
     pub last_used: u64,
 }
 
@@ -335,6 +337,7 @@ pub(crate) fn retire_pass(pass: PassResources, graveyard: &mut Graveyard) {
             pass.ui_pipelines[0],
             pass.ui_pipelines[1],
             pass.ui_slice_pipeline,
+            pass.egui_pipeline,
         ]) {
             if pipeline != vk::Pipeline::null() {
                 c.destroy_pipeline(pipeline);

@@ -82,7 +82,8 @@ pub(crate) struct ClusterDispatch {
     pub(crate) stats: Option<(vk::Buffer, u64)>,
 }
 
-/// The `ui` subpass's draws: bevy_ui's quads, batch by batch in Bevy's order (`gpu::ui`).
+/// The `ui` subpass's draws: bevy_ui's quads, batch by batch in Bevy's order (`gpu::ui`), then
+/// egui's meshes, each with its scissor.
 pub(crate) struct UiRecording {
     pub(crate) layout: vk::PipelineLayout,
     /// The UI view's `clip_from_world`, column-major (ui.vert's push constant).
@@ -92,12 +93,15 @@ pub(crate) struct UiRecording {
     pub(crate) batches: Vec<UiRecordedBatch>,
 }
 
-/// One batch of the `ui` subpass: its pipeline (nodes, box shadows or sliced images, all with
-/// the UI pipeline layout), its image set (`None` for box shadows) and its range of indices.
+/// One batch of the `ui` subpass: its pipeline (nodes, box shadows, sliced images or egui, all
+/// with the UI pipeline layout), its image set (`None` for box shadows), its range of indices,
+/// and its scissor (egui's clip rectangle; `None`: the render area's, as set for the pass).
+/// Batches with a scissor come after those without.
 pub(crate) struct UiRecordedBatch {
     pub(crate) pipeline: vk::Pipeline,
     pub(crate) image_set: Option<vk::DescriptorSet>,
     pub(crate) indices: std::ops::Range<u32>,
+    pub(crate) scissor: Option<vk::Rect2D>,
 }
 
 /// Everything the raw recording needs, gathered beforehand.
@@ -666,8 +670,10 @@ impl Recorder<'_> {
     }
 
     /// Logical pass `index`, last: bevy_ui's quads blended over the output, batch by batch,
-    /// with the UI pipeline layout (its set 0 replaces the view set: nothing is drawn after).
-    /// The viewport is the render area's, as Bevy's UI pass sets the camera's viewport.
+    /// then egui's meshes, with the UI pipeline layout (its set 0 replaces the view set:
+    /// nothing is drawn after). The viewport is the render area's, as Bevy's UI pass sets the
+    /// camera's viewport; egui's draws narrow the scissor to their clip rectangles (the last
+    /// draws of the pass: nothing after them needs the render area's scissor back).
     unsafe fn ui(&self, index: usize) {
         let (device, cb) = (self.device, self.cb);
         // SAFETY: see `record_into`; the UI buffers and image sets are the view's, alive until
@@ -695,6 +701,9 @@ impl Recorder<'_> {
                     bound = batch.pipeline;
                 }
                 let indices = &batch.indices;
+                if let Some(scissor) = batch.scissor {
+                    device.cmd_set_scissor(cb, 0, &[scissor]);
+                }
                 if let Some(set) = &batch.image_set {
                     device.cmd_bind_descriptor_sets(
                         cb,

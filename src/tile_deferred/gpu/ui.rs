@@ -134,15 +134,23 @@ pub(crate) enum UiBatchKind {
         image: AssetId<Image>,
         sampler: SamplerKey,
     },
+    /// One egui mesh (`egui.frag`, premultiplied blending), sampling one egui texture, clipped
+    /// to its clip rectangle as bevy_egui's `egui_pass` clips it.
+    Egui {
+        image: AssetId<Image>,
+        sampler: SamplerKey,
+        /// The scissor in framebuffer pixels: x, y, width, height (not empty).
+        scissor: [u32; 4],
+    },
 }
 
 impl UiBatchKind {
     /// The image the batch samples, and how.
     pub fn image(&self) -> Option<(AssetId<Image>, SamplerKey)> {
         match *self {
-            Self::Nodes { image, sampler } | Self::Slices { image, sampler } => {
-                Some((image, sampler))
-            }
+            Self::Nodes { image, sampler }
+            | Self::Slices { image, sampler }
+            | Self::Egui { image, sampler, .. } => Some((image, sampler)),
             Self::BoxShadows => None,
         }
     }
@@ -160,19 +168,30 @@ pub(crate) struct TileUiDraws {
     pub anti_alias: bool,
     /// `BoxShadowSamples` of the camera (Bevy's `SHADOW_SAMPLES` shader def).
     pub shadow_samples: u32,
+    /// bevy_ui's quads first, then egui's meshes.
     pub vertices: Vec<UiVertex>,
-    /// Four vertices and six indices per quad (Bevy's `QUAD_INDICES`).
+    /// Of [`Self::vertices`], the first `quad_vertices` are bevy_ui's quads (grown to whole
+    /// pixels with MSAA, [`cover_whole_pixels`]); the rest are egui's triangles.
+    pub quad_vertices: usize,
+    /// Four vertices and six indices per quad (Bevy's `QUAD_INDICES`), then egui's indices.
     pub indices: Vec<u32>,
+    /// bevy_ui's batches, then egui's (one per mesh, [`UiBatchKind::Egui`]): egui is drawn
+    /// over bevy_ui, as bevy_egui draws it by default (`EguiAboveBevyUi`).
     pub batches: Vec<UiBatch>,
-    /// The phase items they were built from.
+    /// The bevy_ui phase items the quads were built from.
     pub items: usize,
+    /// egui's meshes among the batches (the inspector overlay, `inspector::in_pass`).
+    pub egui_meshes: usize,
 }
 
 /// A view's buffers of in-pass UI quads: Bevy's vertices and `u32` indices, grown to the
-/// frame's UI and written by the frame's uploads.
+/// frame's UI and written by the frame's uploads; released a few frames after the view last
+/// drew UI in its pass (an inspector shown once, a HUD taken away).
 pub(crate) struct UiBuffers {
     pub vertices: crate::vulkan::memory::DeviceBuffer,
     pub indices: crate::vulkan::memory::DeviceBuffer,
+    /// The render frame that last wrote them.
+    pub last_used: u64,
 }
 
 /// [`UiVertex`] as vertex attributes: binding 0, per vertex, locations 0-9 in field order.
@@ -209,6 +228,20 @@ fn vertex_layout() -> (
     )
 }
 
+/// Bevy's `BlendState::PREMULTIPLIED_ALPHA_BLENDING` (egui's): colour and alpha
+/// One/OneMinusSrcAlpha.
+fn premultiplied_alpha_blending() -> vk::PipelineColorBlendAttachmentState {
+    vk::PipelineColorBlendAttachmentState::default()
+        .blend_enable(true)
+        .src_color_blend_factor(vk::BlendFactor::ONE)
+        .dst_color_blend_factor(vk::BlendFactor::ONE_MINUS_SRC_ALPHA)
+        .color_blend_op(vk::BlendOp::ADD)
+        .src_alpha_blend_factor(vk::BlendFactor::ONE)
+        .dst_alpha_blend_factor(vk::BlendFactor::ONE_MINUS_SRC_ALPHA)
+        .alpha_blend_op(vk::BlendOp::ADD)
+        .color_write_mask(vk::ColorComponentFlags::RGBA)
+}
+
 /// Bevy's `BlendState::ALPHA_BLENDING`: colour SrcAlpha/OneMinusSrcAlpha, alpha
 /// One/OneMinusSrcAlpha.
 fn alpha_blending() -> vk::PipelineColorBlendAttachmentState {
@@ -239,6 +272,7 @@ impl VulkanContext {
             shaders,
             target,
             (ShaderId::UiFrag, vk::Bool32::from(anti_alias)),
+            alpha_blending(),
         )
     }
 
@@ -256,6 +290,7 @@ impl VulkanContext {
             shaders,
             target,
             (ShaderId::BoxShadowFrag, samples),
+            alpha_blending(),
         )
     }
 
@@ -267,17 +302,43 @@ impl VulkanContext {
         shaders: &TileShaders,
         target: PipelineTarget,
     ) -> Result<vk::Pipeline, vk::Result> {
-        self.create_ui_subpass_pipeline(layouts, shaders, target, (ShaderId::UiTextureSliceFrag, 0))
+        self.create_ui_subpass_pipeline(
+            layouts,
+            shaders,
+            target,
+            (ShaderId::UiTextureSliceFrag, 0),
+            alpha_blending(),
+        )
+    }
+
+    /// The `ui` subpass's egui pipeline, as bevy_egui's `EguiPipeline` specialises it: the UI
+    /// pipeline's state with `egui.frag` and premultiplied alpha blending. Its draws set the
+    /// scissor (the pipelines' dynamic state) to their clip rectangles.
+    pub fn create_egui_pipeline(
+        &self,
+        layouts: &TileLayouts,
+        shaders: &TileShaders,
+        target: PipelineTarget,
+    ) -> Result<vk::Pipeline, vk::Result> {
+        self.create_ui_subpass_pipeline(
+            layouts,
+            shaders,
+            target,
+            (ShaderId::EguiFrag, 0),
+            premultiplied_alpha_blending(),
+        )
     }
 
     /// A pipeline of the `ui` subpass with `ui.vert` and `fragment`, whose specialisation
-    /// constant 0 is `constant` and constant 1 (`COVER_PIXELS`) is on with MSAA.
+    /// constant 0 is `constant` and constant 1 (`COVER_PIXELS`) is on with MSAA (a fragment
+    /// shader without them ignores them), blending with `blend`.
     fn create_ui_subpass_pipeline(
         &self,
         layouts: &TileLayouts,
         shaders: &TileShaders,
         target: PipelineTarget,
         (fragment, constant): (ShaderId, u32),
+        blend: vk::PipelineColorBlendAttachmentState,
     ) -> Result<vk::Pipeline, vk::Result> {
         let (bindings, attributes) = vertex_layout();
         let vertex_input = vk::PipelineVertexInputStateCreateInfo::default()
@@ -309,7 +370,7 @@ impl VulkanContext {
                 .stage(fragment, Variant::BASE)
                 .specialization_info(&specialization),
         ];
-        let blend_attachments = vec![alpha_blending(); target.color_attachments as usize];
+        let blend_attachments = vec![blend; target.color_attachments as usize];
         self.create_graphics_pipeline(&GraphicsPipelineDesc {
             layout: layouts.ui_pipeline_layout,
             render_pass: target.render_pass,

@@ -14,7 +14,7 @@ use super::{
     UiDrawnOverTileCameras,
     composite::{self as overlay, OverlayCompositePipeline, OverlayPassNames, OverlayShape},
     gizmos::TileGizmoSystems,
-    ui_in_pass::UiAfterTilePass,
+    in_pass::UiAfterTilePass,
 };
 use crate::tile_deferred::{
     camera::{TileDeferredGraph, TileDeferredSystems, TileOutputLoadedAfter},

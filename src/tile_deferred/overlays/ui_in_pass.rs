@@ -22,7 +22,7 @@
 //! associative); a view the `ui` subpass cannot serve yet ([`in_pass_refusal`]) has all of its
 //! UI drawn that way. The reason is on the view ([`UiAfterTilePass`]) and in its report.
 
-use super::gizmos::has_foreign_transparent_draws;
+use super::in_pass::{UiAfterTilePass, ViewShape, in_pass_refusal};
 use crate::tiers::TierDecision;
 use crate::tile_deferred::{
     camera::{TileDeferred, TileDeferredGraph},
@@ -32,7 +32,6 @@ use crate::tile_deferred::{
     },
 };
 use bevy::{
-    camera::CompositingSpace,
     core_pipeline::core_3d::Transparent3d,
     ecs::{schedule::ScheduleLabel, system::SystemParam},
     image::ImageSampler,
@@ -43,9 +42,7 @@ use bevy::{
         camera::ExtractedCamera,
         render_asset::RenderAssets,
         render_phase::{DrawFunctions, PhaseItem, ViewSortedRenderPhases},
-        render_resource::{
-            DefaultImageSamplerDescriptor, PipelineCache, PipelineDescriptor, TextureFormat,
-        },
+        render_resource::{DefaultImageSamplerDescriptor, PipelineCache, PipelineDescriptor},
         texture::GpuImage,
         view::{ExtractedView, ViewTarget},
     },
@@ -60,13 +57,6 @@ use bevy::{
         },
     },
 };
-
-/// Render-world component of a tile view whose bevy_ui items Bevy draws after the tile pass
-/// this frame (the crate's clear, Bevy's `ui_pass`, the composite): why the `ui` subpass did
-/// not draw them. Replaced every frame; absent when they were drawn in the pass or there were
-/// none.
-#[derive(Component, Clone, Debug, PartialEq, Eq)]
-pub(crate) struct UiAfterTilePass(pub String);
 
 /// Render-world resource: how each UI image of this frame is sampled (its `ImageSampler`, or
 /// the app's default), extracted with the UI.
@@ -193,20 +183,12 @@ pub(super) fn build_tile_ui(
         if phase.items.is_empty() {
             continue;
         }
-        let gizmos = has_foreign_transparent_draws(
-            view,
-            transparent_phases.as_deref(),
-            transparent_draws.as_deref(),
+        let view_shape = ViewShape::of(
+            (camera, view, target),
+            settings,
+            tier,
+            (transparent_phases.as_deref(), transparent_draws.as_deref()),
         );
-        let view_shape = ViewShape {
-            in_pass: settings.ui_in_pass,
-            unmerged: tier.is_some_and(|decision| decision.tier.is_unmerged())
-                || (tier.is_none() && !settings.merge_subpasses),
-            hdr: camera.hdr,
-            gamma_compositing: camera.compositing_space == Some(CompositingSpace::Srgb),
-            output_format: target.out_texture_view_format(),
-            gizmos,
-        };
         let items: Vec<&TransparentUi> = phase.items.values().collect();
         if let Some(why) = in_pass_refusal(&view_shape) {
             entity_commands.insert(UiAfterTilePass(why.to_string()));
@@ -248,10 +230,12 @@ pub(super) fn build_tile_ui(
             clip_from_world,
             anti_alias: !matches!(anti_alias, Some(UiAntiAlias::Off)),
             shadow_samples: shadow_samples.copied().unwrap_or_default().0,
+            quad_vertices: quads.vertices.len(),
             vertices: quads.vertices,
             indices: quads.indices,
             batches: quads.batches,
             items: drawn,
+            egui_meshes: 0,
         });
         // Bevy's prepare systems and `ui_pass` see only what is left; next frame's phase starts
         // afresh (`prepare_for_new_frame`).
@@ -275,56 +259,6 @@ fn undrawn_kind(item: &TransparentUi, pipeline_cache: &PipelineCache) -> String 
         Some(label) => format!("a UI draw of another plugin (pipeline `{label}`)"),
         None => "a UI draw of another plugin".to_string(),
     }
-}
-
-/// What decides whether a view's UI can be drawn in its `ui` subpass.
-#[derive(Clone, Copy, Debug)]
-struct ViewShape {
-    /// `TileDeferred::ui_in_pass`.
-    in_pass: bool,
-    unmerged: bool,
-    hdr: bool,
-    /// `CompositingSpace::Srgb`: Bevy blends the UI gamma-encoded, in an `Rgba8Unorm` texture.
-    gamma_compositing: bool,
-    output_format: Option<TextureFormat>,
-    /// Gizmos (other plugins' `Transparent3d` items) are drawn after the tile pass this frame.
-    gizmos: bool,
-}
-
-/// Why a view's UI cannot be drawn in its `ui` subpass, if it cannot. Pure.
-fn in_pass_refusal(shape: &ViewShape) -> Option<&'static str> {
-    if !shape.in_pass {
-        return Some("TileDeferred::ui_in_pass is off");
-    }
-    if shape.unmerged {
-        return Some("the unmerged debug tier draws UI after its render passes");
-    }
-    if shape.gizmos {
-        return Some("gizmos are drawn after the tile pass, and Bevy draws UI over them");
-    }
-    if shape.gamma_compositing {
-        return Some("CompositingSpace::Srgb: Bevy blends UI gamma-encoded");
-    }
-    // An HDR camera's UI is blended in Bevy's floating-point main texture and blitted to the
-    // output: the same picture where the output stores linear light (sRGB or float formats).
-    // Without HDR, Bevy's main texture has the output's format: the same blend.
-    let linear_output = shape
-        .output_format
-        .is_some_and(|format| format.is_srgb() || is_float(format));
-    if shape.hdr && !linear_output {
-        return Some("an HDR camera writing a UNORM output: Bevy blends its UI in float");
-    }
-    None
-}
-
-fn is_float(format: TextureFormat) -> bool {
-    matches!(
-        format,
-        TextureFormat::Rgba16Float
-            | TextureFormat::Rgba32Float
-            | TextureFormat::Rg11b10Ufloat
-            | TextureFormat::Rgb9e5Ufloat
-    )
 }
 
 /// A phase item the `ui` subpass draws: its index into what Bevy extracted (the UI nodes or the
@@ -1246,52 +1180,5 @@ mod tests {
         let mut hidden = UiQuads::default();
         push_box_shadow(&mut hidden, &shadow(Some(Rect::new(0.0, 0.0, 10.0, 10.0))));
         assert!(hidden.vertices.is_empty() && hidden.batches.is_empty());
-    }
-
-    #[test]
-    fn the_ui_subpass_takes_merged_frames_without_gizmos() {
-        let drawn = ViewShape {
-            in_pass: true,
-            unmerged: false,
-            hdr: false,
-            gamma_compositing: false,
-            output_format: Some(TextureFormat::Rgba8UnormSrgb),
-            gizmos: false,
-        };
-        assert_eq!(in_pass_refusal(&drawn), None);
-        // LDR into a UNORM output: Bevy's main texture has that format too.
-        let unorm = Some(TextureFormat::Rgba8Unorm);
-        let ldr_unorm = ViewShape {
-            output_format: unorm,
-            ..drawn
-        };
-        assert_eq!(in_pass_refusal(&ldr_unorm), None);
-        let hdr = ViewShape { hdr: true, ..drawn };
-        assert_eq!(in_pass_refusal(&hdr), None);
-        let refused = [
-            ViewShape {
-                in_pass: false,
-                ..drawn
-            },
-            ViewShape {
-                unmerged: true,
-                ..drawn
-            },
-            ViewShape {
-                gizmos: true,
-                ..drawn
-            },
-            ViewShape {
-                gamma_compositing: true,
-                ..drawn
-            },
-            ViewShape {
-                output_format: unorm,
-                ..hdr
-            },
-        ];
-        for shape in refused {
-            assert!(in_pass_refusal(&shape).is_some(), "{shape:?}");
-        }
     }
 }

@@ -69,6 +69,9 @@ pub(crate) enum ShaderId {
     /// `ui_texture_slice.frag`: bevy_ui's sliced and tiled images (`ui_texture_slice.wgsl`),
     /// drawn with `ui.vert`.
     UiTextureSliceFrag,
+    /// `egui.frag`: egui's meshes (bevy_egui's `egui.wgsl`), drawn with `ui.vert` (the
+    /// inspector overlay in the `ui` subpass).
+    EguiFrag,
 }
 
 impl ShaderId {
@@ -90,6 +93,7 @@ impl ShaderId {
             Self::UiFrag => "ui.frag",
             Self::BoxShadowFrag => "box_shadow.frag",
             Self::UiTextureSliceFrag => "ui_texture_slice.frag",
+            Self::EguiFrag => "egui.frag",
         }
     }
 
@@ -106,7 +110,8 @@ impl ShaderId {
             | Self::LightFinish
             | Self::UiFrag
             | Self::BoxShadowFrag
-            | Self::UiTextureSliceFrag => vk::ShaderStageFlags::FRAGMENT,
+            | Self::UiTextureSliceFrag
+            | Self::EguiFrag => vk::ShaderStageFlags::FRAGMENT,
             Self::ClusterAssign => vk::ShaderStageFlags::COMPUTE,
         }
     }
@@ -238,6 +243,7 @@ pub(crate) const VARIANTS: &[ShaderVariant] = &[
     variant!(UiFrag,          false, false,  Off,    "ui.frag"),
     variant!(BoxShadowFrag,   false, false,  Off,    "box_shadow.frag"),
     variant!(UiTextureSliceFrag, false, false, Off,  "ui_texture_slice.frag"),
+    variant!(EguiFrag,        false, false,  Off,    "egui.frag"),
 ];
 
 /// The shader modules of [`VARIANTS`], created once.

@@ -1126,11 +1126,65 @@ fn draw_static_egui(ctx: &egui::Context) -> Option<egui::Rect> {
         .map(|window| window.response.rect)
 }
 
-#[test]
-fn egui_drawn_in_the_tile_pass_matches_egui_drawn_after_it() {
+/// A tile camera over the UI tests' scene into a new image target, with an egui context whose
+/// pass draws [`draw_static_egui`] (test camera `index`), egui in the tile pass or not.
+fn spawn_static_egui_camera(
+    headless: &mut HeadlessApp,
+    index: usize,
+    (hdr, msaa): (bool, Msaa),
+    in_pass: bool,
+) -> (Entity, Handle<Image>) {
     use crate::ui_overlay;
     use bevy::camera::{Hdr, RenderTarget};
     use bevy_egui::EguiSchedule;
+    let target = headless.add_target(ui_overlay::WIDTH, ui_overlay::HEIGHT);
+    let world = headless.app.world_mut();
+    let mut camera = world.spawn((
+        Camera3d::default(),
+        Transform::from_xyz(-2.5, 3.0, 5.0).looking_at(Vec3::new(0.0, 0.4, 0.0), Vec3::Y),
+        RenderTarget::Image(target.clone().into()),
+        msaa,
+        TileDeferred {
+            ui_in_pass: in_pass,
+            ..default()
+        },
+        EguiSchedule::new(StaticEguiPass(index)),
+        StaticEguiCamera(index),
+    ));
+    if hdr {
+        camera.insert(Hdr);
+    }
+    let camera = camera.id();
+    headless.app.add_systems(
+        StaticEguiPass(index),
+        move |mut contexts: Query<(&mut EguiContext, &StaticEguiCamera)>,
+              mut rects: ResMut<StaticEguiRects>| {
+            for (mut context, camera) in &mut contexts {
+                if camera.0 == index
+                    && let Some(rect) = draw_static_egui(context.get_mut())
+                {
+                    rects.0.insert(index, rect);
+                }
+            }
+        },
+    );
+    (camera, target)
+}
+
+/// The region of `frame` under `rect` (points = pixels), clamped to the frame.
+fn crop_egui(frame: &Frame, rect: egui::Rect) -> Frame {
+    let rect = URect::new(
+        rect.min.x.max(0.0) as u32,
+        rect.min.y.max(0.0) as u32,
+        (rect.max.x as u32).min(frame.width),
+        (rect.max.y as u32).min(frame.height),
+    );
+    crate::ui_overlay::crop(frame, rect)
+}
+
+#[test]
+fn egui_drawn_in_the_tile_pass_matches_egui_drawn_after_it() {
+    use crate::ui_overlay;
     let _test = GpuTest::start("egui_drawn_in_the_tile_pass_matches_egui_drawn_after_it");
     let (width, height) = (ui_overlay::WIDTH, ui_overlay::HEIGHT);
     let mut headless = HeadlessApp::new(width, height);
@@ -1151,37 +1205,12 @@ fn egui_drawn_in_the_tile_pass_matches_egui_drawn_after_it() {
     for (case, &(hdr, msaa)) in cases.iter().enumerate() {
         for in_pass in [true, false] {
             let index = case * 2 + usize::from(!in_pass);
-            let target = headless.add_target(width, height);
-            let world = headless.app.world_mut();
-            let mut camera = world.spawn((
-                Camera3d::default(),
-                Transform::from_xyz(-2.5, 3.0, 5.0).looking_at(Vec3::new(0.0, 0.4, 0.0), Vec3::Y),
-                RenderTarget::Image(target.clone().into()),
-                msaa,
-                TileDeferred {
-                    ui_in_pass: in_pass,
-                    ..default()
-                },
-                EguiSchedule::new(StaticEguiPass(index)),
-                StaticEguiCamera(index),
+            cameras.push(spawn_static_egui_camera(
+                &mut headless,
+                index,
+                (hdr, msaa),
+                in_pass,
             ));
-            if hdr {
-                camera.insert(Hdr);
-            }
-            cameras.push((camera.id(), target));
-            headless.app.add_systems(
-                StaticEguiPass(index),
-                move |mut contexts: Query<(&mut EguiContext, &StaticEguiCamera)>,
-                      mut rects: ResMut<StaticEguiRects>| {
-                    for (mut context, camera) in &mut contexts {
-                        if camera.0 == index
-                            && let Some(rect) = draw_static_egui(context.get_mut())
-                        {
-                            rects.0.insert(index, rect);
-                        }
-                    }
-                },
-            );
         }
     }
     // egui lays a window out over its first frames, and fills its font atlas.
@@ -1218,16 +1247,7 @@ fn egui_drawn_in_the_tile_pass_matches_egui_drawn_after_it() {
             ),
         ];
         for (label, rect) in regions {
-            let rect = URect::new(
-                rect.min.x.max(0.0) as u32,
-                rect.min.y.max(0.0) as u32,
-                (rect.max.x as u32).min(width),
-                (rect.max.y as u32).min(height),
-            );
-            let (a, b) = (
-                ui_overlay::crop(in_pass, rect),
-                ui_overlay::crop(after_pass, rect),
-            );
+            let (a, b) = (crop_egui(in_pass, rect), crop_egui(after_pass, rect));
             let region = format!("{name}-{label}");
             let psnr = crate::harness::image_compare::psnr(&a, &b);
             let p995 = crate::harness::image_compare::channel_difference_percentile(&a, &b, 99.5);
@@ -1286,5 +1306,119 @@ fn egui_drawn_in_the_tile_pass_matches_egui_drawn_after_it() {
         );
         eprintln!("{name}: in the pass {drawn:?}");
     }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// egui over a bevy_ui HUD (`scenes/hud.rs`) on one camera at 4x MSAA: the `ui` subpass draws
+/// bevy_ui's quads (grown to whole pixels) and then egui's triangles (as rasterised), the same
+/// picture as both drawn after the pass, in one render pass at the floor. With a gradient in
+/// the HUD, bevy_ui is drawn partly after the pass, and so egui goes after it too (it is drawn
+/// over bevy_ui), with the reason in the report.
+#[test]
+fn egui_over_a_hud_is_drawn_in_the_tile_pass_after_bevy_ui() {
+    use crate::scenes::hud::{ZStackExtra, checker_image, count_frames, spawn_hud};
+    use crate::ui_overlay;
+    let _test = GpuTest::start("egui_over_a_hud_is_drawn_in_the_tile_pass_after_bevy_ui");
+    let (width, height) = (ui_overlay::WIDTH, ui_overlay::HEIGHT);
+    let mut headless = HeadlessApp::new(width, height);
+    headless
+        .app
+        .add_plugins(TileInspectorPlugin::default())
+        .init_resource::<StaticEguiRects>()
+        .add_systems(Update, count_frames);
+    headless.update();
+    ui_overlay::spawn_scene(headless.app.world_mut());
+    let checker = checker_image(headless.app.world_mut());
+    // In the pass; after it; in the pass but for a gradient in the HUD.
+    let cases = [
+        (true, ZStackExtra::None),
+        (false, ZStackExtra::None),
+        (true, ZStackExtra::Gradient),
+    ];
+    let mut cameras = Vec::new();
+    for (index, &(in_pass, extra)) in cases.iter().enumerate() {
+        let (camera, target) =
+            spawn_static_egui_camera(&mut headless, index, (false, Msaa::Sample4), in_pass);
+        spawn_hud(headless.app.world_mut(), camera, checker.clone(), extra);
+        cameras.push((camera, target));
+    }
+    for _ in 0..10 {
+        headless.update();
+    }
+    let images: Vec<Handle<Image>> = cameras.iter().map(|(_, target)| target.clone()).collect();
+    let frames = headless.read_images(&images);
+    let world = headless.app.world();
+    let window = world.resource::<StaticEguiRects>().0[&0];
+    let reports = world.resource::<TileRenderReports>();
+    let report = |case: usize| reports.get(cameras[case].0).expect("a report");
+
+    let both = report(0);
+    let ui = both.ui_in_pass.expect("bevy_ui in the tile pass");
+    let egui = both.egui_in_pass.expect("egui in the tile pass");
+    eprintln!("in the pass: {ui:?}, {egui:?}");
+    assert!(ui.items >= 20 && egui.meshes >= 3, "{ui:?} {egui:?}");
+    assert_eq!(
+        (&both.ui_after_pass_reason, &both.egui_after_pass_reason),
+        (&None, &None)
+    );
+    assert_eq!(both.render_passes_recorded, 1);
+    assert_eq!(both.compiled.cost.bytes(), u64::from(width * height) * 4);
+    assert!(both.ui_pass.is_none());
+
+    let after = report(1);
+    assert_eq!((after.ui_in_pass, after.egui_in_pass), (None, None));
+    let off = Some("TileDeferred::ui_in_pass is off");
+    assert_eq!(after.egui_after_pass_reason.as_deref(), off);
+
+    let gradient = report(2);
+    assert!(gradient.ui_in_pass.is_some(), "the HUD under the gradient");
+    assert!(
+        gradient
+            .ui_after_pass_reason
+            .as_deref()
+            .is_some_and(|why| why.starts_with("a gradient")),
+        "{:?}",
+        gradient.ui_after_pass_reason
+    );
+    assert_eq!(gradient.egui_in_pass, None);
+    let why = gradient.egui_after_pass_reason.as_deref().unwrap_or("");
+    assert!(
+        why.starts_with("bevy_ui is drawn after the tile pass (a gradient"),
+        "{why}"
+    );
+
+    // The same picture: the whole frame, and egui's window with its shadow over the HUD; with
+    // the gradient, inside the window (opaque: what is under it does not show).
+    let mut failures = Vec::new();
+    let regions = [
+        ("whole frame", frames[0].clone(), frames[1].clone()),
+        (
+            "window",
+            crop_egui(&frames[0], window.expand(12.0)),
+            crop_egui(&frames[1], window.expand(12.0)),
+        ),
+        (
+            "window, gradient in the HUD",
+            crop_egui(&frames[0], window.shrink(8.0)),
+            crop_egui(&frames[2], window.shrink(8.0)),
+        ),
+    ];
+    for (label, a, b) in regions {
+        let psnr = crate::harness::image_compare::psnr(&a, &b);
+        let p995 = crate::harness::image_compare::channel_difference_percentile(&a, &b, 99.5);
+        eprintln!("egui over a HUD, {label}: PSNR {psnr:.2} dB, p99.5 {p995}");
+        if psnr < 40.0 || p995 > 8 {
+            let name = format!("egui-over-hud-{}", label.replace([' ', ','], "-"));
+            let paths = [
+                a.save_png(&format!("{name}-a")),
+                b.save_png(&format!("{name}-b")),
+            ];
+            failures.push(format!(
+                "{label}: PSNR {psnr:.2} dB (need >= 40), p99.5 {p995} (need <= 8): {}",
+                paths.map(|p| p.display().to_string()).join(", ")
+            ));
+        }
+    }
+    frames[0].save_png("egui-over-hud-in-pass");
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

@@ -24,6 +24,11 @@
 //! `--window in-pass|after|bevy` renders one path into a window instead, for `--frames` frames
 //! after the warm-up, and exits: the frame a capture tool sees (`scripts/renderdoc-traffic.py`
 //! counts the real Vulkan calls' loads and stores in a RenderDoc capture of it).
+//!
+//! `--inspector` (with `--features inspector`) opens the inspector overlay over each path's
+//! camera too: in the tile pass on the first path, after it on the second (with the UI), by
+//! bevy_egui's own pass on Bevy's; its own passes (the inspector's price of them) are added to
+//! the traffic.
 
 #[path = "scenes/mod.rs"]
 mod scenes;
@@ -70,7 +75,12 @@ fn main() {
                 std::process::exit(2);
             }
         },
+        inspector: args.iter().any(|a| a == "--inspector"),
     };
+    if options.inspector && !cfg!(feature = "inspector") {
+        eprintln!("--inspector needs --features inspector");
+        std::process::exit(2);
+    }
     if let Some(name) = args
         .iter()
         .position(|a| a == "--window")
@@ -84,9 +94,14 @@ fn main() {
         return;
     }
     println!(
-        "the bench scene (64 objects, a sun, {} point lights of 6 m) with a HUD at {}x{}, {}x \
+        "the bench scene (64 objects, a sun, {} point lights of 6 m) with a HUD{} at {}x{}, {}x \
          MSAA, {} frames after {} warm-up frames, each waited for",
         options.lights,
+        if options.inspector {
+            " and the inspector overlay"
+        } else {
+            ""
+        },
         options.width,
         options.height,
         options.msaa.samples(),
@@ -109,6 +124,8 @@ struct Options {
     warmup: u32,
     lights: usize,
     msaa: Msaa,
+    /// The inspector overlay over the camera too.
+    inspector: bool,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -210,6 +227,7 @@ fn run_in_window(options: &Options, path: Path) {
     )
     .add_plugins(TileDeferredPlugin)
     .add_systems(Update, scenes::hud::count_frames);
+    add_inspector(&mut app, options);
     let last_frame = options.warmup + options.frames;
     app.add_systems(
         Last,
@@ -237,6 +255,7 @@ fn measure(options: &Options, path: Path, log: bool) -> Row {
     }
     app.add_plugins(TileDeferredPlugin)
         .add_systems(Update, scenes::hud::count_frames);
+    add_inspector(&mut app, options);
     let world = app.world_mut();
     let target = world
         .resource_mut::<Assets<Image>>()
@@ -262,26 +281,29 @@ fn measure(options: &Options, path: Path, log: bool) -> Row {
         wait.push((done - updated).as_secs_f64() * 1000.0);
     }
     let extent = Extent::new(options.width, options.height);
-    let bytes = match app.world().resource::<TileRenderReports>().get(camera) {
-        Some(report) => {
-            if path == Path::TileUiInPass && report.ui_in_pass.is_none() {
-                eprintln!(
-                    "the tile camera's UI was not drawn in the pass: {:?}",
-                    report.ui_after_pass_reason
-                );
+    let overlay = overlay_bytes(&app, camera);
+    let bytes = overlay
+        + match app.world().resource::<TileRenderReports>().get(camera) {
+            Some(report) => {
+                if path == Path::TileUiInPass && report.ui_in_pass.is_none() {
+                    eprintln!(
+                        "the tile camera's UI was not drawn in the pass: {:?}",
+                        report.ui_after_pass_reason
+                    );
+                }
+                report.compiled.cost.bytes()
+                    + report.ui_pass.as_ref().map_or(0, |ui| ui.cost.bytes())
             }
-            report.compiled.cost.bytes() + report.ui_pass.as_ref().map_or(0, |ui| ui.cost.bytes())
-        }
-        None => {
-            let stock = StockBevyPath::Forward {
-                msaa_samples: options.msaa.samples(),
+            None => {
+                let stock = StockBevyPath::Forward {
+                    msaa_samples: options.msaa.samples(),
+                }
+                .compile(extent, Format::Rgba8Srgb, &DeviceCaps::desktop())
+                .map_or(0, |plan| plan.cost.bytes());
+                // Bevy's `ui_pass` loads and stores its (LDR, 4-byte) main texture.
+                stock + 2 * 4 * u64::from(options.width * options.height)
             }
-            .compile(extent, Format::Rgba8Srgb, &DeviceCaps::desktop())
-            .map_or(0, |plan| plan.cost.bytes());
-            // Bevy's `ui_pass` loads and stores its (LDR, 4-byte) main texture.
-            stock + 2 * 4 * u64::from(options.width * options.height)
-        }
-    };
+        };
     let device = app
         .world()
         .get_resource::<DeviceProfile>()
@@ -303,6 +325,36 @@ fn measure(options: &Options, path: Path, log: bool) -> Row {
         row.wait_ms
     );
     row
+}
+
+/// With `--inspector`: the inspector overlay, shown.
+fn add_inspector(app: &mut App, options: &Options) {
+    #[cfg(feature = "inspector")]
+    if options.inspector {
+        app.add_plugins(bevy_tile_deferred::TileInspectorPlugin::default())
+            .world_mut()
+            .resource_mut::<bevy_tile_deferred::inspector::TileInspector>()
+            .visible = true;
+    }
+    #[cfg(not(feature = "inspector"))]
+    let _ = (app, options);
+}
+
+/// The inspector overlay's own passes over `camera`, as it prices them (0 without it, or drawn
+/// in the tile pass).
+fn overlay_bytes(app: &App, camera: Entity) -> u64 {
+    #[cfg(feature = "inspector")]
+    if let Some(panels) = app
+        .world()
+        .get_resource::<bevy_tile_deferred::inspector::TileInspectorPanels>()
+    {
+        return panels
+            .get(camera)
+            .and_then(|panel| panel.overlay.as_ref())
+            .map_or(0, |overlay| overlay.bytes_per_frame);
+    }
+    let _ = (app, camera);
+    0
 }
 
 fn print_rows(options: &Options, rows: &[Row]) {

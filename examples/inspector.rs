@@ -3,7 +3,8 @@
 //! stores, the bandwidth and power next to "merging off" and "stock Bevy", break reasons, tile
 //! footprints, GPU times and an ovrgpuprofiler-style export, with toggles to compare live.
 //!
-//! F3 shows and hides the overlay (it starts shown here).
+//! F3 shows and hides the overlay (it starts shown here; `-- --hidden` starts it hidden, to
+//! compare the frame without it).
 //!
 //! ```sh
 //! cargo run --release --features inspector --example inspector
@@ -50,5 +51,5 @@ fn setup(world: &mut World) {
 }
 
 fn open_inspector(mut inspector: ResMut<TileInspector>) {
-    inspector.visible = true;
+    inspector.visible = !std::env::args().any(|arg| arg == "--hidden");
 }

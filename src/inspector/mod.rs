@@ -22,13 +22,22 @@
 //!
 //! Shown, it draws into one camera (the host: the highest-order active 3D camera on the primary
 //! window). On a `Core3d` host bevy_egui's own `egui_pass` draws it before upscaling. On a
-//! tile-deferred host (whose image the tile render pass writes straight to the output) three
-//! wgpu passes run after the tile pass, in [`TileInspectorSystems`]: the camera's main texture
-//! is cleared to transparent, bevy_egui's `egui_pass` draws into it, and it is blended over the
-//! output. On a window the tile pass also stores the swapchain image in an empty pass before its
-//! own, so that wgpu (which cannot see the raw pass's writes) keeps it for the composite instead
-//! of zero-filling it ([`TileOutputLoadedAfter`](crate::TileOutputLoadedAfter)). Their traffic is
-//! priced with the same cost model and shown as the inspector's own line in the summary.
+//! tile-deferred host (whose image the tile render pass writes straight to the output) the tile
+//! render pass draws egui's meshes itself, in its last `ui` subpass after bevy_ui: the overlay
+//! adds no pass and no attachment traffic, and the frame is the one measured with it hidden
+//! ([`TileViewReport::egui_in_pass`](crate::TileViewReport::egui_in_pass) says what it drew).
+//! Where the pass cannot draw it (bevy_ui drawn after the tile pass, gizmos, the unmerged tier,
+//! `TileDeferred::ui_in_pass` off, an egui paint callback; the reason is in
+//! [`TileViewReport::egui_after_pass_reason`](crate::TileViewReport::egui_after_pass_reason)),
+//! three wgpu passes run after the tile pass, in [`TileInspectorSystems`]: the camera's main
+//! texture is cleared to transparent, bevy_egui's `egui_pass` draws into it, and it is blended
+//! over the output. On a window the tile pass also stores the swapchain image in an empty pass
+//! before its own, so that wgpu (which cannot see the raw pass's writes) keeps it for the
+//! composite instead of zero-filling it
+//! ([`TileOutputLoadedAfter`](crate::TileOutputLoadedAfter)). Either way the overlay's own
+//! traffic is priced with the same cost model and shown as its own line in the summary (zero in
+//! the pass). The same holds for any egui context the app puts on a tile camera while this
+//! plugin is added.
 
 mod model;
 mod render;
@@ -126,9 +135,10 @@ pub enum InspectorChange {
 }
 
 /// Render-world system set, in the [`TileDeferredGraph`](crate::TileDeferredGraph) schedule, of
-/// the systems that draw the overlay over a tile camera (clear, bevy_egui's `prepare_egui_pass`
-/// and `egui_pass`, composite). It runs only for a view with an egui context, after every system
-/// the schedule had when the plugin finished (the tile pass).
+/// the systems that draw the overlay over a tile camera after the tile pass (clear, bevy_egui's
+/// `prepare_egui_pass` and `egui_pass`, composite). It runs only for a view with an egui context
+/// whose egui the tile pass did not draw itself, after every system the schedule had when the
+/// plugin finished (the tile pass).
 #[derive(SystemSet, Clone, Debug, PartialEq, Eq, Hash)]
 pub struct TileInspectorSystems;
 

@@ -120,6 +120,7 @@ impl Plugin for TileDeferredPlugin {
             .register_type::<TileTierChanged>()
             .register_type::<TileOutputLoadedAfter>()
             .register_type::<tile_deferred::missing::UiDrawnOverTileCameras>()
+            .register_type::<tile_deferred::missing::EguiDrawnOverTileCameras>()
             .register_type::<TileCpuLightAssignment>()
             .register_type::<TileNoStencilSplit>();
         let Some(render_app) = app.get_sub_app_mut(RenderApp) else {

@@ -19,7 +19,7 @@ use super::TileInspectorSystems;
 use crate::{
     TileDeferredGraph, TileRenderReports,
     tile_deferred::overlays::{
-        composite as overlay,
+        EguiDrawnOverTileCameras, composite as overlay,
         egui_in_pass::{self, EguiAfterTilePass, EguiInTilePass},
     },
 };
@@ -100,6 +100,8 @@ pub(super) fn build(app: &mut App) {
         TileDeferredGraph,
         TileInspectorSystems.run_if(view_shows_egui),
     );
+    // Tile cameras draw egui now: `TileMissing` stops reporting egui contexts on them.
+    app.insert_resource(EguiDrawnOverTileCameras);
 }
 
 /// bevy_egui 0.42 leaves `EguiCameraView` on a camera whose egui context was removed, and its

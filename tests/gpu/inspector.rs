@@ -1422,3 +1422,96 @@ fn egui_over_a_hud_is_drawn_in_the_tile_pass_after_bevy_ui() {
     frames[0].save_png("egui-over-hud-in-pass");
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+// ---------------------------------------------------------------------------------------------
+// 7. An app's own egui on a tile camera without the inspector's plugin: nothing installs the
+// tile path's egui route, so the camera lists it in `TileMissing` and `Auto` hands the camera
+// to Bevy's `Core3d`, whose egui pass draws it. With the plugin it is drawn on the tile path.
+
+#[test]
+fn egui_on_a_tile_camera_without_the_inspector_makes_auto_fall_back() {
+    use bevy_egui::{EguiGlobalSettings, EguiPlugin, EguiSchedule};
+    use bevy_tile_deferred::{
+        tiers::{RenderTier, TierDecision},
+        tile_deferred::missing::TileMissing,
+    };
+    let _test = GpuTest::start("egui_on_a_tile_camera_without_the_inspector_makes_auto_fall_back");
+    for with_inspector in [false, true] {
+        let name = if with_inspector {
+            "with TileInspectorPlugin"
+        } else {
+            "without TileInspectorPlugin"
+        };
+        let mut headless = HeadlessApp::new(HEADLESS_WIDTH, HEADLESS_HEIGHT);
+        if with_inspector {
+            headless.app.add_plugins(TileInspectorPlugin::default());
+        } else {
+            headless.app.add_plugins(EguiPlugin::default());
+            headless
+                .app
+                .world_mut()
+                .resource_mut::<EguiGlobalSettings>()
+                .auto_create_primary_context = false;
+        }
+        headless.app.init_resource::<StaticEguiRects>();
+        scenes::spawn_lit_spheres(headless.app.world_mut());
+        let camera = headless.spawn_camera((
+            Camera3d::default(),
+            scenes::reference_camera(),
+            scenes::reference_camera_transform(),
+            Msaa::Off,
+            TileDeferred::default(),
+            EguiSchedule::new(StaticEguiPass(0)),
+            StaticEguiCamera(0),
+        ));
+        headless.app.add_systems(
+            StaticEguiPass(0),
+            |mut contexts: Query<&mut EguiContext>, mut rects: ResMut<StaticEguiRects>| {
+                for mut context in &mut contexts {
+                    if let Some(rect) = draw_static_egui(context.get_mut()) {
+                        rects.0.insert(0, rect);
+                    }
+                }
+            },
+        );
+        // Enough frames for `Auto` to hand the camera over and Bevy to draw it.
+        let frame = headless.render(8);
+        let world = headless.app.world();
+        let listed: Vec<String> = world
+            .get::<TileMissing>(camera)
+            .map(|missing| missing.items.iter().map(|i| i.what.clone()).collect())
+            .unwrap_or_default();
+        let egui_listed = listed
+            .iter()
+            .any(|what| what.starts_with("UI: an egui context"));
+        let tier = world.get::<TierDecision>(camera).map(|d| d.tier);
+        assert_eq!(egui_listed, !with_inspector, "{name}: {listed:?}");
+        if with_inspector {
+            assert_eq!(tier, Some(RenderTier::TileDeferred), "{name}");
+            let report = world.resource::<TileRenderReports>().get(camera);
+            assert!(
+                report.is_some_and(|r| r.egui_in_pass.is_some()),
+                "{name}: egui drawn in the tile pass"
+            );
+        } else {
+            assert_eq!(
+                tier,
+                Some(RenderTier::Forward),
+                "{name}: Bevy's Core3d draws it"
+            );
+        }
+        // Either way the window shows: text inside it differs from its background.
+        let window = world.resource::<StaticEguiRects>().0[&0];
+        let text = crop_egui(&frame, window.shrink(12.0));
+        let first = &text.rgba[..4];
+        let differ = text
+            .rgba
+            .chunks_exact(4)
+            .filter(|p| (0..3).any(|c| p[c].abs_diff(first[c]) > 40))
+            .count();
+        assert!(
+            differ > 100,
+            "{name}: the egui window is drawn ({differ} pixels)"
+        );
+    }
+}

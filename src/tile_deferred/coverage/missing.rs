@@ -32,7 +32,10 @@ use crate::tile_deferred::{
 use bevy::{
     camera::{RenderTarget, visibility::VisibleEntities},
     ecs::{
-        archetype::Archetypes, component::Components, reflect::ReflectComponent, world::EntityRef,
+        archetype::Archetypes,
+        component::{ComponentId, Components},
+        reflect::ReflectComponent,
+        world::EntityRef,
     },
     light::{
         Atmosphere, AtmosphereEnvironmentMapLight, ClusteredDecal, EnvironmentMapLight,
@@ -228,7 +231,35 @@ fn ui_node_camera(reflect: &ReflectComponent, node: EntityRef) -> Option<Entity>
         .filter(|camera| *camera != Entity::PLACEHOLDER)
 }
 
-pub use crate::tile_deferred::overlays::UiDrawnOverTileCameras;
+pub use crate::tile_deferred::overlays::{EguiDrawnOverTileCameras, UiDrawnOverTileCameras};
+
+/// bevy_egui's per-camera context, by type name where this crate does not compile bevy_egui
+/// (without the `inspector` feature; found where Bevy's debug names are on, as in its default
+/// features).
+const EGUI_CONTEXT: &str = "bevy_egui::EguiContext";
+
+/// What [`find_missing`] reports for an egui context on a tile camera where the tile path does
+/// not draw egui.
+pub(crate) const EGUI_OVER_TILE_CAMERA: &str = "UI: an egui context draws over this camera \
+     (bevy_egui's pass runs in Core3d; TileInspectorPlugin, feature `inspector`, draws egui on \
+     tile cameras)";
+
+/// The component id of bevy_egui's context, if the app has registered it.
+fn egui_context_component(components: &Components) -> Option<ComponentId> {
+    #[cfg(feature = "inspector")]
+    if let Some(id) = components.get_id(TypeId::of::<bevy_egui::EguiContext>()) {
+        return Some(id);
+    }
+    component_named(components, EGUI_CONTEXT)
+}
+
+/// The registered component whose type name is `name` (none where Bevy's debug names are off).
+fn component_named(components: &Components, name: &str) -> Option<ComponentId> {
+    components
+        .iter_registered()
+        .find(|info| &*info.name() == name)
+        .map(|info| info.id())
+}
 
 /// What the registry tells [`find_missing`], looked up once.
 pub(crate) struct Lookups {
@@ -475,6 +506,7 @@ pub(crate) fn find_missing(
     archetypes: &Archetypes,
     registry: Res<AppTypeRegistry>,
     ui_drawn: Option<Res<UiDrawnOverTileCameras>>,
+    egui_drawn: Option<Res<EguiDrawnOverTileCameras>>,
     foreign_draws: Option<Res<ForeignTransparentDraws>>,
     device: Option<Res<RenderDevice>>,
     mut lookups: Local<Option<Lookups>>,
@@ -492,6 +524,11 @@ pub(crate) fn find_missing(
         ui_target_camera: ui_target_camera(&registry).filter(|_| ui_drawn.is_none()),
     });
     let ui_cameras = visible_ui_nodes_by_camera(lookups, components, archetypes, &entities);
+    // Registered when the first context is made, so looked up every frame.
+    let egui_context = egui_drawn
+        .is_none()
+        .then(|| egui_context_component(components))
+        .flatten();
     for (camera, visible, previous) in &cameras {
         let Ok(camera_ref) = entities.get(camera) else {
             continue;
@@ -518,6 +555,7 @@ pub(crate) fn find_missing(
             components,
             images: &assets.2,
             ui_over_camera,
+            egui_over_camera: egui_context.is_some_and(|id| camera_ref.contains_id(id)),
             foreign_draws: foreign,
         };
         items.extend(camera_items.of(camera, &camera_ref));
@@ -670,6 +708,8 @@ struct CameraItems<'a> {
     images: &'a Assets<Image>,
     /// Visible bevy_ui nodes target the camera (and the tile path does not draw them).
     ui_over_camera: bool,
+    /// An egui context is on the camera (and the tile path does not draw egui).
+    egui_over_camera: bool,
     /// Why another plugin's `Transparent3d` draws cannot be drawn over the tile frame.
     foreign_draws: Option<&'static str>,
 }
@@ -711,6 +751,9 @@ impl CameraItems<'_> {
         }
         if self.ui_over_camera {
             on_camera(UI_OVER_TILE_CAMERA);
+        }
+        if self.egui_over_camera {
+            on_camera(EGUI_OVER_TILE_CAMERA);
         }
         if let Some(why) = &self.foreign_draws {
             on_camera(&format!("{FOREIGN_TRANSPARENT_DRAWS}: {why}"));

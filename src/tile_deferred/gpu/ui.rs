@@ -122,20 +122,24 @@ pub(crate) struct UiBatch {
 pub(crate) enum UiBatchKind {
     /// Nodes, borders, images and glyphs (`ui.frag`), sampling one image (Bevy's white image
     /// where untextured).
+    #[cfg_attr(not(feature = "ui"), allow(dead_code))]
     Nodes {
         image: AssetId<Image>,
         /// How the image is sampled (its `ImageSampler`, or the app's default).
         sampler: SamplerKey,
     },
     /// Box shadows (`box_shadow.frag`): no image.
+    #[cfg_attr(not(feature = "ui"), allow(dead_code))]
     BoxShadows,
     /// Sliced and tiled images (`ui_texture_slice.frag`), sampling one image.
+    #[cfg_attr(not(feature = "ui"), allow(dead_code))]
     Slices {
         image: AssetId<Image>,
         sampler: SamplerKey,
     },
     /// One egui mesh (`egui.frag`, premultiplied blending), sampling one egui texture, clipped
     /// to its clip rectangle as bevy_egui's `egui_pass` clips it.
+    #[cfg_attr(not(feature = "inspector"), allow(dead_code))]
     Egui {
         image: AssetId<Image>,
         sampler: SamplerKey,

@@ -23,6 +23,7 @@ use bevy::{
 /// not draw them. Replaced every frame; absent when they were drawn in the pass or there were
 /// none.
 #[derive(Component, Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(not(feature = "ui"), allow(dead_code))]
 pub(crate) struct UiAfterTilePass(pub String);
 
 /// What decides whether a view's UI (bevy_ui's, and egui's over it) can be drawn in its `ui`

@@ -1,13 +1,14 @@
 //! What Bevy draws over a tile camera after the tile pass, with wgpu: the shared composite
 //! (`composite`, also used by the inspector), other plugins' gizmos (`gizmos`) and bevy_ui
 //! (`ui`); and bevy_ui and egui drawn inside the tile pass instead (`ui_in_pass`,
-//! `egui_in_pass`), by the rules they share (`in_pass`). It may use the camera types, `plan` and `report`,
-//! never `frame` or `scene`.
+//! `egui_in_pass`), by the rules they share (`in_pass`). It may use the camera types, `plan`
+//! and `report`, never `frame` or `scene`.
 
 pub(crate) mod composite;
 #[cfg(feature = "inspector")]
 pub(crate) mod egui_in_pass;
 pub(super) mod gizmos;
+#[cfg(any(feature = "ui", feature = "inspector"))]
 pub(crate) mod in_pass;
 #[cfg(feature = "ui")]
 pub(super) mod ui;
@@ -21,3 +22,10 @@ use bevy::prelude::*;
 #[derive(Resource, Clone, Copy, Debug, Default, Reflect)]
 #[reflect(Resource, Clone, Debug, Default)]
 pub struct UiDrawnOverTileCameras;
+
+/// Main-world resource: the tile path draws egui over tile cameras (the inspector's plugin
+/// installed its route: in the tile pass, or after it), so `find_missing` does not report
+/// egui contexts on tile cameras.
+#[derive(Resource, Clone, Copy, Debug, Default, Reflect)]
+#[reflect(Resource, Clone, Debug, Default)]
+pub struct EguiDrawnOverTileCameras;

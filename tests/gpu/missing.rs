@@ -376,3 +376,71 @@ fn post_processing_makes_auto_fall_back() {
     }
     assert_eq!(decision(&headless, camera).tier, RenderTier::TileDeferred);
 }
+
+/// How a wireframe test marks the scene's meshes.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Wireframes {
+    /// `Wireframe` on every mesh.
+    EachMesh,
+    /// `WireframeConfig::global`.
+    Global,
+    /// `WireframeConfig::global`, and `NoWireframe` on every mesh: none drawn.
+    GlobalExceptEach,
+}
+
+/// The UI tests' scene with Bevy's `WireframePlugin`, wireframes as `wireframes` says, under a
+/// tile camera (`Auto`) or Bevy's; its frame after `frames` frames.
+fn wireframe_frame(
+    wireframes: Wireframes,
+    tile: bool,
+    frames: u32,
+) -> (HeadlessApp, Entity, Frame) {
+    use bevy::pbr::wireframe::{NoWireframe, Wireframe, WireframeConfig, WireframePlugin};
+    let (mut headless, camera, _) = app(tile.then_some(TierSetting::Auto), OUT_OF_VIEW);
+    headless.app.add_plugins(WireframePlugin::default());
+    let world = headless.app.world_mut();
+    world.resource_mut::<WireframeConfig>().global = wireframes != Wireframes::EachMesh;
+    let meshes: Vec<Entity> = world
+        .query_filtered::<Entity, With<Mesh3d>>()
+        .iter(world)
+        .collect();
+    for mesh in meshes {
+        match wireframes {
+            Wireframes::EachMesh => world.entity_mut(mesh).insert(Wireframe),
+            Wireframes::Global => continue,
+            Wireframes::GlobalExceptEach => world.entity_mut(mesh).insert(NoWireframe),
+        };
+    }
+    let frame = headless.render(frames);
+    (headless, camera, frame)
+}
+
+/// Bevy's wireframes (`WireframePlugin`: `Wireframe`, `WireframeConfig::global`, `NoWireframe`)
+/// are drawn in `Core3d`'s own phase: on a tile camera each mesh they would cover is listed and
+/// `Auto` hands the camera to Bevy, whose frame is then Bevy's own; where `NoWireframe` leaves
+/// none, the camera stays on the tile path.
+#[test]
+fn wireframes_make_auto_fall_back_to_bevys_picture() {
+    let _test = GpuTest::start("wireframes_make_auto_fall_back_to_bevys_picture");
+    for wireframes in [Wireframes::EachMesh, Wireframes::Global] {
+        let (headless, camera, tile) = wireframe_frame(wireframes, true, 4);
+        let fell = decision(&headless, camera);
+        assert_eq!(fell.tier, RenderTier::Forward, "{wireframes:?}: {fell:?}");
+        let listed = missing(&headless, camera);
+        assert!(
+            !listed.is_empty() && listed.iter().all(|item| item.what.starts_with("wireframe")),
+            "{wireframes:?}: {listed:?}"
+        );
+        let (_, _, bevy) = wireframe_frame(wireframes, false, 4);
+        let path = tile.save_png(&format!("wireframes-{wireframes:?}"));
+        eprintln!(
+            "{wireframes:?}: the tile camera, fallen back, against Bevy's: PSNR {:.2} dB ({})",
+            psnr(&tile, &bevy),
+            path.display()
+        );
+        assert_frames_match(&format!("wireframes-{wireframes:?}"), &tile, &bevy, 36.0, 8);
+    }
+    let (headless, camera, _) = wireframe_frame(Wireframes::GlobalExceptEach, true, 4);
+    assert_eq!(decision(&headless, camera).tier, RenderTier::TileDeferred);
+    assert!(missing(&headless, camera).is_empty());
+}

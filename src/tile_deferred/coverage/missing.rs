@@ -43,7 +43,10 @@ use bevy::{
         VolumetricFog, cluster::ClusterVisibilityClass,
     },
     mesh::{MeshAccessError, morph::MeshMorphWeights},
-    pbr::{Lightmap, ScreenSpaceAmbientOcclusion, ScreenSpaceReflections},
+    pbr::{
+        Lightmap, ScreenSpaceAmbientOcclusion, ScreenSpaceReflections,
+        wireframe::{NoWireframe, Wireframe, WireframeConfig},
+    },
     platform::collections::HashMap,
     prelude::*,
     reflect::ReflectRef,
@@ -479,6 +482,36 @@ type LightmapSources<'w, 's> = (
     Option<Res<'w, GlobalAmbientLight>>,
 );
 
+/// Bevy's wireframes: their settings (a resource only where `WireframePlugin` is added: without
+/// it Bevy draws none either) and each mesh's markers.
+type Wireframes<'w, 's> = (
+    Option<Res<'w, WireframeConfig>>,
+    Query<'w, 's, (Option<&'static Name>, Has<Wireframe>, Has<NoWireframe>), With<Mesh3d>>,
+);
+
+/// What [`find_missing`] reports for a mesh in view Bevy would draw a wireframe over.
+pub(crate) const WIREFRAME: &str =
+    "wireframe (Bevy's WireframePlugin draws its lines in Core3d's own phase)";
+
+/// The meshes of `in_view` that Bevy draws a wireframe over: those with `Wireframe`, and with
+/// `WireframeConfig::global` every one without `NoWireframe`.
+fn wireframe_items(in_view: &[Entity], (config, meshes): &Wireframes) -> Vec<MissingFeature> {
+    let Some(config) = config else {
+        return Vec::new();
+    };
+    in_view
+        .iter()
+        .filter_map(|&entity| {
+            let (name, wireframe, no_wireframe) = meshes.get(entity).ok()?;
+            (wireframe || (config.global && !no_wireframe)).then(|| MissingFeature {
+                entity,
+                name: name.map(ToString::to_string),
+                what: WIREFRAME.to_string(),
+            })
+        })
+        .collect()
+}
+
 type ViewedMeshes<'w, 's> = Query<
     'w,
     's,
@@ -500,6 +533,7 @@ pub(crate) fn find_missing(
     meshes: ViewedMeshes,
     clusterables: ViewedClusterables,
     lightmap_sources: LightmapSources,
+    wireframes: Wireframes,
     entities: Query<EntityRef>,
     assets: ViewedAssets,
     components: &Components,
@@ -548,6 +582,10 @@ pub(crate) fn find_missing(
             &assets,
         );
         items.extend(clusterable_items(&clustered, &clusterables, binding_arrays));
+        let mut meshes_in_view: Vec<Entity> =
+            visible.iter(TypeId::of::<Mesh3d>()).copied().collect();
+        meshes_in_view.sort_unstable();
+        items.extend(wireframe_items(&meshes_in_view, &wireframes));
         let ui_over_camera = ui_cameras.contains_key(&camera);
         let foreign = foreign_draws.as_ref().and_then(|d| d.undrawable(camera));
         let camera_items = CameraItems {

@@ -28,9 +28,10 @@ pub struct TileDeferred {
     pub debug_view: TileDebugView,
     /// Which tier to render with: the best the device supports, or a forced one.
     pub tier: TierSetting,
-    /// Draw bevy_ui inside the tile render pass, as its last subpass, where it can (feature
-    /// `ui`): the output is then stored once, as on frames without UI. Off: Bevy's UI pass
-    /// draws it after the tile pass, which loads and stores the output again (A/B comparison).
+    /// Draw bevy_ui (feature `ui`) and egui (the inspector overlay, feature `inspector`) inside
+    /// the tile render pass, as its last subpass, where it can: the output is then stored once,
+    /// as on frames without UI. Off: Bevy's UI pass and bevy_egui's pass draw them after the
+    /// tile pass, which loads and stores the output again (A/B comparison).
     pub ui_in_pass: bool,
 }
 

@@ -11,10 +11,18 @@ struct VulkanInfoGpu {
 
 impl VulkanInfoGpu {
     /// Runs `vulkaninfo` and keeps the section whose `deviceName` is `device_name`.
+    ///
+    /// Without a display: the device's properties need no surface, and under Xvfb a test that
+    /// just destroyed a Vulkan device can leave the X server refusing connections for a moment,
+    /// which made vulkaninfo's surface query fail this test (CI, stop 40).
     fn read(device_name: &str) -> Self {
-        let output = Command::new("vulkaninfo").output().unwrap_or_else(|e| {
-            panic!("cannot run vulkaninfo ({e}); install it: apt-get install vulkan-tools")
-        });
+        let output = Command::new("vulkaninfo")
+            .env_remove("DISPLAY")
+            .env_remove("WAYLAND_DISPLAY")
+            .output()
+            .unwrap_or_else(|e| {
+                panic!("cannot run vulkaninfo ({e}); install it: apt-get install vulkan-tools")
+            });
         assert!(output.status.success(), "vulkaninfo failed: {output:?}");
         let all = String::from_utf8_lossy(&output.stdout).into_owned();
         let devices = all

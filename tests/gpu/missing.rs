@@ -444,3 +444,198 @@ fn wireframes_make_auto_fall_back_to_bevys_picture() {
     assert_eq!(decision(&headless, camera).tier, RenderTier::TileDeferred);
     assert!(missing(&headless, camera).is_empty());
 }
+
+/// Inserts `T` on the camera, runs a frame, and returns what `TileMissing` lists after it;
+/// removes `T` again.
+fn missing_with<T: Component + Default>(headless: &mut HeadlessApp, camera: Entity) -> Vec<String> {
+    headless
+        .app
+        .world_mut()
+        .entity_mut(camera)
+        .insert(T::default());
+    headless.update();
+    let listed = missing(headless, camera)
+        .into_iter()
+        .filter(|item| item.entity == camera)
+        .map(|item| item.what)
+        .collect();
+    headless.app.world_mut().entity_mut(camera).remove::<T>();
+    listed
+}
+
+/// Whether the app's type registry knows `T` (it does not where Bevy's
+/// `reflect_auto_register` is off and no plugin registered it).
+fn reflected<T: 'static>(headless: &HeadlessApp) -> bool {
+    headless
+        .app
+        .world()
+        .resource::<AppTypeRegistry>()
+        .read()
+        .contains(std::any::TypeId::of::<T>())
+}
+
+/// What `TileMissing` detects is detected whatever Bevy features the game turned on (issue 32):
+/// these tests build Bevy without `reflect_auto_register`, as the crate does and as mobile games
+/// often do, so the post-processing and anti-aliasing types are in no type registry; the
+/// crate finds them in the World's component registry, by type or by name. Each camera effect
+/// of the README's "falls back" rows is put on a camera with a forced tier (which keeps
+/// rendering the tile path, so Bevy's `Core3d` never runs these effects, whose plugins the
+/// test app does not add), listed on it and logged.
+#[test]
+fn every_camera_effect_is_detected_without_reflection() {
+    use bevy::{
+        core_pipeline::oit::OrderIndependentTransparencySettings, light::VolumetricFog, pbr::*,
+    };
+    use bevy_anti_alias::{
+        contrast_adaptive_sharpening::ContrastAdaptiveSharpening, fxaa::Fxaa, smaa::Smaa,
+        taa::TemporalAntiAliasing,
+    };
+    use bevy_post_process::{
+        auto_exposure::AutoExposure,
+        bloom::Bloom,
+        dof::DepthOfField,
+        effect_stack::{ChromaticAberration, LensDistortion, Vignette},
+        motion_blur::MotionBlur,
+    };
+    let test = GpuTest::start("every_camera_effect_is_detected_without_reflection");
+    let (mut headless, camera, _) = app(
+        Some(TierSetting::Force(RenderTier::TileDeferred)),
+        OUT_OF_VIEW,
+    );
+    headless.render(2);
+    assert!(missing(&headless, camera).is_empty());
+    assert!(
+        !reflected::<Bloom>(&headless) && !reflected::<Fxaa>(&headless),
+        "the test app registers no reflection for the effects' types"
+    );
+    let listed = [
+        (
+            "post-processing: Bloom",
+            missing_with::<Bloom>(&mut headless, camera),
+        ),
+        (
+            "post-processing: DepthOfField",
+            missing_with::<DepthOfField>(&mut headless, camera),
+        ),
+        (
+            "post-processing: MotionBlur",
+            missing_with::<MotionBlur>(&mut headless, camera),
+        ),
+        (
+            "post-processing: ChromaticAberration",
+            missing_with::<ChromaticAberration>(&mut headless, camera),
+        ),
+        (
+            "post-processing: Vignette",
+            missing_with::<Vignette>(&mut headless, camera),
+        ),
+        (
+            "post-processing: LensDistortion",
+            missing_with::<LensDistortion>(&mut headless, camera),
+        ),
+        (
+            "post-processing: AutoExposure",
+            missing_with::<AutoExposure>(&mut headless, camera),
+        ),
+        (
+            "post-processing: TemporalAntiAliasing",
+            missing_with::<TemporalAntiAliasing>(&mut headless, camera),
+        ),
+        (
+            "post-processing: ContrastAdaptiveSharpening",
+            missing_with::<ContrastAdaptiveSharpening>(&mut headless, camera),
+        ),
+        (
+            "post-processing: Fxaa",
+            missing_with::<Fxaa>(&mut headless, camera),
+        ),
+        (
+            "post-processing: Smaa",
+            missing_with::<Smaa>(&mut headless, camera),
+        ),
+        (
+            "post-processing: ScreenSpaceAmbientOcclusion",
+            missing_with::<ScreenSpaceAmbientOcclusion>(&mut headless, camera),
+        ),
+        (
+            "post-processing: ScreenSpaceReflections",
+            missing_with::<ScreenSpaceReflections>(&mut headless, camera),
+        ),
+        (
+            "shadows: ContactShadows",
+            missing_with::<ContactShadows>(&mut headless, camera),
+        ),
+        (
+            "fog: VolumetricFog",
+            missing_with::<VolumetricFog>(&mut headless, camera),
+        ),
+        (
+            "transparency: OrderIndependentTransparencySettings",
+            missing_with::<OrderIndependentTransparencySettings>(&mut headless, camera),
+        ),
+    ];
+    let warnings = test.take_warnings();
+    for (what, listed) in listed {
+        assert_eq!(listed, [what], "{what}");
+        assert!(
+            warnings.iter().any(|warning| warning.contains(what)),
+            "{what} is logged: {warnings:?}"
+        );
+    }
+    assert!(
+        !reflected::<Bloom>(&headless) && !reflected::<Fxaa>(&headless),
+        "still no reflection for them"
+    );
+}
+
+/// bevy_ui nodes over a tile camera where the tile path does not draw them (an app built
+/// without the crate's `ui` feature, which here the missing resource stands for) are found
+/// without reflection: by bevy_ui's node target camera's type name, and read by its layout.
+/// Hidden nodes are not listed.
+#[test]
+fn bevy_ui_over_a_tile_camera_is_detected_without_reflection() {
+    use bevy_tile_deferred::tile_deferred::missing::UiDrawnOverTileCameras;
+    let _test = GpuTest::start("bevy_ui_over_a_tile_camera_is_detected_without_reflection");
+    let (mut headless, camera, _) = app(
+        Some(TierSetting::Force(RenderTier::TileDeferred)),
+        OUT_OF_VIEW,
+    );
+    // The plugin's `finish` (the first frame) inserts it.
+    headless.update();
+    headless
+        .app
+        .world_mut()
+        .remove_resource::<UiDrawnOverTileCameras>()
+        .expect("the `ui` feature's resource");
+    let node = headless
+        .app
+        .world_mut()
+        .spawn((
+            Node {
+                width: px(40),
+                height: px(20),
+                ..default()
+            },
+            BackgroundColor(Color::WHITE),
+            UiTargetCamera(camera),
+        ))
+        .id();
+    headless.render(3);
+    let ui_listed = |headless: &HeadlessApp| {
+        missing(headless, camera)
+            .iter()
+            .any(|item| item.entity == camera && item.what.starts_with("UI: bevy_ui nodes"))
+    };
+    assert!(ui_listed(&headless), "{:?}", missing(&headless, camera));
+    assert!(
+        !reflected::<bevy::ui::ComputedUiTargetCamera>(&headless),
+        "found without bevy_ui's reflection"
+    );
+    headless
+        .app
+        .world_mut()
+        .entity_mut(node)
+        .insert(Visibility::Hidden);
+    headless.render(2);
+    assert!(!ui_listed(&headless), "{:?}", missing(&headless, camera));
+}

@@ -17,6 +17,11 @@
 //! - gizmos: `Transparent3d` draws another render plugin queued for it on its last rendered
 //!   frame, counted in the render world (see `overlays/gizmos.rs`).
 //!
+//! Types of crates this crate does not compile (bevy_post_process, bevy_anti_alias, bevy_ui
+//! without `ui`, bevy_egui without `inspector`) are found by type name in the World's component
+//! registry, never through reflection: a game built without Bevy's `reflect_auto_register`
+//! registers none of them in its type registry, and must lose nothing silently either.
+//!
 //! The router (`route.rs`, which imports this file) then falls an `Auto` camera back to Bevy's
 //! `Core3d` while any of it is in view ([`tiers::apply_missing`](crate::tiers::apply_missing)),
 //! or, with a forced tier, keeps rendering and logs each once; the inspector lists them.
@@ -31,10 +36,10 @@ use crate::tile_deferred::{
 };
 use bevy::{
     camera::{RenderTarget, visibility::VisibleEntities},
+    core_pipeline::oit::OrderIndependentTransparencySettings,
     ecs::{
         archetype::Archetypes,
         component::{ComponentId, Components},
-        reflect::ReflectComponent,
         world::EntityRef,
     },
     light::{
@@ -44,15 +49,14 @@ use bevy::{
     },
     mesh::{MeshAccessError, morph::MeshMorphWeights},
     pbr::{
-        Lightmap, ScreenSpaceAmbientOcclusion, ScreenSpaceReflections,
+        ContactShadows, Lightmap, ScreenSpaceAmbientOcclusion, ScreenSpaceReflections,
         wireframe::{NoWireframe, Wireframe, WireframeConfig},
     },
     platform::collections::HashMap,
     prelude::*,
-    reflect::ReflectRef,
     render::{renderer::RenderDevice, view::ColorGrading},
 };
-use std::{any::TypeId, fmt};
+use std::{alloc::Layout, any::TypeId, fmt};
 
 /// One thing a tile camera sees that the tile path does not draw.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Reflect)]
@@ -112,7 +116,7 @@ impl TileMissing {
 
 /// Camera components whose effect the tile path does not render, named by type: the crates
 /// this crate compiles against.
-fn typed_camera_features() -> [(TypeId, &'static str); 5] {
+fn typed_camera_features() -> [(TypeId, &'static str); 7] {
     [
         (
             TypeId::of::<ScreenSpaceAmbientOcclusion>(),
@@ -122,50 +126,77 @@ fn typed_camera_features() -> [(TypeId, &'static str); 5] {
             TypeId::of::<ScreenSpaceReflections>(),
             "post-processing: ScreenSpaceReflections",
         ),
+        (TypeId::of::<ContactShadows>(), "shadows: ContactShadows"),
         (TypeId::of::<VolumetricFog>(), "fog: VolumetricFog"),
         (TypeId::of::<Atmosphere>(), "sky: Atmosphere"),
         (
             TypeId::of::<AtmosphereEnvironmentMapLight>(),
             "environment light: AtmosphereEnvironmentMapLight",
         ),
+        (
+            TypeId::of::<OrderIndependentTransparencySettings>(),
+            "transparency: OrderIndependentTransparencySettings",
+        ),
     ]
 }
 
 /// Camera components of Bevy crates this crate does not compile against (`bevy_post_process`,
-/// `bevy_anti_alias`), found by their type name in the app's type registry: an app with them
-/// has them registered where Bevy's `reflect_auto_register` feature is on (Bevy's default).
-const NAMED_CAMERA_FEATURES: &[&str] = &[
-    "Bloom",
-    "TemporalAntiAliasing",
-    "DepthOfField",
-    "MotionBlur",
-    "ContrastAdaptiveSharpening",
-    "Fxaa",
-    "Smaa",
-    "ChromaticAberration",
-    "AutoExposure",
-    "Dlss",
+/// `bevy_anti_alias`): (crate, type ident). They are found by type name in the World's
+/// component registry, which names every component type whatever Bevy features the game
+/// picked (this crate turns on bevy_utils' `debug`, which keeps the names), with or without
+/// reflection: an app without `reflect_auto_register` registers none of them in its type
+/// registry (issue 32).
+const NAMED_CAMERA_FEATURES: &[(&str, &str)] = &[
+    ("bevy_post_process", "Bloom"),
+    ("bevy_post_process", "DepthOfField"),
+    ("bevy_post_process", "MotionBlur"),
+    ("bevy_post_process", "ChromaticAberration"),
+    ("bevy_post_process", "Vignette"),
+    ("bevy_post_process", "LensDistortion"),
+    ("bevy_post_process", "AutoExposure"),
+    ("bevy_anti_alias", "TemporalAntiAliasing"),
+    ("bevy_anti_alias", "ContrastAdaptiveSharpening"),
+    ("bevy_anti_alias", "Fxaa"),
+    ("bevy_anti_alias", "Smaa"),
+    ("bevy_anti_alias", "Dlss"),
 ];
 
-/// The camera components the tile path does not render: the typed ones, and those of `named`
-/// (type idents) the registry knows (Bevy types only).
-fn camera_features(registry: &AppTypeRegistry, named: &[&str]) -> Vec<(TypeId, String)> {
-    let mut features: Vec<(TypeId, String)> = typed_camera_features()
+/// Whether `type_name` (what `core::any::type_name` says, and the component registry keeps)
+/// names the type `ident` of the crate `krate`, in whichever of its modules and with whatever
+/// generic parameters (`bevy_anti_alias::dlss::Dlss<..>`).
+fn names_type(type_name: &str, krate: &str, ident: &str) -> bool {
+    let path = type_name
+        .split_once('<')
+        .map_or(type_name, |(path, _)| path);
+    path.strip_prefix(krate)
+        .is_some_and(|rest| rest.starts_with("::"))
+        && path.rsplit("::").next() == Some(ident)
+}
+
+/// The registered component named `ident` of crate `krate` ([`names_type`]), if the app has
+/// registered it (a component is registered when a plugin registers it or an entity first
+/// gets it).
+fn component_named(components: &Components, krate: &str, ident: &str) -> Option<ComponentId> {
+    components
+        .iter_registered()
+        .find(|info| names_type(&info.name(), krate, ident))
+        .map(|info| info.id())
+}
+
+/// The camera components the tile path does not render that the app has registered, each with
+/// what [`find_missing`] reports: the typed ones, and those of `named` ([`names_type`]).
+fn camera_features(components: &Components, named: &[(&str, &str)]) -> Vec<(ComponentId, String)> {
+    let typed = typed_camera_features()
         .into_iter()
-        .map(|(id, what)| (id, what.to_string()))
-        .collect();
-    let registry = registry.read();
-    for registration in registry.iter() {
-        let table = registration.type_info().type_path_table();
-        let bevy_crate = table.crate_name().is_some_and(|c| c.starts_with("bevy_"));
-        if bevy_crate && named.contains(&table.ident().unwrap_or_default()) {
-            features.push((
-                registration.type_id(),
-                format!("post-processing: {}", table.short_path()),
-            ));
-        }
-    }
-    features
+        .filter_map(|(type_id, what)| Some((components.get_id(type_id)?, what.to_string())));
+    let named = components.iter_registered().filter_map(|info| {
+        let name = info.name();
+        let (_, ident) = named
+            .iter()
+            .find(|(krate, ident)| names_type(&name, krate, ident))?;
+        Some((info.id(), format!("post-processing: {ident}")))
+    });
+    typed.chain(named).collect()
 }
 
 /// What [`find_missing`] reports for a camera whose target image has a format the tile path
@@ -199,47 +230,46 @@ fn is_default_grading(grading: &ColorGrading) -> bool {
 
 /// bevy_ui's per-node target camera (`bevy_ui::ComputedUiTargetCamera { camera: Entity }`, on
 /// every UI node, computed by bevy_ui from `UiTargetCamera` or the default UI camera): the crate
-/// and ident it is found by in the type registry, as this crate does not compile bevy_ui.
+/// and ident it is found by in the component registry, as this crate does not compile bevy_ui
+/// without its `ui` feature.
 const UI_TARGET_CAMERA: (&str, &str) = ("bevy_ui", "ComputedUiTargetCamera");
 
 /// What [`find_missing`] reports for bevy_ui nodes targeting a tile camera.
 pub(crate) const UI_OVER_TILE_CAMERA: &str =
     "UI: bevy_ui nodes target this camera (Bevy's UI pass runs in Core3d)";
 
-/// The registered type of bevy_ui's node target camera, if the app has bevy_ui and its types
-/// are registered.
-fn ui_target_camera(registry: &AppTypeRegistry) -> Option<(TypeId, ReflectComponent)> {
-    let registry = registry.read();
-    registry.iter().find_map(|registration| {
-        let table = registration.type_info().type_path_table();
-        let found = table.crate_name() == Some(UI_TARGET_CAMERA.0)
-            && table.ident() == Some(UI_TARGET_CAMERA.1);
-        found
-            .then(|| registration.data::<ReflectComponent>().cloned())
-            .flatten()
-            .map(|reflect| (registration.type_id(), reflect))
-    })
+/// bevy_ui's node target camera in the component registry, if the app has bevy_ui: the
+/// component named [`UI_TARGET_CAMERA`] whose layout is an `Entity`'s, which
+/// [`ui_node_camera`] reads.
+fn ui_target_camera(components: &Components) -> Option<ComponentId> {
+    components
+        .iter_registered()
+        .find(|info| {
+            names_type(&info.name(), UI_TARGET_CAMERA.0, UI_TARGET_CAMERA.1)
+                && info.layout() == Layout::new::<Entity>()
+        })
+        .map(|info| info.id())
 }
 
-/// The camera a UI node targets, read through reflection (its `camera` field).
-fn ui_node_camera(reflect: &ReflectComponent, node: EntityRef) -> Option<Entity> {
-    let value = reflect.reflect(node)?;
-    let ReflectRef::Struct(fields) = value.reflect_ref() else {
-        return None;
-    };
-    fields
-        .field("camera")?
-        .try_downcast_ref::<Entity>()
-        .copied()
-        .filter(|camera| *camera != Entity::PLACEHOLDER)
+/// The camera a UI node targets: the `Entity` of its `ComputedUiTargetCamera` (`component`,
+/// found by [`ui_target_camera`]); none for bevy_ui's placeholder (no camera).
+fn ui_node_camera(component: ComponentId, node: EntityRef) -> Option<Entity> {
+    let value = node.get_by_id(component).ok()?;
+    // SAFETY: `component` is bevy_ui's `ComputedUiTargetCamera` (found by its type name, and the
+    // `bevy = "=0.19.1"` pin fixes bevy_ui at 0.19.1), a struct whose only field is an `Entity`.
+    // `ui_target_camera` checked that the component's layout is `Entity`'s: a field as large as
+    // its struct sits at offset 0 and fills it, so the pointer (to the node's component, aligned
+    // for it, so for `Entity`) points at an initialised `Entity`. The reference lives no longer
+    // than `node`'s borrow of the World, which keeps the component in place.
+    let camera = unsafe { value.deref::<Entity>() };
+    Some(*camera).filter(|camera| *camera != Entity::PLACEHOLDER)
 }
 
 pub use crate::tile_deferred::overlays::{EguiDrawnOverTileCameras, UiDrawnOverTileCameras};
 
-/// bevy_egui's per-camera context, by type name where this crate does not compile bevy_egui
-/// (without the `inspector` feature; found where Bevy's debug names are on, as in its default
-/// features).
-const EGUI_CONTEXT: &str = "bevy_egui::EguiContext";
+/// bevy_egui's per-camera context (crate, ident), by type name where this crate does not
+/// compile bevy_egui (without the `inspector` feature).
+const EGUI_CONTEXT: (&str, &str) = ("bevy_egui", "EguiContext");
 
 /// What [`find_missing`] reports for an egui context on a tile camera where the tile path does
 /// not draw egui.
@@ -253,21 +283,20 @@ fn egui_context_component(components: &Components) -> Option<ComponentId> {
     if let Some(id) = components.get_id(TypeId::of::<bevy_egui::EguiContext>()) {
         return Some(id);
     }
-    component_named(components, EGUI_CONTEXT)
+    component_named(components, EGUI_CONTEXT.0, EGUI_CONTEXT.1)
 }
 
-/// The registered component whose type name is `name` (none where Bevy's debug names are off).
-fn component_named(components: &Components, name: &str) -> Option<ComponentId> {
-    components
-        .iter_registered()
-        .find(|info| &*info.name() == name)
-        .map(|info| info.id())
-}
-
-/// What the registry tells [`find_missing`], looked up once.
+/// What [`find_missing`] found in the component registry, looked up again whenever a component
+/// type has been registered since (a plugin added, or an entity given a new kind of component:
+/// a game may add `Bloom` to its camera long after start-up).
 pub(crate) struct Lookups {
-    camera_features: Vec<(TypeId, String)>,
-    ui_target_camera: Option<(TypeId, ReflectComponent)>,
+    /// How many component types were registered when these were looked up.
+    registered: usize,
+    camera_features: Vec<(ComponentId, String)>,
+    /// bevy_ui's node target camera ([`ui_target_camera`]).
+    ui_target_camera: Option<ComponentId>,
+    /// bevy_egui's context.
+    egui_context: Option<ComponentId>,
 }
 
 /// What of a `StandardMaterial` the tile path does not draw, if anything: the first lighting
@@ -538,7 +567,6 @@ pub(crate) fn find_missing(
     assets: ViewedAssets,
     components: &Components,
     archetypes: &Archetypes,
-    registry: Res<AppTypeRegistry>,
     ui_drawn: Option<Res<UiDrawnOverTileCameras>>,
     egui_drawn: Option<Res<EguiDrawnOverTileCameras>>,
     foreign_draws: Option<Res<ForeignTransparentDraws>>,
@@ -551,18 +579,22 @@ pub(crate) fn find_missing(
     if cameras.is_empty() {
         return;
     }
-    // Plugins have registered their types by the first frame's `PostUpdate`.
-    let lookups = lookups.get_or_insert_with(|| Lookups {
-        camera_features: camera_features(&registry, NAMED_CAMERA_FEATURES),
-        // UI nodes are looked for only where the tile path does not draw them.
-        ui_target_camera: ui_target_camera(&registry).filter(|_| ui_drawn.is_none()),
-    });
-    let ui_cameras = visible_ui_nodes_by_camera(lookups, components, archetypes, &entities);
-    // Registered when the first context is made, so looked up every frame.
-    let egui_context = egui_drawn
-        .is_none()
-        .then(|| egui_context_component(components))
-        .flatten();
+    if lookups
+        .as_ref()
+        .is_none_or(|lookups| lookups.registered != components.len())
+    {
+        *lookups = Some(Lookups {
+            registered: components.len(),
+            camera_features: camera_features(components, NAMED_CAMERA_FEATURES),
+            ui_target_camera: ui_target_camera(components),
+            egui_context: egui_context_component(components),
+        });
+    }
+    let lookups = lookups.as_ref().expect("looked up above");
+    // UI nodes and egui contexts are looked for only where the tile path does not draw them.
+    let ui_target_camera = lookups.ui_target_camera.filter(|_| ui_drawn.is_none());
+    let egui_context = lookups.egui_context.filter(|_| egui_drawn.is_none());
+    let ui_cameras = visible_ui_nodes_by_camera(ui_target_camera, archetypes, &entities);
     for (camera, visible, previous) in &cameras {
         let Ok(camera_ref) = entities.get(camera) else {
             continue;
@@ -590,7 +622,6 @@ pub(crate) fn find_missing(
         let foreign = foreign_draws.as_ref().and_then(|d| d.undrawable(camera));
         let camera_items = CameraItems {
             lookups,
-            components,
             images: &assets.2,
             ui_over_camera,
             egui_over_camera: egui_context.is_some_and(|id| camera_ref.contains_id(id)),
@@ -742,7 +773,6 @@ fn clusterable_items(
 /// What [`CameraItems::of`] reads besides the camera.
 struct CameraItems<'a> {
     lookups: &'a Lookups,
-    components: &'a Components,
     images: &'a Assets<Image>,
     /// Visible bevy_ui nodes target the camera (and the tile path does not draw them).
     ui_over_camera: bool,
@@ -766,12 +796,8 @@ impl CameraItems<'_> {
                 what: what.to_string(),
             });
         };
-        for (type_id, what) in &self.lookups.camera_features {
-            if self
-                .components
-                .get_id(*type_id)
-                .is_some_and(|id| camera_ref.contains_id(id))
-            {
+        for (component, what) in &self.lookups.camera_features {
+            if camera_ref.contains_id(*component) {
                 on_camera(what);
             }
         }
@@ -802,16 +828,12 @@ impl CameraItems<'_> {
 
 /// How many visible bevy_ui nodes target each camera (none without bevy_ui).
 fn visible_ui_nodes_by_camera(
-    lookups: &Lookups,
-    components: &Components,
+    ui_target_camera: Option<ComponentId>,
     archetypes: &Archetypes,
     entities: &Query<EntityRef>,
 ) -> HashMap<Entity, usize> {
     let mut by_camera = HashMap::default();
-    let Some((type_id, reflect)) = &lookups.ui_target_camera else {
-        return by_camera;
-    };
-    let Some(component) = components.get_id(*type_id) else {
+    let Some(component) = ui_target_camera else {
         return by_camera;
     };
     let nodes = archetypes
@@ -821,7 +843,7 @@ fn visible_ui_nodes_by_camera(
         .filter_map(|node| entities.get(node.id()).ok());
     for node in nodes {
         let visible = node.get::<InheritedVisibility>().is_some_and(|v| v.get());
-        if let Some(camera) = ui_node_camera(reflect, node).filter(|_| visible) {
+        if let Some(camera) = ui_node_camera(component, node).filter(|_| visible) {
             *by_camera.entry(camera).or_default() += 1;
         }
     }
@@ -831,6 +853,10 @@ fn visible_ui_nodes_by_camera(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bevy::ecs::{
+        component::{ComponentCloneBehavior, ComponentDescriptor, StorageType},
+        ptr::OwningPtr,
+    };
 
     #[test]
     fn what_the_tile_path_does_not_draw() {
@@ -1039,48 +1065,122 @@ mod tests {
     }
 
     #[test]
-    fn camera_features_are_typed_or_found_by_name_in_the_registry() {
-        // Without the post-processing crates registered: the typed features only.
-        let registry = AppTypeRegistry::default();
-        let typed = camera_features(&registry, NAMED_CAMERA_FEATURES);
-        assert_eq!(typed.len(), typed_camera_features().len());
-        // A registered Bevy type is found by its ident (here one this crate can name, as the
-        // post-processing crates' types are where they are compiled in).
-        registry
-            .write()
-            .register::<bevy::pbr::ScreenSpaceReflections>();
-        registry.write().register::<Transform>();
-        let found = camera_features(&registry, &["ScreenSpaceReflections", "Bloom"]);
-        assert_eq!(found.len(), typed.len() + 1, "{found:?}");
-        let (id, what) = found.last().unwrap();
-        assert_eq!(*id, TypeId::of::<bevy::pbr::ScreenSpaceReflections>());
-        assert_eq!(what, "post-processing: ScreenSpaceReflections");
-        // Not by a name that is not in the list.
-        assert_eq!(camera_features(&registry, &["Bloom"]).len(), typed.len());
+    fn type_names_match_crate_and_ident_in_any_module() {
+        assert!(names_type(
+            "bevy_post_process::bloom::settings::Bloom",
+            "bevy_post_process",
+            "Bloom"
+        ));
+        assert!(names_type(
+            "bevy_anti_alias::dlss::Dlss<bevy_anti_alias::dlss::DlssSuperResolutionFeature>",
+            "bevy_anti_alias",
+            "Dlss"
+        ));
+        assert!(names_type(
+            "bevy_egui::EguiContext",
+            "bevy_egui",
+            "EguiContext"
+        ));
+        // Another crate's type of the same ident, a crate whose name only starts alike, a type
+        // whose ident only ends alike, and a generic parameter are not it.
+        assert!(!names_type("my_game::Bloom", "bevy_post_process", "Bloom"));
+        assert!(!names_type(
+            "bevy_post_process_extra::Bloom",
+            "bevy_post_process",
+            "Bloom"
+        ));
+        assert!(!names_type(
+            "bevy_post_process::bloom::MyBloom",
+            "bevy_post_process",
+            "Bloom"
+        ));
+        assert!(!names_type(
+            "my_game::Wrapper<bevy_post_process::bloom::Bloom>",
+            "bevy_post_process",
+            "Bloom"
+        ));
     }
 
-    /// Stands in for bevy_ui's `ComputedUiTargetCamera` (this crate does not compile bevy_ui):
-    /// the same crate, ident and field, so the registry finds it as it finds bevy_ui's.
-    #[derive(Component, Reflect)]
-    #[reflect(Component)]
-    #[type_path = "bevy_ui::ui_node"]
-    struct ComputedUiTargetCamera {
-        camera: Entity,
+    /// Registers a component type as the registry sees one of a crate this crate does not
+    /// compile: a type name and a layout, nothing else (no reflection).
+    fn register_named(world: &mut World, name: &'static str, layout: Layout) -> ComponentId {
+        // SAFETY: without a drop function nothing is ever dropped as the wrong type, and the
+        // layouts given here are Rust types' (padded to their alignment).
+        let descriptor = unsafe {
+            ComponentDescriptor::new_with_layout(
+                name,
+                StorageType::Table,
+                layout,
+                None,
+                true,
+                ComponentCloneBehavior::Ignore,
+                None,
+            )
+        };
+        world.register_component_with_descriptor(descriptor)
     }
 
-    fn world_with_registry(register_ui: bool) -> World {
+    #[test]
+    fn camera_features_are_typed_or_found_by_component_name() {
         let mut world = World::new();
-        world.init_resource::<AppTypeRegistry>();
+        // Nothing registered yet: nothing to look for.
+        assert!(camera_features(world.components(), NAMED_CAMERA_FEATURES).is_empty());
+        // A typed feature, once registered (an entity got it or a plugin registered it).
+        let ssr = world.register_component::<ScreenSpaceReflections>();
+        // Bloom as an app without reflection has it: a name in the component registry.
+        let bloom = register_named(
+            &mut world,
+            "bevy_post_process::bloom::settings::Bloom",
+            Layout::new::<[f32; 8]>(),
+        );
+        // A game's own `Bloom` is not Bevy's.
+        register_named(&mut world, "my_game::Bloom", Layout::new::<f32>());
+        let found = camera_features(world.components(), NAMED_CAMERA_FEATURES);
+        assert_eq!(
+            found,
+            [
+                (ssr, "post-processing: ScreenSpaceReflections".to_string()),
+                (bloom, "post-processing: Bloom".to_string()),
+            ]
+        );
+        // Nothing is read from the type registry: the world has none.
+        assert!(world.get_resource::<AppTypeRegistry>().is_none());
+    }
+
+    /// bevy_ui's `ComputedUiTargetCamera` as the component registry sees it in an app whose
+    /// bevy_ui this crate does not compile: its type name and an `Entity`'s layout.
+    const BEVY_UI_TARGET_CAMERA: &str = "bevy_ui::ui_node::ComputedUiTargetCamera";
+
+    /// A world with the assets `find_missing` reads, and no type registry.
+    fn world_with_assets() -> World {
+        let mut world = World::new();
         world.init_resource::<Assets<StandardMaterial>>();
         world.init_resource::<Assets<Mesh>>();
         world.init_resource::<Assets<Image>>();
-        if register_ui {
-            world
-                .resource::<AppTypeRegistry>()
-                .write()
-                .register::<ComputedUiTargetCamera>();
-        }
         world
+    }
+
+    /// [`world_with_assets`] with bevy_ui's node target camera registered.
+    fn world_with_ui() -> (World, ComponentId) {
+        let mut world = world_with_assets();
+        let component = register_named(&mut world, BEVY_UI_TARGET_CAMERA, Layout::new::<Entity>());
+        (world, component)
+    }
+
+    /// A UI node targeting `camera`: `component` (an `Entity`) holding it.
+    fn spawn_ui_node(
+        world: &mut World,
+        component: ComponentId,
+        camera: Entity,
+        visibility: InheritedVisibility,
+    ) -> Entity {
+        let node = world.spawn(visibility).id();
+        OwningPtr::make(camera, |value| {
+            // SAFETY: `component` was registered with `Entity`'s layout and `value` owns an
+            // `Entity`, moved into the component.
+            unsafe { world.entity_mut(node).insert_by_id(component, value) };
+        });
+        node
     }
 
     fn run(world: &mut World) {
@@ -1097,7 +1197,7 @@ mod tests {
 
     #[test]
     fn meshes_in_view_camera_features_and_ui_nodes_are_found() {
-        let mut world = world_with_registry(true);
+        let (mut world, ui) = world_with_ui();
         let tile = world
             .spawn((
                 Name::new("tile camera"),
@@ -1142,14 +1242,8 @@ mod tests {
             .unwrap()
             .push(spot, TypeId::of::<ClusterVisibilityClass>());
         // A hidden UI node on the tile camera, a visible one on the other camera.
-        world.spawn((
-            ComputedUiTargetCamera { camera: tile },
-            InheritedVisibility::HIDDEN,
-        ));
-        world.spawn((
-            ComputedUiTargetCamera { camera: other },
-            InheritedVisibility::VISIBLE,
-        ));
+        spawn_ui_node(&mut world, ui, tile, InheritedVisibility::HIDDEN);
+        spawn_ui_node(&mut world, ui, other, InheritedVisibility::VISIBLE);
         // Required components start hidden; visibility propagation runs in the app.
         world.entity_mut(sun).insert(InheritedVisibility::VISIBLE);
         run(&mut world);
@@ -1170,10 +1264,7 @@ mod tests {
         );
 
         // A visible UI node on the tile camera, and SSAO on it.
-        world.spawn((
-            ComputedUiTargetCamera { camera: tile },
-            InheritedVisibility::VISIBLE,
-        ));
+        spawn_ui_node(&mut world, ui, tile, InheritedVisibility::VISIBLE);
         world
             .entity_mut(tile)
             .insert(ScreenSpaceAmbientOcclusion::default());
@@ -1200,7 +1291,7 @@ mod tests {
     /// and nothing in view is listed.
     #[test]
     fn light_probes_are_not_listed_where_bevy_ignores_them() {
-        let mut world = world_with_registry(false);
+        let mut world = world_with_assets();
         let tile = world
             .spawn((TileDeferred::default(), VisibleEntities::default()))
             .id();
@@ -1266,19 +1357,41 @@ mod tests {
     }
 
     #[test]
-    fn ui_nodes_are_not_found_without_the_registered_type() {
-        // Without bevy_ui's type in the registry (bevy_ui absent, or reflection auto
-        // registration off), a UI node cannot be read: nothing is claimed.
-        let mut world = world_with_registry(false);
+    fn ui_nodes_are_found_by_type_name_and_layout() {
+        // bevy_ui's type, found by name with no type registry (reflection auto registration
+        // off), and read.
+        let (mut world, ui) = world_with_ui();
         let tile = world
             .spawn((TileDeferred::default(), VisibleEntities::default()))
             .id();
-        world.spawn((
-            ComputedUiTargetCamera { camera: tile },
-            InheritedVisibility::VISIBLE,
-        ));
+        spawn_ui_node(&mut world, ui, tile, InheritedVisibility::VISIBLE);
+        run(&mut world);
+        assert_eq!(
+            items(&world, tile),
+            [(tile, UI_OVER_TILE_CAMERA.to_string())]
+        );
+        // Look-alikes are not read: bevy_ui's name with another layout, another crate's type
+        // with bevy_ui's ident and an Entity's layout.
+        let mut world = world_with_assets();
+        let tile = world
+            .spawn((TileDeferred::default(), VisibleEntities::default()))
+            .id();
+        let wrong_layout =
+            register_named(&mut world, BEVY_UI_TARGET_CAMERA, Layout::new::<[u64; 2]>());
+        let other_crate = register_named(
+            &mut world,
+            "my_game::ComputedUiTargetCamera",
+            Layout::new::<Entity>(),
+        );
+        let node = world.spawn(InheritedVisibility::VISIBLE).id();
+        OwningPtr::make([u64::MAX; 2], |value| {
+            // SAFETY: `wrong_layout` has `[u64; 2]`'s layout and `value` owns one.
+            unsafe { world.entity_mut(node).insert_by_id(wrong_layout, value) };
+        });
+        spawn_ui_node(&mut world, other_crate, tile, InheritedVisibility::VISIBLE);
         run(&mut world);
         assert_eq!(items(&world, tile), []);
+        assert_eq!(ui_target_camera(world.components()), None);
     }
 
     #[test]
@@ -1286,17 +1399,14 @@ mod tests {
         // With the tile path drawing UI (feature `ui`), a visible node on the camera is not
         // missing; the same world without the resource reports it.
         for drawn in [false, true] {
-            let mut world = world_with_registry(true);
+            let (mut world, ui) = world_with_ui();
             if drawn {
                 world.insert_resource(UiDrawnOverTileCameras);
             }
             let tile = world
                 .spawn((TileDeferred::default(), VisibleEntities::default()))
                 .id();
-            world.spawn((
-                ComputedUiTargetCamera { camera: tile },
-                InheritedVisibility::VISIBLE,
-            ));
+            spawn_ui_node(&mut world, ui, tile, InheritedVisibility::VISIBLE);
             run(&mut world);
             let expected = if drawn {
                 vec![]

@@ -69,6 +69,7 @@ pub mod prelude {
         tile_deferred::{
             missing::{MissingFeature, TileMissing},
             report::{TileRenderReports, TileViewReport},
+            validation::{TileValidation, TileValidationReport},
         },
     };
 }
@@ -88,6 +89,7 @@ pub use tile_deferred::{
         TileClusterStats, TileEguiInPass, TileGpuTimes, TileRenderReports, TileUiInPass,
         TileViewReport,
     },
+    validation::{TileValidation, TileValidationReport},
 };
 #[doc(hidden)]
 pub use tile_deferred::{TileFaultInjection, TileNoStencilSplit};
@@ -116,6 +118,8 @@ impl Plugin for TileDeferredPlugin {
             .register_type::<TileDeferred>()
             .register_type::<TierDecision>()
             .register_type::<TileMissing>()
+            .register_type::<tile_deferred::validation::TileValidation>()
+            .register_type::<tile_deferred::validation::TileValidationReport>()
             .register_type::<DeviceProfile>()
             .register_type::<TileTierChanged>()
             .register_type::<TileOutputLoadedAfter>()

@@ -8,6 +8,7 @@
 //! backend other than Vulkan the profile says so and carries what wgpu reports.
 
 mod classify;
+pub mod phones;
 mod probe;
 
 pub use classify::{GpuModel, GpuVendor, MaliArch};

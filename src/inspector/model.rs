@@ -228,63 +228,6 @@ impl CounterfactualCache {
     }
 }
 
-/// Where a compiled tile frame has its transparent pass: before tonemap (an HDR camera's,
-/// blending into the light, cleared to the clear colour) or after it.
-fn transparent_pass_of(frame: &CompiledFrame) -> plan::TransparentPass {
-    use crate::frame_graph::{ClearValue, LoadOp};
-    let Some(transparent) = plan::locate_pass(frame, names::TRANSPARENT) else {
-        return plan::TransparentPass::None;
-    };
-    // (native pass, subpass): the unmerged tier has one subpass per native pass.
-    if plan::locate_pass(frame, names::TONEMAP).is_some_and(|tonemap| tonemap > transparent) {
-        let light_clear = frame
-            .native_passes
-            .iter()
-            .find_map(|n| n.attachment_named(names::LIGHT))
-            .and_then(|light| match light.load {
-                LoadOp::Clear(ClearValue::Color([r, g, b, _])) => Some([r, g, b]),
-                _ => None,
-            })
-            .unwrap_or_default();
-        plan::TransparentPass::BeforeTonemap {
-            light_clear: light_clear.map(f32::to_bits),
-        }
-    } else {
-        plan::TransparentPass::AfterTonemap
-    }
-}
-
-/// The view description a compiled tile frame was declared from (the inverse of
-/// `plan::declare`), so that its counterfactuals describe exactly the same view.
-pub(crate) fn view_desc_of(frame: &CompiledFrame) -> Option<ViewFrameDesc> {
-    let output = frame.attachment_named(names::OUTPUT)?;
-    let light = frame.attachment_named(names::LIGHT)?;
-    let depth = frame.attachment_named(names::DEPTH)?;
-    let keep_output = frame
-        .native_passes
-        .iter()
-        .find_map(|n| n.attachment(output.id))
-        .is_some_and(|a| a.load == LoadOp::Load);
-    let stencil_split = depth.samples > 1 && depth.format.has_stencil();
-    Some(ViewFrameDesc {
-        extent: output.extent,
-        output_format: output.format,
-        keep_output,
-        light_format: light.format,
-        depth_format: if stencil_split {
-            Format::Depth32Float
-        } else {
-            depth.format
-        },
-        samples: depth.samples,
-        msaa_depth_stencil: stencil_split.then_some(depth.format),
-        unmerged: plan::samples_attachments(frame),
-        transparent: transparent_pass_of(frame),
-        export_depth: plan::locate_pass(frame, plan::names::DEPTH_EXPORT).is_some(),
-        ui: plan::locate_pass(frame, plan::names::UI).is_some(),
-    })
-}
-
 /// What the overlay is drawn over.
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum OverlayHost {
@@ -525,7 +468,7 @@ fn tile_panel(
         requested,
     } = *context;
     let caps = *caps;
-    let desc = view_desc_of(&report.compiled);
+    let desc = plan::view_desc_of(&report.compiled);
     panel.samples = report.samples;
     let unmerged = plan::samples_attachments(&report.compiled);
     match decision {
@@ -891,13 +834,13 @@ mod tests {
         for samples in [1, 4] {
             for caps in [DeviceCaps::desktop(), DeviceCaps::adreno(3 << 20)] {
                 let frame = compile(&plan::declare(&desc(samples)).unwrap(), &caps).unwrap();
-                assert_eq!(view_desc_of(&frame), Some(desc(samples)));
+                assert_eq!(plan::view_desc_of(&frame), Some(desc(samples)));
             }
         }
         let mut keep = desc(1);
         keep.keep_output = true;
         let frame = compile(&plan::declare(&keep).unwrap(), &DeviceCaps::desktop()).unwrap();
-        assert_eq!(view_desc_of(&frame), Some(keep));
+        assert_eq!(plan::view_desc_of(&frame), Some(keep));
     }
 
     #[test]

@@ -37,44 +37,10 @@
 //!   lavapipe keep the tile path.
 
 use super::{PlanRequirements, RenderTier, TierSetting, choose_tier};
-use crate::device::{
-    ApiVersion, DeviceKind, DeviceProfile, GpuModel, GpuVendor, GraphicsBackend, MaliArch,
-    SampleCounts, VulkanCaps,
-};
+use crate::device::{DeviceProfile, GpuModel, GpuVendor, MaliArch};
 
-/// A phone's Vulkan profile: integrated, 1/2/4/8x MSAA, lazily allocated memory.
 fn phone(vendor_id: u32, name: &str, driver_info: &str) -> DeviceProfile {
-    DeviceProfile {
-        backend: GraphicsBackend::Vulkan,
-        vendor: GpuVendor::classify(vendor_id, name),
-        model: GpuModel::parse(name),
-        vendor_id,
-        device_id: 0,
-        device_kind: DeviceKind::Integrated,
-        device_name: name.into(),
-        driver_name: String::new(),
-        driver_info: driver_info.into(),
-        driver_version: 0,
-        api_version: Some(ApiVersion {
-            major: 1,
-            minor: 1,
-            patch: 0,
-        }),
-        max_color_attachments: 8,
-        vulkan: Some(VulkanCaps {
-            max_color_attachments: 8,
-            max_per_stage_input_attachments: 8,
-            framebuffer_color_sample_counts: SampleCounts(0b1111),
-            framebuffer_depth_sample_counts: SampleCounts(0b1111),
-            sample_rate_shading: true,
-            lazily_allocated_memory: true,
-            depth_stencil_resolve: None,
-            timestamps: None,
-            create_renderpass2_supported: true,
-            create_renderpass2_enabled: true,
-            enabled_extensions: Vec::new(),
-        }),
-    }
+    crate::device::phones::phone_profile(vendor_id, name, driver_info)
 }
 
 fn plan() -> PlanRequirements {
@@ -331,4 +297,18 @@ fn android_gpu_names_parse_to_their_models() {
         GpuModel::parse("Samsung Xclipse 950"),
         GpuModel::Xclipse(950)
     );
+}
+
+/// The phone profiles `TileValidation` offers are the GPUs this table checks.
+#[test]
+fn the_public_phone_list_is_this_table() {
+    let table: Vec<(u32, &str, &str)> = ANDROID_GPUS
+        .iter()
+        .map(|&(vendor_id, name, driver_info, ..)| (vendor_id, name, driver_info))
+        .collect();
+    let public: Vec<(u32, &str, &str)> = crate::device::phones::PHONE_GPUS
+        .iter()
+        .map(|gpu| (gpu.vendor_id, gpu.name, gpu.driver_info))
+        .collect();
+    assert_eq!(table, public);
 }

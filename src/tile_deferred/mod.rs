@@ -43,7 +43,7 @@ pub use camera::{
     MsaaShading, TileDebugView, TileDeferred, TileDeferredGraph, TileDeferredSystems,
     TileOutputLoadedAfter,
 };
-pub use coverage::missing;
+pub use coverage::{missing, validation};
 pub use overlays::gizmos::TileGizmoSystems;
 #[cfg(feature = "ui")]
 pub use overlays::ui::TileUiSystems;
@@ -75,6 +75,7 @@ pub(crate) fn build(app: &mut App) {
         (
             coverage::missing::find_missing,
             coverage::route::route_cameras,
+            coverage::validation::validate_tile_cameras,
         )
             .chain()
             .after(bevy::camera::visibility::VisibilitySystems::CheckVisibility),

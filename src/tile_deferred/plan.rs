@@ -163,6 +163,64 @@ impl ViewFrameDesc {
     }
 }
 
+/// Where a compiled tile frame has its transparent pass: before tonemap (an HDR camera's,
+/// blending into the light, cleared to the clear colour) or after it.
+fn transparent_pass_of(frame: &crate::frame_graph::CompiledFrame) -> TransparentPass {
+    use crate::frame_graph::{ClearValue, LoadOp};
+    let Some(transparent) = locate_pass(frame, names::TRANSPARENT) else {
+        return TransparentPass::None;
+    };
+    // (native pass, subpass): the unmerged tier has one subpass per native pass.
+    if locate_pass(frame, names::TONEMAP).is_some_and(|tonemap| tonemap > transparent) {
+        let light_clear = frame
+            .native_passes
+            .iter()
+            .find_map(|n| n.attachment_named(names::LIGHT))
+            .and_then(|light| match light.load {
+                LoadOp::Clear(ClearValue::Color([r, g, b, _])) => Some([r, g, b]),
+                _ => None,
+            })
+            .unwrap_or_default();
+        TransparentPass::BeforeTonemap {
+            light_clear: light_clear.map(f32::to_bits),
+        }
+    } else {
+        TransparentPass::AfterTonemap
+    }
+}
+
+/// The view description a compiled tile frame was declared from (the inverse of
+/// `plan::declare`), so that its counterfactuals describe exactly the same view.
+pub(crate) fn view_desc_of(frame: &crate::frame_graph::CompiledFrame) -> Option<ViewFrameDesc> {
+    use crate::frame_graph::LoadOp;
+    let output = frame.attachment_named(names::OUTPUT)?;
+    let light = frame.attachment_named(names::LIGHT)?;
+    let depth = frame.attachment_named(names::DEPTH)?;
+    let keep_output = frame
+        .native_passes
+        .iter()
+        .find_map(|n| n.attachment(output.id))
+        .is_some_and(|a| a.load == LoadOp::Load);
+    let stencil_split = depth.samples > 1 && depth.format.has_stencil();
+    Some(ViewFrameDesc {
+        extent: output.extent,
+        output_format: output.format,
+        keep_output,
+        light_format: light.format,
+        depth_format: if stencil_split {
+            Format::Depth32Float
+        } else {
+            depth.format
+        },
+        samples: depth.samples,
+        msaa_depth_stencil: stencil_split.then_some(depth.format),
+        unmerged: samples_attachments(frame),
+        transparent: transparent_pass_of(frame),
+        export_depth: locate_pass(frame, names::DEPTH_EXPORT).is_some(),
+        ui: locate_pass(frame, names::UI).is_some(),
+    })
+}
+
 /// Whether a compiled frame is the unmerged tier's: its passes read earlier passes' attachments
 /// as textures (the merged tiers read them as input attachments, never as textures).
 pub(crate) fn samples_attachments(compiled: &crate::frame_graph::CompiledFrame) -> bool {

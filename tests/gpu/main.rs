@@ -36,6 +36,7 @@ mod tile_deferred;
 mod tile_fidelity;
 mod tile_lifecycle;
 mod tile_msaa;
+mod tile_validation;
 mod tile_window;
 mod transparent;
 #[cfg(feature = "ui")]

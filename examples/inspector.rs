@@ -4,7 +4,9 @@
 //! footprints, GPU times and an ovrgpuprofiler-style export, with toggles to compare live.
 //!
 //! F3 shows and hides the overlay (it starts shown here; `-- --hidden` starts it hidden, to
-//! compare the frame without it).
+//! compare the frame without it). `-- --validate "Mali-G57"` starts with the frame validated
+//! as that phone GPU would run it (any name of `bevy_tile_deferred::device::phones::PHONE_GPUS`;
+//! the overlay's "Tile validation" section picks another).
 //!
 //! ```sh
 //! cargo run --release --features inspector --example inspector
@@ -15,7 +17,7 @@ mod scenes;
 
 use bevy::prelude::*;
 use bevy_tile_deferred::{
-    TileDeferred, TileDeferredPlugin, TileInspectorPlugin, inspector::TileInspector,
+    TileDeferred, TileDeferredPlugin, TileInspectorPlugin, TileValidation, inspector::TileInspector,
 };
 
 /// Orbiting coloured point lights.
@@ -39,15 +41,32 @@ fn main() {
 fn setup(world: &mut World) {
     scenes::spawn_showcase(world, LIGHT_COUNT);
     let sky = scenes::showcase_sky(world.resource::<AssetServer>());
-    world.spawn((
-        Name::new("tile camera"),
-        Camera3d::default(),
-        scenes::reference_camera(),
-        scenes::reference_camera_transform(),
-        Msaa::Off,
-        TileDeferred::default(),
-        sky,
-    ));
+    let camera = world
+        .spawn((
+            Name::new("tile camera"),
+            Camera3d::default(),
+            scenes::reference_camera(),
+            scenes::reference_camera_transform(),
+            Msaa::Off,
+            TileDeferred::default(),
+            sky,
+        ))
+        .id();
+    if let Some(phone) = validate_as() {
+        match TileValidation::phone(&phone) {
+            Some(validation) => {
+                world.entity_mut(camera).insert(validation);
+            }
+            None => error!("--validate {phone:?}: not a phone GPU of PHONE_GPUS"),
+        }
+    }
+}
+
+/// The phone GPU named after `--validate`, if any.
+fn validate_as() -> Option<String> {
+    let mut args = std::env::args().skip_while(|arg| arg != "--validate");
+    args.next()?;
+    args.next()
 }
 
 fn open_inspector(mut inspector: ResMut<TileInspector>) {

@@ -132,6 +132,9 @@ pub enum InspectorChange {
     Tier(TierSetting),
     /// The camera's `Msaa`.
     Msaa(Msaa),
+    /// The camera's [`TileValidation`](crate::TileValidation): the phone GPU named so in
+    /// [`PHONE_GPUS`](crate::device::phones::PHONE_GPUS), or none.
+    Validation(Option<&'static str>),
 }
 
 /// Render-world system set, in the [`TileDeferredGraph`](crate::TileDeferredGraph) schedule, of
@@ -325,6 +328,7 @@ fn attach_overlay_context(
 
 /// Applies the controls' changes to the cameras.
 fn apply_toggles(
+    mut commands: Commands,
     mut toggles: MessageReader<InspectorToggle>,
     mut cameras: Query<(Option<&mut TileDeferred>, &mut Msaa)>,
 ) {
@@ -333,6 +337,13 @@ fn apply_toggles(
             continue;
         };
         match (toggle.change, tile) {
+            (InspectorChange::Validation(phone), Some(_)) => {
+                let mut camera = commands.entity(toggle.camera);
+                match phone.and_then(crate::TileValidation::phone) {
+                    Some(validation) => camera.insert(validation),
+                    None => camera.remove::<crate::TileValidation>(),
+                };
+            }
             (InspectorChange::Msaa(samples), _) => {
                 msaa.set_if_neq(samples);
             }

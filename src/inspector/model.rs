@@ -138,6 +138,9 @@ pub struct CameraPanel {
     /// ("entity (\"name\"): what"); a tile camera only. Under `TierSetting::Auto` the camera
     /// renders with `Core3d` while any is in view; with a forced tile tier it is absent.
     pub missing: Vec<String>,
+    /// What the camera's `TileValidation` device would do with its frame (a tile camera with
+    /// one only).
+    pub validation: Option<crate::tile_deferred::validation::TileValidationReport>,
 }
 
 /// Smoothed frame time.
@@ -301,6 +304,7 @@ type CameraQuery = (
     Option<&'static Name>,
     Option<&'static crate::tiers::TierDecision>,
     Option<&'static crate::tile_deferred::missing::TileMissing>,
+    Option<&'static crate::tile_deferred::validation::TileValidationReport>,
 );
 
 /// Computes every camera's panel (runs while the inspector is shown).
@@ -331,7 +335,7 @@ pub(crate) fn update_panels(
     let mut list = Vec::new();
     let mut sorted: Vec<_> = cameras.iter().filter(|c| c.1.is_active).collect();
     sorted.sort_by_key(|c| (c.1.order, c.0));
-    for (entity, camera, target, graph, tile, msaa, name, decision, missing) in sorted {
+    for (entity, camera, target, graph, tile, msaa, name, decision, missing, validation) in sorted {
         let report = reports.as_deref().and_then(|r| r.get(entity));
         let on_tile_graph = graph.0 == TileDeferredGraph.intern();
         let requested = msaa.samples();
@@ -372,6 +376,7 @@ pub(crate) fn update_panels(
                 .filter(|_| tile.is_some())
                 .map(|m| m.items.iter().map(ToString::to_string).collect())
                 .unwrap_or_default(),
+            validation: validation.filter(|_| tile.is_some()).cloned(),
         };
         let context = PanelContext {
             caps: &caps,

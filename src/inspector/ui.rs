@@ -98,6 +98,8 @@ pub(super) fn inspector_ui(
                 return;
             };
             summary(ui, panel);
+            // Right under the summary: a short header while off, the device's verdict while on.
+            validation(ui, panel, &mut toggles);
             plots(ui, panel, history.cameras.get(&panel.camera));
             controls(ui, panel, &mut toggles);
             let frame = match *tree_plan {
@@ -357,6 +359,94 @@ fn controls(ui: &mut egui::Ui, panel: &CameraPanel, toggles: &mut MessageWriter<
                 });
             if view != settings.debug_view {
                 send(InspectorChange::DebugView(view));
+            }
+        });
+}
+
+/// Tile validation: a phone GPU to check the camera's frame against
+/// ([`TileValidation`](crate::TileValidation)), and what it would do with it.
+fn validation(
+    ui: &mut egui::Ui,
+    panel: &CameraPanel,
+    toggles: &mut MessageWriter<InspectorToggle>,
+) {
+    if panel.settings.is_none() {
+        return;
+    }
+    // One header state while off and another while on: it opens when a device is picked.
+    egui::CollapsingHeader::new("Tile validation")
+        .id_salt(("tile validation", panel.camera, panel.validation.is_some()))
+        .default_open(panel.validation.is_some())
+        .show(ui, |ui| {
+            let current = panel.validation.as_ref().map(|r| r.device.as_str());
+            let mut choice = current.and_then(|name| {
+                crate::device::phones::PHONE_GPUS
+                    .iter()
+                    .find(|gpu| gpu.name == name)
+                    .map(|gpu| gpu.name)
+            });
+            let listed = choice;
+            egui::ComboBox::from_label("as on")
+                .selected_text(current.unwrap_or("off"))
+                .show_ui(ui, |ui| {
+                    ui.selectable_value(&mut choice, None, "off");
+                    for gpu in crate::device::phones::PHONE_GPUS {
+                        ui.selectable_value(&mut choice, Some(gpu.name), gpu.name);
+                    }
+                });
+            // Another device set by the game (not a listed phone) stays until one is picked.
+            if choice != listed {
+                toggles.write(InspectorToggle {
+                    camera: panel.camera,
+                    change: InspectorChange::Validation(choice),
+                });
+            }
+            let Some(report) = &panel.validation else {
+                ui.label("what a phone GPU would do with this frame, checked here");
+                return;
+            };
+            let (colour, verdict) = if report.stays_on_tile() {
+                (GREEN, "stays on tile")
+            } else {
+                (AMBER, "would not stay on tile")
+            };
+            ui.colored_label(
+                colour,
+                format!(
+                    "{}: {verdict}: {}, {} render pass{}, {:.2} MB per frame",
+                    report.device,
+                    report.tier,
+                    report.render_passes,
+                    if report.render_passes == 1 { "" } else { "es" },
+                    report.bytes_per_frame as f64 / 1e6
+                ),
+            )
+            .on_hover_text(report.tier_reasons.join("\n"));
+            // Why the device would not run the tile path at all, in full (on hover otherwise).
+            if !report.tier.is_tile() && report.failure.is_none() {
+                for reason in &report.tier_reasons {
+                    ui.colored_label(AMBER, reason);
+                }
+            }
+            let lines = report
+                .failure
+                .iter()
+                .map(|f| f.lines().next().unwrap_or_default().to_string())
+                .chain(report.msaa_lowered.iter().cloned())
+                .chain(report.breaks.iter().map(|b| format!("break: {b}")))
+                .chain(
+                    report
+                        .over_tile_budget
+                        .iter()
+                        .map(|o| format!("over budget: {o}")),
+                )
+                .chain(report.texture_reads_in_pass.iter().cloned())
+                .chain(report.falls_back.iter().map(|f| format!("falls back: {f}")));
+            for line in lines {
+                ui.colored_label(AMBER, line);
+            }
+            for line in &report.tile_use {
+                ui.label(line);
             }
         });
 }

@@ -5,8 +5,9 @@
 //! What the rules know, by vendor:
 //! - Adreno (Qualcomm): 6xx and older render MSAA without subpasses; every Adreno gets the
 //!   empty-resolve-list quirk. 7xx and 8xx render tile MSAA.
-//! - Mali (Arm): Midgard and G71/G72 render MSAA without subpasses; Samsung's Exynos drivers for
-//!   G76/G77 fall back to forward. Later Bifrost (G52), Valhall and fifth-generation GPUs
+//! - Mali (Arm): Midgard and G71/G72 render MSAA without subpasses; Midgard and the first Bifrost
+//!   cores (G71, G51, G31) hold 128 bits of tile colour per pixel, less than the merged pass's
+//!   160, and prefer forward; Samsung's Exynos drivers for G76/G77 fall back to forward. Later Bifrost (G52), Valhall and fifth-generation GPUs
 //!   (Immortalis) render tile MSAA.
 //! - PowerVR / IMG: Rogue (GE8xxx, GM9xxx) renders the tile path without MSAA: Flutter saw
 //!   rendering artifacts on a 9000-series Rogue go away with MSAA off (flutter/flutter#162033),
@@ -52,6 +53,7 @@ fn plan() -> PlanRequirements {
         input_attachments: ["albedo_occlusion", "normal", "material", "depth", "light"]
             .map(String::from)
             .to_vec(),
+        tile_color_bits: 160,
     }
 }
 
@@ -97,8 +99,9 @@ const ANDROID_GPUS: &[(u32, &str, &str, GpuVendor, bool, RenderTier, &str)] = &[
         "",
         GpuVendor::Arm,
         true,
-        RenderTier::TileDeferred,
-        "Midgard",
+        // 128 bits of tile colour per pixel: the merged pass (160) would split.
+        RenderTier::Forward,
+        "tile colour budget",
     ),
     (
         0x13B5,

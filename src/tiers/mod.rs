@@ -17,7 +17,10 @@
 //! render passes, the G-buffer stored and sampled). A camera whose tile tier fails at run time (pipeline or render pass creation, out of
 //! memory) drops to the next tier for the rest of the run.
 
-use crate::device::{DeviceProfile, GpuModel, GpuVendor, GraphicsBackend, MaliArch, SampleCounts};
+use crate::{
+    device::{DeviceProfile, GpuModel, GpuVendor, GraphicsBackend, MaliArch, SampleCounts},
+    frame_graph::TileBudget,
+};
 use bevy::{prelude::*, render::extract_component::ExtractComponent};
 use std::fmt;
 
@@ -292,6 +295,9 @@ pub struct PlanRequirements {
     pub input_pass: String,
     /// The attachments it reads as input attachments (on tile), in declaration order.
     pub input_attachments: Vec<String>,
+    /// Bits of colour per pixel the merged render pass holds on tile at 1x (its colour and
+    /// input attachments), against a Mali-style tile colour budget.
+    pub tile_color_bits: u32,
 }
 
 impl PlanRequirements {
@@ -431,6 +437,27 @@ const RULES: &[Rule] = &[
             "early Mali-G (G71/G72) and Midgard: subpass + MSAA splits the pass (seed 004; \
              Godot #82175)",
         ),
+    },
+    // Found by tile validation (issue 33): on these GPUs the compiler splits the merged pass
+    // at the budget, the render world refuses a split plan, and the first tile frame failed
+    // before the camera fell back.
+    Rule {
+        applies: |p, plan| {
+            matches!(
+                p.frame_graph_caps().tile_budget,
+                TileBudget::BitsPerPixel(bits) if bits < plan.tile_color_bits
+            )
+        },
+        effect: Effect::PreferForward,
+        reason: Reason::Plan(|plan| {
+            format!(
+                "the merged G-buffer and lighting hold {} bits of colour per pixel on tile, over \
+                 this Mali's tile colour budget (128 bits on Midgard and the first Bifrost \
+                 cores, Arm's GPU best practices): the render pass would split and store the \
+                 G-buffer, so Auto prefers Bevy's forward path",
+                plan.tile_color_bits
+            )
+        }),
     },
     Rule {
         applies: |p, _| p.vendor == GpuVendor::Qualcomm,
@@ -758,6 +785,7 @@ mod tests {
             input_attachments: ["albedo_occlusion", "normal", "material", "depth", "light"]
                 .map(String::from)
                 .to_vec(),
+            tile_color_bits: 160,
         }
     }
 
@@ -796,8 +824,9 @@ mod tests {
             ),
             (
                 vulkan(0x13B5, "Mali-G71", msaa_1_2_4_8, msaa_1_2_4_8),
-                RenderTier::TileDeferred,
-                "G71/G72",
+                // 128 bits of tile colour per pixel, under the merged pass's 160.
+                RenderTier::Forward,
+                "tile colour budget",
             ),
             (
                 vulkan(0x13B5, "Mali-G76", msaa_1_2_4_8, msaa_1_2_4_8),

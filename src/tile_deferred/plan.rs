@@ -776,7 +776,15 @@ pub(crate) fn requirements() -> PlanRequirements {
     let graph = declare(&desc).expect("the tile frame declares without errors (tested)");
     let frame = crate::frame_graph::compile(&graph, &crate::frame_graph::DeviceCaps::desktop())
         .expect("the tile frame compiles (tested)");
-    subpass_requirements(&frame)
+    PlanRequirements {
+        tile_color_bits: frame
+            .native_passes
+            .iter()
+            .map(|native| native.footprint.color_bytes_per_pixel * 8)
+            .max()
+            .unwrap_or(0),
+        ..subpass_requirements(&frame)
+    }
 }
 
 /// The most colour and input attachments one subpass of `frame` uses, with the subpass.
@@ -805,6 +813,8 @@ fn subpass_requirements(frame: &crate::frame_graph::CompiledFrame) -> PlanRequir
             .iter()
             .map(|&attachment| native.attachments[attachment].name.clone())
             .collect(),
+        // The render pass's, not a subpass's: `requirements` fills it in.
+        tile_color_bits: 0,
     }
 }
 
@@ -1479,8 +1489,15 @@ mod tests {
             ]
             .map(String::from)
             .to_vec(),
+            // Albedo, normal, material, light and the output, 32 bits each, at 1x.
+            tile_color_bits: 160,
         };
         assert_eq!(requirements(), expected);
+        // The subpasses' share of it (the tile colour is the render pass's).
+        let expected = PlanRequirements {
+            tile_color_bits: 0,
+            ..expected
+        };
         // Every merged frame asks the same of its subpasses, or one input fewer where a tonemap
         // subpass remains.
         let split = ViewFrameDesc {

@@ -1515,3 +1515,45 @@ fn egui_on_a_tile_camera_without_the_inspector_makes_auto_fall_back() {
         );
     }
 }
+
+/// The inspector's tile validation (issue 33): picking a phone GPU puts `TileValidation` on the
+/// camera and the panel shows that device's report (a 128-bit Mali: Bevy's forward path, its
+/// tile colour budget too small; an Adreno 750: one render pass on tile); the camera's own frame
+/// does not change; "off" removes it.
+#[test]
+fn the_inspector_validates_the_frame_as_a_chosen_phone() {
+    use bevy_tile_deferred::{TileValidation, TileValidationReport};
+    let _test = GpuTest::start("the_inspector_validates_the_frame_as_a_chosen_phone");
+    let (mut headless, camera) = headless_with_inspector(true);
+    for _ in 0..4 {
+        headless.update();
+    }
+    let (panel, report) = state(&headless, camera);
+    assert!(panel.validation.is_none());
+    let tier = panel.tier.clone();
+    for (phone, stays_on_tile) in [("Mali-T880", false), ("Adreno (TM) 750", true)] {
+        toggle(
+            &mut headless,
+            camera,
+            InspectorChange::Validation(Some(phone)),
+        );
+        let world = headless.app.world();
+        assert_eq!(
+            world.get::<TileValidation>(camera),
+            TileValidation::phone(phone).as_ref()
+        );
+        let (panel, after) = state(&headless, camera);
+        let shown = panel.validation.expect("the panel shows the validation");
+        assert_eq!(Some(&shown), world.get::<TileValidationReport>(camera));
+        assert_eq!(shown.device, phone);
+        assert_eq!(shown.stays_on_tile(), stays_on_tile, "{shown:#?}");
+        assert_eq!(shown.tier.is_tile(), stays_on_tile, "{shown:#?}");
+        // The camera renders as before.
+        assert_eq!(panel.tier, tier);
+        assert_eq!(after.compiled, report.compiled);
+    }
+    toggle(&mut headless, camera, InspectorChange::Validation(None));
+    assert!(headless.app.world().get::<TileValidation>(camera).is_none());
+    let (panel, _) = state(&headless, camera);
+    assert!(panel.validation.is_none());
+}

@@ -4,7 +4,7 @@
 //! A [`TileValidation`] on a tile camera names a device profile (one of
 //! [`PHONE_GPUS`](crate::device::phones::PHONE_GPUS), or any other). Each frame the camera's
 //! last tile frame is planned again as that device would plan it, by the same rules and the same
-//! compiler the device would run ([`validate`], pure): the tier the device's rules give and why;
+//! compiler the device would run (`validate`, pure): the tier the device's rules give and why;
 //! the render passes the frame would take there and why each merge was refused (each break
 //! stores and reloads what crosses it); render passes over the device's tile budget at the
 //! sample count it would render (Mali's bits per pixel, Adreno's GMEM bins), and the MSAA the
@@ -184,8 +184,9 @@ pub(crate) fn validate(
             Err(error) => {
                 let fallback = report.tier.fallback();
                 report.failure = Some(format!(
-                    "{} fails on this device ({error}); the camera falls back to {fallback}",
-                    report.tier
+                    "{} fails on this device ({}); the camera falls back to {fallback}",
+                    report.tier,
+                    error_in_brief(&error.to_string())
                 ));
                 report.tier = fallback;
             }
@@ -228,6 +229,19 @@ fn plan_for(
         ..*here
     };
     plan::plan_frame(&desc, &device.frame_graph_caps(), cache)
+}
+
+/// A planning error in one line: its first line (what failed) and the compiler's break lines
+/// (why), without the plan it prints between them.
+fn error_in_brief(error: &str) -> String {
+    let mut lines = error.lines();
+    let first = lines.next().unwrap_or_default().trim_end_matches(':');
+    let breaks: Vec<&str> = lines.filter(|line| line.starts_with("break ")).collect();
+    if breaks.is_empty() {
+        first.to_string()
+    } else {
+        format!("{first}: {}", breaks.join("; "))
+    }
 }
 
 /// The render passes of `frame` whose tile state does not fit the device's budget.
@@ -442,7 +456,10 @@ mod tests {
                         // The render world would fail the frame: the router's fallback.
                         assert_eq!(report.tier, decision.tier.fallback(), "{name}");
                         let failure = report.failure.as_deref().unwrap_or_default();
-                        assert!(failure.contains(&error.to_string()), "{name}: {failure}");
+                        assert!(
+                            failure.contains(&error_in_brief(&error.to_string())),
+                            "{name}: {failure}"
+                        );
                         assert!(!report.stays_on_tile(), "{name}");
                         eprintln!("{name}: {failure}");
                         continue;
@@ -509,13 +526,30 @@ mod tests {
             valhall.tile_use
         );
         // Midgard's 128 bits of tile colour per pixel cannot hold the merged G-buffer and
-        // lighting (160 bits at 1x): the frame would fail there, and the camera fall back to
-        // Bevy's forward path.
+        // lighting (160 bits at 1x): the rules give it Bevy's forward path.
         let midgard = report("Mali-T880", 1);
         assert_eq!(midgard.tier, RenderTier::Forward);
-        let failure = midgard.failure.as_deref().unwrap_or_default();
+        assert_eq!(midgard.failure, None);
+        assert!(
+            midgard
+                .tier_reasons
+                .iter()
+                .any(|reason| reason.contains("tile colour budget")),
+            "{midgard:?}"
+        );
+        // Forced onto the tile path there, the frame fails and the camera falls back.
+        let device = DeviceProfile::phone("Mali-T880").unwrap();
+        let forced = validate(
+            ValidationInput {
+                setting: TierSetting::Force(RenderTier::TileDeferred),
+                ..input(&device, 1, &[])
+            },
+            &mut FrameGraphCache::new(),
+        );
+        assert_eq!(forced.tier, RenderTier::Forward);
+        let failure = forced.failure.as_deref().unwrap_or_default();
         assert!(failure.contains("128-bit budget"), "{failure}");
-        assert!(!midgard.stays_on_tile());
+        assert!(!forced.stays_on_tile());
         // What falls back is listed whatever the device.
         let device = DeviceProfile::phone("Mali-G57").unwrap();
         let missing = ["0v1 (\"cube\"): custom Material".to_string()];

@@ -110,6 +110,9 @@ pub enum LoadReason {
     /// `DontCare`: nothing was written before `pass` (a first use) and the image's earlier
     /// contents are not needed.
     NothingBefore { pass: String },
+    /// `Clear` to a marker by the poison debug view, where `undefined` made it `DontCare`: what
+    /// the frame wrongly reads of its undefined contents shows as the marker.
+    Poisoned { undefined: Box<LoadReason> },
 }
 
 impl std::fmt::Display for LoadReason {
@@ -144,6 +147,12 @@ impl std::fmt::Display for LoadReason {
                 write!(
                     f,
                     "DONT_CARE: first use, by `{pass}`; nothing before it to keep"
+                )
+            }
+            Self::Poisoned { undefined } => {
+                write!(
+                    f,
+                    "poisoned (debug view: cleared to the marker); {undefined}"
                 )
             }
         }

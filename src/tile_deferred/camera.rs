@@ -83,11 +83,25 @@ pub enum TileDebugView {
     LightCount,
     /// The lit frame with the pixels lit per sample (MSAA edges) tinted red.
     MsaaEdges,
+    /// The lit frame with every attachment's undefined contents (what a `DONT_CARE` load or a
+    /// transient attachment starts with) filled with a marker, magenta for colour
+    /// ([`POISON_COLOR`](crate::tile_deferred::POISON_COLOR)): in a correct frame the marker never reaches the output, so any
+    /// magenta shows a pass reading what nothing wrote, which a tiler would show as garbage.
+    UndefinedPoison,
 }
+
+/// The marker [`TileDebugView::UndefinedPoison`] fills undefined colour contents with (linear
+/// RGBA).
+pub const POISON_COLOR: [f32; 4] = [1.0, 0.0, 1.0, 1.0];
+
+/// The marker depth and stencil of [`TileDebugView::UndefinedPoison`]: between Bevy's near
+/// (1.0) and far (0.0), so that a depth test against undefined depth passes and fails by
+/// halves.
+pub const POISON_DEPTH_STENCIL: (f32, u32) = (0.5, 0xA5);
 
 impl TileDebugView {
     /// Every view, in menu order.
-    pub const ALL: [Self; 8] = [
+    pub const ALL: [Self; 9] = [
         Self::None,
         Self::Albedo,
         Self::Normal,
@@ -96,12 +110,13 @@ impl TileDebugView {
         Self::LightAccumulation,
         Self::LightCount,
         Self::MsaaEdges,
+        Self::UndefinedPoison,
     ];
 
     /// The shaders' `DEBUG_VIEW_*` value (`shaders/common.glsl`); `MsaaEdges` is a flag instead.
     pub(crate) fn shader_value(self) -> u32 {
         match self {
-            Self::None | Self::MsaaEdges => 0,
+            Self::None | Self::MsaaEdges | Self::UndefinedPoison => 0,
             Self::Albedo => 1,
             Self::Normal => 2,
             Self::RoughnessMetallic => 3,
@@ -129,6 +144,7 @@ impl std::fmt::Display for TileDebugView {
             Self::LightAccumulation => "light accumulation",
             Self::LightCount => "light count heat map",
             Self::MsaaEdges => "MSAA edge mask",
+            Self::UndefinedPoison => "undefined contents poisoned (magenta)",
         })
     }
 }

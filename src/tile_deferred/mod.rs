@@ -40,8 +40,8 @@ pub mod report;
 mod scene;
 
 pub use camera::{
-    MsaaShading, TileDebugView, TileDeferred, TileDeferredGraph, TileDeferredSystems,
-    TileOutputLoadedAfter,
+    MsaaShading, POISON_COLOR, POISON_DEPTH_STENCIL, TileDebugView, TileDeferred,
+    TileDeferredGraph, TileDeferredSystems, TileOutputLoadedAfter,
 };
 pub use coverage::{missing, validation};
 pub use overlays::gizmos::TileGizmoSystems;

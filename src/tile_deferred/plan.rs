@@ -221,6 +221,42 @@ pub(crate) fn view_desc_of(frame: &crate::frame_graph::CompiledFrame) -> Option<
     })
 }
 
+/// The poison debug view ([`TileDebugView::UndefinedPoison`](super::camera::TileDebugView)):
+/// every attachment the plan loads `DONT_CARE` (transient attachments at the start of their
+/// render pass, images overwritten or first used there) is cleared to a marker instead, its
+/// reason kept under [`LoadReason::Poisoned`](crate::frame_graph::LoadReason). A correct frame
+/// writes every pixel it reads, so the marker never reaches the output. The traffic does not
+/// change (a clear loads nothing), and the render passes differ only in their load ops.
+pub(crate) fn poison_undefined(frame: &mut crate::frame_graph::CompiledFrame) {
+    use super::camera::{POISON_COLOR, POISON_DEPTH_STENCIL};
+    use crate::frame_graph::{ClearValue, LoadOp, LoadReason};
+    for attachment in frame
+        .native_passes
+        .iter_mut()
+        .flat_map(|native| native.attachments.iter_mut())
+        .filter(|attachment| attachment.load == LoadOp::DontCare)
+    {
+        let marker = if attachment.format.is_depth() {
+            let (depth, stencil) = POISON_DEPTH_STENCIL;
+            ClearValue::DepthStencil { depth, stencil }
+        } else if attachment.format.is_uint() {
+            ClearValue::ColorUint([POISON_DEPTH_STENCIL.1; 4])
+        } else {
+            ClearValue::Color(POISON_COLOR)
+        };
+        attachment.load = LoadOp::Clear(marker);
+        let undefined = std::mem::replace(
+            &mut attachment.load_reason,
+            LoadReason::NothingBefore {
+                pass: String::new(),
+            },
+        );
+        attachment.load_reason = LoadReason::Poisoned {
+            undefined: Box::new(undefined),
+        };
+    }
+}
+
 /// Whether a compiled frame is the unmerged tier's: its passes read earlier passes' attachments
 /// as textures (the merged tiers read them as input attachments, never as textures).
 pub(crate) fn samples_attachments(compiled: &crate::frame_graph::CompiledFrame) -> bool {
@@ -1468,6 +1504,61 @@ mod tests {
         let (samples, why) = sample_count(4, lavapipe, true);
         assert_eq!(samples, 1);
         assert!(why.unwrap().contains("keeps its contents"));
+    }
+
+    /// The poison view clears every `DONT_CARE` load to the marker (colour, depth) and keeps
+    /// why it was undefined; nothing else of the plan changes.
+    #[test]
+    fn poisoning_clears_every_undefined_load_to_the_marker() {
+        use crate::{
+            frame_graph::{ClearValue, LoadOp, LoadReason},
+            tile_deferred::camera::POISON_COLOR,
+        };
+        for frame in [
+            desc(1),
+            desc(4),
+            ViewFrameDesc {
+                unmerged: true,
+                ..desc(1)
+            },
+        ] {
+            let caps = DeviceCaps::desktop().with_merging(!frame.unmerged);
+            let plain = compile(&declare(&frame).unwrap(), &caps).unwrap();
+            let mut poisoned = plain.clone();
+            poison_undefined(&mut poisoned);
+            assert_eq!(poisoned.render_pass_count(), plain.render_pass_count());
+            assert_eq!(poisoned.cost, plain.cost, "a clear loads nothing");
+            let mut changed = 0;
+            for (before, after) in plain
+                .native_passes
+                .iter()
+                .flat_map(|n| &n.attachments)
+                .zip(poisoned.native_passes.iter().flat_map(|n| &n.attachments))
+            {
+                if before.load != LoadOp::DontCare {
+                    assert_eq!(before, after, "{frame:?}");
+                    continue;
+                }
+                changed += 1;
+                let expected = if before.format.is_depth() {
+                    ClearValue::DepthStencil {
+                        depth: 0.5,
+                        stencil: 0xA5,
+                    }
+                } else {
+                    ClearValue::Color(POISON_COLOR)
+                };
+                assert_eq!(after.load, LoadOp::Clear(expected), "{}", before.name);
+                assert_eq!(
+                    after.load_reason,
+                    LoadReason::Poisoned {
+                        undefined: Box::new(before.load_reason.clone())
+                    }
+                );
+                assert!(after.load_reason.to_string().starts_with("poisoned"));
+            }
+            assert!(changed > 0, "{frame:?} has undefined loads to poison");
+        }
     }
 
     #[test]

@@ -136,6 +136,10 @@ pub(crate) struct FaultState {
     /// Teardown treats the GPU as never finishing the crate's last frame (a hung GPU), so the
     /// crate leaks its objects instead of waiting or destroying them in use.
     pub(crate) teardown_wait_expires: AtomicBool,
+    /// The lighting subpass records no draw: what it should write (the light, or the output
+    /// where it tone maps) is left as the render pass began it, undefined where it was
+    /// `DONT_CARE`. A deliberate bug for the poison view's test.
+    pub(crate) skip_lighting: AtomicBool,
     /// The armed fault outlives views that do not reach its point (never `Missed`).
     until_struck: AtomicBool,
 }
@@ -273,6 +277,13 @@ impl FaultHook {
         } else {
             Ok(())
         }
+    }
+
+    /// Whether the view being rendered records no lighting draw ([`FaultState::skip_lighting`]).
+    pub fn skips_lighting(&self) -> bool {
+        self.lock()
+            .as_ref()
+            .is_some_and(|state| state.skip_lighting.load(Ordering::Relaxed))
     }
 
     /// Whether the view being rendered treats device-local memory as lazily allocated

@@ -138,3 +138,125 @@ fn debug_views_show_what_they_name() {
         }
     }
 }
+
+/// Pixels of `frame` exactly the poison marker (magenta, `POISON_COLOR` in sRGB).
+fn poisoned_pixels(frame: &Frame) -> usize {
+    frame
+        .rgba
+        .chunks_exact(4)
+        .filter(|p| p[0] == 255 && p[1] == 0 && p[2] == 255)
+        .count()
+}
+
+/// The poison view (issue 33): every attachment's undefined contents (`DONT_CARE` loads,
+/// transient attachments at the start of the pass) are cleared to magenta. The tile frame reads
+/// only what it wrote, so the frame is the lit frame exactly, on the merged and unmerged tiers,
+/// with and without MSAA, and the plan shows the poisoned loads with their reason. Broken on
+/// purpose (a test hook leaves the merged lighting subpass without its draw, so the output it
+/// writes is left as the pass began it), the marker fills the frame.
+#[test]
+fn the_poison_view_changes_a_correct_frame_by_nothing_and_shows_a_broken_one() {
+    use bevy::render::RenderApp;
+    use bevy_tile_deferred::{
+        TileFaultInjection, TileRenderReports, frame_graph::LoadOp, frame_graph::LoadReason,
+    };
+    let _test =
+        GpuTest::start("the_poison_view_changes_a_correct_frame_by_nothing_and_shows_a_broken_one");
+    for (tier, msaa) in [
+        (TierSetting::Auto, Msaa::Off),
+        (TierSetting::Auto, Msaa::Sample4),
+        (
+            TierSetting::Force(RenderTier::Unmerged { samples: 1 }),
+            Msaa::Off,
+        ),
+        (
+            TierSetting::Force(RenderTier::Unmerged { samples: 4 }),
+            Msaa::Sample4,
+        ),
+    ] {
+        let what = format!("{tier:?} {msaa:?}");
+        let mut headless = HeadlessApp::new(WIDTH, HEIGHT);
+        let injection = TileFaultInjection::default();
+        headless
+            .app
+            .sub_app_mut(RenderApp)
+            .insert_resource(injection.clone());
+        scenes::spawn_lit_spheres(headless.app.world_mut());
+        let camera = headless.spawn_camera((
+            Camera3d::default(),
+            scenes::reference_camera(),
+            scenes::reference_camera_transform(),
+            msaa,
+            TileDeferred { tier, ..default() },
+        ));
+        let lit = headless.render(3);
+        let set_view = |headless: &mut HeadlessApp, view| {
+            headless
+                .app
+                .world_mut()
+                .get_mut::<TileDeferred>(camera)
+                .unwrap()
+                .debug_view = view;
+        };
+        set_view(&mut headless, TileDebugView::UndefinedPoison);
+        let poisoned = headless.render(3);
+        assert_eq!(poisoned_pixels(&lit), 0, "{what}: the scene has no magenta");
+        assert!(
+            poisoned.rgba == lit.rgba,
+            "{what}: the poisoned frame differs from the lit frame in {} pixels",
+            poisoned
+                .rgba
+                .chunks_exact(4)
+                .zip(lit.rgba.chunks_exact(4))
+                .filter(|(a, b)| a != b)
+                .count()
+        );
+        let report = headless
+            .app
+            .world()
+            .resource::<TileRenderReports>()
+            .get(camera)
+            .expect("a tile frame");
+        let loads: Vec<_> = report
+            .compiled
+            .native_passes
+            .iter()
+            .flat_map(|native| &native.attachments)
+            .collect();
+        assert!(
+            loads.iter().all(|a| a.load != LoadOp::DontCare),
+            "{what}: no DONT_CARE load left"
+        );
+        let poisoned_loads = loads
+            .iter()
+            .filter(|a| matches!(a.load_reason, LoadReason::Poisoned { .. }))
+            .count();
+        assert!(poisoned_loads > 0, "{what}: poisoned loads");
+
+        // Broken on purpose: the lighting draws are skipped. On the merged tiers the lighting
+        // subpass writes the output (it tone maps) over a `DONT_CARE` load, which is left
+        // undefined; the unmerged tier's lighting blends into a light the G-buffer pass wrote
+        // and stored, which the tonemap pass then writes every pixel from: darker, nothing
+        // undefined.
+        if tier != TierSetting::Auto {
+            continue;
+        }
+        injection.skip_lighting_draws(true);
+        let broken = headless.render(3);
+        let share = poisoned_pixels(&broken) as f64 / (WIDTH * HEIGHT) as f64;
+        if tier == TierSetting::Auto && msaa == Msaa::Off {
+            lit.save_png("poison-view-correct");
+            broken.save_png("poison-view-broken");
+        }
+        eprintln!(
+            "{what}: {poisoned_loads} poisoned loads; broken frame {:.1}% marker",
+            share * 100.0
+        );
+        assert!(
+            share > 0.5,
+            "{what}: the marker shows ({:.1}%)",
+            share * 100.0
+        );
+        injection.skip_lighting_draws(false);
+    }
+}

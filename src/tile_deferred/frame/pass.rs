@@ -26,6 +26,7 @@ use super::{
 use crate::tile_deferred::gpu::keys::MaterialSetKey;
 use crate::tile_deferred::gpu::queries::FrameQueries;
 use crate::tile_deferred::{
+    camera::TileDebugView,
     error::{TileError, TileResult},
     gpu::{
         backend::{TileBackend, ViewResources},
@@ -466,7 +467,10 @@ fn plan_view(
         ui: inputs.ui.is_some(),
         ..frame.desc
     };
-    let planned = plan::plan_frame(&view_desc, caps, &mut state.view.graph_cache)?;
+    let mut planned = plan::plan_frame(&view_desc, caps, &mut state.view.graph_cache)?;
+    if frame.debug_view == TileDebugView::UndefinedPoison {
+        plan::poison_undefined(&mut planned.compiled);
+    }
     warn_once_if_msaa_lowered(state.reported, frame, &planned);
     drawn.set_target(
         conv::samples(planned.desc.samples),

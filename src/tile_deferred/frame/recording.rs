@@ -103,6 +103,7 @@ pub(crate) fn build(
         samples: desc.samples,
         msaa_flags: frame.msaa_flags,
         debug_view: frame.debug_view.shader_value(),
+        skip_lighting: state.shared.context.faults.skips_lighting(),
         edge_query: parts.queries.edge_query,
         stencil_split: pass.stencil_split,
         edge_counter: pass.edge_counter,

@@ -139,6 +139,9 @@ pub(crate) struct Recording {
     pub(crate) msaa_flags: u32,
     /// The shaders' `DEBUG_VIEW_*` value.
     pub(crate) debug_view: u32,
+    /// Test hook (`TileFaultInjection::skip_lighting_draws`): the lighting subpass records no
+    /// draw.
+    pub(crate) skip_lighting: bool,
     /// Occlusion query counting the pixels lit per sample (with MSAA).
     pub(crate) edge_query: Option<(vk::QueryPool, u32)>,
     /// With MSAA: the stencil split's pipelines (`None`: per-sample-index draws).
@@ -554,6 +557,9 @@ impl Recorder<'_> {
         // SAFETY: see `record_into`.
         unsafe {
             self.next_pass(index);
+            if r.skip_lighting {
+                return;
+            }
             self.bind_set(2, r.gbuffer_set);
             if r.lighting_tonemaps {
                 self.bind_set(3, r.tonemap_set);

@@ -73,6 +73,13 @@ impl TileFaultInjection {
         self.1.pretend_lazy_memory.store(true, Ordering::Relaxed);
     }
 
+    /// From the next tile view on (`skip`), or no longer, the lighting subpass records no draw,
+    /// leaving what it should write as the render pass began it: a deliberate bug that makes the
+    /// frame show undefined contents, for the poison view's test.
+    pub fn skip_lighting_draws(&self, skip: bool) {
+        self.1.skip_lighting.store(skip, Ordering::Relaxed);
+    }
+
     /// At teardown (the app exits or the device is replaced), the GPU is taken to never finish
     /// the crate's last frame, as a hung GPU would: the crate leaks its objects instead of
     /// destroying them while they may be in use. Takes effect once a tile view has run since.

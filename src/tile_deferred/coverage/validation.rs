@@ -579,6 +579,37 @@ mod tests {
         assert!(reads[0].contains(&name), "{reads:?}");
     }
 
+    /// With merging off the device runs the unmerged tier: its render passes, each break
+    /// "merging disabled", the G-buffer stored and sampled; at 4x as at 1x.
+    #[test]
+    fn merging_off_is_validated_as_the_unmerged_tier() {
+        let device = DeviceProfile::phone("Adreno (TM) 750").unwrap();
+        for samples in [1, 4] {
+            let report = validate(
+                ValidationInput {
+                    merge_subpasses: false,
+                    desc: Some(ViewFrameDesc {
+                        unmerged: true,
+                        ..frame(samples)
+                    }),
+                    ..input(&device, samples, &[])
+                },
+                &mut FrameGraphCache::new(),
+            );
+            assert_eq!(report.tier, RenderTier::Unmerged { samples }, "{samples}x");
+            assert!(report.render_passes > 1, "{report:?}");
+            assert_eq!(report.breaks.len(), report.render_passes - 1, "{report:?}");
+            assert!(
+                report.breaks.iter().all(|b| b.contains("merging")),
+                "{:?}",
+                report.breaks
+            );
+            assert!(!report.stays_on_tile());
+            let merged = validate(input(&device, samples, &[]), &mut FrameGraphCache::new());
+            assert!(report.bytes_per_frame > merged.bytes_per_frame);
+        }
+    }
+
     #[test]
     fn without_a_tile_frame_only_the_tier_is_known() {
         let device = DeviceProfile::phone("Mali-G57").unwrap();

@@ -2,9 +2,10 @@
 //! camera's frame, found without the phone.
 //!
 //! A [`TileValidation`] on a tile camera names a device profile (one of
-//! [`PHONE_GPUS`](crate::device::phones::PHONE_GPUS), or any other). Each frame the camera's
-//! last tile frame is planned again as that device would plan it, by the same rules and the same
-//! compiler the device would run (`validate`, pure): the tier the device's rules give and why;
+//! [`PHONE_GPUS`](crate::device::phones::PHONE_GPUS), or any other). Whenever the camera's
+//! last tile frame (or its settings, what it misses, the device) changes, the frame is planned
+//! again as that device would plan it, by the same rules and the same compiler the device would
+//! run (`validate`, pure): the tier the device's rules give and why;
 //! the render passes the frame would take there and why each merge was refused (each break
 //! stores and reloads what crosses it); render passes over the device's tile budget at the
 //! sample count it would render (Mali's bits per pixel, Adreno's GMEM bins), and the MSAA the
@@ -25,8 +26,9 @@ use crate::{
 };
 use bevy::{prelude::*, render::view::Msaa};
 
-/// On a tile camera: check its frame each frame against `device`, as that device would run it,
-/// into a [`TileValidationReport`] on the camera. Nothing the camera renders changes.
+/// On a tile camera: check its frame against `device`, as that device would run it, into a
+/// [`TileValidationReport`] on the camera, again whenever the frame changes. Nothing the camera
+/// renders changes.
 ///
 /// ```
 /// # use bevy::prelude::*;

@@ -245,14 +245,8 @@ pub(crate) fn poison_undefined(frame: &mut crate::frame_graph::CompiledFrame) {
             ClearValue::Color(POISON_COLOR)
         };
         attachment.load = LoadOp::Clear(marker);
-        let undefined = std::mem::replace(
-            &mut attachment.load_reason,
-            LoadReason::NothingBefore {
-                pass: String::new(),
-            },
-        );
         attachment.load_reason = LoadReason::Poisoned {
-            undefined: Box::new(undefined),
+            undefined: Box::new(attachment.load_reason.clone()),
         };
     }
 }

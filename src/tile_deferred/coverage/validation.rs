@@ -21,7 +21,7 @@ use crate::{
         camera::TileDeferred,
         coverage::missing::TileMissing,
         plan::{self, ViewFrameDesc},
-        report::{TileRenderReports, TileViewReport},
+        report::TileRenderReports,
     },
 };
 use bevy::{prelude::*, render::view::Msaa};
@@ -358,7 +358,10 @@ pub(crate) fn validate_tile_cameras(
     }
     last.retain(|entity, _| cameras.contains(*entity));
     for (entity, validation, settings, msaa, missing) in &cameras {
-        let frame: Option<TileViewReport> = reports.get(entity);
+        // The report is a copy: its plan moves into the key.
+        let (frame_number, compiled) = reports
+            .get(entity)
+            .map_or((0, None), |frame| (frame.frame, Some(frame.compiled)));
         let missing: Vec<String> = missing
             .map(|m| m.items.iter().map(ToString::to_string).collect())
             .unwrap_or_default();
@@ -367,7 +370,7 @@ pub(crate) fn validate_tile_cameras(
             requested_samples: msaa.map_or(1, Msaa::samples),
             setting: settings.tier,
             merge_subpasses: settings.merge_subpasses,
-            frame: frame.as_ref().map(|f| f.compiled.clone()),
+            frame: compiled,
             missing,
         };
         if last.get(&entity) == Some(&key) {
@@ -384,7 +387,7 @@ pub(crate) fn validate_tile_cameras(
             },
             &mut cache,
         );
-        report.frame = frame.map_or(0, |f| f.frame);
+        report.frame = frame_number;
         commands.entity(entity).insert(report);
         last.insert(entity, key);
     }

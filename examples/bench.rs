@@ -29,7 +29,10 @@
 //! With `--shadows` (issue 13) every light count is measured twice per path, without and with
 //! shadows: the sun casting shadows through Bevy's default 4 cascades and the first 4 point
 //! lights casting cube-map shadows (`--shadows` turns on `--sun`). The tables gain a `shadows`
-//! column (time and traffic) and the ratios a column per light count with shadows. Traffic with
+//! column (time and traffic) and the ratios a column per light count with shadows.
+//! `--sun-shadows` (issue 34) is the same with the sun's cascades alone. `--filter
+//! hardware|gaussian|temporal` sets the camera's `ShadowFilteringMethod` (Bevy's default:
+//! gaussian). Traffic with
 //! shadows includes the shadow maps' stores: the tile path's from its priced frame
 //! (`TileViewReport::priced`: Bevy's shadow passes, then the tile pass), stock Bevy's from
 //! `StockBevyOptions::shadow_maps` set to the maps the tile report says were rendered
@@ -72,6 +75,14 @@
 //!     --sun --shadows --frames 5 --warmup 2 --paths tile,tile4x,forward,forward4x  # lavapipe
 //! ```
 //!
+//! Issue 34's shadowed scene, the sun's cascades alone (`--filter hardware` to time one tap
+//! against Bevy's Gaussian default):
+//!
+//! ```sh
+//! cargo run --release --example bench -- --width 3840 --height 2160 --lights 16 --range 6 \
+//!     --sun-shadows --frames 20 --warmup 5 --paths tile,tile4x,forward,forward4x
+//! ```
+//!
 //! Other uses:
 //!
 //! ```sh
@@ -95,6 +106,7 @@ use bevy::{
     app::PluginsState,
     camera::{ClearColorConfig, RenderTarget},
     core_pipeline::prepass::{DeferredPrepass, DepthPrepass},
+    light::ShadowFilteringMethod,
     log::{Level, LogPlugin},
     pbr::DefaultOpaqueRendererMethod,
     prelude::*,
@@ -109,7 +121,7 @@ use bevy_tile_deferred::{
         StockBevyOptions, StockBevyPath, bytes_to_mb, compile_stock_bevy,
     },
 };
-use scenes::bench::{BenchLayout, BenchScene, SHADOWED_POINT_LIGHTS};
+use scenes::bench::{BenchLayout, BenchScene};
 use std::{
     panic::{AssertUnwindSafe, catch_unwind},
     time::{Duration, Instant},
@@ -137,7 +149,8 @@ fn main() {
 const USAGE: &str = "usage: bench [--width W] [--height H] [--lights 1,16,256,1024] \
                      [--meshes M | --meshes 1000,10000] [--frames N] [--warmup N] \
                      [--paths tile,tilecpu,tile4x,tile4xall,tile4xdraws,unmerged,forward,forward4x,deferred] \
-                     [--range METRES] [--sun] [--shadows] [--scene grid|dense] [--plans]";
+                     [--range METRES] [--sun] [--shadows | --sun-shadows] \
+                     [--filter hardware|gaussian|temporal] [--scene grid|dense] [--plans]";
 
 /// The main mode: every path at every light count.
 fn paths_by_lights(options: &Options, log: &mut bool) {
@@ -157,6 +170,7 @@ fn paths_by_lights(options: &Options, log: &mut bool) {
             for &path in &options.paths {
                 let scene = BenchScene {
                     shadows,
+                    point_shadows: shadows && options.point_shadows,
                     ..options.scene(meshes, lights)
                 };
                 let run = measure(options, path, scene, log);
@@ -179,22 +193,28 @@ fn paths_by_lights(options: &Options, log: &mut bool) {
 fn price_shadowed_stock_runs(runs: &mut [Run], options: &Options) -> Vec<String> {
     let mut notes = Vec::new();
     for &lights in &options.lights {
-        let tile_maps: Vec<(PathKind, ShadowMaps)> = runs
+        let tile_maps: Vec<(PathKind, ShadowMaps, usize)> = runs
             .iter()
             .filter(|r| r.path.is_tile() && r.scene.lights == lights && r.scene.casts_shadows())
-            .filter_map(|r| r.shadow_maps.map(|m| (r.path, m)))
+            .filter_map(|r| {
+                r.shadow_maps
+                    .map(|m| (r.path, m, r.scene.shadowed_point_lights()))
+            })
             .collect();
-        for (path, maps) in &tile_maps {
-            // Issue 13's scene: the sun's cascades and one cube per shadowed point light.
-            if maps.cascades == 0 || maps.cubes == 0 {
+        for (path, maps, shadowed_points) in &tile_maps {
+            // The sun's cascades, and one cube per shadowed point light (issue 13's scene; issue
+            // 34's has none).
+            if maps.cascades == 0 || maps.cubes as usize != *shadowed_points {
                 notes.push(format!(
                     "warning: {} at {lights} lights with shadows reported {}: not the scene's \
-                     shadows (a sun with cascades and shadowed point lights)",
+                     shadows (a sun with cascades and {shadowed_points} shadowed point lights)",
                     path.label(),
                     shadow_maps_cell(maps)
                 ));
             }
         }
+        let tile_maps: Vec<(PathKind, ShadowMaps)> =
+            tile_maps.into_iter().map(|(p, m, _)| (p, m)).collect();
         let Some(&(source, maps)) = tile_maps.first() else {
             if runs.iter().any(|r| {
                 r.path.stock().is_some() && r.scene.lights == lights && r.scene.casts_shadows()
@@ -533,8 +553,12 @@ struct Options {
     range: Option<f32>,
     /// `--sun`: a directional light too.
     sun: bool,
-    /// `--shadows`: each light count also with the sun's and four point lights' shadows.
+    /// `--shadows` or `--sun-shadows`: each light count also with the sun's shadows.
     shadows: bool,
+    /// `--shadows`: and four point lights' shadows.
+    point_shadows: bool,
+    /// `--filter`: the camera's shadow filter.
+    filter: ShadowFilteringMethod,
     /// `--scene grid|dense`.
     layout: BenchLayout,
 }
@@ -554,6 +578,8 @@ impl Options {
             range: None,
             sun: false,
             shadows: false,
+            point_shadows: false,
+            filter: ShadowFilteringMethod::default(),
             layout: BenchLayout::Grid,
         };
         let mut args = std::env::args().skip(1);
@@ -586,7 +612,23 @@ impl Options {
                     options.range = Some(range);
                 }
                 "--sun" => options.sun = true,
-                "--shadows" => options.shadows = true,
+                "--shadows" => {
+                    options.shadows = true;
+                    options.point_shadows = true;
+                }
+                "--sun-shadows" => options.shadows = true,
+                "--filter" => {
+                    options.filter = match value()?.as_str() {
+                        "hardware" => ShadowFilteringMethod::Hardware2x2,
+                        "gaussian" => ShadowFilteringMethod::Gaussian,
+                        "temporal" => ShadowFilteringMethod::Temporal,
+                        other => {
+                            return Err(format!(
+                                "unknown filter `{other}`: hardware, gaussian or temporal"
+                            ));
+                        }
+                    };
+                }
                 "--scene" => {
                     options.layout = match value()?.as_str() {
                         "grid" => BenchLayout::Grid,
@@ -946,6 +988,7 @@ fn spawn_scene_and_camera(
         scene.camera_transform(),
         RenderTarget::Image(target.into()),
         path.msaa(),
+        options.filter,
     ));
     if let Some(settings) = path.tile_settings() {
         camera.insert(settings);
@@ -1084,9 +1127,14 @@ fn print_table(runs: &[Run], options: &Options) {
     if options.shadows {
         let shadowed = BenchScene {
             shadows: true,
+            point_shadows: options.point_shadows,
             ..options.scene(options.meshes[0], options.lights[0])
         };
-        println!("shadows on: {}", shadowed.lighting());
+        println!(
+            "shadows on: {}; filter {:?}",
+            shadowed.lighting(),
+            options.filter
+        );
     }
     print_time_table(runs);
     println!();
@@ -1184,11 +1232,11 @@ fn print_time_table(runs: &[Run]) {
     ] {
         println!("  {line}");
     }
-    if shadows {
+    if let Some(shadowed) = runs.iter().find(|r| r.scene.casts_shadows()) {
         println!(
-            "  shadows: on = the sun's shadows through Bevy's default cascades and the first \
-             {SHADOWED_POINT_LIGHTS} point lights' cube maps; their passes are in GPU, wall and \
-             loop (ts: the tile pass's subpasses only)"
+            "  shadows: on = {}; their passes are in GPU, wall and loop (ts: the tile pass's \
+             subpasses only)",
+            shadowed.scene.lighting()
         );
     }
 }

@@ -7,9 +7,9 @@
 //!
 //! Two options change the lighting: `range` gives every point light the same range (issue 12's
 //! scene: 64 PBR objects, a sun and point lights of 6 m range), and `sun` adds a directional
-//! light. `shadows` turns on the shadows of issue 13's shadow benchmark: the sun's, with Bevy's
-//! default cascades (4), and the first [`SHADOWED_POINT_LIGHTS`] point lights' (cube maps, Bevy's
-//! default size). `layout: Dense` draws the MSAA benchmark's dense scene instead of the grid (its own
+//! light. `shadows` turns on the sun's shadows, with Bevy's default cascades (4: issue 34's
+//! shadowed scene), and `point_shadows` those of the first [`SHADOWED_POINT_LIGHTS`] point lights
+//! too (cube maps, Bevy's default size: issue 13's shadow benchmark). `layout: Dense` draws the MSAA benchmark's dense scene instead of the grid (its own
 //! objects and sun, the point lights in front of its fence: see [`super::dense`]).
 
 use bevy::prelude::*;
@@ -39,9 +39,12 @@ pub struct BenchScene {
     pub range: Option<f32>,
     /// A directional light besides the point lights (the dense layout has its own).
     pub sun: bool,
-    /// The sun casts shadows through Bevy's default cascades, and so do the first
-    /// [`SHADOWED_POINT_LIGHTS`] point lights (grid layout only: the sun must be on too).
+    /// The sun casts shadows through Bevy's default cascades (grid layout only: the sun must be
+    /// on too).
     pub shadows: bool,
+    /// With `shadows`, the first [`SHADOWED_POINT_LIGHTS`] point lights cast cube-map shadows
+    /// too.
+    pub point_shadows: bool,
     /// The objects.
     pub layout: BenchLayout,
 }
@@ -55,6 +58,7 @@ impl BenchScene {
             range: None,
             sun: false,
             shadows: false,
+            point_shadows: false,
             layout: BenchLayout::Grid,
         }
     }
@@ -75,7 +79,8 @@ impl BenchScene {
     }
 
     /// The lights, in words: `a sun and point lights of 6 m range` (with shadows: `a sun with
-    /// shadows (Bevy's default cascades) and point lights of 6 m range, the first 4 shadowed`).
+    /// shadows (Bevy's default cascades) and point lights of 6 m range`, and `, the first 4
+    /// shadowed` with point shadows).
     pub fn lighting(&self) -> String {
         let range = match (self.range, self.layout) {
             (Some(r), _) => format!("{r} m range"),
@@ -84,10 +89,14 @@ impl BenchScene {
         };
         let sun = self.sun && self.layout == BenchLayout::Grid;
         if self.casts_shadows() {
+            let shadowed_points = if self.point_shadows {
+                format!(", the first {} shadowed", self.shadowed_point_lights())
+            } else {
+                String::new()
+            };
             return format!(
-                "a sun with shadows (Bevy's default cascades) and point lights of {range}, the \
-                 first {} shadowed",
-                SHADOWED_POINT_LIGHTS.min(self.lights)
+                "a sun with shadows (Bevy's default cascades) and point lights of \
+                 {range}{shadowed_points}"
             );
         }
         format!(
@@ -100,6 +109,15 @@ impl BenchScene {
     /// do).
     pub fn casts_shadows(&self) -> bool {
         self.shadows && self.sun && self.layout == BenchLayout::Grid
+    }
+
+    /// How many point lights cast shadows.
+    pub fn shadowed_point_lights(&self) -> usize {
+        if self.casts_shadows() && self.point_shadows {
+            SHADOWED_POINT_LIGHTS.min(self.lights)
+        } else {
+            0
+        }
     }
 
     /// Cells along one side of the object grid.
@@ -133,6 +151,7 @@ impl BenchScene {
             return;
         }
         let shadows = self.casts_shadows();
+        let shadowed_points = self.shadowed_point_lights();
         if self.sun {
             // Bevy's default `CascadeShadowConfig` (a required component): 4 cascades.
             world.spawn((
@@ -215,7 +234,7 @@ impl BenchScene {
                         intensity: 12_000.0 * cell * cell,
                         range,
                         radius: 0.05,
-                        shadow_maps_enabled: shadows && i < SHADOWED_POINT_LIGHTS,
+                        shadow_maps_enabled: i < shadowed_points,
                         ..default()
                     },
                     Transform::from_xyz(
@@ -255,7 +274,8 @@ mod tests {
     }
 
     /// Issue 13's shadowed scene: one sun with shadows and exactly four shadowed point lights
-    /// (fewer when there are fewer lights); without `shadows` or without the sun, none.
+    /// (fewer when there are fewer lights); issue 34's: the sun's alone; without `shadows` or
+    /// without the sun, none.
     #[test]
     fn the_shadowed_scene_has_a_shadowed_sun_and_four_shadowed_point_lights() {
         let plain = BenchScene {
@@ -263,12 +283,17 @@ mod tests {
             range: Some(6.0),
             ..BenchScene::grid(64, 16)
         };
-        let shadowed = BenchScene {
+        let sun_only = BenchScene {
             shadows: true,
             ..plain
         };
-        assert!(shadowed.casts_shadows() && !plain.casts_shadows());
+        let shadowed = BenchScene {
+            point_shadows: true,
+            ..sun_only
+        };
+        assert!(shadowed.casts_shadows() && sun_only.casts_shadows() && !plain.casts_shadows());
         assert_eq!(shadow_casters(plain), (0, 0, 16));
+        assert_eq!(shadow_casters(sun_only), (1, 0, 16));
         assert_eq!(shadow_casters(shadowed), (1, SHADOWED_POINT_LIGHTS, 16));
         assert_eq!(
             shadow_casters(BenchScene {

@@ -30,7 +30,7 @@ use crate::tile_deferred::{
     error::{TileError, TileResult},
     gpu::{
         backend::{TileBackend, ViewResources},
-        pipelines::{LightingKey, PassesKey},
+        pipelines::{LightingKey, PassesKey, SampledShadows},
         record::{RecordedPass, Recording, UiRecording, record},
         ui::{TileUiDraws, UiBuffers},
     },
@@ -751,14 +751,16 @@ fn transparent_pass(
     }
 }
 
-/// Whether the view's lighting samples any shadow map this frame: a directional light with
-/// cascades, or a point or spot light with a shadow map. The G-buffer debug views light
-/// nothing.
-fn samples_shadows(frame: &ViewFrame, drawn: &DrawList) -> bool {
+/// Which of the view's lights sample a shadow map this frame: a directional light with
+/// cascades, a point or spot light with a shadow map. The G-buffer debug views light nothing.
+fn samples_shadows(frame: &ViewFrame, drawn: &DrawList) -> SampledShadows {
     if frame.debug_view.replaces_lighting() {
-        return false;
+        return SampledShadows::default();
     }
-    directional_cascades(frame) > 0 || drawn.lights.iter().any(|light| light.shadow[3] >= 0.0)
+    SampledShadows {
+        directional: directional_cascades(frame) > 0,
+        clustered: drawn.lights.iter().any(|light| light.shadow[3] >= 0.0),
+    }
 }
 
 /// The cascades the view's directional lights sample (Bevy renders them for this view).

@@ -323,8 +323,8 @@ impl ScreenSlot {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum ScreenConstants {
     None,
-    /// The lighting's (`LightingKey::constants`: the shadow filter and whether shadows are
-    /// sampled; the tonemap's fog inscattering is shadowed too).
+    /// The lighting's (`LightingKey::constants`: the shadow filter and which kinds of light
+    /// sample shadow maps; the tonemap's fog inscattering is shadowed too).
     Lighting,
     /// The lighting's, then the light finish's KIND.
     LightFinish(u32),

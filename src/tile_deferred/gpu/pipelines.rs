@@ -559,28 +559,51 @@ impl VulkanContext {
 }
 
 /// What the lighting pipelines are specialised for (`shaders/shadows.glsl`'s constants): the
-/// camera's shadow filter, and whether the frame samples any shadow map at all. A frame without
-/// shadows gets lighting pipelines without shadow code: a GPU sizes its registers for the
-/// largest path of a shader, and llvmpipe runs every branch under a lane mask.
+/// camera's shadow filter, and which kinds of light sample a shadow map this frame. A frame
+/// without shadows gets lighting pipelines without shadow code, and one whose point and spot
+/// lights cast none gets them without the point and spot shadow code: a GPU sizes its
+/// registers for the largest path of a shader, and llvmpipe runs every branch under a lane
+/// mask.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub(crate) struct LightingKey {
     /// `gpu_types::shadow_filter`; 0 without shadows.
     shadow_filter: u32,
-    shadows: bool,
+    shadows: SampledShadows,
+}
+
+/// Which lights of a frame sample shadow maps.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub(crate) struct SampledShadows {
+    /// A directional light with cascades.
+    pub directional: bool,
+    /// A point or spot light (clustered) with a shadow map.
+    pub clustered: bool,
+}
+
+impl SampledShadows {
+    /// Whether any light samples a shadow map.
+    pub(crate) fn any(self) -> bool {
+        self.directional || self.clustered
+    }
+
+    /// `SHADOW_KINDS`: bit 0 directional, bit 1 clustered.
+    fn bits(self) -> u32 {
+        u32::from(self.directional) | u32::from(self.clustered) << 1
+    }
 }
 
 impl LightingKey {
-    /// The specialisation for `shadow_filter` when the frame samples shadow maps (`shadows`).
-    pub(crate) fn new(shadow_filter: u32, shadows: bool) -> Self {
+    /// The specialisation for `shadow_filter` and the lights that sample shadow maps.
+    pub(crate) fn new(shadow_filter: u32, shadows: SampledShadows) -> Self {
         Self {
-            shadow_filter: if shadows { shadow_filter } else { 0 },
+            shadow_filter: if shadows.any() { shadow_filter } else { 0 },
             shadows,
         }
     }
 
-    /// Specialisation constants 0 (SHADOW_FILTER) and 1 (SHADOWS), as 32-bit words.
+    /// Specialisation constants 0 (SHADOW_FILTER) and 1 (SHADOW_KINDS), as 32-bit words.
     pub(crate) fn constants(self) -> [u32; 2] {
-        [self.shadow_filter, u32::from(self.shadows)]
+        [self.shadow_filter, self.shadows.bits()]
     }
 }
 
@@ -718,7 +741,7 @@ mod tests {
     /// Alpha to coverage needs samples to cover: without MSAA the alpha mask applies.
     #[test]
     fn alpha_to_coverage_replaces_the_mask_only_with_msaa() {
-        let lighting = LightingKey::new(0, false);
+        let lighting = LightingKey::new(0, SampledShadows::default());
         let single = MeshConstants::of(&mesh_key(), lighting);
         assert!(!single.alpha_to_coverage);
         assert_eq!(single.vertex[3], 1, "alpha mask at 0.5 without MSAA");
@@ -733,5 +756,42 @@ mod tests {
         assert_eq!(msaa.vertex[3], 0);
         assert_eq!(single.vertex[..3], [1, 1, 0], "normal and uv0, no tangent");
         assert_eq!(single.forward[2..5], single.vertex[..3]);
+    }
+
+    /// A frame's shadow code is specialised on which lights sample maps (shadows.glsl's
+    /// SHADOW_KINDS bits), and the filter only matters where some light does.
+    #[test]
+    fn lighting_constants_name_the_kinds_of_shadowed_light() {
+        let kinds = |directional, clustered| {
+            LightingKey::new(
+                2,
+                SampledShadows {
+                    directional,
+                    clustered,
+                },
+            )
+            .constants()
+        };
+        assert_eq!(kinds(false, false), [0, 0], "no shadow code, no filter");
+        assert_eq!(kinds(true, false), [2, 1], "a sun's cascades alone");
+        assert_eq!(kinds(false, true), [2, 2], "point or spot maps alone");
+        assert_eq!(kinds(true, true), [2, 3]);
+        assert_ne!(
+            LightingKey::new(
+                2,
+                SampledShadows {
+                    directional: true,
+                    clustered: false
+                }
+            ),
+            LightingKey::new(
+                2,
+                SampledShadows {
+                    directional: true,
+                    clustered: true
+                }
+            ),
+            "pipelines are cached per kind"
+        );
     }
 }

@@ -51,7 +51,7 @@ vec3 apply_fog(vec3 input_color, vec3 fragment_world_position, vec2 frag_coord) 
         for (uint i = 0u; i < n_directional_lights; i = i + 1u) {
             DirectionalLight light = view.directional_lights[i];
             float shadow = 1.0;
-            if (SHADOWS && light.shadow_cascades.x > 0u) {
+            if (DIRECTIONAL_SHADOWS && light.shadow_cascades.x > 0u) {
                 shadow = fetch_directional_shadow(i, fragment_world_position,
                                                   view_direction_normal, view_z, frag_coord);
             }

@@ -6,17 +6,22 @@
 // as near the light as the stored depth; linear filter, so each lookup is a hardware 2x2 PCF).
 //
 // Bevy picks the filter with a shader def per camera; here it is a specialization constant of
-// the lighting pipeline (SHADOW_FILTER), and SHADOWS is false for a frame without any shadow
-// map to sample: the driver then compiles only the filter in use, or no shadow code at all.
-// Code a draw never runs is not free: a GPU allocates registers for the largest path, and
-// llvmpipe (lavapipe) runs both sides of a branch under a lane mask. Requires common.glsl and
-// `view`.
+// the lighting pipeline (SHADOW_FILTER), and SHADOW_KINDS says which kinds of light sample a
+// shadow map this frame (the directional cascades, the point and spot maps of clustered lights,
+// both or none): the driver then compiles only the filter in use and the kinds in use. Code a
+// draw never runs is not free: a GPU allocates registers for the largest path, and llvmpipe
+// (lavapipe) runs both sides of a branch under a lane mask. On an NVIDIA H200 at 4K (issue 34),
+// a sun's cascades with the point-light shadow code compiled in but unused cost the lighting
+// subpass about 4 ms more than without it. Requires common.glsl and `view`.
 
 #ifndef TILE_DEFERRED_SHADOWS_GLSL
 #define TILE_DEFERRED_SHADOWS_GLSL
 
 layout(constant_id = 0) const uint SHADOW_FILTER = SHADOW_FILTER_GAUSSIAN;
-layout(constant_id = 1) const bool SHADOWS = true;
+// Bits: SHADOW_KIND_DIRECTIONAL, SHADOW_KIND_CLUSTERED (pipelines.rs `SampledShadows`).
+layout(constant_id = 1) const uint SHADOW_KINDS = 3u;
+const bool DIRECTIONAL_SHADOWS = (SHADOW_KINDS & 1u) != 0u;
+const bool CLUSTERED_SHADOWS = (SHADOW_KINDS & 2u) != 0u;
 
 layout(set = 0, binding = 3) uniform samplerCubeArrayShadow point_shadow_maps;
 layout(set = 0, binding = 4) uniform sampler2DArrayShadow directional_shadow_maps;
@@ -62,11 +67,16 @@ mat2 random_rotation_matrix(vec2 scale, bool temporal) {
 
 // ---- Directional cascades and spot lights (2D array) ----
 
-// Bevy's textureSampleCompareLevel(.., level 0): zero gradients select level 0 (core GLSL has no
-// textureLod for array shadow samplers).
+// Bevy's textureSampleCompareLevel(.., level 0). Core GLSL has no textureLod for array shadow
+// samplers (GL_EXT_texture_shadow_lod is newer than Debian's glslang) and textureGrad with zero
+// gradients takes a GPU's slow explicit-gradient path: on an NVIDIA H200 at 4K the nine taps of
+// the Gaussian filter cost the lighting subpass 8 ms more through it (issue 34). An implicit
+// lookup gives the same result: Bevy's shadow maps have one mip level and the comparison
+// sampler filters linearly when minifying and magnifying, so whatever level of detail the
+// derivatives give (undefined in the light loop's non-uniform control flow), it samples level 0
+// bilinearly, as the point lights' cube lookups below already do.
 float sample_shadow_map_hardware(vec2 light_local, float depth, int array_index) {
-    return textureGrad(directional_shadow_maps, vec4(light_local, float(array_index), depth),
-                       vec2(0.0), vec2(0.0));
+    return texture(directional_shadow_maps, vec4(light_local, float(array_index), depth));
 }
 
 float sample_shadow_map_castano_thirteen(vec2 light_local, float depth, int array_index) {

@@ -24,7 +24,8 @@ vec3 surface_light(LightingInput lighting_input, vec3 world_position, vec3 shado
     uint n_directional_lights = min(view.counts.x, uint(MAX_DIRECTIONAL_LIGHTS));
     for (uint i = 0u; i < n_directional_lights; i = i + 1u) {
         float shadow = 1.0;
-        if (SHADOWS && shadow_receiver && view.directional_lights[i].shadow_cascades.x > 0u) {
+        if (DIRECTIONAL_SHADOWS && shadow_receiver
+                && view.directional_lights[i].shadow_cascades.x > 0u) {
             shadow = fetch_directional_shadow(i, world_position, shadow_normal, view_z, frag_coord);
         }
         direct_light += directional_light(view.directional_lights[i], lighting_input) * shadow;
@@ -44,7 +45,7 @@ vec3 surface_light(LightingInput lighting_input, vec3 world_position, vec3 shado
             }
             bool spot = light.spot_scale_offset_kind.z > 0.5;
             float shadow = 1.0;
-            if (SHADOWS && shadow_receiver && light.shadow.w >= 0.0) {
+            if (CLUSTERED_SHADOWS && shadow_receiver && light.shadow.w >= 0.0) {
                 shadow = spot ? fetch_spot_shadow(light, world_position, shadow_normal, frag_coord)
                               : fetch_point_shadow(light, world_position, shadow_normal, frag_coord);
             }

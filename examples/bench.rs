@@ -39,7 +39,9 @@
 //! (`TileViewReport::shadow_maps`), so both sides pay for the same maps.
 //!
 //! With several `--meshes` counts it measures instead how CPU time per frame grows with the
-//! number of (unchanged) meshes, for the tile path and Bevy forward.
+//! number of meshes, for the tile path and Bevy forward: unchanged, or with `--moving P` P% of
+//! the objects moving every frame (issue 34: 1,000 to 100,000 meshes, unchanged and with 10%
+//! moving).
 //!
 //! The scene (examples/scenes/bench.rs) is a grid of `--meshes` PBR objects under a grid of
 //! point lights whose range shrinks as lights are added; `--range R` gives every light R
@@ -150,7 +152,8 @@ const USAGE: &str = "usage: bench [--width W] [--height H] [--lights 1,16,256,10
                      [--meshes M | --meshes 1000,10000] [--frames N] [--warmup N] \
                      [--paths tile,tilecpu,tile4x,tile4xall,tile4xdraws,unmerged,forward,forward4x,deferred] \
                      [--range METRES] [--sun] [--shadows | --sun-shadows] \
-                     [--filter hardware|gaussian|temporal] [--scene grid|dense] [--plans]";
+                     [--filter hardware|gaussian|temporal] [--moving PERCENT] \
+                     [--scene grid|dense] [--plans]";
 
 /// The main mode: every path at every light count.
 fn paths_by_lights(options: &Options, log: &mut bool) {
@@ -311,10 +314,12 @@ fn mesh_scaling(options: &Options, log: &mut bool) {
         16
     };
     println!(
-        "{}x{}, meshes {:?}, {lights} lights ({}), {} frames after {} warm-up frames",
+        "{}x{}, meshes {:?} ({}% moving every frame), {lights} lights ({}), {} frames after {} \
+         warm-up frames",
         options.width,
         options.height,
         options.meshes,
+        options.moving,
         options.scene(0, lights).lighting(),
         options.frames,
         options.warmup
@@ -559,6 +564,8 @@ struct Options {
     point_shadows: bool,
     /// `--filter`: the camera's shadow filter.
     filter: ShadowFilteringMethod,
+    /// `--moving P`: P% of the objects move every frame.
+    moving: u32,
     /// `--scene grid|dense`.
     layout: BenchLayout,
 }
@@ -580,6 +587,7 @@ impl Options {
             shadows: false,
             point_shadows: false,
             filter: ShadowFilteringMethod::default(),
+            moving: 0,
             layout: BenchLayout::Grid,
         };
         let mut args = std::env::args().skip(1);
@@ -602,6 +610,12 @@ impl Options {
                         .collect::<Result<_, _>>()?;
                 }
                 "--plans" => options.plans = true,
+                "--moving" => {
+                    options.moving = number(&value()?)?;
+                    if options.moving > 100 {
+                        return Err("--moving is a percentage: 0 to 100".into());
+                    }
+                }
                 "--range" => {
                     let range: f32 = number(&value()?)?;
                     if !(range > 0.0 && range.is_finite()) {
@@ -967,7 +981,46 @@ fn new_app(path: PathKind, log: bool) -> App {
     if path == PathKind::Deferred {
         app.insert_resource(DefaultOpaqueRendererMethod::deferred());
     }
+    app.add_systems(Update, move_objects);
     app
+}
+
+/// An object that `--moving` moves every frame: it bobs around where the scene put it.
+#[derive(Component)]
+struct Moving {
+    rest: Vec3,
+    phase: f32,
+}
+
+/// Marks every k-th object of the grid (not the ground, which has a `Name`) so that `percent`%
+/// of them move.
+fn mark_moving_objects(world: &mut World, percent: u32) {
+    if percent == 0 {
+        return;
+    }
+    let objects: Vec<(Entity, Vec3)> = world
+        .query_filtered::<(Entity, &Transform), (With<Mesh3d>, Without<Name>)>()
+        .iter(world)
+        .map(|(entity, transform)| (entity, transform.translation))
+        .collect();
+    let moving = (objects.len() * percent as usize).div_ceil(100);
+    let step = objects.len() as f64 / moving.max(1) as f64;
+    for i in 0..moving {
+        let (entity, rest) = objects[(i as f64 * step) as usize];
+        world.entity_mut(entity).insert(Moving {
+            rest,
+            phase: i as f32,
+        });
+    }
+}
+
+/// Moves the marked objects by a frame count, not by the clock: every run moves them alike.
+fn move_objects(mut objects: Query<(&Moving, &mut Transform)>, mut frame: Local<u32>) {
+    *frame += 1;
+    let t = *frame as f32 * 0.1;
+    for (moving, mut transform) in &mut objects {
+        transform.translation = moving.rest + Vec3::Y * 0.2 * (t + moving.phase).sin();
+    }
 }
 
 fn spawn_scene_and_camera(
@@ -979,6 +1032,7 @@ fn spawn_scene_and_camera(
     let image = scenes::headless::target_image(options.width, options.height);
     let target = app.world_mut().resource_mut::<Assets<Image>>().add(image);
     scene.spawn(app.world_mut());
+    mark_moving_objects(app.world_mut(), options.moving);
     let mut camera = app.world_mut().spawn((
         Camera3d::default(),
         Camera {

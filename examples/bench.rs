@@ -196,28 +196,27 @@ fn paths_by_lights(options: &Options, log: &mut bool) {
 fn price_shadowed_stock_runs(runs: &mut [Run], options: &Options) -> Vec<String> {
     let mut notes = Vec::new();
     for &lights in &options.lights {
-        let tile_maps: Vec<(PathKind, ShadowMaps, usize)> = runs
+        let mut tile_maps: Vec<(PathKind, ShadowMaps)> = Vec::new();
+        let shadowed_tile_runs = runs
             .iter()
-            .filter(|r| r.path.is_tile() && r.scene.lights == lights && r.scene.casts_shadows())
-            .filter_map(|r| {
-                r.shadow_maps
-                    .map(|m| (r.path, m, r.scene.shadowed_point_lights()))
-            })
-            .collect();
-        for (path, maps, shadowed_points) in &tile_maps {
+            .filter(|r| r.path.is_tile() && r.scene.lights == lights && r.scene.casts_shadows());
+        for run in shadowed_tile_runs {
+            let Some(maps) = run.shadow_maps else {
+                continue;
+            };
             // The sun's cascades, and one cube per shadowed point light (issue 13's scene; issue
             // 34's has none).
-            if maps.cascades == 0 || maps.cubes as usize != *shadowed_points {
+            let shadowed_points = run.scene.shadowed_point_lights();
+            if maps.cascades == 0 || maps.cubes as usize != shadowed_points {
                 notes.push(format!(
                     "warning: {} at {lights} lights with shadows reported {}: not the scene's \
                      shadows (a sun with cascades and {shadowed_points} shadowed point lights)",
-                    path.label(),
-                    shadow_maps_cell(maps)
+                    run.path.label(),
+                    shadow_maps_cell(&maps)
                 ));
             }
+            tile_maps.push((run.path, maps));
         }
-        let tile_maps: Vec<(PathKind, ShadowMaps)> =
-            tile_maps.into_iter().map(|(p, m, _)| (p, m)).collect();
         let Some(&(source, maps)) = tile_maps.first() else {
             if runs.iter().any(|r| {
                 r.path.stock().is_some() && r.scene.lights == lights && r.scene.casts_shadows()

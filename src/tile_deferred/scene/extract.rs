@@ -450,10 +450,9 @@ fn has_something_to_draw(mesh: &RenderMesh) -> bool {
 }
 
 /// Extracts materials used by visible instances (each once, however many instances share it)
-/// that are new or changed. A material is also
-/// extracted again when one of its images changes (its sampler or format may have), and each
-/// frame while one of its images is still loading (until then the sampler and the normal map's
-/// format are unknown).
+/// that are new or changed. A material is also extracted again when one of its images changes
+/// (its sampler or format may have), and each frame while one of its images is still loading
+/// (until then the sampler and the normal map's format are unknown).
 pub(crate) fn extract_tile_materials(
     mut events: Extract<MessageReader<AssetEvent<StandardMaterial>>>,
     mut image_events: Extract<MessageReader<AssetEvent<Image>>>,

@@ -18,7 +18,7 @@
 #define TILE_DEFERRED_SHADOWS_GLSL
 
 layout(constant_id = 0) const uint SHADOW_FILTER = SHADOW_FILTER_GAUSSIAN;
-// Bits: SHADOW_KIND_DIRECTIONAL, SHADOW_KIND_CLUSTERED (pipelines.rs `SampledShadows`).
+// Bit 0: directional cascades; bit 1: point and spot maps (pipelines.rs `SampledShadows`).
 layout(constant_id = 1) const uint SHADOW_KINDS = 3u;
 const bool DIRECTIONAL_SHADOWS = (SHADOW_KINDS & 1u) != 0u;
 const bool CLUSTERED_SHADOWS = (SHADOW_KINDS & 2u) != 0u;

@@ -144,6 +144,9 @@ pub(crate) fn build(app: &mut App) {
                     .before(bevy::pbr::check_views_need_specialization),
                 scene::extract::skip_unusable_lights.in_set(RenderSystems::PrepareAssets),
                 scene::extract::skip_empty_meshes.in_set(RenderSystems::PrepareResources),
+                // Before bevy_ui's and egui's routes build this frame's `ui` subpass draws.
+                #[cfg(any(feature = "ui", feature = "inspector"))]
+                overlays::in_pass::forget_last_frames_ui_draws.in_set(RenderSystems::Queue),
                 overlays::composite::prepare_composite_pipelines.in_set(RenderSystems::Prepare),
                 (frame::pass::end_frame, forget_output_loaded_after).in_set(RenderSystems::Cleanup),
             ),

@@ -473,6 +473,22 @@ fn inspector_over_a_tile_camera_on_an_image() {
         let drawn = report.egui_in_pass.expect("egui drawn in the tile pass");
         assert!(drawn.meshes > 3, "{name}: {drawn:?}");
         assert_eq!(report.egui_after_pass_reason, None, "{name}");
+        // Each frame draws that frame's egui meshes only (they were once added to the last
+        // frame's, growing every frame).
+        headless.update();
+        headless.update();
+        let later = headless
+            .app
+            .world()
+            .resource::<TileRenderReports>()
+            .get(camera)
+            .and_then(|r| r.egui_in_pass)
+            .expect("egui drawn in the tile pass");
+        // (The window's content is the same: a plot's line may add or drop a mesh.)
+        assert!(
+            later.meshes.abs_diff(drawn.meshes) <= 3,
+            "{name}: {drawn:?} then {later:?}"
+        );
         assert_eq!(report.render_passes_recorded, 1, "{name}");
         assert_eq!(
             report.bytes_per_frame(),

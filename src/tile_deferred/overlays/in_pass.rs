@@ -6,6 +6,7 @@
 use super::gizmos::has_foreign_transparent_draws;
 use crate::tiers::TierDecision;
 use crate::tile_deferred::camera::TileDeferred;
+use crate::tile_deferred::gpu::ui::TileUiDraws;
 use bevy::{
     camera::CompositingSpace,
     core_pipeline::core_3d::Transparent3d,
@@ -25,6 +26,20 @@ use bevy::{
 #[derive(Component, Clone, Debug, PartialEq, Eq)]
 #[cfg_attr(not(feature = "ui"), allow(dead_code))]
 pub(crate) struct UiAfterTilePass(pub String);
+
+/// Each frame's `ui` subpass draws start empty ([`TileUiDraws`]): bevy_ui's route (feature
+/// `ui`) builds them and egui's (feature `inspector`) adds to them, so a view left with last
+/// frame's draws would add this frame's egui to last frame's and draw both, with images freed
+/// since (an app with the inspector and without bevy_ui in the pass grew its egui draws every
+/// frame until a freed font atlas failed the frame, and kept the overlay on screen once hidden).
+pub(crate) fn forget_last_frames_ui_draws(
+    mut commands: Commands,
+    views: Query<Entity, With<TileUiDraws>>,
+) {
+    for view in &views {
+        commands.entity(view).remove::<TileUiDraws>();
+    }
+}
 
 /// What decides whether a view's UI (bevy_ui's, and egui's over it) can be drawn in its `ui`
 /// subpass.

@@ -170,7 +170,8 @@ pub(super) fn build_tile_ui(
         &views
     {
         let mut entity_commands = commands.entity(entity);
-        entity_commands.remove::<(TileUiDraws, UiAfterTilePass)>();
+        // Last frame's draws are gone (`in_pass::forget_last_frames_ui_draws`).
+        entity_commands.remove::<UiAfterTilePass>();
         if camera.schedule != TileDeferredGraph.intern() {
             continue;
         }

@@ -6,7 +6,10 @@
 //! F3 shows and hides the overlay (it starts shown here; `-- --hidden` starts it hidden, to
 //! compare the frame without it). `-- --validate "Mali-G57"` starts with the frame validated
 //! as that phone GPU would run it (any name of `bevy_tile_deferred::device::phones::PHONE_GPUS`;
-//! the overlay's "Tile validation" section picks another).
+//! the overlay's "Tile validation" section picks another). With the `remote` feature,
+//! `-- --remote 127.0.0.1:15702` shows the frame of another app serving its report over BRP (the
+//! `remote_report` example, or a phone's game after `adb forward tcp:15702 tcp:15702`) instead of
+//! this one's.
 //!
 //! ```sh
 //! cargo run --release --features inspector --example inspector
@@ -64,11 +67,25 @@ fn setup(world: &mut World) {
 
 /// The phone GPU named after `--validate`, if any.
 fn validate_as() -> Option<String> {
-    let mut args = std::env::args().skip_while(|arg| arg != "--validate");
+    arg_after("--validate")
+}
+
+/// The command-line argument after `flag`, if any.
+fn arg_after(flag: &str) -> Option<String> {
+    let mut args = std::env::args().skip_while(|arg| arg != flag);
     args.next()?;
     args.next()
 }
 
-fn open_inspector(mut inspector: ResMut<TileInspector>) {
+fn open_inspector(
+    mut inspector: ResMut<TileInspector>,
+    #[cfg(feature = "remote")] mut remote: ResMut<
+        bevy_tile_deferred::inspector::TileInspectorRemote,
+    >,
+) {
     inspector.visible = !std::env::args().any(|arg| arg == "--hidden");
+    #[cfg(feature = "remote")]
+    if let Some(address) = arg_after("--remote") {
+        remote.connect(address);
+    }
 }

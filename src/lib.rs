@@ -49,6 +49,7 @@
 pub mod device;
 #[doc(hidden)]
 pub mod frame_graph;
+pub mod frame_report;
 #[cfg(feature = "inspector")]
 pub mod inspector;
 pub mod tiers;
@@ -58,6 +59,8 @@ pub mod vulkan;
 
 /// What a game uses: `use bevy_tile_deferred::prelude::*;`.
 pub mod prelude {
+    #[cfg(feature = "serde")]
+    pub use crate::frame_report::TileReportFile;
     #[cfg(feature = "inspector")]
     pub use crate::inspector::{TileInspector, TileInspectorPlugin};
     #[cfg(feature = "ui")]
@@ -65,6 +68,7 @@ pub mod prelude {
     pub use crate::{
         DeviceProfile, MsaaShading, TileDebugView, TileDeferred, TileDeferredPlugin,
         TileDeferredSystems, TileGizmoSystems,
+        frame_report::{TileCameraReport, TileFrameReport, TileFrameReportParam},
         tiers::{RenderTier, TierChangeReason, TierDecision, TierSetting, TileTierChanged},
         tile_deferred::{
             missing::{MissingFeature, TileMissing},
@@ -75,6 +79,9 @@ pub mod prelude {
 }
 
 pub use device::{DeviceProfile, GpuModel, GpuVendor, GraphicsBackend};
+#[cfg(feature = "serde")]
+pub use frame_report::TileReportFile;
+pub use frame_report::{TileCameraReport, TileFrameReport, TileFrameReportParam, TileReportDevice};
 #[cfg(feature = "inspector")]
 pub use inspector::TileInspectorPlugin;
 pub use tiers::{RenderTier, TierChangeReason, TierDecision, TierSetting, TileTierChanged};
@@ -127,6 +134,9 @@ impl Plugin for TileDeferredPlugin {
             .register_type::<tile_deferred::missing::EguiDrawnOverTileCameras>()
             .register_type::<TileCpuLightAssignment>()
             .register_type::<TileNoStencilSplit>();
+        // After everything else of the frame: the reports and components it reads are final.
+        #[cfg(feature = "serde")]
+        app.add_systems(Last, frame_report::json::write_report_file);
         let Some(render_app) = app.get_sub_app_mut(RenderApp) else {
             warn!("bevy_tile_deferred: no renderer, the tile path is disabled");
             return;
@@ -138,6 +148,8 @@ impl Plugin for TileDeferredPlugin {
     }
 
     fn finish(&self, app: &mut App) {
+        #[cfg(feature = "remote")]
+        frame_report::remote::finish(app);
         tile_deferred::finish(app);
         // The renderer's device is in the main world once Bevy's RenderPlugin has finished: probe
         // it now so tiers are decided before the first frame (RenderStartup probes again in the

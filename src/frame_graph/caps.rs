@@ -3,6 +3,7 @@
 
 /// How much per-pixel state a tile can hold.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum TileBudget {
     /// No limit (desktop immediate-mode GPUs, or "don't care").
     Unlimited,
@@ -27,6 +28,7 @@ pub enum TileBudget {
 
 /// Device capabilities and switches that `compile` takes into account.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct DeviceCaps {
     /// Most non-depth attachments (colour, input and resolve targets,
     /// counted once each) one native render pass may hold. 8 on every

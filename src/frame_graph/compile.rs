@@ -21,6 +21,7 @@ use super::validate::validate;
 
 /// How a subpass binds the depth attachment.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct DepthRef {
     /// Index into [`NativePass::attachments`].
     pub attachment: usize,
@@ -33,6 +34,7 @@ pub struct DepthRef {
 
 /// One subpass of a native render pass: one declared raster pass.
 #[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Subpass {
     /// The declared pass.
     pub pass: PassId,
@@ -58,6 +60,7 @@ pub struct Subpass {
 
 /// One attachment of a native render pass.
 #[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct NativeAttachment {
     /// The graph attachment.
     pub resource: ResourceId,
@@ -85,6 +88,7 @@ pub struct NativeAttachment {
 /// One native pass: a Vulkan render pass (one subpass per merged raster
 /// pass) or a single compute/copy pass.
 #[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct NativePass {
     /// The pass names joined with `+`.
     pub name: String,
@@ -127,6 +131,7 @@ impl NativePass {
 
 /// The frame-wide plan for one attachment.
 #[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct AttachmentPlan {
     /// The graph attachment.
     pub id: ResourceId,
@@ -153,6 +158,7 @@ pub struct AttachmentPlan {
 
 /// The compiled plan of a frame.
 #[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct CompiledFrame {
     /// Passes that survived culling, in execution order.
     pub order: Vec<PassId>,

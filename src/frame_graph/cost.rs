@@ -19,6 +19,7 @@ pub const fn image_bytes(extent: Extent, format: Format, samples: u32, views: u3
 
 /// DRAM traffic of one frame, in bytes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Traffic {
     /// Attachment loads (`LoadOp::Load`) into tile memory.
     pub loaded: u64,
@@ -63,6 +64,7 @@ impl AddAssign for Traffic {
 /// [`CompiledFrame::native_passes`](super::CompiledFrame::native_passes)),
 /// and in total. The three always agree: `total` is the sum of either list.
 #[derive(Clone, Debug, Default, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct FrameCost {
     /// Traffic caused by each attachment.
     pub per_attachment: Vec<Traffic>,
@@ -118,6 +120,7 @@ pub fn bytes_to_mib(bytes: u64) -> f64 {
 
 /// How an Adreno-style GMEM is cut into bins for one native pass.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct BinLayout {
     /// Bin width in pixels (a multiple of the width alignment).
     pub width: u32,
@@ -208,6 +211,7 @@ pub fn bin_layout(
 
 /// Whether a native pass's per-pixel state fits the tile.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum TileVerdict {
     /// The device has no tile budget.
     Unlimited,
@@ -247,6 +251,7 @@ impl TileVerdict {
 
 /// Per-pixel tile state of one native pass and its verdict.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct TileFootprint {
     /// Bytes per pixel of colour and input attachments (x samples).
     pub color_bytes_per_pixel: u32,

@@ -15,6 +15,7 @@ use super::ops::LoadOp;
 
 /// A subpass in a dependency: `VK_SUBPASS_EXTERNAL` or an index.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum SubpassIndex {
     /// Commands before (as source) or after (as destination) the render
     /// pass.
@@ -25,6 +26,7 @@ pub enum SubpassIndex {
 
 /// One `VkSubpassDependency`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct SubpassDependency {
     /// Source subpass.
     pub src: SubpassIndex,

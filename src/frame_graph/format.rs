@@ -9,6 +9,7 @@ use std::fmt;
 /// memory, whether it is a depth format and whether it carries stencil. The
 /// Vulkan backend maps each variant to its `VkFormat`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum Format {
     /// 8-bit RGBA, unsigned normalised.
     Rgba8Unorm,
@@ -141,6 +142,7 @@ impl fmt::Display for Format {
 
 /// A width x height in pixels.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Extent {
     /// Width in pixels.
     pub width: u32,
@@ -246,6 +248,7 @@ impl AttachmentDesc {
 
 /// The value an attachment is cleared to on its first use.
 #[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum ClearValue {
     /// Float / normalised colour.
     Color([f32; 4]),

@@ -10,6 +10,7 @@ static NEXT_GRAPH_ID: AtomicU64 = AtomicU64::new(1);
 
 /// Index of an attachment in its graph (declaration order).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct ResourceId(pub u32);
 
 impl ResourceId {
@@ -21,6 +22,7 @@ impl ResourceId {
 
 /// Index of a pass in its graph (declaration order).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct PassId(pub u32);
 
 impl PassId {
@@ -32,6 +34,7 @@ impl PassId {
 
 /// What kind of GPU work a pass records.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum PassKind {
     /// Draws into colour/depth attachments; the only kind that merges.
     Raster,

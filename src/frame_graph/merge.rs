@@ -11,6 +11,7 @@ use super::graph::{FrameGraph, PassId, PassKind, ResourceId, Role};
 /// Why two adjacent passes were not merged into one native render pass
 /// (Unity's "Pass Break Reasoning"). `Display` says it in plain words.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum BreakReason {
     /// `caps.merge_subpasses` is off (driver quirk or user toggle).
     MergingDisabled,
@@ -170,6 +171,7 @@ impl fmt::Display for BreakReason {
 /// A merge that was refused: the last pass of the native pass so far, the
 /// pass that starts the next one, and why.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct MergeBreak {
     /// Name of the last pass of the earlier native pass.
     pub prev_pass: String,

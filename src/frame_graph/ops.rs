@@ -8,6 +8,7 @@ use super::merge::BreakReason;
 /// What a native pass does with an attachment's memory when it begins
 /// (`VkAttachmentLoadOp`).
 #[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum LoadOp {
     /// Read the previous contents from memory into tile memory (costs one
     /// full read).
@@ -37,6 +38,7 @@ impl LoadOp {
 /// What a native pass does with an attachment's tile contents when it ends
 /// (`VkAttachmentStoreOp`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum StoreOp {
     /// Write the tile contents to memory (costs one full write).
     Store,
@@ -91,6 +93,7 @@ pub(crate) enum Later {
 
 /// Why an attachment's load op is what it is, naming the passes responsible.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum LoadReason {
     /// `DontCare`: the resolve in `pass` overwrites it.
     ResolvedBy { pass: String },
@@ -161,6 +164,7 @@ impl std::fmt::Display for LoadReason {
 
 /// Why an attachment's store op is what it is, naming the passes responsible.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum StoreReason {
     /// `DontCare`: nothing reads it after this render pass (transient, or discarded).
     NotNeeded,

@@ -16,6 +16,7 @@ use super::{
 /// Bevy's `directional_light_depth_texture`) and cube maps (point lights, Bevy's
 /// `point_light_depth_texture`), all square and of one depth format.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct ShadowMaps {
     /// Directional cascades rendered this frame.
     pub cascades: u32,

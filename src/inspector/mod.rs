@@ -38,12 +38,25 @@
 //! traffic is priced with the same cost model and shown as its own line in the summary (zero in
 //! the pass). The same holds for any egui context the app puts on a tile camera while this
 //! plugin is added.
+//!
+//! # Another app's frame
+//! With feature `remote` the panels can show another app's frame instead of this one's: its
+//! "Remote app (BRP)" section (or [`TileInspectorRemote::connect`]) takes the `host:port` of an
+//! app serving the Bevy Remote Protocol with this crate's `remote` feature, such as a phone's
+//! game after `adb forward tcp:15702 tcp:15702`. The inspector reads that app's
+//! [`TileFrameReport`](crate::TileFrameReport) twice a second and computes its panels from it
+//! exactly as from this app's own report; they are read-only (the toggles act on this app's
+//! cameras).
 
 mod model;
+#[cfg(feature = "remote")]
+mod remote;
 mod render;
 mod ui;
 
 pub use model::{CameraPanel, PlanSummary, surface_lines};
+#[cfg(feature = "remote")]
+pub use remote::TileInspectorRemote;
 
 use crate::{MsaaShading, TileDebugView, TileDeferred, TileRenderReports, tiers::TierSetting};
 use bevy::{camera::RenderTarget, ecs::schedule::ScheduleLabel, prelude::*};
@@ -207,6 +220,13 @@ impl Plugin for TileInspectorPlugin {
                 .chain(),
         )
         .add_systems(TileInspectorContextPass, ui::inspector_ui);
+        #[cfg(feature = "remote")]
+        app.init_resource::<TileInspectorRemote>().add_systems(
+            Update,
+            remote::poll_remote
+                .before(model::update_panels)
+                .run_if(|s: Res<TileInspector>| s.visible),
+        );
     }
 
     fn finish(&self, app: &mut App) {

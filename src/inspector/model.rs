@@ -3,8 +3,7 @@
 
 use super::{InspectorHistory, TileInspector, TileInspectorPanels};
 use crate::{
-    DeviceProfile, TileClusterStats, TileDeferred, TileDeferredGraph, TileGpuTimes,
-    TileRenderReports,
+    TileClusterStats, TileDeferred, TileFrameReportParam, TileGpuTimes,
     frame_graph::{
         Access, AttachmentDesc, CompiledFrame, DEFAULT_MW_PER_GBPS, DeviceCaps, Extent, Format,
         FrameGraph, ImportParams, LoadOp, NativePass, ShadowMaps, StockBevyOptions, StockBevyPath,
@@ -12,10 +11,7 @@ use crate::{
     },
     tile_deferred::plan::{self, ViewFrameDesc, names},
 };
-use bevy::{
-    camera::RenderTarget, ecs::schedule::ScheduleLabel, platform::collections::HashMap, prelude::*,
-    render::camera::CameraRenderGraph,
-};
+use bevy::{platform::collections::HashMap, prelude::*};
 use std::fmt::Write as _;
 
 /// The price of one plan at the current frame rate.
@@ -283,31 +279,8 @@ fn overlay_cost(extent: Extent, output_format: Format, host: OverlayHost) -> Opt
     price_overlay(names, extent, main_format, output_format, target)
 }
 
-/// The format of what a camera writes (windows: the usual sRGB BGRA swapchain).
-fn target_format(target: &RenderTarget, images: &Assets<Image>) -> Format {
-    let format = match target {
-        RenderTarget::Image(image) => images
-            .get(&image.handle)
-            .and_then(|i| crate::vulkan::conv::frame_graph_format(i.texture_descriptor.format)),
-        _ => None,
-    };
-    format.unwrap_or(Format::Bgra8Srgb)
-}
-
-type CameraQuery = (
-    Entity,
-    &'static Camera,
-    &'static RenderTarget,
-    &'static CameraRenderGraph,
-    Option<&'static TileDeferred>,
-    &'static Msaa,
-    Option<&'static Name>,
-    Option<&'static crate::tiers::TierDecision>,
-    Option<&'static crate::tile_deferred::missing::TileMissing>,
-    Option<&'static crate::tile_deferred::validation::TileValidationReport>,
-);
-
-/// Computes every camera's panel (runs while the inspector is shown).
+/// Computes every camera's panel (runs while the inspector is shown) from the frame's report:
+/// this app's own, or (feature `remote`) the remote app's the inspector is connected to.
 pub(crate) fn update_panels(
     time: Res<Time<Real>>,
     mut clock: ResMut<super::model::FrameClock>,
@@ -315,39 +288,51 @@ pub(crate) fn update_panels(
     mut panels: ResMut<TileInspectorPanels>,
     mut history: ResMut<InspectorHistory>,
     state: Res<TileInspector>,
-    reports: Option<Res<TileRenderReports>>,
-    profile: Option<Res<DeviceProfile>>,
-    cameras: Query<CameraQuery, With<Camera3d>>,
-    images: Res<Assets<Image>>,
+    frame_report: TileFrameReportParam,
+    #[cfg(feature = "remote")] remote: Res<super::remote::TileInspectorRemote>,
 ) {
-    let frame_ms = clock.tick(time.delta_secs_f64() * 1000.0);
+    #[cfg(feature = "remote")]
+    let remote_report = remote.shown();
+    #[cfg(not(feature = "remote"))]
+    let remote_report: Option<&crate::TileFrameReport> = None;
+    let local;
+    let report = match remote_report {
+        Some(report) => report,
+        None => {
+            local = frame_report.collect();
+            &local
+        }
+    };
+    // The frame rate of the app the report comes from: its traffic is priced at it.
+    let frame_ms = clock.tick(report.frame_ms);
     let fps = 1000.0 / frame_ms;
-    let caps = profile
-        .as_deref()
-        .map(DeviceProfile::frame_graph_caps)
-        .unwrap_or_else(DeviceCaps::desktop);
-    let (device_name, device_vendor) = profile.as_deref().map_or_else(
+    let caps = report
+        .device
+        .as_ref()
+        .map_or_else(DeviceCaps::desktop, |d| d.caps);
+    let (device_name, device_vendor) = report.device.as_ref().map_or_else(
         || ("unknown (no device profile yet)".to_owned(), String::new()),
-        |p| (p.device_name.clone(), p.vendor.to_string()),
+        |d| (d.name.clone(), d.vendor.clone()),
     );
     let now = time.elapsed_secs_f64();
-    let host = panels.host;
+    // The overlay is drawn into this app's host camera, never into a remote app's.
+    let host = panels.host.filter(|_| remote_report.is_none());
     let mut list = Vec::new();
-    let mut sorted: Vec<_> = cameras.iter().filter(|c| c.1.is_active).collect();
-    sorted.sort_by_key(|c| (c.1.order, c.0));
-    for (entity, camera, target, graph, tile, msaa, name, decision, missing, validation) in sorted {
-        let report = reports.as_deref().and_then(|r| r.get(entity));
-        let on_tile_graph = graph.0 == TileDeferredGraph.intern();
-        let requested = msaa.samples();
+    for camera in &report.cameras {
+        let entity = camera.camera;
+        let view = camera.view.as_ref();
+        let tile = camera.settings.is_some();
+        let decision = camera.decision.as_ref();
+        let requested = camera.requested_samples;
         let mut notes = Vec::new();
         let mut panel = CameraPanel {
             camera: entity,
-            name: name.map_or_else(|| format!("camera {entity}"), |n| n.to_string()),
+            name: camera.name.clone(),
             tier: "Bevy Core3d".into(),
             tier_reason: String::new(),
             device_name: device_name.clone(),
             device_vendor: device_vendor.clone(),
-            resolution: camera.physical_viewport_size().unwrap_or_default(),
+            resolution: UVec2::from(camera.resolution),
             requested_samples: requested,
             samples: requested,
             frame_ms,
@@ -367,35 +352,32 @@ pub(crate) fn update_panels(
             cpu_ms: None,
             per_sample_fraction: None,
             clusters: None,
-            settings: tile.cloned(),
-            msaa: *msaa,
+            settings: camera.settings.clone(),
+            msaa: Msaa::from_samples(requested),
             render_passes_recorded: None,
             export: String::new(),
             notes: Vec::new(),
-            missing: missing
-                .filter(|_| tile.is_some())
-                .map(|m| m.items.iter().map(ToString::to_string).collect())
-                .unwrap_or_default(),
-            validation: validation.filter(|_| tile.is_some()).cloned(),
+            missing: camera.missing.clone(),
+            validation: camera.validation.clone(),
         };
         let context = PanelContext {
             caps: &caps,
             fps,
             requested,
         };
-        let output_format = match (&report, tile.is_some() && on_tile_graph) {
-            (Some(report), true) => tile_panel(
-                &mut panel, &mut notes, report, decision, &mut cache, &context,
-            ),
-            _ if tile.is_some() && decision.is_some_and(|d| d.missing_fallback.is_some()) => {
+        let output_format = match (view, tile && camera.on_tile_path) {
+            // The tile frame's own output attachment: a window's real swapchain format.
+            (Some(view), true) => {
+                tile_panel(&mut panel, &mut notes, view, decision, &mut cache, &context)
+            }
+            _ if tile && decision.is_some_and(|d| d.missing_fallback.is_some()) => {
                 let decision = decision.expect("checked by the guard");
-                let output_format = target_format(target, &images);
+                let output_format = camera.output_format;
                 fallback_panel(&mut panel, decision, output_format, &mut cache, &context);
                 output_format
             }
             _ => {
-                let output_format = target_format(target, &images);
-                let why = match (tile.is_some(), on_tile_graph) {
+                let why = match (tile, camera.on_tile_path) {
                     (true, false) => {
                         "TileDeferred on the camera, but the device cannot run the \
                                       tile path (not Vulkan): Bevy's Core3d draws it"
@@ -406,19 +388,19 @@ pub(crate) fn update_panels(
                     }
                     _ => "no TileDeferred component: Bevy's Core3d draws it",
                 };
-                core3d_panel(&mut panel, why, output_format, &mut cache, &context);
-                output_format
+                core3d_panel(&mut panel, why, camera.output_format, &mut cache, &context);
+                camera.output_format
             }
         };
         if host == Some(entity) {
             let extent = Extent::new(panel.resolution.x.max(1), panel.resolution.y.max(1));
             // The tile pass draws the overlay unless its report says why it did not.
-            let drawn_after = report.is_some_and(|r| r.egui_after_pass_reason.is_some());
-            let overlay_host = match (panel.in_use_is_tile(), drawn_after, target) {
+            let drawn_after = view.is_some_and(|r| r.egui_after_pass_reason.is_some());
+            let overlay_host = match (panel.in_use_is_tile(), drawn_after, camera.window_target) {
                 (false, _, _) => OverlayHost::Core3d,
                 (true, false, _) => OverlayHost::TileInPass,
-                (true, true, RenderTarget::Window(_)) => OverlayHost::TileWindow,
-                (true, true, _) => OverlayHost::TileImage,
+                (true, true, true) => OverlayHost::TileWindow,
+                (true, true, false) => OverlayHost::TileImage,
             };
             panel.overlay = if overlay_host == OverlayHost::TileInPass {
                 Some(PlanSummary::nothing("inspector overlay (in the tile pass)"))

@@ -41,6 +41,9 @@ pub(super) fn inspector_ui(
     mut state: ResMut<TileInspector>,
     mut toggles: MessageWriter<InspectorToggle>,
     mut tree_plan: Local<TreePlan>,
+    #[cfg(feature = "remote")] mut remote: ResMut<super::TileInspectorRemote>,
+    #[cfg(feature = "remote")] mut address: Local<String>,
+    #[cfg(feature = "remote")] time: Res<Time<Real>>,
 ) {
     let Ok(mut context) = contexts.single_mut() else {
         return;
@@ -71,6 +74,12 @@ pub(super) fn inspector_ui(
         .scroll([narrow, true])
         .show(&ctx, |ui| {
             ui.label(RichText::new(hide_hint).small());
+            // Another app's frame (read over BRP) is shown read-only: the toggles act on this
+            // app's cameras.
+            #[cfg(feature = "remote")]
+            let read_only = remote_app(ui, &mut remote, &mut address, time.elapsed_secs_f64());
+            #[cfg(not(feature = "remote"))]
+            let read_only = false;
             if panels_ref.cameras.is_empty() {
                 ui.label("No active 3D camera yet.");
                 return;
@@ -99,9 +108,11 @@ pub(super) fn inspector_ui(
             };
             summary(ui, panel);
             // Right under the summary: a short header while off, the device's verdict while on.
-            validation(ui, panel, &mut toggles);
+            validation(ui, panel, (!read_only).then_some(&mut toggles));
             plots(ui, panel, history.cameras.get(&panel.camera));
-            controls(ui, panel, &mut toggles);
+            if !read_only {
+                controls(ui, panel, &mut toggles);
+            }
             let frame = match *tree_plan {
                 TreePlan::InUse => panel.compiled.as_ref(),
                 TreePlan::MergingOff => panel.merging_off_frame.as_ref(),
@@ -365,10 +376,11 @@ fn controls(ui: &mut egui::Ui, panel: &CameraPanel, toggles: &mut MessageWriter<
 
 /// Tile validation: a phone GPU to check the camera's frame against
 /// ([`TileValidation`](crate::TileValidation)), and what it would do with it.
+/// The tile validation report, and (`toggles`: this app's camera) the phone picker.
 fn validation(
     ui: &mut egui::Ui,
     panel: &CameraPanel,
-    toggles: &mut MessageWriter<InspectorToggle>,
+    toggles: Option<&mut MessageWriter<InspectorToggle>>,
 ) {
     if panel.settings.is_none() {
         return;
@@ -386,16 +398,20 @@ fn validation(
                     .map(|gpu| gpu.name)
             });
             let listed = choice;
-            egui::ComboBox::from_label("as on")
-                .selected_text(current.unwrap_or("off"))
-                .show_ui(ui, |ui| {
-                    ui.selectable_value(&mut choice, None, "off");
-                    for gpu in crate::device::phones::PHONE_GPUS {
-                        ui.selectable_value(&mut choice, Some(gpu.name), gpu.name);
-                    }
-                });
+            ui.add_enabled_ui(toggles.is_some(), |ui| {
+                egui::ComboBox::from_label("as on")
+                    .selected_text(current.unwrap_or("off"))
+                    .show_ui(ui, |ui| {
+                        ui.selectable_value(&mut choice, None, "off");
+                        for gpu in crate::device::phones::PHONE_GPUS {
+                            ui.selectable_value(&mut choice, Some(gpu.name), gpu.name);
+                        }
+                    });
+            });
             // Another device set by the game (not a listed phone) stays until one is picked.
-            if choice != listed {
+            if let Some(toggles) = toggles
+                && choice != listed
+            {
                 toggles.write(InspectorToggle {
                     camera: panel.camera,
                     change: InspectorChange::Validation(choice),
@@ -449,6 +465,60 @@ fn validation(
                 ui.label(line);
             }
         });
+}
+
+/// Which app's frame the panels show: this one's, or another's read over BRP (feature
+/// `remote`). Returns whether another app's frame is shown.
+#[cfg(feature = "remote")]
+fn remote_app(
+    ui: &mut egui::Ui,
+    remote: &mut super::TileInspectorRemote,
+    address: &mut String,
+    now: f64,
+) -> bool {
+    if address.is_empty() {
+        *address = remote
+            .address
+            .clone()
+            .unwrap_or_else(|| format!("127.0.0.1:{}", bevy_remote::http::DEFAULT_PORT));
+    }
+    egui::CollapsingHeader::new("Remote app (BRP)")
+        .default_open(remote.address.is_some())
+        .show(ui, |ui| {
+            ui.horizontal(|ui| {
+                ui.text_edit_singleline(address).on_hover_text(
+                    "host:port of an app with RemoteHttpPlugin (adb forward for a phone)",
+                );
+                if ui.button("read").clicked() {
+                    remote.connect(address.trim());
+                }
+                if remote.address.is_some() && ui.button("this app").clicked() {
+                    remote.disconnect();
+                }
+            });
+            match (&remote.address, &remote.report, remote.received_at) {
+                (None, _, _) => {
+                    ui.label("showing this app's frame");
+                }
+                (Some(at), Some(report), Some(received)) => {
+                    ui.colored_label(
+                        GREEN,
+                        format!(
+                            "showing {at}: frame {}, read {:.1} s ago (read-only)",
+                            report.frame,
+                            now - received
+                        ),
+                    );
+                }
+                (Some(at), _, _) => {
+                    ui.label(format!("waiting for {at}; showing this app's frame"));
+                }
+            }
+            if let Some(error) = &remote.last_error {
+                ui.colored_label(AMBER, error);
+            }
+        });
+    remote.shown().is_some()
 }
 
 /// A fixed plot of one value over the last seconds (x: seconds).
@@ -582,6 +652,22 @@ fn native_pass_tree(ui: &mut egui::Ui, frame: &CompiledFrame) {
                             bytes_to_mb(load_b.unwrap_or(0) + store_b.unwrap_or(0))
                         ));
                         ui.end_row();
+                    }
+                });
+            // The reasons in full, readable without hovering (a phone has no hover).
+            egui::CollapsingHeader::new("why these loads and stores")
+                .id_salt(("reasons", i))
+                .default_open(true)
+                .show(ui, |ui| {
+                    for a in &pass.attachments {
+                        ui.label(
+                            // Each reason begins with its op ("cleared: ...", "stored: ...").
+                            RichText::new(format!(
+                                "{}: {}; {}",
+                                a.name, a.load_reason, a.store_reason
+                            ))
+                            .small(),
+                        );
                     }
                 });
         });

@@ -26,6 +26,7 @@ use std::fmt;
 
 /// A rendering path.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Reflect)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[reflect(Clone, Debug, PartialEq, Hash)]
 pub enum RenderTier {
     /// Tile-deferred with MSAA on tile memory at this many samples.
@@ -104,6 +105,7 @@ impl fmt::Display for RenderTier {
 
 /// What the user asks for on a camera.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Reflect)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[reflect(Clone, Debug, Default, PartialEq, Hash)]
 pub enum TierSetting {
     /// The best tier the device supports.
@@ -115,6 +117,7 @@ pub enum TierSetting {
 
 /// Known driver and GPU bugs the backends work around; each names the vendor and the bug.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Reflect)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Quirks(pub u32);
 
 impl Quirks {
@@ -149,6 +152,7 @@ impl Quirks {
 /// The tier chosen for a camera, with its reasons (a component on the camera, extracted to
 /// the render world).
 #[derive(Component, Clone, Debug, PartialEq, Reflect, ExtractComponent)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[extract_component_filter(With<Camera>)]
 #[reflect(Component, Clone, Debug, PartialEq)]
 pub struct TierDecision {
@@ -167,6 +171,7 @@ pub struct TierDecision {
 
 /// Why an `Auto` tile camera renders with `Core3d` for now, and the tile tier it goes back to.
 #[derive(Clone, Debug, PartialEq, Eq, Reflect)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[reflect(Clone, Debug, PartialEq)]
 pub struct MissingFallback {
     /// The tile tier the camera returns to once nothing of the kind has been in view for

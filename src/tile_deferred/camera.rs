@@ -13,9 +13,10 @@ use bevy::{ecs::schedule::ScheduleLabel, prelude::*, render::extract_component::
 /// path, and, under [`TierSetting::Auto`], while they see something the tile path cannot draw
 /// (listed on the camera as a [`TileMissing`](crate::TileMissing); with a forced tier it is
 /// logged and left out of the frame).
-#[derive(Component, Clone, Debug, Reflect, ExtractComponent)]
+#[derive(Component, Clone, Debug, PartialEq, Reflect, ExtractComponent)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[extract_component_filter(With<Camera>)]
-#[reflect(Component, Clone, Debug, Default)]
+#[reflect(Component, Clone, Debug, Default, PartialEq)]
 #[require(Camera3d)]
 pub struct TileDeferred {
     /// Merge the frame's passes into subpasses of one render pass (the point of this crate).
@@ -49,6 +50,7 @@ impl Default for TileDeferred {
 
 /// How a multisampled tile camera shades its samples.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Reflect)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[reflect(Clone, Debug, Default, PartialEq, Hash)]
 pub enum MsaaShading {
     /// Interior pixels are lit once, geometric edges once per sample (Lauritzen's test on the
@@ -62,6 +64,7 @@ pub enum MsaaShading {
 /// What a tile camera shows instead of the lit frame, for debugging. Every view renders the same
 /// passes with the same plan; only what the shaders write changes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Reflect)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[reflect(Clone, Debug, Default, PartialEq, Hash)]
 pub enum TileDebugView {
     /// The lit, tone-mapped frame.

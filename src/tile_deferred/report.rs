@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex};
 
 /// One attachment of the `VkRenderPass` the backend created.
 #[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct VulkanAttachmentReport {
     /// Which of the frame's `VkRenderPass`es (in recording order) the attachment belongs to:
     /// always 0 for the merged tiers, 0..3 for the unmerged one.
@@ -43,6 +44,7 @@ pub struct VulkanAttachmentReport {
 /// GPU time of a tile view's native pass, from the crate's own timestamp queries (a few
 /// frames old: they are read without waiting).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct TileGpuTimes {
     /// G-buffer subpass, ms.
     pub gbuffer_ms: f64,
@@ -64,6 +66,7 @@ impl TileGpuTimes {
 
 /// A view's light clusters in one frame.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct TileClusterStats {
     /// Clusters across, down and in depth (screen tiles x, y and depth slices).
     pub dimensions: [u32; 3],
@@ -90,7 +93,8 @@ pub struct TileClusterStats {
 /// `compiled`, `priced`, `shadow_maps`, `ui_pass` and `gizmo_pass` hold the frame-graph
 /// compiler's types, whose API is unstable; [`Self::bytes_per_frame`] and the plain fields are
 /// the stable read.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct TileViewReport {
     /// The frame-graph compiler's plan: the passes the tile path records.
     pub compiled: CompiledFrame,
@@ -157,6 +161,7 @@ pub struct TileViewReport {
 /// What the tile render pass's `ui` subpass drew of egui: its meshes (one draw each, clipped to
 /// its clip rectangle, as bevy_egui's `egui_pass` draws them).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct TileEguiInPass {
     /// Meshes drawn (egui's clipped primitives; those clipped away entirely are not drawn).
     pub meshes: usize,
@@ -167,6 +172,7 @@ pub struct TileEguiInPass {
 /// What the tile render pass's `ui` subpass drew: bevy_ui's items of the camera, as quads in
 /// Bevy's batches.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct TileUiInPass {
     /// UI phase items (nodes, borders, images, text runs).
     pub items: usize,

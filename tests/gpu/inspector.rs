@@ -1578,3 +1578,126 @@ fn the_inspector_validates_the_frame_as_a_chosen_phone() {
     let (panel, _) = state(&headless, camera);
     assert!(panel.validation.is_none());
 }
+
+// ---------------------------------------------------------------------------------------------
+// 7. Another app's frame (feature `remote`): read over BRP, shown as this app's own.
+
+/// The inspector connected to an app's BRP port (here its own, on loopback: the same frame both
+/// ways) computes the same panels from the remote report as from the local one, read-only, and
+/// goes back to the local frame when disconnected.
+#[cfg(feature = "remote")]
+#[test]
+fn the_inspector_shows_a_remote_apps_frame_as_its_own() {
+    use bevy_remote::{RemotePlugin, http::RemoteHttpPlugin};
+    use bevy_tile_deferred::{TileValidation, inspector::TileInspectorRemote};
+    let _test = GpuTest::start("the_inspector_shows_a_remote_apps_frame_as_its_own");
+    let (mut headless, camera) = headless_with_inspector(true);
+    headless
+        .app
+        .world_mut()
+        .entity_mut(camera)
+        .insert(TileValidation::phone("Adreno (TM) 610").expect("a listed phone"));
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    headless.app.add_plugins((
+        RemotePlugin::default(),
+        RemoteHttpPlugin::default().with_port(port),
+    ));
+    // Until the validation describes a tile frame with the overlay drawn in it.
+    for _ in 0..8 {
+        headless.update();
+    }
+    let local = headless
+        .app
+        .world()
+        .resource::<TileInspectorPanels>()
+        .clone();
+    let address = format!("127.0.0.1:{port}");
+    headless
+        .app
+        .world_mut()
+        .resource_mut::<TileInspectorRemote>()
+        .connect(address.clone());
+    let mut frames = 0;
+    while headless
+        .app
+        .world()
+        .resource::<TileInspectorRemote>()
+        .received_at
+        .is_none()
+    {
+        headless.update();
+        frames += 1;
+        let remote = headless.app.world().resource::<TileInspectorRemote>();
+        assert!(
+            frames < 600,
+            "no answer from {address}: {:?}",
+            remote.last_error
+        );
+    }
+    let remote = headless.app.world().resource::<TileInspectorRemote>();
+    assert_eq!(remote.last_error, None);
+    let shown = headless.app.world().resource::<TileInspectorPanels>();
+    assert_eq!(shown.cameras.len(), local.cameras.len());
+    let (local, shown) = (
+        local.get(camera).expect("the local panel"),
+        shown.get(camera).expect("the remote panel"),
+    );
+    // The same frame computed the same way: everything but what the frame clock and the GPU
+    // timestamps move between frames, and the overlay's own cost (priced for this app only).
+    assert_eq!(shown.name, local.name);
+    assert_eq!(
+        (&shown.tier, &shown.tier_reason),
+        (&local.tier, &local.tier_reason)
+    );
+    assert_eq!(shown.device_name, local.device_name);
+    assert_eq!(shown.resolution, local.resolution);
+    assert_eq!(shown.samples, local.samples);
+    assert_eq!(shown.compiled, local.compiled);
+    assert_eq!(shown.merging_off_frame, local.merging_off_frame);
+    for (shown, local) in [
+        (&shown.in_use, &local.in_use),
+        (&shown.merging_off, &local.merging_off),
+        (&shown.stock_bevy, &local.stock_bevy),
+        (&shown.stock_bevy_deferred, &local.stock_bevy_deferred),
+    ] {
+        let (shown, local) = (shown.as_ref().unwrap(), local.as_ref().unwrap());
+        assert_eq!(
+            (&shown.label, shown.bytes_per_frame, shown.render_passes),
+            (&local.label, local.bytes_per_frame, local.render_passes)
+        );
+    }
+    assert_eq!(shown.settings, local.settings);
+    assert_eq!(shown.missing, local.missing);
+    assert_eq!(shown.render_passes_recorded, local.render_passes_recorded);
+    let validation = shown.validation.as_ref().expect("the validation is shown");
+    assert_eq!(Some(validation), local.validation.as_ref());
+    assert_eq!(
+        Some(validation),
+        headless
+            .app
+            .world()
+            .get::<bevy_tile_deferred::TileValidationReport>(camera)
+    );
+    assert_eq!(validation.device, "Adreno (TM) 610");
+    assert!(validation.frame > 0, "{validation:?}");
+    assert!(
+        shown.overlay.is_none(),
+        "a remote app's overlay is not priced here"
+    );
+
+    // Disconnected: this app's frame again.
+    headless
+        .app
+        .world_mut()
+        .resource_mut::<TileInspectorRemote>()
+        .disconnect();
+    headless.update();
+    let panels = headless.app.world().resource::<TileInspectorPanels>();
+    assert_eq!(
+        panels.get(camera).map(|p| p.overlay.is_some()),
+        Some(local.overlay.is_some())
+    );
+}

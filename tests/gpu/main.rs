@@ -18,6 +18,8 @@ mod device_loss;
 mod device_probe;
 mod faults;
 mod forward_reference;
+#[cfg(feature = "serde")]
+mod frame_report;
 #[cfg(feature = "gizmos")]
 mod gizmos;
 #[cfg(feature = "inspector")]

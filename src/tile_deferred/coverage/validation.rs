@@ -61,6 +61,7 @@ impl TileValidation {
 /// What [`TileValidation`]'s device would do with the camera's last tile frame (main world, on
 /// the camera, updated when the frame or the device changes).
 #[derive(Component, Clone, Debug, PartialEq, Reflect)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[reflect(Component, Clone, Debug, PartialEq)]
 pub struct TileValidationReport {
     /// The device's name.

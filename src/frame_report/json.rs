@@ -130,19 +130,41 @@ mod tests {
     use super::*;
 
     #[test]
-    fn reports_read_back_bit_for_bit() {
-        // Frame times such as a GPU or a clock gives them: serde_json's default float parser may
-        // land a bit off; a report read back must equal the report written.
-        for i in 1..2000u32 {
-            let report = TileFrameReport {
-                frame: i,
-                frame_ms: f64::from(i) / 7.0 * 1.000_000_1e-3 + 16.6,
-                device: None,
-                cameras: Vec::new(),
-            };
-            let read = TileFrameReport::from_json(&report.to_json()).expect("valid JSON");
-            assert_eq!(read.frame_ms.to_bits(), report.frame_ms.to_bits(), "{i}");
+    fn floats_read_back_bit_for_bit() {
+        // GPU and CPU times, fractions, clear colours: serde_json's default float parser may land
+        // a bit off; a report read back must equal the report written. Any bit pattern of a
+        // finite f64 and f32 (a linear congruential walk over them).
+        let mut state = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = || {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            state
+        };
+        for _ in 0..200_000 {
+            let wide = f64::from_bits(next());
+            if wide.is_finite() {
+                let read: f64 =
+                    serde_json::from_str(&serde_json::to_string(&wide).unwrap()).expect("a number");
+                assert_eq!(read.to_bits(), wide.to_bits(), "{wide:e}");
+            }
+            let narrow = f32::from_bits((next() >> 32) as u32);
+            if narrow.is_finite() {
+                let read: f32 = serde_json::from_str(&serde_json::to_string(&narrow).unwrap())
+                    .expect("a number");
+                assert_eq!(read.to_bits(), narrow.to_bits(), "{narrow:e}");
+            }
         }
+        let report = TileFrameReport {
+            frame: 7,
+            frame_ms: 16.600_142_857_142_857,
+            device: None,
+            cameras: Vec::new(),
+        };
+        assert_eq!(
+            TileFrameReport::from_json(&report.to_json()).unwrap(),
+            report
+        );
     }
 
     #[test]

@@ -294,3 +294,30 @@ fn load_and_store_reasons_name_the_passes_responsible() {
         }
     );
 }
+
+/// With MSAA the output is written by the resolve at the end of the pass that resolves into it:
+/// its contents before do not matter, and the reason names that pass. The multisampled `ldr`
+/// it is resolved from lives and dies in the tile. (A device without a tile budget: a Mali's
+/// 256 bits would split the 4x frame.)
+#[test]
+fn a_resolved_output_is_not_loaded_and_says_which_pass_resolves_it() {
+    let frame = compile(&deferred(HD, 4), &DeviceCaps::desktop()).unwrap();
+    assert_eq!(frame.native_passes.len(), 1, "{}", frame.describe());
+    let output = att(&frame, 0, "swapchain");
+    assert_eq!(
+        (&output.load_reason, &output.store_reason),
+        (
+            &LoadReason::ResolvedBy {
+                pass: "tonemap".into()
+            },
+            &StoreReason::NeededAfterFrame
+        )
+    );
+    assert_eq!(
+        output.load_reason.to_string(),
+        "DONT_CARE: overwritten by the resolve in `tonemap`"
+    );
+    let ldr = att(&frame, 0, "ldr");
+    assert_eq!(ldr.store_reason, StoreReason::NotNeeded);
+    assert!(ldr.transient, "{}", frame.describe());
+}

@@ -150,9 +150,38 @@ pub struct TileFrameReportParam<'w, 's> {
 impl TileFrameReportParam<'_, '_> {
     /// The report of the cameras' last frames.
     pub fn collect(&self) -> TileFrameReport {
-        let mut cameras: Vec<_> = self.cameras.iter().filter(|c| c.1.is_active).collect();
-        cameras.sort_by_key(|c| (c.1.order, c.0));
+        let mut sorted: Vec<_> = self.cameras.iter().filter(|c| c.1.is_active).collect();
+        sorted.sort_by_key(|c| (c.1.order, c.0));
         let tile_graph = TileDeferredGraph.intern();
+        let mut cameras = Vec::with_capacity(sorted.len());
+        for (entity, camera, target, graph, tile, msaa, name, decision, missing, validation) in
+            sorted
+        {
+            // What the camera sees that is missing, and what a phone would do with its frame,
+            // are a tile camera's only (the components may stay behind).
+            let tile = tile.cloned();
+            cameras.push(TileCameraReport {
+                camera: entity,
+                name: name.map_or_else(|| format!("camera {entity}"), |n| n.to_string()),
+                order: camera.order,
+                resolution: camera.physical_viewport_size().unwrap_or_default().into(),
+                output_format: target_format(target, self.images.as_deref()),
+                window_target: matches!(target, RenderTarget::Window(_)),
+                requested_samples: msaa.samples(),
+                on_tile_path: graph.0 == tile_graph,
+                view: tile
+                    .as_ref()
+                    .and(self.reports.as_deref())
+                    .and_then(|r| r.get(entity)),
+                missing: missing
+                    .filter(|_| tile.is_some())
+                    .map(|m| m.items.iter().map(ToString::to_string).collect())
+                    .unwrap_or_default(),
+                validation: validation.filter(|_| tile.is_some()).cloned(),
+                decision: decision.cloned(),
+                settings: tile,
+            });
+        }
         TileFrameReport {
             frame: self.frame.as_deref().map_or(0, |f| f.0),
             frame_ms: self
@@ -165,49 +194,7 @@ impl TileFrameReportParam<'_, '_> {
                 caps: p.frame_graph_caps(),
                 summary: p.summary(),
             }),
-            cameras: cameras
-                .into_iter()
-                .map(
-                    |(
-                        entity,
-                        camera,
-                        target,
-                        graph,
-                        tile,
-                        msaa,
-                        name,
-                        decision,
-                        missing,
-                        validation,
-                    )| {
-                        // What the camera sees that is missing, and what a phone would do with
-                        // its frame, are a tile camera's only (the components may stay behind).
-                        let tile = tile.cloned();
-                        TileCameraReport {
-                            camera: entity,
-                            name: name
-                                .map_or_else(|| format!("camera {entity}"), |n| n.to_string()),
-                            order: camera.order,
-                            resolution: camera.physical_viewport_size().unwrap_or_default().into(),
-                            output_format: target_format(target, self.images.as_deref()),
-                            window_target: matches!(target, RenderTarget::Window(_)),
-                            requested_samples: msaa.samples(),
-                            on_tile_path: graph.0 == tile_graph,
-                            view: tile
-                                .as_ref()
-                                .and(self.reports.as_deref())
-                                .and_then(|r| r.get(entity)),
-                            missing: missing
-                                .filter(|_| tile.is_some())
-                                .map(|m| m.items.iter().map(ToString::to_string).collect())
-                                .unwrap_or_default(),
-                            validation: validation.filter(|_| tile.is_some()).cloned(),
-                            decision: decision.cloned(),
-                            settings: tile,
-                        }
-                    },
-                )
-                .collect(),
+            cameras,
         }
     }
 }

@@ -375,8 +375,8 @@ fn controls(ui: &mut egui::Ui, panel: &CameraPanel, toggles: &mut MessageWriter<
 }
 
 /// Tile validation: a phone GPU to check the camera's frame against
-/// ([`TileValidation`](crate::TileValidation)), and what it would do with it.
-/// The tile validation report, and (`toggles`: this app's camera) the phone picker.
+/// ([`TileValidation`](crate::TileValidation)), and what it would do with it. Without `toggles`
+/// (another app's camera) the picker is shown but cannot be changed.
 fn validation(
     ui: &mut egui::Ui,
     panel: &CameraPanel,

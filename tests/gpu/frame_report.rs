@@ -224,25 +224,15 @@ fn the_frame_report_is_written_to_json_per_frame_and_on_demand() {
 #[cfg(feature = "remote")]
 #[test]
 fn the_frame_report_is_read_over_brp_on_loopback() {
-    use bevy_remote::{RemotePlugin, http::RemoteHttpPlugin};
     use bevy_tile_deferred::frame_report::{REPORT_METHOD, TileReportParams, fetch_report};
     use std::time::Duration;
 
     let _test = GpuTest::start("the_frame_report_is_read_over_brp_on_loopback");
     let (mut headless, tile, _) = three_cameras();
-    // A free port: the tests of this binary may run side by side.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port();
-    headless.app.add_plugins((
-        RemotePlugin::default(),
-        RemoteHttpPlugin::default().with_port(port),
-    ));
+    let address = crate::harness::serve_brp(&mut headless.app);
     headless.render(3);
 
     // Requests from other threads, answered while the app runs its frames.
-    let address = format!("127.0.0.1:{port}");
     let ask = |params: TileReportParams| {
         let address = address.clone();
         std::thread::spawn(move || fetch_report(&address, &params, Duration::from_secs(20)))

@@ -1588,7 +1588,6 @@ fn the_inspector_validates_the_frame_as_a_chosen_phone() {
 #[cfg(feature = "remote")]
 #[test]
 fn the_inspector_shows_a_remote_apps_frame_as_its_own() {
-    use bevy_remote::{RemotePlugin, http::RemoteHttpPlugin};
     use bevy_tile_deferred::{TileValidation, inspector::TileInspectorRemote};
     let _test = GpuTest::start("the_inspector_shows_a_remote_apps_frame_as_its_own");
     let (mut headless, camera) = headless_with_inspector(true);
@@ -1597,14 +1596,7 @@ fn the_inspector_shows_a_remote_apps_frame_as_its_own() {
         .world_mut()
         .entity_mut(camera)
         .insert(TileValidation::phone("Adreno (TM) 610").expect("a listed phone"));
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port();
-    headless.app.add_plugins((
-        RemotePlugin::default(),
-        RemoteHttpPlugin::default().with_port(port),
-    ));
+    let address = crate::harness::serve_brp(&mut headless.app);
     // Until the validation describes a tile frame with the overlay drawn in it.
     for _ in 0..8 {
         headless.update();
@@ -1614,7 +1606,6 @@ fn the_inspector_shows_a_remote_apps_frame_as_its_own() {
         .world()
         .resource::<TileInspectorPanels>()
         .clone();
-    let address = format!("127.0.0.1:{port}");
     headless
         .app
         .world_mut()

@@ -31,7 +31,7 @@ pub(crate) struct UiAfterTilePass(pub String);
 /// `ui`) builds them and egui's (feature `inspector`) adds to them, so a view left with last
 /// frame's draws would add this frame's egui to last frame's and draw both, with images freed
 /// since (an app with the inspector and without bevy_ui in the pass grew its egui draws every
-/// frame until a freed font atlas failed the frame, and kept the overlay on screen once hidden).
+/// frame until a freed font atlas failed the frame; a hidden overlay would have stayed drawn).
 pub(crate) fn forget_last_frames_ui_draws(
     mut commands: Commands,
     views: Query<Entity, With<TileUiDraws>>,

@@ -473,3 +473,20 @@ fn children_against_control(
         beyond.join("\n")
     );
 }
+
+/// Serves `app`'s Bevy Remote Protocol over HTTP on a free loopback port (Bevy's `RemotePlugin`
+/// and `RemoteHttpPlugin`, feature `remote`) and returns its `host:port`. The port is picked by
+/// the system, since the tests of this binary may run side by side.
+#[cfg(feature = "remote")]
+pub fn serve_brp(app: &mut App) -> String {
+    use bevy_remote::{RemotePlugin, http::RemoteHttpPlugin};
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    app.add_plugins((
+        RemotePlugin::default(),
+        RemoteHttpPlugin::default().with_port(port),
+    ));
+    format!("127.0.0.1:{port}")
+}

@@ -7,7 +7,8 @@
 use bevy::{
     asset::RenderAssetUsages,
     prelude::*,
-    render::render_resource::{Extent3d, TextureDimension, TextureFormat},
+    render::render_resource::{AsBindGroup, Extent3d, TextureDimension, TextureFormat},
+    ui_render::prelude::{MaterialNode, UiMaterial},
 };
 
 /// Marks the FPS counter's span, rewritten every frame.
@@ -64,9 +65,22 @@ pub enum ZStackExtra {
     /// The checker as a 9-sliced `ImageNode` with a tiled centre (Bevy's
     /// `ui/ui_texture_slice`), and on the third node as a tiled one.
     SlicedImages,
-    /// A linear gradient background (Bevy's `ui/gradients`).
-    Gradient,
+    /// Gradients (Bevy's `ui/gradients`): on the second node a linear and a radial gradient
+    /// layered, with explicit stops and a hint, and a border gradient; on the third a conic one
+    /// with explicit angles (HSV, the long way round); on the fourth a radial one with a hard
+    /// edge (OkLCh). Several interpolation spaces.
+    Gradients,
+    /// A [`PlainUiMaterial`] on the second node: a `UiMaterial`, which the tile pass does not
+    /// draw (the app adds `UiMaterialPlugin::<PlainUiMaterial>`).
+    UiMaterial,
 }
+
+/// The simplest `UiMaterial`: Bevy's default UI material shaders (white). Stands for any custom
+/// UI material a game has.
+#[derive(Asset, TypePath, AsBindGroup, Clone, Debug, Default)]
+pub struct PlainUiMaterial {}
+
+impl UiMaterial for PlainUiMaterial {}
 
 /// The HUD over `camera` (with `UiTargetCamera`), with `extra` on the z-stack's second node;
 /// returns its elements in [`ELEMENTS`] order.
@@ -177,6 +191,11 @@ pub fn spawn_hud(
         Color::srgba(0.3, 0.4, 0.95, 0.8),
         Color::srgb(0.95, 0.85, 0.2),
     ];
+    let material = (extra == ZStackExtra::UiMaterial).then(|| {
+        world
+            .resource_mut::<Assets<PlainUiMaterial>>()
+            .add(PlainUiMaterial {})
+    });
     for (i, colour) in colours.into_iter().enumerate() {
         let offset = i as f32 * 20.0;
         let mut node = world.spawn((
@@ -227,11 +246,81 @@ pub fn spawn_hud(
                     }),
                 );
             }
-            ZStackExtra::Gradient if i == 1 => {
-                node.insert(BackgroundGradient::from(LinearGradient::to_right(vec![
-                    ColorStop::auto(Color::srgb(0.9, 0.2, 0.6)),
-                    ColorStop::auto(Color::srgb(0.2, 0.6, 0.9)),
-                ])));
+            ZStackExtra::Gradients if i == 1 => {
+                node.insert((
+                    Node {
+                        position_type: PositionType::Absolute,
+                        left: px(offset),
+                        top: px(offset / 2.0),
+                        width: px(60),
+                        height: px(40),
+                        border: UiRect::all(px(3)),
+                        border_radius: BorderRadius::all(px(8)),
+                        ..default()
+                    },
+                    BackgroundGradient(vec![
+                        LinearGradient::degrees(
+                            30.0,
+                            vec![
+                                ColorStop::percent(Color::srgb(0.9, 0.2, 0.6), 10),
+                                ColorStop::auto(Color::srgb(0.95, 0.8, 0.2)).with_hint(0.3),
+                                ColorStop::percent(Color::srgb(0.2, 0.6, 0.9), 90),
+                            ],
+                        )
+                        .into(),
+                        RadialGradient::new(
+                            UiPosition::CENTER,
+                            RadialGradientShape::ClosestSide,
+                            vec![
+                                ColorStop::auto(Color::WHITE.with_alpha(0.6)),
+                                ColorStop::auto(Color::WHITE.with_alpha(0.0)),
+                            ],
+                        )
+                        .in_color_space(InterpolationColorSpace::Srgba)
+                        .into(),
+                    ]),
+                    BorderGradient::from(
+                        LinearGradient::to_bottom(vec![
+                            ColorStop::auto(Color::srgb(1.0, 1.0, 1.0)),
+                            ColorStop::auto(Color::srgb(0.1, 0.1, 0.4)),
+                        ])
+                        .in_color_space(InterpolationColorSpace::Hsla),
+                    ),
+                ));
+            }
+            ZStackExtra::Gradients if i == 2 => {
+                node.insert(BackgroundGradient::from(
+                    ConicGradient::new(
+                        UiPosition::CENTER,
+                        vec![
+                            AngularColorStop::auto(Color::srgb(1.0, 0.1, 0.1)),
+                            AngularColorStop::new(Color::srgb(0.1, 1.0, 0.2), 2.0),
+                            AngularColorStop::auto(Color::srgb(0.2, 0.2, 1.0)),
+                        ],
+                    )
+                    .with_start(0.5)
+                    .in_color_space(InterpolationColorSpace::HsvaLong),
+                ));
+            }
+            ZStackExtra::Gradients if i == 3 => {
+                node.insert(BackgroundGradient::from(
+                    RadialGradient::new(
+                        UiPosition::new(Vec2::new(-0.5, -0.5), px(10), px(8)),
+                        RadialGradientShape::FarthestCorner,
+                        vec![
+                            ColorStop::px(Color::srgb(0.95, 0.9, 0.3), 0),
+                            ColorStop::percent(Color::srgb(0.95, 0.4, 0.1), 40),
+                            ColorStop::percent(Color::srgb(0.3, 0.1, 0.6), 40),
+                            ColorStop::percent(Color::srgb(0.1, 0.3, 0.7), 100),
+                        ],
+                    )
+                    .in_color_space(InterpolationColorSpace::Oklcha),
+                ));
+            }
+            ZStackExtra::UiMaterial if i == 1 => {
+                if let Some(material) = &material {
+                    node.insert(MaterialNode(material.clone()));
+                }
             }
             _ => {}
         }

@@ -1332,12 +1332,14 @@ fn egui_drawn_in_the_tile_pass_matches_egui_drawn_after_it() {
 
 /// egui over a bevy_ui HUD (`scenes/hud.rs`) on one camera at 4x MSAA: the `ui` subpass draws
 /// bevy_ui's quads (grown to whole pixels) and then egui's triangles (as rasterised), the same
-/// picture as both drawn after the pass, in one render pass at the floor. With a gradient in
-/// the HUD, bevy_ui is drawn partly after the pass, and so egui goes after it too (it is drawn
-/// over bevy_ui), with the reason in the report.
+/// picture as both drawn after the pass, in one render pass at the floor. With a `UiMaterial`
+/// in the HUD, bevy_ui is drawn partly after the pass, and so egui goes after it too (it is
+/// drawn over bevy_ui), with the reason in the report.
 #[test]
 fn egui_over_a_hud_is_drawn_in_the_tile_pass_after_bevy_ui() {
-    use crate::scenes::hud::{ZStackExtra, checker_image, count_frames, spawn_hud};
+    use crate::scenes::hud::{
+        PlainUiMaterial, ZStackExtra, checker_image, count_frames, spawn_hud,
+    };
     use crate::ui_overlay;
     let _test = GpuTest::start("egui_over_a_hud_is_drawn_in_the_tile_pass_after_bevy_ui");
     let (width, height) = (ui_overlay::WIDTH, ui_overlay::HEIGHT);
@@ -1345,16 +1347,17 @@ fn egui_over_a_hud_is_drawn_in_the_tile_pass_after_bevy_ui() {
     headless
         .app
         .add_plugins(TileInspectorPlugin::default())
+        .add_plugins(bevy::ui_render::prelude::UiMaterialPlugin::<PlainUiMaterial>::default())
         .init_resource::<StaticEguiRects>()
         .add_systems(Update, count_frames);
     headless.update();
     ui_overlay::spawn_scene(headless.app.world_mut());
     let checker = checker_image(headless.app.world_mut());
-    // In the pass; after it; in the pass but for a gradient in the HUD.
+    // In the pass; after it; in the pass but for a UI material in the HUD.
     let cases = [
         (true, ZStackExtra::None),
         (false, ZStackExtra::None),
-        (true, ZStackExtra::Gradient),
+        (true, ZStackExtra::UiMaterial),
     ];
     let mut cameras = Vec::new();
     for (index, &(in_pass, extra)) in cases.iter().enumerate() {
@@ -1391,25 +1394,25 @@ fn egui_over_a_hud_is_drawn_in_the_tile_pass_after_bevy_ui() {
     let off = Some("TileDeferred::ui_in_pass is off");
     assert_eq!(after.egui_after_pass_reason.as_deref(), off);
 
-    let gradient = report(2);
-    assert!(gradient.ui_in_pass.is_some(), "the HUD under the gradient");
+    let material = report(2);
+    assert!(material.ui_in_pass.is_some(), "the HUD under the material");
     assert!(
-        gradient
+        material
             .ui_after_pass_reason
             .as_deref()
-            .is_some_and(|why| why.starts_with("a gradient")),
+            .is_some_and(|why| why.starts_with("a UiMaterial")),
         "{:?}",
-        gradient.ui_after_pass_reason
+        material.ui_after_pass_reason
     );
-    assert_eq!(gradient.egui_in_pass, None);
-    let why = gradient.egui_after_pass_reason.as_deref().unwrap_or("");
+    assert_eq!(material.egui_in_pass, None);
+    let why = material.egui_after_pass_reason.as_deref().unwrap_or("");
     assert!(
-        why.starts_with("bevy_ui is drawn after the tile pass (a gradient"),
+        why.starts_with("bevy_ui is drawn after the tile pass (a UiMaterial"),
         "{why}"
     );
 
     // The same picture: the whole frame, and egui's window with its shadow over the HUD; with
-    // the gradient, inside the window (opaque: what is under it does not show).
+    // the UI material, inside the window (opaque: what is under it does not show).
     let mut failures = Vec::new();
     let regions = [
         ("whole frame", frames[0].clone(), frames[1].clone()),
@@ -1419,7 +1422,7 @@ fn egui_over_a_hud_is_drawn_in_the_tile_pass_after_bevy_ui() {
             crop_egui(&frames[1], window.expand(12.0)),
         ),
         (
-            "window, gradient in the HUD",
+            "window, UI material in the HUD",
             crop_egui(&frames[0], window.shrink(8.0)),
             crop_egui(&frames[2], window.shrink(8.0)),
         ),

@@ -6,19 +6,22 @@
 //! and 4x MSAA (in the pass the UI is drawn at 4x and resolved with the scene; Bevy draws it at
 //! 1x over the resolved image), and each element must show. The in-pass frame must be one render pass whose only traffic is
 //! one store of the output; the other pays for the passes after it. A box shadow in the HUD is
-//! drawn in the pass too, and so are a 9-sliced image with a tiled centre and a tiled image.
-//! With a gradient in the middle of the HUD (not drawn in the pass yet), the items under it are
-//! drawn in the pass and the rest after it, and the picture is still Bevy's. On a second camera with a viewport into the first one's target, the same
+//! drawn in the pass too, and so are a 9-sliced image with a tiled centre, a tiled image and
+//! gradients of every kind. With a `UiMaterial` in the middle of the HUD (not drawn in the
+//! pass), the items under it are drawn in the pass and the rest after it, and the picture is
+//! still Bevy's. On a second camera with a viewport into the first one's target, the same
 //! holds. With `UiScale` 1.25 and `UiAntiAlias::Off` on both cameras, the same holds.
 
 use crate::harness::{Frame, GpuTest, HeadlessApp, image_compare};
-use crate::scenes::hud::{ELEMENTS, ZStackExtra, checker_image, count_frames, spawn_hud};
+use crate::scenes::hud::{
+    ELEMENTS, PlainUiMaterial, ZStackExtra, checker_image, count_frames, spawn_hud,
+};
 use crate::ui_overlay::{self, HEIGHT, WIDTH};
 use bevy::{
     camera::{Hdr, RenderTarget},
     prelude::*,
     ui::{ComputedNode, UiGlobalTransform, UiScale},
-    ui_render::UiAntiAlias,
+    ui_render::{UiAntiAlias, prelude::UiMaterialPlugin},
 };
 use bevy_tile_deferred::{TileDeferred, TileRenderReports, TileViewReport};
 
@@ -126,26 +129,50 @@ fn a_hud_with_sliced_and_tiled_images_is_drawn_in_the_tile_pass() {
     );
 }
 
-/// A gradient in the middle of the HUD (on the second node of the z-stack, Bevy's
-/// `ui/gradients`): the subpass draws the items under it, Bevy's UI pass after the tile pass
-/// draws it and every item over it, and the picture is the one Bevy's UI pass draws alone.
+/// Gradients in the HUD (the z-stack's second to fourth nodes, Bevy's `ui/gradients`: linear,
+/// radial and conic, two layered on one node, a border gradient, explicit stops and angles, a
+/// hint, a hard edge, five interpolation spaces): drawn in the pass with the rest of the HUD, at
+/// 1x and 4x, HDR off and on.
 #[test]
-fn a_gradient_sends_it_and_the_ui_over_it_after_the_tile_pass() {
-    let _test = GpuTest::start("a_gradient_sends_it_and_the_ui_over_it_after_the_tile_pass");
-    let cases = [(false, Msaa::Off), (false, Msaa::Sample4)];
-    let extra = ZStackExtra::Gradient;
+fn a_hud_with_gradients_is_drawn_in_the_tile_pass() {
+    let _test = GpuTest::start("a_hud_with_gradients_is_drawn_in_the_tile_pass");
+    let cases = [
+        (false, Msaa::Off),
+        (true, Msaa::Off),
+        (false, Msaa::Sample4),
+        (true, Msaa::Sample4),
+    ];
     compare_routes(
-        "hud-gradient",
+        "hud-gradients",
         &cases,
-        extra,
+        ZStackExtra::Gradients,
+        Variant::default(),
+        |name, in_pass, after_pass| {
+            assert_eq!(in_pass.ui_after_pass_reason, None, "{name}");
+            check_traffic(name, in_pass, after_pass);
+        },
+    );
+}
+
+/// A `UiMaterial` in the middle of the HUD (on the second node of the z-stack): the subpass
+/// draws the items under it, Bevy's UI pass after the tile pass draws it and every item over
+/// it, and the picture is the one Bevy's UI pass draws alone.
+#[test]
+fn a_ui_material_sends_it_and_the_ui_over_it_after_the_tile_pass() {
+    let _test = GpuTest::start("a_ui_material_sends_it_and_the_ui_over_it_after_the_tile_pass");
+    let cases = [(false, Msaa::Off), (false, Msaa::Sample4)];
+    compare_routes(
+        "hud-ui-material",
+        &cases,
+        ZStackExtra::UiMaterial,
         Variant::default(),
         |name, split, after_pass| {
             let drawn = split
                 .ui_in_pass
-                .expect("the items under the gradient, in the pass");
+                .expect("the items under the material, in the pass");
             let priced = split.ui_pass.as_ref().expect("the rest, after the pass");
             let reason = split.ui_after_pass_reason.as_deref().unwrap_or_default();
-            assert!(reason.starts_with("a gradient:"), "{name}: {reason}");
+            assert!(reason.starts_with("a UiMaterial:"), "{name}: {reason}");
             assert!(drawn.items >= 8, "{name}: {drawn:?}");
             assert!(after_pass.ui_pass.is_some(), "{name}");
             // The tile pass is the same one render pass, its UI subpass included; the passes after
@@ -173,8 +200,11 @@ fn compare_routes(
     check: impl Fn(&str, &TileViewReport, &TileViewReport),
 ) {
     let mut headless = HeadlessApp::new(WIDTH, HEIGHT);
-    headless.app.add_systems(Update, count_frames);
-    headless.app.insert_resource(UiScale(variant.ui_scale));
+    headless
+        .app
+        .add_plugins(UiMaterialPlugin::<PlainUiMaterial>::default())
+        .add_systems(Update, count_frames)
+        .insert_resource(UiScale(variant.ui_scale));
     headless.update();
     ui_overlay::spawn_scene(headless.app.world_mut());
     let checker = checker_image(headless.app.world_mut());

@@ -146,6 +146,30 @@ pub(crate) fn ensure_ui_slice_pipeline(
     Ok(pass.ui_slice_pipeline)
 }
 
+/// The `ui` subpass's gradient pipeline, with or without `UiAntiAlias`, created on first use.
+pub(crate) fn ensure_ui_gradient_pipeline(
+    shared: SharedObjects,
+    pass: &mut PassResources,
+    anti_alias: bool,
+) -> TileResult<vk::Pipeline> {
+    let target = pass.ui_target.ok_or(TileError::Missing {
+        step: "finding the UI subpass",
+    })?;
+    let slot = &mut pass.ui_gradient_pipelines[usize::from(anti_alias)];
+    if *slot == vk::Pipeline::null() {
+        *slot = step(
+            "creating the UI gradient pipeline",
+            shared.context.create_ui_gradient_pipeline(
+                shared.layouts,
+                shared.shaders,
+                target,
+                anti_alias,
+            ),
+        )?;
+    }
+    Ok(*slot)
+}
+
 /// The `ui` subpass's egui pipeline, created on first use.
 pub(crate) fn ensure_egui_pipeline(
     shared: SharedObjects,
@@ -197,6 +221,7 @@ fn create_pass_resources(
         box_shadow_pipelines: HashMap::default(),
         ui_slice_pipeline: vk::Pipeline::null(),
         egui_pipeline: vk::Pipeline::null(),
+        ui_gradient_pipelines: [vk::Pipeline::null(); 2],
         last_used: state.frame,
     };
     match create_screen_pipelines(

@@ -47,6 +47,9 @@ pub(crate) fn prepare_ui<'a>(
                 render_passes::ensure_box_shadow_pipeline(shared, passes, draws.shadow_samples)?
             }
             UiBatchKind::Slices { .. } => render_passes::ensure_ui_slice_pipeline(shared, passes)?,
+            UiBatchKind::Gradients => {
+                render_passes::ensure_ui_gradient_pipeline(shared, passes, draws.anti_alias)?
+            }
             UiBatchKind::Egui { .. } => render_passes::ensure_egui_pipeline(shared, passes)?,
         };
         let scissor = match batch.kind {

@@ -101,6 +101,9 @@ pub(crate) struct PassResources {
     pub ui_slice_pipeline: vk::Pipeline,
     /// The `ui` subpass's egui pipeline (built on demand; null until then).
     pub egui_pipeline: vk::Pipeline,
+    /// The `ui` subpass's gradient pipelines without and with `UiAntiAlias` (built on demand;
+    /// null until then).
+    pub ui_gradient_pipelines: [vk::Pipeline; 2],
     pub last_used: u64,
 }
 
@@ -338,6 +341,8 @@ pub(crate) fn retire_pass(pass: PassResources, graveyard: &mut Graveyard) {
             pass.ui_pipelines[1],
             pass.ui_slice_pipeline,
             pass.egui_pipeline,
+            pass.ui_gradient_pipelines[0],
+            pass.ui_gradient_pipelines[1],
         ]) {
             if pipeline != vk::Pipeline::null() {
                 c.destroy_pipeline(pipeline);

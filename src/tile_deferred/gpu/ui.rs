@@ -19,9 +19,10 @@ use bytemuck::{Pod, Zeroable};
 use std::ops::Range;
 
 /// Bevy's `UiVertex` (bevy_ui_render 0.19.1 lib.rs:1438-1456, private there), field for field,
-/// the pixel bounds of its quad and a fourth vector for sliced images: the vertex `ui.vert`
-/// reads. Box shadows and sliced images put their own vertices' fields in it (see
-/// `box_shadow.frag` and `ui_texture_slice.frag`), so that the subpass has one vertex buffer.
+/// the pixel bounds of its quad and three vectors more for sliced images and gradients: the
+/// vertex `ui.vert` reads. Box shadows, sliced images and gradients put their own vertices'
+/// fields in it (see `box_shadow.frag`, `ui_texture_slice.frag` and `ui_gradient.frag`), so
+/// that the subpass has one vertex buffer.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Pod, Zeroable)]
 pub(crate) struct UiVertex {
@@ -41,8 +42,15 @@ pub(crate) struct UiVertex {
     /// `ui.frag` draws only the pixels whose centre it covers, as at 1x ([`cover_whole_pixels`]).
     /// [`NO_BOUNDS`] otherwise.
     pub bounds: [f32; 4],
-    /// Sliced and tiled images: Bevy's `repeat` (`ui_texture_slice.frag`); zeros otherwise.
+    /// Sliced and tiled images: Bevy's `repeat` (`ui_texture_slice.frag`); gradients: Bevy's
+    /// `g_start` and `dir` (`ui_gradient.frag`); zeros otherwise.
     pub extra: [f32; 4],
+    /// Gradients: the segment's end colour in the gradient's interpolation space (its start
+    /// colour is [`Self::color`]); zeros otherwise.
+    pub end_color: [f32; 4],
+    /// Gradients: where the segment starts and ends along the gradient, its hint, and its
+    /// interpolation space (`overlays::ui_gradients::space_code`); zeros otherwise.
+    pub span: [f32; 4],
 }
 
 /// [`UiVertex::bounds`] of quads drawn as rasterised.
@@ -137,6 +145,9 @@ pub(crate) enum UiBatchKind {
         image: AssetId<Image>,
         sampler: SamplerKey,
     },
+    /// Gradients (`ui_gradient.frag`): no image.
+    #[cfg_attr(not(feature = "ui"), allow(dead_code))]
+    Gradients,
     /// One egui mesh (`egui.frag`, premultiplied blending), sampling one egui texture, clipped
     /// to its clip rectangle as bevy_egui's `egui_pass` clips it.
     #[cfg_attr(not(feature = "inspector"), allow(dead_code))]
@@ -155,7 +166,7 @@ impl UiBatchKind {
             Self::Nodes { image, sampler }
             | Self::Slices { image, sampler }
             | Self::Egui { image, sampler, .. } => Some((image, sampler)),
-            Self::BoxShadows => None,
+            Self::BoxShadows | Self::Gradients => None,
         }
     }
 }
@@ -198,10 +209,10 @@ pub(crate) struct UiBuffers {
     pub last_used: u64,
 }
 
-/// [`UiVertex`] as vertex attributes: binding 0, per vertex, locations 0-9 in field order.
+/// [`UiVertex`] as vertex attributes: binding 0, per vertex, locations 0-11 in field order.
 fn vertex_layout() -> (
     [vk::VertexInputBindingDescription; 1],
-    [vk::VertexInputAttributeDescription; 10],
+    [vk::VertexInputAttributeDescription; 12],
 ) {
     use std::mem::offset_of;
     use vk::Format as F;
@@ -228,6 +239,8 @@ fn vertex_layout() -> (
             attribute(7, F::R32G32_SFLOAT, offset_of!(UiVertex, point)),
             attribute(8, F::R32G32B32A32_SFLOAT, offset_of!(UiVertex, bounds)),
             attribute(9, F::R32G32B32A32_SFLOAT, offset_of!(UiVertex, extra)),
+            attribute(10, F::R32G32B32A32_SFLOAT, offset_of!(UiVertex, end_color)),
+            attribute(11, F::R32G32B32A32_SFLOAT, offset_of!(UiVertex, span)),
         ],
     )
 }
@@ -315,6 +328,25 @@ impl VulkanContext {
         )
     }
 
+    /// The `ui` subpass's gradient pipeline, as Bevy's `GradientPipeline` specialises it: the
+    /// UI pipeline's state with `ui_gradient.frag`, its `ANTI_ALIAS` set to `anti_alias` (the
+    /// interpolation space, Bevy's other key, is per vertex).
+    pub fn create_ui_gradient_pipeline(
+        &self,
+        layouts: &TileLayouts,
+        shaders: &TileShaders,
+        target: PipelineTarget,
+        anti_alias: bool,
+    ) -> Result<vk::Pipeline, vk::Result> {
+        self.create_ui_subpass_pipeline(
+            layouts,
+            shaders,
+            target,
+            (ShaderId::UiGradientFrag, vk::Bool32::from(anti_alias)),
+            alpha_blending(),
+        )
+    }
+
     /// The `ui` subpass's egui pipeline, as bevy_egui's `EguiPipeline` specialises it: the UI
     /// pipeline's state with `egui.frag` and premultiplied alpha blending. Its draws set the
     /// scissor (the pipelines' dynamic state) to their clip rectangles.
@@ -397,14 +429,15 @@ mod tests {
     #[test]
     fn the_vertex_is_bevys_ui_vertex_and_its_bounds() {
         // Bevy's layout (bevy_ui_render pipeline.rs:58-78): 88 bytes, eight attributes in
-        // field order, packed; then the bounds and the slices' fourth vector.
-        assert_eq!(size_of::<UiVertex>(), 120);
+        // field order, packed; then the bounds, the slices' fourth vector and the gradients'
+        // end colour and span.
+        assert_eq!(size_of::<UiVertex>(), 152);
         let (bindings, attributes) = vertex_layout();
-        assert_eq!(bindings[0].stride, 120);
+        assert_eq!(bindings[0].stride, 152);
         let offsets: Vec<u32> = attributes.iter().map(|a| a.offset).collect();
-        assert_eq!(offsets, [0, 12, 20, 36, 40, 56, 72, 80, 88, 104]);
+        assert_eq!(offsets, [0, 12, 20, 36, 40, 56, 72, 80, 88, 104, 120, 136]);
         let locations: Vec<u32> = attributes.iter().map(|a| a.location).collect();
-        assert_eq!(locations, [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+        assert_eq!(locations, (0..12).collect::<Vec<u32>>());
     }
 
     /// A quad from (10, 20) to (30, 30) with UVs 0..1 and points relative to its centre.

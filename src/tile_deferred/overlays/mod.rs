@@ -1,7 +1,7 @@
 //! What Bevy draws over a tile camera after the tile pass, with wgpu: the shared composite
 //! (`composite`, also used by the inspector), other plugins' gizmos (`gizmos`) and bevy_ui
-//! (`ui`); and bevy_ui and egui drawn inside the tile pass instead (`ui_in_pass`,
-//! `egui_in_pass`), by the rules they share (`in_pass`). It may use the camera types, `plan`
+//! (`ui`); and bevy_ui and egui drawn inside the tile pass instead (`ui_in_pass`, its gradients
+//! `ui_gradients`, `egui_in_pass`), by the rules they share (`in_pass`). It may use the camera types, `plan`
 //! and `report`, never `frame` or `scene`.
 
 pub(crate) mod composite;
@@ -12,6 +12,8 @@ pub(super) mod gizmos;
 pub(crate) mod in_pass;
 #[cfg(feature = "ui")]
 pub(super) mod ui;
+#[cfg(feature = "ui")]
+mod ui_gradients;
 #[cfg(feature = "ui")]
 pub(super) mod ui_in_pass;
 

@@ -12,17 +12,19 @@
 //! The tile pass draws what Bevy's `DrawUi` and `DrawBoxShadows` draw: backgrounds, borders and
 //! outlines with their radii, images (atlas, rect, flips), text (glyphs, shadows, decorations,
 //! the cursor), viewport nodes, box shadows (`push_box_shadow`, a port of Bevy's
-//! `prepare_shadows`) and sliced and tiled images (`push_texture_slice`, its
-//! `prepare_ui_slices`), at the camera's MSAA (the `ui` subpass then resolves the multisampled colour,
-//! and each quad covers whole pixels, as Bevy's UI drawn at 1x over the resolved image does:
-//! `gpu::ui::cover_whole_pixels`). A view
-//! whose phase holds anything else (gradients, a `UiMaterial`) has
-//! the items below the first of those drawn in the pass, and that one and everything over it
+//! `prepare_shadows`), sliced and tiled images (`push_texture_slice`, its `prepare_ui_slices`)
+//! and gradients (`push_gradient`, its `prepare_gradient`, from what `super::ui_gradients`
+//! extracted), at the camera's MSAA (the `ui` subpass then resolves the multisampled colour, and
+//! each quad covers whole pixels, as Bevy's UI drawn at 1x over the resolved image does:
+//! `gpu::ui::cover_whole_pixels`). A view whose phase holds anything else (a `UiMaterial`,
+//! another plugin's UI draw) has the items below the first of those drawn in the pass, and that
+//! one and everything over it
 //! drawn by Bevy's UI pass after the tile pass, which keeps the order exact ("over" is
 //! associative); a view the `ui` subpass cannot serve yet ([`in_pass_refusal`]) has all of its
 //! UI drawn that way. The reason is on the view ([`UiAfterTilePass`]) and in its report.
 
 use super::in_pass::{UiAfterTilePass, ViewShape, in_pass_refusal};
+use super::ui_gradients::{self, TileUiGradients, UiGradient};
 use crate::tiers::TierDecision;
 use crate::tile_deferred::{
     camera::{TileDeferred, TileDeferredGraph},
@@ -41,8 +43,9 @@ use bevy::{
         Extract, ExtractSchedule, Render, RenderSystems,
         camera::ExtractedCamera,
         render_asset::RenderAssets,
-        render_phase::{DrawFunctions, PhaseItem, ViewSortedRenderPhases},
+        render_phase::{DrawFunctionId, DrawFunctions, PhaseItem, ViewSortedRenderPhases},
         render_resource::{DefaultImageSamplerDescriptor, PipelineCache, PipelineDescriptor},
+        sync_world::{MainEntity, MainEntityHashMap},
         texture::GpuImage,
         view::{ExtractedView, ViewTarget},
     },
@@ -67,6 +70,8 @@ pub(super) struct UiImageSamplers(HashMap<AssetId<Image>, SamplerKey>);
 pub(super) fn install(render_app: &mut SubApp) {
     render_app
         .init_resource::<UiImageSamplers>()
+        .init_resource::<TileUiGradients>()
+        .add_systems(ExtractSchedule, ui_gradients::extract_ui_gradients)
         .add_systems(
             ExtractSchedule,
             extract_ui_image_samplers
@@ -127,6 +132,7 @@ pub(super) struct UiSources<'w> {
     pipeline_cache: Res<'w, PipelineCache>,
     images: Res<'w, RenderAssets<GpuImage>>,
     samplers: Res<'w, UiImageSamplers>,
+    gradients: Res<'w, TileUiGradients>,
     transparent_phases: Option<Res<'w, ViewSortedRenderPhases<Transparent3d>>>,
     transparent_draws: Option<Res<'w, DrawFunctions<Transparent3d>>>,
 }
@@ -139,6 +145,7 @@ pub(super) fn build_tile_ui(
     ui_views: Query<&ExtractedView>,
     mut phases: ResMut<ViewSortedRenderPhases<TransparentUi>>,
     sources: UiSources,
+    mut gradient_draws: Local<HashMap<DrawFunctionId, bool>>,
 ) {
     let UiSources {
         draw_functions,
@@ -148,13 +155,21 @@ pub(super) fn build_tile_ui(
         pipeline_cache,
         images,
         samplers,
+        gradients,
         transparent_phases,
         transparent_draws,
     } = sources;
     let draw_ui = draw_functions.read().get_id::<DrawUi>();
     let draw_box_shadows = draw_functions.read().get_id::<DrawBoxShadows>();
     let draw_slices = draw_functions.read().get_id::<DrawUiTextureSlices>();
-    let kind_of = |item: &TransparentUi| {
+    // Bevy's gradient draw function is private: its items are known by their pipeline's label,
+    // looked up once per draw function.
+    let mut is_gradient = |item: &TransparentUi| {
+        *gradient_draws
+            .entry(item.draw_function)
+            .or_insert_with(|| pipeline_label(item, &pipeline_cache) == Some(GRADIENT_PIPELINE))
+    };
+    let known = |item: &TransparentUi| {
         let draw_function = Some(item.draw_function);
         if draw_function == draw_ui {
             Some(UiItemRef::Node(item.index, item.entity()))
@@ -195,6 +210,25 @@ pub(super) fn build_tile_ui(
             entity_commands.insert(UiAfterTilePass(why.to_string()));
             continue;
         }
+        // A node's gradient items have consecutive indices into Bevy's list: an item's place
+        // among its node's is its index less the node's first.
+        let mut first_gradient: MainEntityHashMap<usize> = MainEntityHashMap::default();
+        for item in items.iter().filter(|item| known(item).is_none()) {
+            if is_gradient(item) {
+                let first = first_gradient
+                    .entry(item.main_entity())
+                    .or_insert(item.index);
+                *first = (*first).min(item.index);
+            }
+        }
+        let kind_of = |item: &TransparentUi| {
+            known(item).or_else(|| {
+                let node = item.main_entity();
+                let place = item.index - first_gradient.get(&node)?;
+                // A gradient this extraction did not find goes Bevy's way.
+                (place < gradients.of_node(node).len()).then_some(UiItemRef::Gradient(node, place))
+            })
+        };
         // The subpass draws the items up to the first it cannot; that one and every item over
         // it go after the pass, by Bevy's UI pass, which keeps Bevy's order: the composite
         // blends them over what the pass drew.
@@ -213,7 +247,7 @@ pub(super) fn build_tile_ui(
         }
         let quads = build_quads(
             &keys,
-            (&nodes, &box_shadows.box_shadows, &slices.slices),
+            (&nodes, &box_shadows.box_shadows, &slices.slices, &gradients),
             |image| images.get(image).map(|gpu| gpu.size_2d().as_vec2()),
             |image| {
                 samplers
@@ -244,31 +278,40 @@ pub(super) fn build_tile_ui(
     }
 }
 
-/// What the `ui` subpass cannot draw, named from the label of the phase item's pipeline
-/// (Bevy's `ui_gradient_pipeline`, `ui_material_pipeline`, or another plugin's).
-fn undrawn_kind(item: &TransparentUi, pipeline_cache: &PipelineCache) -> String {
-    let label = pipeline_cache
+/// The label of Bevy's gradient pipeline (bevy_ui_render 0.19.1 gradient.rs:217).
+const GRADIENT_PIPELINE: &str = "ui_gradient_pipeline";
+
+/// The label of a phase item's pipeline.
+fn pipeline_label<'a>(item: &TransparentUi, pipeline_cache: &'a PipelineCache) -> Option<&'a str> {
+    pipeline_cache
         .pipelines()
         .nth(item.pipeline.id())
         .and_then(|cached| match &cached.descriptor {
-            PipelineDescriptor::RenderPipelineDescriptor(descriptor) => descriptor.label.clone(),
+            PipelineDescriptor::RenderPipelineDescriptor(descriptor) => descriptor.label.as_deref(),
             PipelineDescriptor::ComputePipelineDescriptor(_) => None,
-        });
-    match label.as_deref() {
-        Some("ui_gradient_pipeline") => "a gradient".to_string(),
+        })
+}
+
+/// What the `ui` subpass cannot draw, named from the label of the phase item's pipeline
+/// (Bevy's `ui_material_pipeline`, another plugin's, or a gradient this crate did not find).
+fn undrawn_kind(item: &TransparentUi, pipeline_cache: &PipelineCache) -> String {
+    match pipeline_label(item, pipeline_cache) {
+        Some(GRADIENT_PIPELINE) => "a gradient not found in the extracted UI".to_string(),
         Some("ui_material_pipeline") => "a UiMaterial".to_string(),
         Some(label) => format!("a UI draw of another plugin (pipeline `{label}`)"),
         None => "a UI draw of another plugin".to_string(),
     }
 }
 
-/// A phase item the `ui` subpass draws: its index into what Bevy extracted (the UI nodes or the
-/// box shadows) and its render entity.
+/// A phase item the `ui` subpass draws: its index into what Bevy extracted (the UI nodes, the
+/// box shadows or the sliced images) and its render entity; for a gradient, its node and its
+/// place among the node's gradients ([`TileUiGradients::of_node`]).
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum UiItemRef {
     Node(usize, Entity),
     BoxShadow(usize, Entity),
     Slice(usize, Entity),
+    Gradient(MainEntity, usize),
 }
 
 /// One view's quads, in Bevy's order and batches.
@@ -300,10 +343,11 @@ const QUAD_INDICES: [u32; 6] = [0, 2, 3, 0, 1, 2];
 /// `sampler`: how the image is sampled.
 fn build_quads(
     items: &[UiItemRef],
-    (nodes, shadows, slices): (
+    (nodes, shadows, slices, gradients): (
         &ExtractedUiNodes,
         &[ExtractedBoxShadow],
         &[ExtractedUiTextureSlice],
+        &TileUiGradients,
     ),
     image_size: impl Fn(AssetId<Image>) -> Option<Vec2>,
     sampler: impl Fn(AssetId<Image>) -> SamplerKey,
@@ -322,6 +366,14 @@ fn build_quads(
                     push_box_shadow(&mut quads, shadow);
                 }
                 // Bevy draws each shadow on its own: the next node starts a batch.
+                batch_image = None;
+                continue;
+            }
+            UiItemRef::Gradient(node, place) => {
+                if let Some(gradient) = gradients.of_node(node).get(place) {
+                    push_gradient(&mut quads, gradient, gradients.stops(gradient));
+                }
+                // Gradients have their own pipeline: the next node starts a batch.
                 batch_image = None;
                 continue;
             }
@@ -458,6 +510,8 @@ fn build_quads(
                     point: points[i].into(),
                     bounds: NO_BOUNDS,
                     extra: [0.0; 4],
+                    end_color: [0.0; 4],
+                    span: [0.0; 4],
                 }));
             }
             ExtractedUiItem::Glyphs { range } => {
@@ -499,6 +553,8 @@ fn build_quads(
                         point: [0.0; 2],
                         bounds: NO_BOUNDS,
                         extra: [0.0; 4],
+                        end_color: [0.0; 4],
+                        span: [0.0; 4],
                     }));
                 }
             }
@@ -567,7 +623,88 @@ fn push_box_shadow(quads: &mut UiQuads, shadow: &ExtractedBoxShadow) {
         point: ((uvs[i] - 0.5) * rect_size).into(),
         bounds: NO_BOUNDS,
         extra: [0.0; 4],
+        end_color: [0.0; 4],
+        span: [0.0; 4],
     }));
+    let end = quads.indices.len() as u32;
+    if let Some(batch) = quads.batches.last_mut() {
+        batch.indices.end = end;
+    }
+}
+
+/// Bevy's `prepare_gradient` for one gradient (gradient.rs:704-898): its node's quad, clipped
+/// and culled the same way, once per segment between two stops ([`ui_gradients::segments`]),
+/// joining the last batch where that one is gradients too. The vertex is a [`UiVertex`] as
+/// `ui_gradient.frag` reads it.
+fn push_gradient(
+    quads: &mut UiQuads,
+    gradient: &UiGradient,
+    stops: &[(bevy::color::LinearRgba, f32, f32)],
+) {
+    let rect_size = gradient.size;
+    let positions = QUAD_VERTEX_POSITIONS.map(|pos| {
+        gradient
+            .transform
+            .transform_point2(pos * rect_size)
+            .extend(0.)
+    });
+    let corner_points = QUAD_VERTEX_POSITIONS.map(|pos| pos * rect_size);
+    let positions_diff = clip_diff(&positions, gradient.clip);
+    let positions_clipped: [Vec3; 4] =
+        std::array::from_fn(|i| positions[i] + positions_diff[i].extend(0.));
+    let points: [Vec2; 4] = std::array::from_fn(|i| corner_points[i] + positions_diff[i]);
+    let transformed_rect_size = gradient.transform.transform_vector2(rect_size).abs();
+    if gradient.transform.x_axis[1] == 0.0
+        && (positions_diff[0].x - positions_diff[1].x >= transformed_rect_size.x
+            || positions_diff[1].y - positions_diff[2].y >= transformed_rect_size.y)
+    {
+        return;
+    }
+    let segments = ui_gradients::segments(gradient, stops, corner_points);
+    if segments.is_empty() {
+        return;
+    }
+    if quads
+        .batches
+        .last()
+        .is_none_or(|batch| batch.kind != UiBatchKind::Gradients)
+    {
+        let start = quads.indices.len() as u32;
+        quads.batches.push(UiBatch {
+            indices: start..start,
+            kind: UiBatchKind::Gradients,
+        });
+    }
+    let uvs = [Vec2::ZERO, Vec2::X, Vec2::ONE, Vec2::Y];
+    let radius = gradient.border_radius;
+    let radius = [
+        radius.top_left,
+        radius.top_right,
+        radius.bottom_right,
+        radius.bottom_left,
+    ];
+    let border = [
+        gradient.border.min_inset.x,
+        gradient.border.min_inset.y,
+        gradient.border.max_inset.x,
+        gradient.border.max_inset.y,
+    ];
+    for segment in segments {
+        quads.push(std::array::from_fn(|i| UiVertex {
+            position: positions_clipped[i].into(),
+            uv: uvs[i].into(),
+            color: segment.start_color,
+            flags: segment.flags | shader_flags::CORNERS[i],
+            radius,
+            border,
+            size: rect_size.into(),
+            point: points[i].into(),
+            bounds: NO_BOUNDS,
+            extra: segment.start_dir,
+            end_color: segment.end_color,
+            span: segment.span,
+        }));
+    }
     let end = quads.indices.len() as u32;
     if let Some(batch) = quads.batches.last_mut() {
         batch.indices.end = end;
@@ -657,6 +794,8 @@ fn push_texture_slice(
         point: [atlas[2], atlas[3]],
         bounds: NO_BOUNDS,
         extra: repeat,
+        end_color: [0.0; 4],
+        span: [0.0; 4],
     }));
     let end = quads.indices.len() as u32;
     if let Some(batch) = quads.batches.last_mut() {
@@ -845,7 +984,7 @@ mod tests {
         let default_image = AssetId::<Image>::default();
         build_quads(
             &items,
-            (&nodes, &[], &[]),
+            (&nodes, &[], &[], &TileUiGradients::default()),
             |id| (Some(id) != missing || id == default_image).then_some(Vec2::splat(64.0)),
             |_| SamplerKey::bevy_default(),
         )
@@ -983,7 +1122,7 @@ mod tests {
                 UiItemRef::Node(5, Entity::PLACEHOLDER),
                 UiItemRef::BoxShadow(0, Entity::PLACEHOLDER),
             ],
-            (&nodes, &[], &[]),
+            (&nodes, &[], &[], &TileUiGradients::default()),
             |_| Some(Vec2::ONE),
             |_| SamplerKey::bevy_default(),
         );
@@ -1005,7 +1144,7 @@ mod tests {
         };
         let quads = build_quads(
             &[UiItemRef::Node(0, Entity::from_raw_u32(1).unwrap())],
-            (&nodes, &[], &[]),
+            (&nodes, &[], &[], &TileUiGradients::default()),
             |_| Some(Vec2::new(64.0, 32.0)),
             |_| SamplerKey::bevy_default(),
         );
@@ -1070,7 +1209,7 @@ mod tests {
                 UiItemRef::BoxShadow(1, shadow_entity),
                 UiItemRef::Node(1, node_entity),
             ],
-            (&nodes, &shadows, &[]),
+            (&nodes, &shadows, &[], &TileUiGradients::default()),
             |_| Some(Vec2::splat(64.0)),
             |_| SamplerKey::bevy_default(),
         );

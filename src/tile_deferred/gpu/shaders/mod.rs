@@ -72,6 +72,9 @@ pub(crate) enum ShaderId {
     /// `egui.frag`: egui's meshes (bevy_egui's `egui.wgsl`), drawn with `ui.vert` (the
     /// inspector overlay in the `ui` subpass).
     EguiFrag,
+    /// `ui_gradient.frag`: bevy_ui's gradients (`gradient.wgsl`), drawn with `ui.vert` and
+    /// specialised for `UiAntiAlias`.
+    UiGradientFrag,
 }
 
 impl ShaderId {
@@ -94,6 +97,7 @@ impl ShaderId {
             Self::BoxShadowFrag => "box_shadow.frag",
             Self::UiTextureSliceFrag => "ui_texture_slice.frag",
             Self::EguiFrag => "egui.frag",
+            Self::UiGradientFrag => "ui_gradient.frag",
         }
     }
 
@@ -111,7 +115,8 @@ impl ShaderId {
             | Self::UiFrag
             | Self::BoxShadowFrag
             | Self::UiTextureSliceFrag
-            | Self::EguiFrag => vk::ShaderStageFlags::FRAGMENT,
+            | Self::EguiFrag
+            | Self::UiGradientFrag => vk::ShaderStageFlags::FRAGMENT,
             Self::ClusterAssign => vk::ShaderStageFlags::COMPUTE,
         }
     }
@@ -244,6 +249,7 @@ pub(crate) const VARIANTS: &[ShaderVariant] = &[
     variant!(BoxShadowFrag,   false, false,  Off,    "box_shadow.frag"),
     variant!(UiTextureSliceFrag, false, false, Off,  "ui_texture_slice.frag"),
     variant!(EguiFrag,        false, false,  Off,    "egui.frag"),
+    variant!(UiGradientFrag,  false, false,  Off,    "ui_gradient.frag"),
 ];
 
 /// The shader modules of [`VARIANTS`], created once.

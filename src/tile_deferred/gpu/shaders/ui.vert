@@ -1,9 +1,10 @@
 #version 450
 // bevy_ui's node shader, vertex stage: a line-by-line port of bevy_ui_render 0.19.1's ui.wgsl
-// (`vertex`), for the tile render pass's `ui` subpass, and the vertex stage of box_shadow.frag
-// and ui_texture_slice.frag. The vertex layout is Bevy's `UiVertex` (88 bytes), the quad's
-// bounds and a fourth vector for the slices (gpu/ui.rs `UiVertex`); Bevy's `view.clip_from_world` of the
-// UI view is a push constant (the UI pipeline layout has no view set).
+// (`vertex`), for the tile render pass's `ui` subpass, and the vertex stage of box_shadow.frag,
+// ui_texture_slice.frag and ui_gradient.frag. The vertex layout is Bevy's `UiVertex` (88 bytes),
+// the quad's bounds and three vectors for the slices and gradients (gpu/ui.rs `UiVertex`);
+// Bevy's `view.clip_from_world` of the UI view is a push constant (the UI pipeline layout has no
+// view set).
 
 layout(push_constant) uniform UiView {
     mat4 clip_from_world;
@@ -22,8 +23,12 @@ layout(location = 7) in vec2 vertex_point;
 // Not Bevy's: with MSAA, the quad as laid out, in framebuffer pixels (gpu/ui.rs
 // `cover_whole_pixels`).
 layout(location = 8) in vec4 vertex_bounds;
-// Not Bevy's `UiVertex`: a fourth vector for ui_texture_slice.frag (Bevy's `repeat`).
+// Not Bevy's `UiVertex`: a fourth vector for ui_texture_slice.frag (Bevy's `repeat`) and
+// ui_gradient.frag (Bevy's `g_start` and `dir`), then the gradients' end colour and span (the
+// segment's start and end along the gradient, its hint, its interpolation space).
 layout(location = 9) in vec4 vertex_extra;
+layout(location = 10) in vec4 vertex_end_color;
+layout(location = 11) in vec4 vertex_span;
 
 layout(location = 0) out vec2 out_uv;
 layout(location = 1) out vec4 out_color;
@@ -35,6 +40,8 @@ layout(location = 5) flat out vec4 out_border;
 layout(location = 6) out vec2 out_point;
 layout(location = 7) flat out vec4 out_bounds;
 layout(location = 8) flat out vec4 out_extra;
+layout(location = 9) flat out vec4 out_end_color;
+layout(location = 10) flat out vec4 out_span;
 
 void main() {
     out_uv = vertex_uv;
@@ -47,4 +54,6 @@ void main() {
     out_point = vertex_point;
     out_bounds = vertex_bounds;
     out_extra = vertex_extra;
+    out_end_color = vertex_end_color;
+    out_span = vertex_span;
 }

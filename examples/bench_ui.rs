@@ -25,6 +25,9 @@
 //! after the warm-up, and exits: the frame a capture tool sees (`scripts/renderdoc-traffic.py`
 //! counts the real Vulkan calls' loads and stores in a RenderDoc capture of it).
 //!
+//! `--gradients` puts gradients in the HUD (linear, radial and conic, on three nodes of its
+//! z-stack, as the UI tests' `ZStackExtra::Gradients`).
+//!
 //! `--inspector` (with `--features inspector`) opens the inspector overlay over each path's
 //! camera too: in the tile pass on the first path, after it on the second (with the UI), by
 //! bevy_egui's own pass on Bevy's; its own passes (the inspector's price of them) are added to
@@ -76,6 +79,7 @@ fn main() {
             }
         },
         inspector: args.iter().any(|a| a == "--inspector"),
+        gradients: args.iter().any(|a| a == "--gradients"),
     };
     if options.inspector && !cfg!(feature = "inspector") {
         eprintln!("--inspector needs --features inspector");
@@ -94,9 +98,14 @@ fn main() {
         return;
     }
     println!(
-        "the bench scene (64 objects, a sun, {} point lights of 6 m) with a HUD{} at {}x{}, {}x \
+        "the bench scene (64 objects, a sun, {} point lights of 6 m) with a HUD{}{} at {}x{}, {}x \
          MSAA, {} frames after {} warm-up frames, each waited for",
         options.lights,
+        if options.gradients {
+            " with gradients"
+        } else {
+            ""
+        },
         if options.inspector {
             " and the inspector overlay"
         } else {
@@ -126,6 +135,8 @@ struct Options {
     msaa: Msaa,
     /// The inspector overlay over the camera too.
     inspector: bool,
+    /// The HUD's z-stack with gradients (`ZStackExtra::Gradients`).
+    gradients: bool,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -188,7 +199,12 @@ fn spawn_scene(world: &mut World, options: &Options, path: Path, target: RenderT
     };
     let camera = camera.id();
     let checker = scenes::hud::checker_image(world);
-    scenes::hud::spawn_hud(world, camera, checker, scenes::hud::ZStackExtra::None);
+    let extra = if options.gradients {
+        scenes::hud::ZStackExtra::Gradients
+    } else {
+        scenes::hud::ZStackExtra::None
+    };
+    scenes::hud::spawn_hud(world, camera, checker, extra);
     camera
 }
 

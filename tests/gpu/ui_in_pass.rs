@@ -172,7 +172,19 @@ fn a_ui_material_sends_it_and_the_ui_over_it_after_the_tile_pass() {
                 .expect("the items under the material, in the pass");
             let priced = split.ui_pass.as_ref().expect("the rest, after the pass");
             let reason = split.ui_after_pass_reason.as_deref().unwrap_or_default();
-            assert!(reason.starts_with("a UiMaterial:"), "{name}: {reason}");
+            // The node is named by its entity (`<index>v<generation>`).
+            let node = reason
+                .strip_prefix("a UiMaterial (node ")
+                .and_then(|rest| rest.split_once("):"))
+                .map(|(node, _)| node);
+            assert!(
+                node.is_some_and(
+                    |node| node.split_once('v').is_some_and(|(index, generation)| {
+                        index.parse::<u32>().is_ok() && generation.parse::<u32>().is_ok()
+                    })
+                ),
+                "{name}: {reason}"
+            );
             assert!(drawn.items >= 8, "{name}: {drawn:?}");
             assert!(after_pass.ui_pass.is_some(), "{name}");
             // The tile pass is the same one render pass, its UI subpass included; the passes after

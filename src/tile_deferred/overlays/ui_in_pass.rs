@@ -236,9 +236,11 @@ pub(super) fn build_tile_ui(
         let drawn = keys.len();
         if let Some(first) = items.get(drawn) {
             let kind = undrawn_kind(first, &pipeline_cache);
+            // The node by its main-world entity, so that the game can find it.
             entity_commands.insert(UiAfterTilePass(format!(
-                "{kind}: it and the {} UI items over it are drawn by Bevy's UI pass after the \
-                 tile pass",
+                "{kind} (node {}): it and the {} UI items over it are drawn by Bevy's UI pass \
+                 after the tile pass",
+                first.main_entity().id(),
                 items.len() - drawn - 1
             )));
         }

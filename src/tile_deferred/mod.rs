@@ -168,8 +168,8 @@ pub(crate) fn finish(app: &mut App) {
         pbr::{
             EARLY_SHADOW_PASS, MeshInputUniform, MeshUniform, PreprocessBindGroups,
             PreprocessPipelines, ShadowView, SkipGpuPreprocess, clear_indirect_parameters_metadata,
-            early_gpu_preprocess, early_prepass_build_indirect_parameters, per_view_shadow_pass,
-            unpack_bins,
+            early_gpu_preprocess, early_prepass_build_indirect_parameters,
+            main_build_indirect_parameters, per_view_shadow_pass, unpack_bins,
         },
         render::{batching::gpu_preprocessing::BatchedInstanceBuffers, view::NoIndirectDrawing},
     };
@@ -207,6 +207,27 @@ pub(crate) fn finish(app: &mut App) {
             )
             .in_set(TileDeferredSystems::Shadows)
             .before(per_view_shadow_pass::<EARLY_SHADOW_PASS>),
+    );
+    // The wireframes drawn after the tile pass (with the gizmos) draw indirectly where Bevy
+    // builds instances on the GPU: their indirect parameters are built as `Core3d` builds them
+    // before its main pass (gpu_preprocess.rs:465-473).
+    render_app.add_systems(
+        TileDeferredGraph,
+        main_build_indirect_parameters
+            .run_if(
+                any_match_filter::<(
+                    With<PreprocessBindGroups>,
+                    Without<SkipGpuPreprocess>,
+                    Without<NoIndirectDrawing>,
+                )>,
+            )
+            .run_if(
+                resource_exists::<PreprocessPipelines>.and_then(
+                    resource_exists::<BatchedInstanceBuffers<MeshUniform, MeshInputUniform>>,
+                ),
+            )
+            .in_set(TileGizmoSystems)
+            .before(overlays::gizmos::draw_foreign_transparent),
     );
     // bevy_ui's pass after the tile pass.
     #[cfg(feature = "ui")]

@@ -518,14 +518,21 @@ type Wireframes<'w, 's> = (
     Query<'w, 's, (Option<&'static Name>, Has<Wireframe>, Has<NoWireframe>), With<Mesh3d>>,
 );
 
-/// What [`find_missing`] reports for a mesh in view Bevy would draw a wireframe over.
-pub(crate) const WIREFRAME: &str =
-    "wireframe (Bevy's WireframePlugin draws its lines in Core3d's own phase)";
+/// What [`find_missing`] reports for a mesh in view Bevy would draw a wireframe over, on a
+/// camera whose draws over the tile frame the tile path cannot draw (`overlays::gizmos`).
+pub(crate) const WIREFRAME: &str = "wireframe (Bevy's WireframePlugin draws its lines in its own phase, which this camera \
+     cannot draw over the tile frame)";
 
 /// The meshes of `in_view` that Bevy draws a wireframe over: those with `Wireframe`, and with
-/// `WireframeConfig::global` every one without `NoWireframe`.
-fn wireframe_items(in_view: &[Entity], (config, meshes): &Wireframes) -> Vec<MissingFeature> {
-    let Some(config) = config else {
+/// `WireframeConfig::global` every one without `NoWireframe`. Listed only where the render world
+/// found the camera's draws over the tile frame undrawable (`undrawable`: its reason); elsewhere
+/// they are drawn after the tile pass, as gizmos are.
+fn wireframe_items(
+    in_view: &[Entity],
+    (config, meshes): &Wireframes,
+    undrawable: Option<&str>,
+) -> Vec<MissingFeature> {
+    let (Some(config), Some(_)) = (config, undrawable) else {
         return Vec::new();
     };
     in_view
@@ -617,9 +624,9 @@ pub(crate) fn find_missing(
         let mut meshes_in_view: Vec<Entity> =
             visible.iter(TypeId::of::<Mesh3d>()).copied().collect();
         meshes_in_view.sort_unstable();
-        items.extend(wireframe_items(&meshes_in_view, &wireframes));
         let ui_over_camera = ui_cameras.contains_key(&camera);
         let foreign = foreign_draws.as_ref().and_then(|d| d.undrawable(camera));
+        items.extend(wireframe_items(&meshes_in_view, &wireframes, foreign));
         let camera_items = CameraItems {
             lookups,
             images: &assets.2,

@@ -18,6 +18,7 @@
 //! mesh is a paint callback (custom wgpu drawing). Otherwise the view gets
 //! [`EguiAfterTilePass`] with why, and [`TileOutputLoadedAfter`] for the composite.
 
+use super::gizmos::DrawsOverTile;
 use super::in_pass::{UiAfterTilePass, ViewShape, in_pass_refusal};
 use crate::tiers::TierDecision;
 use crate::tile_deferred::{
@@ -28,7 +29,6 @@ use crate::tile_deferred::{
     },
 };
 use bevy::{
-    core_pipeline::core_3d::Transparent3d,
     ecs::{schedule::ScheduleLabel, system::SystemParam},
     image::ImageSampler,
     math::URect,
@@ -38,7 +38,6 @@ use bevy::{
         Extract, ExtractSchedule, Render, RenderSystems,
         camera::ExtractedCamera,
         render_asset::RenderAssets,
-        render_phase::{DrawFunctions, ViewSortedRenderPhases},
         render_resource::DefaultImageSamplerDescriptor,
         texture::GpuImage,
         view::{ExtractedView, ViewTarget},
@@ -166,8 +165,7 @@ struct EguiSources<'w, 's> {
     textures: EguiTextures<'w>,
     samplers: Res<'w, EguiTextureSamplers>,
     images: Res<'w, RenderAssets<GpuImage>>,
-    transparent_phases: Option<Res<'w, ViewSortedRenderPhases<Transparent3d>>>,
-    transparent_draws: Option<Res<'w, DrawFunctions<Transparent3d>>>,
+    draws_over_tile: DrawsOverTile<'w>,
 }
 
 /// For every tile view with an egui view this frame: its meshes into [`TileUiDraws`] (after
@@ -194,10 +192,7 @@ fn build_tile_egui(mut commands: Commands, mut views: Query<EguiTileView>, sourc
             (camera, view, target),
             settings,
             tier,
-            (
-                sources.transparent_phases.as_deref(),
-                sources.transparent_draws.as_deref(),
-            ),
+            &sources.draws_over_tile,
         );
         let built = match (in_pass_refusal(&shape), ui_after) {
             (Some(why), _) => Err(why.to_string()),

@@ -1,6 +1,7 @@
-//! Draws that other render plugins queue for a tile camera in Bevy's `Transparent3d` phase:
-//! Bevy's 3D gizmos above all. The tile path draws them after its pass where it can, and
-//! reports them where it cannot.
+//! Draws that other render plugins queue for a tile camera in Bevy's `Transparent3d` phase
+//! (Bevy's 3D gizmos above all), and Bevy's wireframes (bevy_pbr's `Wireframe3d` phase, which
+//! `Core3d` draws after its main pass: [`has_wireframes`]). The tile path draws them after its
+//! pass where it can, and reports them where it cannot.
 //!
 //! bevy_gizmos_render 0.19.1 (`pipeline_3d.rs`, `queue_line_gizmos_3d` and
 //! `queue_line_joint_gizmos_3d`) queues every gizmo group with lines this frame, and every
@@ -48,14 +49,14 @@ use crate::{
 use bevy::{
     camera::ClearColorConfig,
     core_pipeline::core_3d::Transparent3d,
-    ecs::schedule::ScheduleLabel,
-    pbr::DrawMaterial,
+    ecs::{schedule::ScheduleLabel, system::SystemParam},
+    pbr::{DrawMaterial, wireframe::Wireframe3d},
     platform::collections::HashMap,
     prelude::*,
     render::{
         Render, RenderApp, RenderSystems,
         camera::ExtractedCamera,
-        render_phase::{DrawFunctions, PhaseItem, ViewSortedRenderPhases},
+        render_phase::{DrawFunctions, PhaseItem, ViewBinnedRenderPhases, ViewSortedRenderPhases},
         render_resource::{
             LoadOp, Operations, PipelineCache, RenderPassDepthStencilAttachment,
             RenderPassDescriptor, StoreOp,
@@ -69,8 +70,8 @@ use std::sync::{Arc, Mutex};
 
 /// What `find_missing` reports on a tile camera whose `Transparent3d` phase holds draws of
 /// another render plugin that the tile path cannot draw for it.
-pub(crate) const FOREIGN_TRANSPARENT_DRAWS: &str =
-    "Transparent3d draws of a render plugin (gizmos and the like) that the tile path cannot draw";
+pub(crate) const FOREIGN_TRANSPARENT_DRAWS: &str = "draws of Bevy's pipelines over the tile frame (gizmos, wireframes) that the tile path \
+     cannot draw";
 
 /// The names of the gizmo passes in their priced plan.
 pub(crate) const GIZMO_PASS: &str = "main_transparent_pass_3d (gizmos)";
@@ -233,6 +234,40 @@ pub(crate) fn has_foreign_transparent_draws(
     })
 }
 
+/// Whether `view` has wireframes this frame: bevy_pbr's `WireframePlugin` prepares a
+/// `Wireframe3d` phase for every 3D camera, tile cameras included, and queues into it the meshes
+/// in view with `Wireframe` (or every one without `NoWireframe` under
+/// `WireframeConfig::global`). `Core3d` draws the phase after its main pass (`wireframe_3d`); on
+/// a tile camera [`draw_foreign_transparent`] draws it after the gizmos, over the tile depth.
+pub(crate) fn has_wireframes(
+    view: &ExtractedView,
+    phases: Option<&ViewBinnedRenderPhases<Wireframe3d>>,
+) -> bool {
+    phases
+        .and_then(|phases| phases.get(&view.retained_view_entity))
+        .is_some_and(|phase| !phase.is_empty())
+}
+
+/// What the render world reads to know whether a view has draws of Bevy's own pipelines over
+/// the tile frame this frame: other plugins' `Transparent3d` items (gizmos) and wireframes.
+#[derive(SystemParam)]
+pub(crate) struct DrawsOverTile<'w> {
+    transparent_phases: Option<Res<'w, ViewSortedRenderPhases<Transparent3d>>>,
+    transparent_draws: Option<Res<'w, DrawFunctions<Transparent3d>>>,
+    wireframe_phases: Option<Res<'w, ViewBinnedRenderPhases<Wireframe3d>>>,
+}
+
+impl DrawsOverTile<'_> {
+    /// Whether `view` has gizmos or wireframes this frame.
+    pub(crate) fn any(&self, view: &ExtractedView) -> bool {
+        has_foreign_transparent_draws(
+            view,
+            self.transparent_phases.as_deref(),
+            self.transparent_draws.as_deref(),
+        ) || has_wireframes(view, self.wireframe_phases.as_deref())
+    }
+}
+
 /// What [`count_foreign_draws`] reads of a view.
 type ForeignDrawsView = (
     Entity,
@@ -261,18 +296,14 @@ type GizmoView = (
 fn count_foreign_draws(
     mut commands: Commands,
     views: Query<ForeignDrawsView, With<TileDeferred>>,
-    phases: Option<Res<ViewSortedRenderPhases<Transparent3d>>>,
-    draw_functions: Option<Res<DrawFunctions<Transparent3d>>>,
+    draws: DrawsOverTile,
     profile: Option<Res<DeviceProfile>>,
     shared: Res<ForeignTransparentDraws>,
     mut msaa_views: ResMut<GizmoMsaaViews>,
 ) {
-    if phases.is_none() || draw_functions.is_none() {
-        return;
-    }
     let mut counts = HashMap::default();
     for (entity, main_entity, view, camera, msaa, tier) in &views {
-        if !has_foreign_transparent_draws(view, phases.as_deref(), draw_functions.as_deref()) {
+        if !draws.any(view) {
             continue;
         }
         // The samples the tile pass renders with; the same as the camera's MSAA for a view
@@ -311,6 +342,7 @@ pub(crate) fn draw_foreign_transparent(
     world: &World,
     view: ViewQuery<GizmoView>,
     phases: Res<ViewSortedRenderPhases<Transparent3d>>,
+    wireframe_phases: Option<Res<ViewBinnedRenderPhases<Wireframe3d>>>,
     reports: Res<TileRenderReports>,
     mut ctx: RenderContext,
 ) {
@@ -319,6 +351,10 @@ pub(crate) fn draw_foreign_transparent(
     let Some(phase) = phases.get(&extracted.retained_view_entity) else {
         return;
     };
+    let wireframes = wireframe_phases
+        .as_deref()
+        .and_then(|phases| phases.get(&extracted.retained_view_entity))
+        .filter(|phase| !phase.is_empty());
     let mut color = target.get_color_attachment();
     color.ops = Operations {
         load: LoadOp::Clear(wgpu::Color::TRANSPARENT),
@@ -360,6 +396,14 @@ pub(crate) fn draw_foreign_transparent(
             if let Err(error) = draw.draw(world, &mut pass, view_entity, item) {
                 error!("bevy_tile_deferred: drawing a gizmo over a tile camera failed: {error:?}");
             }
+        }
+        drop(draw_functions);
+        // Then the wireframes, as `Core3d` draws them after its main pass (bevy_pbr 0.19.1
+        // wireframe.rs `wireframe_3d`: the same attachments, depth-tested against the scene).
+        if let Some(wireframes) = wireframes
+            && let Err(error) = wireframes.render(&mut pass, world, view_entity)
+        {
+            error!("bevy_tile_deferred: drawing wireframes over a tile camera failed: {error:?}");
         }
     }
     let Some(composite) = composite else {

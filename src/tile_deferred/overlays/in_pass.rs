@@ -3,17 +3,15 @@
 //! inspector's egui (`crate::inspector`, feature `inspector`) share. egui is drawn over bevy_ui,
 //! so it goes in the pass only where bevy_ui went there whole (no [`UiAfterTilePass`]).
 
-use super::gizmos::has_foreign_transparent_draws;
+use super::gizmos::DrawsOverTile;
 use crate::tiers::TierDecision;
 use crate::tile_deferred::camera::TileDeferred;
 use crate::tile_deferred::gpu::ui::TileUiDraws;
 use bevy::{
     camera::CompositingSpace,
-    core_pipeline::core_3d::Transparent3d,
     prelude::*,
     render::{
         camera::ExtractedCamera,
-        render_phase::{DrawFunctions, ViewSortedRenderPhases},
         render_resource::TextureFormat,
         view::{ExtractedView, ViewTarget},
     },
@@ -52,7 +50,8 @@ pub(crate) struct ViewShape {
     /// `CompositingSpace::Srgb`: Bevy blends the UI gamma-encoded, in an `Rgba8Unorm` texture.
     pub(crate) gamma_compositing: bool,
     pub(crate) output_format: Option<TextureFormat>,
-    /// Gizmos (other plugins' `Transparent3d` items) are drawn after the tile pass this frame.
+    /// Gizmos (other plugins' `Transparent3d` items) or wireframes are drawn after the tile pass
+    /// this frame.
     pub(crate) gizmos: bool,
 }
 
@@ -65,7 +64,9 @@ pub(crate) fn in_pass_refusal(shape: &ViewShape) -> Option<&'static str> {
         return Some("the unmerged debug tier draws UI after its render passes");
     }
     if shape.gizmos {
-        return Some("gizmos are drawn after the tile pass, and Bevy draws UI over them");
+        return Some(
+            "gizmos or wireframes are drawn after the tile pass, and Bevy draws UI over them",
+        );
     }
     if shape.gamma_compositing {
         return Some("CompositingSpace::Srgb: Bevy blends UI gamma-encoded");
@@ -93,15 +94,13 @@ fn is_float(format: TextureFormat) -> bool {
 }
 
 impl ViewShape {
-    /// The shape of a tile view this frame, from its components and its `Transparent3d` phase.
+    /// The shape of a tile view this frame, from its components and what Bevy draws over the
+    /// tile frame (gizmos, wireframes).
     pub(crate) fn of(
         (camera, view, target): (&ExtractedCamera, &ExtractedView, &ViewTarget),
         settings: &TileDeferred,
         tier: Option<&TierDecision>,
-        transparent: (
-            Option<&ViewSortedRenderPhases<Transparent3d>>,
-            Option<&DrawFunctions<Transparent3d>>,
-        ),
+        draws_over_tile: &DrawsOverTile,
     ) -> Self {
         Self {
             in_pass: settings.ui_in_pass,
@@ -110,7 +109,7 @@ impl ViewShape {
             hdr: camera.hdr,
             gamma_compositing: camera.compositing_space == Some(CompositingSpace::Srgb),
             output_format: target.out_texture_view_format(),
-            gizmos: has_foreign_transparent_draws(view, transparent.0, transparent.1),
+            gizmos: draws_over_tile.any(view),
         }
     }
 }

@@ -23,6 +23,7 @@
 //! associative); a view the `ui` subpass cannot serve yet ([`in_pass_refusal`]) has all of its
 //! UI drawn that way. The reason is on the view ([`UiAfterTilePass`]) and in its report.
 
+use super::gizmos::DrawsOverTile;
 use super::in_pass::{UiAfterTilePass, ViewShape, in_pass_refusal};
 use super::ui_gradients::{self, TileUiGradients, UiGradient};
 use crate::tiers::TierDecision;
@@ -34,7 +35,6 @@ use crate::tile_deferred::{
     },
 };
 use bevy::{
-    core_pipeline::core_3d::Transparent3d,
     ecs::{schedule::ScheduleLabel, system::SystemParam},
     image::ImageSampler,
     platform::collections::HashMap,
@@ -133,8 +133,7 @@ pub(super) struct UiSources<'w> {
     images: Res<'w, RenderAssets<GpuImage>>,
     samplers: Res<'w, UiImageSamplers>,
     gradients: Res<'w, TileUiGradients>,
-    transparent_phases: Option<Res<'w, ViewSortedRenderPhases<Transparent3d>>>,
-    transparent_draws: Option<Res<'w, DrawFunctions<Transparent3d>>>,
+    draws_over_tile: DrawsOverTile<'w>,
 }
 
 /// For every tile view with UI items this frame: their quads into [`TileUiDraws`] and the items
@@ -156,8 +155,7 @@ pub(super) fn build_tile_ui(
         images,
         samplers,
         gradients,
-        transparent_phases,
-        transparent_draws,
+        draws_over_tile,
     } = sources;
     let draw_ui = draw_functions.read().get_id::<DrawUi>();
     let draw_box_shadows = draw_functions.read().get_id::<DrawBoxShadows>();
@@ -199,12 +197,7 @@ pub(super) fn build_tile_ui(
         if phase.items.is_empty() {
             continue;
         }
-        let view_shape = ViewShape::of(
-            (camera, view, target),
-            settings,
-            tier,
-            (transparent_phases.as_deref(), transparent_draws.as_deref()),
-        );
+        let view_shape = ViewShape::of((camera, view, target), settings, tier, &draws_over_tile);
         let items: Vec<&TransparentUi> = phase.items.values().collect();
         if let Some(why) = in_pass_refusal(&view_shape) {
             entity_commands.insert(UiAfterTilePass(why.to_string()));

@@ -68,7 +68,7 @@ pub enum ZStackExtra {
     /// Gradients (Bevy's `ui/gradients`): on the second node a linear and a radial gradient
     /// layered, with explicit stops and a hint, and a border gradient; on the third a conic one
     /// with explicit angles (HSV, the long way round); on the fourth a radial one with a hard
-    /// edge (OkLCh). Several interpolation spaces.
+    /// edge (OkLCh). Several interpolation spaces. And one across the clipped list's edge.
     Gradients,
     /// A [`PlainUiMaterial`] on the second node: a `UiMaterial`, which the tile pass does not
     /// draw (the app adds `UiMaterialPlugin::<PlainUiMaterial>`).
@@ -145,6 +145,24 @@ pub fn spawn_hud(
         .id();
     for i in 0..8 {
         text(world, &format!("Item {i}"), 12.0, list);
+    }
+    if extra == ZStackExtra::Gradients {
+        // Across the list's bottom edge: clipped, its gradient with it.
+        world.spawn((
+            Node {
+                position_type: PositionType::Absolute,
+                left: px(10),
+                top: px(40),
+                width: px(60),
+                height: px(40),
+                ..default()
+            },
+            BackgroundGradient::from(LinearGradient::to_bottom(vec![
+                ColorStop::auto(Color::srgba(0.2, 0.9, 0.5, 0.9)),
+                ColorStop::auto(Color::srgba(0.9, 0.3, 0.1, 0.9)),
+            ])),
+            ChildOf(list),
+        ));
     }
     let image = world
         .spawn((

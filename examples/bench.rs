@@ -115,8 +115,8 @@ use bevy::{
     render::{render_resource::PollType, renderer::RenderDevice},
 };
 use bevy_tile_deferred::{
-    DeviceProfile, MsaaShading, TileClusterStats, TileDeferred, TileDeferredPlugin,
-    TileRenderReports,
+    DeviceProfile, MsaaShading, TileAutoMeasure, TileClusterStats, TileDeferred,
+    TileDeferredPlugin, TileRenderReports,
     device::DeviceKind,
     frame_graph::{
         CompiledFrame, DEFAULT_MW_PER_GBPS, DeviceCaps, Extent, Format, FrameCost, ShadowMaps,
@@ -976,7 +976,10 @@ fn new_app(path: PathKind, log: bool) -> App {
         // Bevy's logger is global: only the first app installs it.
         app.add_plugins(plugins.disable::<LogPlugin>());
     }
-    app.add_plugins(TileDeferredPlugin);
+    // The tile paths are measured as they are: an `Auto` camera on a desktop GPU would otherwise
+    // time Bevy's path against them and might switch to it.
+    app.add_plugins(TileDeferredPlugin)
+        .insert_resource(TileAutoMeasure::NEVER);
     if path == PathKind::Deferred {
         app.insert_resource(DefaultOpaqueRendererMethod::deferred());
     }

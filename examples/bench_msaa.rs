@@ -34,7 +34,8 @@ use bevy::{
     },
 };
 use bevy_tile_deferred::{
-    DeviceProfile, MsaaShading, TileDebugView, TileDeferred, TileDeferredPlugin, TileRenderReports,
+    DeviceProfile, MsaaShading, TileAutoMeasure, TileDebugView, TileDeferred, TileDeferredPlugin,
+    TileRenderReports,
     frame_graph::{DeviceCaps, Extent, Format, stock_bevy::StockBevyPath},
 };
 use std::{
@@ -233,7 +234,10 @@ fn new_app(log: bool) -> App {
         // Bevy's logger is global: only the first app installs it.
         app.add_plugins(plugins.disable::<LogPlugin>());
     }
-    app.add_plugins(TileDeferredPlugin);
+    // The tile paths are measured as they are: an `Auto` camera on a desktop GPU would otherwise
+    // time Bevy's path against them and might switch to it.
+    app.add_plugins(TileDeferredPlugin)
+        .insert_resource(TileAutoMeasure::NEVER);
     app
 }
 

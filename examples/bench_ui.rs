@@ -49,7 +49,7 @@ use bevy::{
     window::{ExitCondition, PresentMode},
 };
 use bevy_tile_deferred::{
-    DeviceProfile, TileDeferred, TileDeferredPlugin, TileRenderReports,
+    DeviceProfile, TileAutoMeasure, TileDeferred, TileDeferredPlugin, TileRenderReports,
     frame_graph::{DeviceCaps, Extent, Format, stock_bevy::StockBevyPath},
 };
 use std::time::Instant;
@@ -242,6 +242,8 @@ fn run_in_window(options: &Options, path: Path) {
             }),
     )
     .add_plugins(TileDeferredPlugin)
+    // Timed as they are: no `Auto` switch to Bevy's path on a desktop GPU.
+    .insert_resource(TileAutoMeasure::NEVER)
     .add_systems(Update, scenes::hud::count_frames);
     add_inspector(&mut app, options);
     let last_frame = options.warmup + options.frames;
@@ -270,6 +272,8 @@ fn measure(options: &Options, path: Path, log: bool) -> Row {
         app.add_plugins(plugins.disable::<LogPlugin>());
     }
     app.add_plugins(TileDeferredPlugin)
+        // Timed as they are: no `Auto` switch to Bevy's path on a desktop GPU.
+        .insert_resource(TileAutoMeasure::NEVER)
         .add_systems(Update, scenes::hud::count_frames);
     add_inspector(&mut app, options);
     let world = app.world_mut();

@@ -69,7 +69,10 @@ pub mod prelude {
         DeviceProfile, MsaaShading, TileDebugView, TileDeferred, TileDeferredPlugin,
         TileDeferredSystems, TileGizmoSystems,
         frame_report::{TileCameraReport, TileFrameReport, TileFrameReportParam},
-        tiers::{RenderTier, TierChangeReason, TierDecision, TierSetting, TileTierChanged},
+        tiers::{
+            MeasureOn, RenderTier, TierChangeReason, TierDecision, TierMeasurement, TierSetting,
+            TileAutoMeasure, TileTierChanged,
+        },
         tile_deferred::{
             missing::{MissingFeature, TileMissing},
             report::{TileRenderReports, TileViewReport},
@@ -84,7 +87,10 @@ pub use frame_report::TileReportFile;
 pub use frame_report::{TileCameraReport, TileFrameReport, TileFrameReportParam, TileReportDevice};
 #[cfg(feature = "inspector")]
 pub use inspector::TileInspectorPlugin;
-pub use tiers::{RenderTier, TierChangeReason, TierDecision, TierSetting, TileTierChanged};
+pub use tiers::{
+    MeasureOn, RenderTier, TierChangeReason, TierDecision, TierMeasurement, TierSetting,
+    TileAutoMeasure, TileTierChanged,
+};
 pub use tile_deferred::TileCpuLightAssignment;
 #[cfg(feature = "ui")]
 pub use tile_deferred::TileUiSystems;
@@ -133,7 +139,9 @@ impl Plugin for TileDeferredPlugin {
             .register_type::<tile_deferred::missing::UiDrawnOverTileCameras>()
             .register_type::<tile_deferred::missing::EguiDrawnOverTileCameras>()
             .register_type::<TileCpuLightAssignment>()
-            .register_type::<TileNoStencilSplit>();
+            .register_type::<TileNoStencilSplit>()
+            .register_type::<tiers::TileAutoMeasure>()
+            .init_resource::<tiers::TileAutoMeasure>();
         // After everything else of the frame: the reports and components it reads are final.
         #[cfg(feature = "serde")]
         app.add_systems(Last, frame_report::json::write_report_file);

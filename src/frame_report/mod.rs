@@ -35,16 +35,13 @@ pub use json::TileReportFile;
 pub use remote::{REPORT_METHOD, TileReportParams, fetch_report};
 
 use crate::{
-    DeviceProfile, TileDeferred, TileDeferredGraph, TileMissing, TileRenderReports,
-    TileValidationReport, TileViewReport,
+    DeviceProfile, TileDeferred, TileMissing, TileRenderReports, TileValidationReport,
+    TileViewReport,
     frame_graph::{DeviceCaps, Format},
     tiers::TierDecision,
 };
 use bevy::{
-    camera::RenderTarget,
-    diagnostic::FrameCount,
-    ecs::{schedule::ScheduleLabel, system::SystemParam},
-    prelude::*,
+    camera::RenderTarget, diagnostic::FrameCount, ecs::system::SystemParam, prelude::*,
     render::camera::CameraRenderGraph,
 };
 
@@ -97,7 +94,7 @@ pub struct TileCameraReport {
     pub window_target: bool,
     /// Samples its `Msaa` asks for.
     pub requested_samples: u32,
-    /// Its render graph is the tile path's ([`TileDeferredGraph`]) this frame; false for Bevy's
+    /// Its render graph is the tile path's ([`TileDeferredGraph`](crate::TileDeferredGraph), timed or not) this frame; false for Bevy's
     /// `Core3d` (no [`TileDeferred`], a device without the tile path, or an `Auto` fallback).
     pub on_tile_path: bool,
     /// Its tile settings (None: not a tile camera).
@@ -152,7 +149,6 @@ impl TileFrameReportParam<'_, '_> {
     pub fn collect(&self) -> TileFrameReport {
         let mut sorted: Vec<_> = self.cameras.iter().filter(|c| c.1.is_active).collect();
         sorted.sort_by_key(|c| (c.1.order, c.0));
-        let tile_graph = TileDeferredGraph.intern();
         let mut cameras = Vec::with_capacity(sorted.len());
         for (entity, camera, target, graph, tile, msaa, name, decision, missing, validation) in
             sorted
@@ -168,7 +164,7 @@ impl TileFrameReportParam<'_, '_> {
                 output_format: target_format(target, self.images.as_deref()),
                 window_target: matches!(target, RenderTarget::Window(_)),
                 requested_samples: msaa.samples(),
-                on_tile_path: graph.0 == tile_graph,
+                on_tile_path: crate::tile_deferred::is_tile_schedule(graph.0),
                 view: tile
                     .as_ref()
                     .and(self.reports.as_deref())

@@ -370,7 +370,11 @@ pub(crate) fn update_panels(
             (Some(view), true) => {
                 tile_panel(&mut panel, &mut notes, view, decision, &mut cache, &context)
             }
-            _ if tile && decision.is_some_and(|d| d.missing_fallback.is_some()) => {
+            // Falling back for what it sees, or Bevy's path timed or kept as the faster.
+            _ if tile
+                && decision
+                    .is_some_and(|d| d.missing_fallback.is_some() || d.measured.is_some()) =>
+            {
                 let decision = decision.expect("checked by the guard");
                 let output_format = camera.output_format;
                 fallback_panel(&mut panel, decision, output_format, &mut cache, &context);
@@ -527,8 +531,8 @@ fn tile_panel(
         .map_or(Format::Bgra8Srgb, |a| a.format)
 }
 
-/// A tile camera that falls back while something is missing: Bevy's plans, and the tile
-/// path's once nothing is.
+/// A tile camera that falls back while something is missing, or whose device measured Bevy's
+/// path faster: Bevy's plans, and the tile path's as the alternative.
 fn fallback_panel(
     panel: &mut CameraPanel,
     decision: &crate::tiers::TierDecision,
@@ -541,7 +545,16 @@ fn fallback_panel(
     let extent = Extent::new(panel.resolution.x.max(1), panel.resolution.y.max(1));
     let desc = ViewFrameDesc::new(extent, output_format, context.requested);
     let plans = cache.get(desc, *context.caps, context.requested, ShadowMaps::NONE);
-    let alternative = "tile-deferred (once nothing is missing)";
+    let alternative = if decision.missing_fallback.is_some() {
+        "tile-deferred (once nothing is missing)"
+    } else if matches!(
+        decision.measured,
+        Some(crate::tiers::TierMeasurement::Timing { .. })
+    ) {
+        "tile-deferred (being timed against Bevy's Core3d)"
+    } else {
+        "tile-deferred (measured slower on this GPU)"
+    };
     show_core3d_plans(
         panel,
         plans,

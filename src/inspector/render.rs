@@ -25,7 +25,7 @@ use crate::{
 };
 use bevy::{
     core_pipeline::blit::BlitPipeline,
-    ecs::schedule::{InternedSystemSet, ScheduleLabel},
+    ecs::schedule::InternedSystemSet,
     prelude::*,
     render::{
         Extract, ExtractSchedule, Render, RenderApp, RenderSystems,
@@ -146,7 +146,7 @@ fn prepare_composite_pipelines(
     };
     for (entity, target, camera, egui) in &views {
         let live = egui_views.get(egui.0).is_ok_and(|t| t.0 == entity);
-        if !live || camera.schedule != TileDeferredGraph.intern() {
+        if !live || !crate::tile_deferred::is_tile_schedule(camera.schedule) {
             continue;
         }
         let Some(format) = target.out_texture_view_format() else {

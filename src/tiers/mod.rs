@@ -167,6 +167,9 @@ pub struct TierDecision {
     /// Set while an `Auto` camera renders with Bevy's `Core3d` because it sees something the
     /// tile path cannot draw (see [`apply_missing`]).
     pub missing_fallback: Option<MissingFallback>,
+    /// Set on `Auto` cameras of GPUs that are not tilers, which time the tile path and Bevy's
+    /// `Core3d` and keep the faster (see [`measure`]).
+    pub measured: Option<TierMeasurement>,
 }
 
 /// Why an `Auto` tile camera renders with `Core3d` for now, and the tile tier it goes back to.
@@ -239,6 +242,10 @@ pub enum TierChangeReason {
     /// What the tile path cannot draw has been out of view for [`MISSING_RETURN_FRAMES`] frames:
     /// the camera is back on its tile tier.
     MissingCleared,
+    /// On a GPU that is not a tiler, an `Auto` camera times the tile path and Bevy's `Core3d`
+    /// and keeps the faster: switched to time one, or to keep the faster (the times, in plain
+    /// words).
+    Measured(String),
 }
 
 impl fmt::Display for TierChangeReason {
@@ -247,6 +254,7 @@ impl fmt::Display for TierChangeReason {
             Self::Rules(reasons) => f.write_str(&reasons.join("; ")),
             Self::Failure(why) => write!(f, "the tile path failed: {why}"),
             Self::Missing(what) => write!(f, "in view, not drawn by the tile path: {what}"),
+            Self::Measured(why) => f.write_str(why),
             Self::MissingCleared => write!(
                 f,
                 "nothing the tile path cannot draw in view for {MISSING_RETURN_FRAMES} frames"
@@ -273,6 +281,9 @@ impl TileTierChanged {
             (Some(why), _) => TierChangeReason::Failure(why.to_string()),
             (None, Some(missing)) if !fell_back => TierChangeReason::Missing(missing.why.clone()),
             (None, None) if fell_back => TierChangeReason::MissingCleared,
+            (None, None) if next.measured.is_some() => {
+                TierChangeReason::Measured(next.reasons.last().cloned().unwrap_or_default())
+            }
             _ => TierChangeReason::Rules(next.reasons.clone()),
         };
         Some(Self {
@@ -622,6 +633,7 @@ pub fn choose_tier(
         quirks,
         failure: None,
         missing_fallback: None,
+        measured: None,
     }
 }
 
@@ -736,6 +748,13 @@ pub fn apply_missing(
     decision.tier = RenderTier::Forward;
     decision
 }
+
+mod measure;
+pub(crate) use measure::timed_path;
+pub use measure::{
+    AutoTiming, MeasureOn, MeasuredPath, SceneSignature, TierMeasurement, TileAutoMeasure,
+    TimedFrame, choose, measure,
+};
 
 #[cfg(test)]
 mod android_devices;

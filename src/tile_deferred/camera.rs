@@ -156,6 +156,22 @@ impl std::fmt::Display for TileDebugView {
 #[derive(ScheduleLabel, Debug, Clone, PartialEq, Eq, Hash, Default)]
 pub struct TileDeferredGraph;
 
+/// The camera schedules of a camera whose GPU time is being measured (an `Auto` camera on a GPU
+/// that is not a tiler, timing both paths: `tiers::measure`): the tile schedule or `Core3d`
+/// between two GPU timestamps.
+#[derive(ScheduleLabel, Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum TimedCameraSchedule {
+    /// [`TileDeferredGraph`], timed.
+    Tile,
+    /// Bevy's `Core3d`, timed.
+    Core3d,
+}
+
+/// Whether a camera with this schedule renders with the tile path (timed or not).
+pub(crate) fn is_tile_schedule(schedule: bevy::ecs::intern::Interned<dyn ScheduleLabel>) -> bool {
+    schedule == TileDeferredGraph.intern() || schedule == TimedCameraSchedule::Tile.intern()
+}
+
 /// Render-world marker on a tile camera's view: a wgpu pass drawn after the tile pass loads the
 /// camera's output this frame (an overlay blended over the tile frame, like the inspector's,
 /// recorded in [`TileDeferredGraph`] after the tile pass).

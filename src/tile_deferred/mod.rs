@@ -27,6 +27,7 @@
 // Layers, bottom first: each folder may use the ones above it in this list, never one below
 // (`layout_tests` checks it).
 mod camera;
+pub(crate) use camera::is_tile_schedule;
 mod coverage;
 mod error;
 mod frame;
@@ -70,6 +71,7 @@ pub(crate) fn build(app: &mut App) {
     ))
     .insert_resource(reports.clone());
     overlays::gizmos::build(app);
+    coverage::timing::build(app);
     app.add_systems(
         PostUpdate,
         (

@@ -213,6 +213,9 @@ pub struct TileRenderReports {
     /// How many times the tile path's Vulkan backend was created: once at start-up, again on
     /// each new render device (Bevy's recovery after device loss).
     pub(crate) backends_created: Arc<std::sync::atomic::AtomicU64>,
+    /// GPU times of whole camera schedules, for `Auto` cameras choosing by measurement
+    /// (`tiers::measure`), since the main world last took them.
+    pub(crate) timed: Arc<Mutex<HashMap<Entity, Vec<crate::tiers::TimedFrame>>>>,
 }
 
 impl TileRenderReports {
@@ -290,6 +293,20 @@ impl TileRenderReports {
     pub fn backends_created(&self) -> u64 {
         self.backends_created
             .load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    pub(crate) fn report_timed(&self, camera: Entity, frame: crate::tiers::TimedFrame) {
+        if let Ok(mut timed) = self.timed.lock() {
+            timed.entry(camera).or_default().push(frame);
+        }
+    }
+
+    /// The GPU times measured since the last call, by camera.
+    pub(crate) fn take_timed(&self) -> HashMap<Entity, Vec<crate::tiers::TimedFrame>> {
+        self.timed
+            .lock()
+            .map(|mut timed| std::mem::take(&mut *timed))
+            .unwrap_or_default()
     }
 
     pub(crate) fn take_failures(&self) -> HashMap<Entity, FailedFrame> {

@@ -8,7 +8,7 @@ use super::{LiveObjects, VulkanContext};
 use ash::vk;
 
 /// Frames a slot waits before its results are read.
-const RING: u32 = 4;
+pub(crate) const RING: u32 = 4;
 
 /// A ring of queries of one view: `marks` queries per frame (timestamps or occlusion).
 pub(crate) struct TimestampQueries {

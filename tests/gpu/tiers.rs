@@ -1,5 +1,6 @@
 //! Device tiers at run time: each tier forced renders correctly, a failing tile tier falls back
-//! with its reason, and switching tiers back and forth leaks nothing.
+//! with its reason, switching tiers back and forth leaks nothing, and an `Auto` camera on a GPU
+//! that is not a tiler keeps the faster path by measurement.
 
 use crate::{
     harness::{GpuTest, HeadlessApp, assert_frames_match},
@@ -8,7 +9,10 @@ use crate::{
 use bevy::{prelude::*, render::RenderApp, render::view::Msaa};
 use bevy_tile_deferred::{
     TileDeferred, TileFaultInjection, TileRenderReports,
-    tiers::{RenderTier, TierChangeReason, TierDecision, TierSetting, TileTierChanged},
+    tiers::{
+        MeasureOn, MeasuredPath, RenderTier, TierChangeReason, TierDecision, TierMeasurement,
+        TierSetting, TileAutoMeasure, TileTierChanged, choose,
+    },
 };
 
 const WIDTH: u32 = 256;
@@ -202,4 +206,141 @@ fn switching_tiers_a_hundred_times_leaks_nothing() {
         baseline,
         "live Vulkan objects after 100 tier switches"
     );
+}
+
+/// Renders frames until the camera's measurement has chosen a path (at most `frames`), checking
+/// that the tile path really rendered the camera while it was timed (its report is new).
+fn render_until_chosen(headless: &mut HeadlessApp, camera: Entity, frames: u32) -> TierDecision {
+    let reports = headless.app.world().resource::<TileRenderReports>().clone();
+    let mut tile_frames_reported = 0;
+    for _ in 0..frames {
+        let timing_tile = matches!(
+            headless
+                .app
+                .world()
+                .get::<TierDecision>(camera)
+                .and_then(|d| d.measured.clone()),
+            Some(TierMeasurement::Timing {
+                path: MeasuredPath::Tile,
+                ..
+            })
+        );
+        let before = reports.get(camera).map(|r| r.frame);
+        headless.render(1);
+        let report = reports.get(camera);
+        if timing_tile && report.as_ref().map(|r| r.frame) != before {
+            assert_eq!(report.unwrap().render_passes_recorded, 1);
+            tile_frames_reported += 1;
+        }
+        let decision = headless.app.world().get::<TierDecision>(camera).unwrap();
+        if matches!(decision.measured, Some(TierMeasurement::Chosen { .. })) {
+            assert!(
+                tile_frames_reported > 0,
+                "the tile path rendered while it was timed"
+            );
+            return decision.clone();
+        }
+    }
+    panic!(
+        "no choice after {frames} frames: {:?}",
+        headless.app.world().get::<TierDecision>(camera)
+    );
+}
+
+/// On a GPU that is not a tiler (lavapipe, with `MeasureOn::AllButTilers`; by default only real
+/// GPUs measure), an `Auto` camera times the tile path and Bevy's `Core3d` on real frames, keeps
+/// the faster, says so with both times, and times them again when its view changes a lot.
+#[test]
+fn an_auto_camera_on_an_immediate_mode_gpu_keeps_the_faster_path() {
+    let _test = GpuTest::start("an_auto_camera_on_an_immediate_mode_gpu_keeps_the_faster_path");
+    let (mut reference, _) = app_with_camera(Msaa::Sample4, None);
+    let expected = reference.render(6);
+    let msaa4 = RenderTier::TileDeferredMsaa { samples: 4 };
+    let measure = TileAutoMeasure {
+        on: MeasureOn::AllButTilers,
+        frames: 6,
+        warm_up: 2,
+        ..default()
+    };
+
+    // The default margin: the faster of the two measured paths is kept.
+    let (mut headless, camera) = app_with_camera(Msaa::Sample4, Some(TierSetting::Auto));
+    headless
+        .app
+        .insert_resource(measure)
+        .init_resource::<TierChanges>()
+        .add_systems(Last, record_tier_changes);
+    let decision = render_until_chosen(&mut headless, camera, 120);
+    let Some(TierMeasurement::Chosen {
+        tile_tier,
+        tile_ms,
+        core3d_ms,
+        tile_chosen,
+    }) = decision.measured
+    else {
+        unreachable!()
+    };
+    assert_eq!(tile_tier, msaa4);
+    assert!(tile_ms > 0.0 && core3d_ms > 0.0, "{decision:?}");
+    assert_eq!(tile_chosen, choose(tile_ms, core3d_ms, measure.margin));
+    let kept = if tile_chosen {
+        msaa4
+    } else {
+        RenderTier::Forward
+    };
+    assert_eq!(decision.tier, kept);
+    assert!(
+        decision.summary().contains(&format!("{tile_ms:.2} ms")),
+        "the choice says both times: {}",
+        decision.summary()
+    );
+    println!("measured on lavapipe at 4x: {}", decision.summary());
+    // Both paths rendered the camera on the way: the tile tier, Bevy's, then the one kept.
+    let changes = &headless.app.world().resource::<TierChanges>().0;
+    let tiers: Vec<RenderTier> = changes.iter().map(|c| c.to).collect();
+    assert_eq!(&tiers[..2], [msaa4, RenderTier::Forward], "{changes:#?}");
+    assert!(
+        changes[1..]
+            .iter()
+            .all(|c| matches!(c.reason, TierChangeReason::Measured(_)))
+    );
+    let frame = headless.render(3);
+    assert_frames_match("auto-measured", &frame, &expected, 34.0, 8);
+
+    // Bevy's path preferred by the margin (faster by any amount of time would do): the switch
+    // to Bevy's path, whose picture is Bevy's.
+    let (mut headless, camera) = app_with_camera(Msaa::Sample4, Some(TierSetting::Auto));
+    headless.app.insert_resource(TileAutoMeasure {
+        margin: -1.0e9,
+        ..measure
+    });
+    let decision = render_until_chosen(&mut headless, camera, 120);
+    assert_eq!(decision.tier, RenderTier::Forward, "{decision:?}");
+    assert!(matches!(
+        decision.measured,
+        Some(TierMeasurement::Chosen {
+            tile_chosen: false,
+            ..
+        })
+    ));
+    let frame = headless.render(3);
+    assert_frames_match("auto-measured-core3d", &frame, &expected, 60.0, 2);
+
+    // The view changes a lot (three times the meshes in view): both are timed again.
+    let world = headless.app.world_mut();
+    let meshes: Vec<(Mesh3d, MeshMaterial3d<StandardMaterial>, Transform)> = world
+        .query::<(&Mesh3d, &MeshMaterial3d<StandardMaterial>, &Transform)>()
+        .iter(world)
+        .map(|(mesh, material, transform)| (mesh.clone(), material.clone(), *transform))
+        .collect();
+    for _ in 0..2 {
+        world.spawn_batch(meshes.clone());
+    }
+    headless.render(2);
+    let decision = headless.app.world().get::<TierDecision>(camera).unwrap();
+    assert!(
+        matches!(decision.measured, Some(TierMeasurement::Timing { .. })),
+        "{decision:?}"
+    );
+    render_until_chosen(&mut headless, camera, 120);
 }

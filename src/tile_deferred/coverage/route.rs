@@ -2,21 +2,30 @@
 //!
 //! In the main world, [`route_cameras`] asks [`tiers`] for each tile camera's tier and switches
 //! its `CameraRenderGraph` between the tile schedule ([`TileDeferredGraph`]) and Bevy's `Core3d`.
+//! On a GPU that is not a tiler, an `Auto` camera first times both (`tiers::measure`; the
+//! render world's half is `timing`): it renders them, one after the other, in their timed
+//! schedules, then keeps the faster.
 //! In the render world, [`take_over_msaa`] hides a tile camera's MSAA from Bevy's view
 //! preparation.
 
 use super::missing::TileMissing;
 use crate::tile_deferred::{
-    camera::{TileDeferred, TileDeferredGraph},
+    camera::{TileDeferred, TileDeferredGraph, TimedCameraSchedule, is_tile_schedule},
     plan,
     report::{self, FailedFrame},
 };
 use crate::{
     device::DeviceProfile,
-    tiers::{self, PlanRequirements, TierDecision, TileTierChanged},
+    tiers::{
+        self, AutoTiming, MeasuredPath, PlanRequirements, SceneSignature, TierDecision,
+        TileAutoMeasure, TileTierChanged,
+    },
 };
 use bevy::{
+    camera::Hdr,
+    camera::visibility::VisibleEntities,
     core_pipeline::schedule::Core3d,
+    ecs::entity::EntityHashMap,
     ecs::schedule::ScheduleLabel,
     platform::collections::HashSet,
     prelude::*,
@@ -34,9 +43,61 @@ type RoutedCameras<'w, 's> = Query<
         Option<&'static Msaa>,
         Option<&'static TierDecision>,
         Option<&'static mut TileMissing>,
+        ViewOfCamera,
     ),
     With<Camera3d>,
 >;
+
+/// What the router reads of a camera's view for [`tiers::SceneSignature`].
+type ViewOfCamera = (
+    Option<&'static Camera>,
+    Option<&'static VisibleEntities>,
+    Has<Hdr>,
+);
+
+/// The lights of the world, for [`tiers::SceneSignature`]: whether each casts shadows.
+type Lights<'w, 's> = Query<
+    'w,
+    's,
+    (
+        Option<&'static PointLight>,
+        Option<&'static SpotLight>,
+        Option<&'static DirectionalLight>,
+    ),
+    Or<(With<PointLight>, With<SpotLight>, With<DirectionalLight>)>,
+>;
+
+/// The signature of a camera's view this frame. `lights` is counted once per frame, on first
+/// use: (lights, lights casting shadows).
+fn signature_of(
+    (camera, visible, hdr): (Option<&Camera>, Option<&VisibleEntities>, bool),
+    samples: u32,
+    lights: (u32, u32),
+) -> SceneSignature {
+    SceneSignature {
+        viewport: camera
+            .and_then(Camera::physical_viewport_size)
+            .unwrap_or_default(),
+        samples,
+        hdr,
+        meshes: visible.map_or(0, |visible| {
+            visible.len(std::any::TypeId::of::<Mesh3d>()) as u32
+        }),
+        lights: lights.0,
+        shadow_casters: lights.1,
+    }
+}
+
+fn count_lights(lights: &Lights) -> (u32, u32) {
+    lights
+        .iter()
+        .fold((0, 0), |(all, shadowed), (point, spot, directional)| {
+            let casts = point.is_some_and(|l| l.shadow_maps_enabled)
+                || spot.is_some_and(|l| l.shadow_maps_enabled)
+                || directional.is_some_and(|l| l.shadow_maps_enabled);
+            (all + 1, shadowed + u32::from(casts))
+        })
+}
 
 /// Chooses each tile camera's tier (device capabilities, requested MSAA, the camera's setting,
 /// failures reported by the render world, what the camera sees that the tile path cannot draw),
@@ -52,14 +113,24 @@ pub(crate) fn route_cameras(
     mut logged_missing: Local<HashSet<(Entity, Entity, String)>>,
     mut tier_changes: MessageWriter<TileTierChanged>,
     mut backends_seen: Local<u64>,
+    (measure_settings, lights, mut timings): (
+        Option<Res<TileAutoMeasure>>,
+        Lights,
+        Local<EntityHashMap<AutoTiming>>,
+    ),
 ) {
     let failures = reports.take_failures();
+    let timed = reports.take_timed();
+    let measure_settings = measure_settings.as_deref().copied().unwrap_or_default();
+    let mut light_counts = None;
+    // Cameras no longer measured forget their timing.
+    timings.retain(|camera, _| cameras.contains(*camera));
     // Bevy recovered from device loss with a new device: failures on the old one (sticky for
     // the rest of a device's life) no longer hold, and every camera tries its tile tier again.
     let backends = reports.backends_created();
     let new_device = *backends_seen > 0 && backends != *backends_seen;
     *backends_seen = backends;
-    for (entity, mut graph, tile, msaa, recorded, mut missing) in &mut cameras {
+    for (entity, mut graph, tile, msaa, recorded, mut missing, view) in &mut cameras {
         let failure = failures
             .get(&entity)
             .and_then(|failed| current_failure(entity, failed, recorded));
@@ -96,6 +167,36 @@ pub(crate) fn route_cameras(
                 {
                     missing.frames_clear = frames_clear;
                 }
+                // On a GPU that is not a tiler, `Auto` times both paths and keeps the faster.
+                let measure_here = measure_settings.applies_to(profile);
+                // Not while it falls back for what it sees: Bevy draws it then, and the times
+                // would not be the tile path's.
+                let decision = if !fall_back && (measure_here || timings.contains_key(&entity)) {
+                    let samples = msaa.map_or(1, |m| m.samples());
+                    let lights = *light_counts.get_or_insert_with(|| count_lights(&lights));
+                    let timing = timings.entry(entity).or_default();
+                    let decision = tiers::measure(
+                        decision,
+                        tile.tier,
+                        measure_here,
+                        &measure_settings,
+                        timing,
+                        signature_of(view, samples, lights),
+                        timed.get(&entity).map_or(&[], Vec::as_slice),
+                    );
+                    if let Some(why) = timing.retimed_because.take() {
+                        info!(
+                            "bevy_tile_deferred: camera {entity}: timing the tile path and \
+                             Bevy's Core3d again: {why}"
+                        );
+                    }
+                    if !measure_here {
+                        timings.remove(&entity);
+                    }
+                    decision
+                } else {
+                    decision
+                };
                 let decision = tiers::apply_missing(
                     decision,
                     tile.tier,
@@ -179,12 +280,15 @@ pub(crate) fn route_cameras(
             (Some(decision), _) => decision.tier.is_tile(),
             (None, tile) => tile.is_some() && profile.is_none(),
         };
-        let wanted = if tile_tier {
-            TileDeferredGraph.intern()
-        } else {
-            Core3d.intern()
+        // A camera timing a path renders it between two GPU timestamps.
+        let timed = decision.as_ref().and_then(tiers::timed_path);
+        let wanted = match (tile_tier, timed) {
+            (true, Some(MeasuredPath::Tile)) => TimedCameraSchedule::Tile.intern(),
+            (true, _) => TileDeferredGraph.intern(),
+            (false, Some(MeasuredPath::Core3d)) => TimedCameraSchedule::Core3d.intern(),
+            (false, _) => Core3d.intern(),
         };
-        let is_ours = graph.0 == TileDeferredGraph.intern();
+        let is_ours = is_tile_schedule(graph.0) || graph.0 == TimedCameraSchedule::Core3d.intern();
         if graph.0 != wanted && (is_ours || tile.is_some()) {
             graph.0 = wanted;
         }

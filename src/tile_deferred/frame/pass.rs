@@ -840,6 +840,7 @@ pub(crate) fn end_frame(
         let view = backend.views.remove(&entity).unwrap();
         backend.retire_view(view);
     }
+    backend.retire_stale_timers(frame, KEEP_FRAMES);
     let mut stale_framebuffers = Vec::new();
     let mut stale_ui_buffers = Vec::new();
     for view in backend.views.values_mut() {

@@ -57,8 +57,37 @@ pub(crate) struct TileBackend {
     /// running, oldest first (`pass::pace_frames`).
     pub(crate) frames_in_flight:
         std::collections::VecDeque<std::sync::Arc<std::sync::atomic::AtomicBool>>,
+    /// GPU timestamps around whole camera schedules, by main-world camera, for `Auto` cameras
+    /// timing both paths (`coverage::timing`).
+    pub(crate) camera_timers: EntityHashMap<CameraTimer>,
     // Declared last: dropped after everything above was destroyed in `Drop`.
     pub(crate) context: VulkanContext,
+}
+
+/// Two timestamps around a camera's whole schedule, a ring of frames, and what each slot timed:
+/// the path, and whether the frame counts (no pipeline was still compiling).
+pub(crate) struct CameraTimer {
+    pub queries: TimestampQueries,
+    pub slots: [Option<(crate::tiers::MeasuredPath, bool)>; crate::vulkan::timing::RING as usize],
+    pub last_used: u64,
+}
+
+impl TileBackend {
+    /// Queues the timers of cameras not timed since `frame - keep` for destruction.
+    pub fn retire_stale_timers(&mut self, frame: u64, keep: u64) {
+        let stale: Vec<Entity> = self
+            .camera_timers
+            .iter()
+            .filter(|(_, timer)| frame.saturating_sub(timer.last_used) > keep)
+            .map(|(camera, _)| *camera)
+            .collect();
+        for camera in stale {
+            let timer = self.camera_timers.remove(&camera).unwrap();
+            self.graveyard.retire(Box::new(move |c: &VulkanContext| {
+                c.destroy_timestamp_queries(timer.queries)
+            }));
+        }
+    }
 }
 
 /// The render passes of one plan (one for the merged tiers, one per pass unmerged) and the
@@ -210,6 +239,7 @@ impl TileBackend {
             reported: HashSet::default(),
             teardown_wait: TEARDOWN_WAIT,
             frames_in_flight: Default::default(),
+            camera_timers: EntityHashMap::default(),
             context,
         };
         // On error, `Drop` releases whatever was created.
@@ -370,6 +400,7 @@ impl Drop for TileBackend {
         for view in self.views.drain().map(|(_, v)| v).collect::<Vec<_>>() {
             self.retire_view(view);
         }
+        self.retire_stale_timers(u64::MAX, 0);
         for pass in self
             .render_passes
             .drain()

@@ -19,9 +19,10 @@ use crate::frame_graph::{
     Access, AttachmentDesc, ClearValue, CompiledFrame, DeviceCaps, Extent, Format, FrameGraph,
     ImportParams, compile_stock_bevy,
 };
-use crate::tile_deferred::{camera::TileDeferredGraph, plan::names};
+use crate::tile_deferred::plan::names;
 use crate::vulkan::conv::frame_graph_format;
 use bevy::camera::NormalizedRenderTarget;
+use bevy::prelude::{Commands, Component, Entity, Query, Res, ResMut};
 use bevy::{
     core_pipeline::blit::{BlitPipeline, BlitPipelineKey},
     render::{
@@ -33,10 +34,6 @@ use bevy::{
         renderer::RenderContext,
         view::ViewTarget,
     },
-};
-use bevy::{
-    ecs::schedule::ScheduleLabel,
-    prelude::{Commands, Component, Entity, Query, Res, ResMut},
 };
 
 /// The names of an overlay's three passes in its priced plan.
@@ -168,7 +165,7 @@ pub(crate) fn prepare_composite_pipelines(
         return;
     };
     for (entity, target, camera) in &views {
-        if camera.schedule != TileDeferredGraph.intern() {
+        if !crate::tile_deferred::camera::is_tile_schedule(camera.schedule) {
             continue;
         }
         let Some(format) = target.out_texture_view_format() else {

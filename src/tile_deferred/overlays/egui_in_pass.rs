@@ -22,14 +22,14 @@ use super::gizmos::DrawsOverTile;
 use super::in_pass::{UiAfterTilePass, ViewShape, in_pass_refusal};
 use crate::tiers::TierDecision;
 use crate::tile_deferred::{
-    camera::{TileDeferred, TileDeferredGraph, TileOutputLoadedAfter},
+    camera::{TileDeferred, TileOutputLoadedAfter},
     gpu::{
         keys::SamplerKey,
         ui::{NO_BOUNDS, TileUiDraws, UiBatch, UiBatchKind, UiVertex},
     },
 };
 use bevy::{
-    ecs::{schedule::ScheduleLabel, system::SystemParam},
+    ecs::system::SystemParam,
     image::ImageSampler,
     math::URect,
     platform::collections::HashMap,
@@ -176,7 +176,7 @@ fn build_tile_egui(mut commands: Commands, mut views: Query<EguiTileView>, sourc
     for (entity, camera, view, target, settings, tier, egui, ui_draws, ui_after) in &mut views {
         let mut entity_commands = commands.entity(entity);
         entity_commands.remove::<(EguiInTilePass, EguiAfterTilePass)>();
-        if camera.schedule != TileDeferredGraph.intern() {
+        if !crate::tile_deferred::camera::is_tile_schedule(camera.schedule) {
             continue;
         }
         // bevy_egui leaves `EguiCameraView` on a camera whose context was removed; its egui

@@ -35,7 +35,7 @@
 
 use super::composite::{self as overlay, OverlayCompositePipeline, OverlayShape, OverlayTarget};
 use crate::tile_deferred::{
-    camera::{GizmosOverTile, TileDeferred, TileDeferredGraph, TileOutputLoadedAfter},
+    camera::{GizmosOverTile, TileDeferred, TileOutputLoadedAfter},
     report::TileRenderReports,
 };
 use crate::{
@@ -49,7 +49,7 @@ use crate::{
 use bevy::{
     camera::ClearColorConfig,
     core_pipeline::core_3d::Transparent3d,
-    ecs::{schedule::ScheduleLabel, system::SystemParam},
+    ecs::system::SystemParam,
     pbr::{DrawMaterial, wireframe::Wireframe3d},
     platform::collections::HashMap,
     prelude::*,
@@ -128,7 +128,7 @@ impl GizmoMsaaViews {
     }
 }
 
-/// Render-world system set, in [`TileDeferredGraph`], of the system that draws other plugins'
+/// Render-world system set, in [`TileDeferredGraph`](crate::TileDeferredGraph), of the system that draws other plugins'
 /// `Transparent3d` items (gizmos) over a tile camera, after the tile pass and before the UI and
 /// the inspector. It runs only for a view with `GizmosOverTile`.
 #[derive(SystemSet, Clone, Debug, PartialEq, Eq, Hash)]
@@ -323,7 +323,8 @@ fn count_foreign_draws(
         msaa_views.last_drawn.insert(entity, frame);
         // Drawn once Bevy's textures and the gizmo pipelines have the tile pass's samples (the
         // frame after the gizmos appear on an MSAA camera).
-        if camera.schedule == TileDeferredGraph.intern() && msaa.map_or(1, Msaa::samples) == samples
+        if crate::tile_deferred::camera::is_tile_schedule(camera.schedule)
+            && msaa.map_or(1, Msaa::samples) == samples
         {
             commands
                 .entity(entity)

@@ -22,7 +22,6 @@ use crate::tile_deferred::{
 };
 use bevy::{
     core_pipeline::blit::BlitPipeline,
-    ecs::schedule::ScheduleLabel,
     prelude::*,
     render::{
         Render, RenderApp, RenderSystems,
@@ -129,7 +128,7 @@ fn mark_ui_tile_views(
     phases: Res<ViewSortedRenderPhases<TransparentUi>>,
 ) {
     for (entity, camera) in &views {
-        if camera.schedule == TileDeferredGraph.intern()
+        if crate::tile_deferred::camera::is_tile_schedule(camera.schedule)
             && has_ui_items(entity, &ui_cameras, &ui_views, &phases)
         {
             commands.entity(entity).insert(TileOutputLoadedAfter);

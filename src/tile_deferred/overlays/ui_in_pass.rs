@@ -28,14 +28,14 @@ use super::in_pass::{UiAfterTilePass, ViewShape, in_pass_refusal};
 use super::ui_gradients::{self, TileUiGradients, UiGradient};
 use crate::tiers::TierDecision;
 use crate::tile_deferred::{
-    camera::{TileDeferred, TileDeferredGraph},
+    camera::TileDeferred,
     gpu::{
         keys::SamplerKey,
         ui::{NO_BOUNDS, TileUiDraws, UiBatch, UiBatchKind, UiVertex},
     },
 };
 use bevy::{
-    ecs::{schedule::ScheduleLabel, system::SystemParam},
+    ecs::system::SystemParam,
     image::ImageSampler,
     platform::collections::HashMap,
     prelude::*,
@@ -185,7 +185,7 @@ pub(super) fn build_tile_ui(
         let mut entity_commands = commands.entity(entity);
         // Last frame's draws are gone (`in_pass::forget_last_frames_ui_draws`).
         entity_commands.remove::<UiAfterTilePass>();
-        if camera.schedule != TileDeferredGraph.intern() {
+        if !crate::tile_deferred::camera::is_tile_schedule(camera.schedule) {
             continue;
         }
         let Some(ui_view) = ui_camera.and_then(|ui| ui_views.get(ui.0).ok()) else {

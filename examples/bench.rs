@@ -85,6 +85,15 @@
 //!     --sun-shadows --frames 20 --warmup 5 --paths tile,tile4x,forward,forward4x
 //! ```
 //!
+//! Issue 34's `Auto` by measurement: what an `Auto` camera keeps on this GPU, against both
+//! paths (`auto`, `auto4x`: timed once it has chosen; its choice and both of its own times are
+//! printed under the tables):
+//!
+//! ```sh
+//! cargo run --release --example bench -- --width 3840 --height 2160 --lights 16,256 \
+//!     --range 6 --sun --frames 20 --warmup 5 --paths tile,tile4x,forward,forward4x,auto,auto4x
+//! ```
+//!
 //! Other uses:
 //!
 //! ```sh
@@ -97,7 +106,8 @@
 //! (20), `--paths tile,tilecpu,tile4x,tile4xall,unmerged,forward,forward4x,deferred`
 //! (`tilecpu`: 1x with the lights assigned on the CPU, `TileCpuLightAssignment`; `tile4xdraws`:
 //! 4x edge-selective with per-sample-index draws, `TileNoStencilSplit`; `tile4x`: 4x
-//! edge-selective, `tile4xall`: 4x every sample), `--range R` (metres), `--sun`, `--shadows`
+//! edge-selective, `tile4xall`: 4x every sample; `auto`, `auto4x`: an `Auto` camera, which
+//! measures on GPUs that are not tilers), `--range R` (metres), `--sun`, `--shadows`
 //! (each light count without and with shadows; grid scene, one `--meshes` count),
 //! `--scene grid|dense`, `--plans` (print each compiled plan; the tile path's priced frame).
 
@@ -115,7 +125,7 @@ use bevy::{
     render::{render_resource::PollType, renderer::RenderDevice},
 };
 use bevy_tile_deferred::{
-    DeviceProfile, MsaaShading, TileAutoMeasure, TileClusterStats, TileDeferred,
+    DeviceProfile, MsaaShading, TierDecision, TileAutoMeasure, TileClusterStats, TileDeferred,
     TileDeferredPlugin, TileRenderReports,
     device::DeviceKind,
     frame_graph::{
@@ -434,6 +444,12 @@ enum PathKind {
     Forward,
     Forward4x,
     Deferred,
+    /// An `Auto` camera as a game gets it: on a GPU that is not a tiler it times the tile path
+    /// and Bevy's `Core3d` and keeps the faster (`TileAutoMeasure`); timed once it has chosen.
+    /// Not in the default list.
+    Auto,
+    /// [`PathKind::Auto`] at 4x MSAA.
+    Auto4x,
 }
 
 impl PathKind {
@@ -460,6 +476,8 @@ impl PathKind {
             PathKind::Forward => "Bevy forward 1x",
             PathKind::Forward4x => "Bevy forward 4x",
             PathKind::Deferred => "Bevy deferred",
+            PathKind::Auto => "Auto 1x (measured)",
+            PathKind::Auto4x => "Auto 4x (measured)",
         }
     }
 
@@ -474,6 +492,8 @@ impl PathKind {
             PathKind::Forward => "fwd",
             PathKind::Forward4x => "fwd4x",
             PathKind::Deferred => "def",
+            PathKind::Auto => "auto",
+            PathKind::Auto4x => "auto4x",
         }
     }
 
@@ -488,6 +508,8 @@ impl PathKind {
             "forward" | "fwd" => Some(PathKind::Forward),
             "forward4x" | "fwd4x" => Some(PathKind::Forward4x),
             "deferred" | "def" => Some(PathKind::Deferred),
+            "auto" => Some(PathKind::Auto),
+            "auto4x" => Some(PathKind::Auto4x),
             _ => None,
         }
     }
@@ -500,7 +522,9 @@ impl PathKind {
             | PathKind::Tile4xEdge
             | PathKind::Tile4xEvery
             | PathKind::Tile4xDraws
-            | PathKind::TileUnmerged => None,
+            | PathKind::TileUnmerged
+            | PathKind::Auto
+            | PathKind::Auto4x => None,
             PathKind::Forward => Some(StockBevyPath::Forward { msaa_samples: 1 }),
             PathKind::Forward4x => Some(StockBevyPath::Forward { msaa_samples: 4 }),
             PathKind::Deferred => Some(StockBevyPath::Deferred),
@@ -509,7 +533,12 @@ impl PathKind {
 
     /// Rendered by the crate's tile schedule.
     fn is_tile(self) -> bool {
-        self.stock().is_none()
+        self.stock().is_none() && !self.is_auto()
+    }
+
+    /// An `Auto` camera that chooses its path by measurement.
+    fn is_auto(self) -> bool {
+        matches!(self, PathKind::Auto | PathKind::Auto4x)
     }
 
     fn msaa(self) -> Msaa {
@@ -517,7 +546,8 @@ impl PathKind {
             PathKind::Tile4xEdge
             | PathKind::Tile4xEvery
             | PathKind::Tile4xDraws
-            | PathKind::Forward4x => Msaa::Sample4,
+            | PathKind::Forward4x
+            | PathKind::Auto4x => Msaa::Sample4,
             _ => Msaa::Off,
         }
     }
@@ -525,7 +555,9 @@ impl PathKind {
     /// The tile camera's settings (None for Bevy's paths).
     fn tile_settings(self) -> Option<TileDeferred> {
         match self {
-            PathKind::Tile | PathKind::TileCpuAssign => Some(TileDeferred::default()),
+            PathKind::Tile | PathKind::TileCpuAssign | PathKind::Auto | PathKind::Auto4x => {
+                Some(TileDeferred::default())
+            }
             PathKind::Tile4xEdge | PathKind::Tile4xDraws => Some(TileDeferred {
                 msaa_shading: MsaaShading::EdgeSelective,
                 ..default()
@@ -734,6 +766,8 @@ struct Run {
     /// for Bevy's paths the ones its model was given (None: not known).
     shadow_maps: Option<ShadowMaps>,
     error: Option<String>,
+    /// An `Auto` camera's decision once it had chosen (its summary: the path and both times).
+    auto: Option<String>,
 }
 
 /// Medians over the measured frames, ms.
@@ -819,6 +853,7 @@ fn measure(options: &Options, path: PathKind, scene: BenchScene, log: &mut bool)
         caps: None,
         shadow_maps: None,
         error: None,
+        auto: None,
     };
     let first_app = std::mem::replace(log, false);
     let outcome = catch_unwind(AssertUnwindSafe(|| {
@@ -880,6 +915,24 @@ fn measure_in_app(
         app.update();
         wait_for_gpu(&app)?;
     }
+    // An `Auto` camera times both paths first: the measured frames are the chosen path's.
+    if path.is_auto() {
+        for _ in 0..600 {
+            let decision = app.world().get::<TierDecision>(camera);
+            let measuring = decision
+                .and_then(|d| d.measured.as_ref())
+                .is_some_and(|m| matches!(m, bevy_tile_deferred::TierMeasurement::Timing { .. }));
+            if !measuring {
+                break;
+            }
+            app.update();
+            wait_for_gpu(&app)?;
+        }
+        run.auto = app
+            .world()
+            .get::<TierDecision>(camera)
+            .map(TierDecision::summary);
+    }
 
     // Frames rendered and waited for one by one.
     let mut cpu = Vec::new();
@@ -923,6 +976,7 @@ fn measure_in_app(
         .map_or_else(DeviceCaps::desktop, DeviceProfile::frame_graph_caps);
     run.caps = Some(caps);
     match path.stock() {
+        None if path.is_auto() => {}
         None => {
             run.plan = tile.plan.take();
             run.shadow_maps = tile.shadow_maps;
@@ -978,8 +1032,10 @@ fn new_app(path: PathKind, log: bool) -> App {
     }
     // The tile paths are measured as they are: an `Auto` camera on a desktop GPU would otherwise
     // time Bevy's path against them and might switch to it.
-    app.add_plugins(TileDeferredPlugin)
-        .insert_resource(TileAutoMeasure::NEVER);
+    app.add_plugins(TileDeferredPlugin);
+    if !path.is_auto() {
+        app.insert_resource(TileAutoMeasure::NEVER);
+    }
     if path == PathKind::Deferred {
         app.insert_resource(DefaultOpaqueRendererMethod::deferred());
     }
@@ -1207,6 +1263,14 @@ fn print_table(runs: &[Run], options: &Options) {
                 run.scene.lights
             );
         }
+    }
+    for run in runs.iter().filter(|r| r.path.is_auto()) {
+        println!(
+            "{} at {} lights: {}",
+            run.path.label(),
+            run.scene.lights,
+            run.auto.as_deref().unwrap_or("no decision")
+        );
     }
     print_failures(runs);
 }
@@ -1460,6 +1524,8 @@ fn print_ratios(runs: &[Run], options: &Options) {
             true,
             TARGET_VS_FORWARD,
         ),
+        ratio("Auto 1x / Bevy forward 1x", Auto, Forward, true, ""),
+        ratio("Auto 4x / Bevy forward 4x", Auto4x, Forward4x, true, ""),
         ratio(
             "tile 4x edge / Bevy forward 4x",
             Tile4xEdge,

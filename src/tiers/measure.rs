@@ -5,19 +5,23 @@
 //! NVIDIA, AMD, Intel) the merged G-buffer goes through memory like any deferred renderer's, and
 //! whether the tile path or Bevy's forward `Core3d` is faster depends on the scene: many lights
 //! favour the tile path, MSAA with few lights favours Bevy. There an [`Auto`](TierSetting::Auto)
-//! camera times both, each for [`TileAutoMeasure::frames`] frames of GPU time, and keeps the
-//! faster one ([`choose`]); it times them again when its view changes a lot
+//! camera times both, each for [`TileAutoMeasure::frames`] frames of GPU time, alternating in
+//! blocks of three, and keeps the faster one ([`choose`]); it times them again when its view changes a lot
 //! ([`SceneSignature::changed_a_lot`]).
 //!
 //! [`measure`] is the whole protocol, a pure function of the camera's [`AutoTiming`], this
 //! frame's rules decision and the GPU times the render world reported. The render world times a
 //! camera's whole schedule (the tile schedule or `Core3d`: shadow cascades, every pass, the
 //! overlays) with two GPU timestamps, and marks a frame invalid while Bevy still compiles
-//! pipelines (a frame that skips draws would look fast).
+//! pipelines (a frame that skips draws would look fast) and right after a switch (one-time
+//! costs).
 
 use super::{RenderTier, TierDecision, TierSetting};
 use crate::device::{DeviceKind, DeviceProfile};
 use bevy::prelude::*;
+
+/// Valid frames a path is timed for before the other path's turn.
+const BLOCK: usize = 3;
 
 /// Which renderer a timed frame ran.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Reflect)]
@@ -28,6 +32,16 @@ pub enum MeasuredPath {
     Tile,
     /// Bevy's `Core3d`.
     Core3d,
+}
+
+impl MeasuredPath {
+    /// The other path.
+    pub fn other(self) -> Self {
+        match self {
+            Self::Tile => Self::Core3d,
+            Self::Core3d => Self::Tile,
+        }
+    }
 }
 
 /// Where [`Auto`](TierSetting::Auto) cameras choose between the tile path and Bevy's `Core3d` by
@@ -55,7 +69,8 @@ pub struct TileAutoMeasure {
     pub on: MeasureOn,
     /// Valid frames timed on each path (after [`Self::warm_up`]); the median decides.
     pub frames: u32,
-    /// Valid frames discarded first on each path (caches, the first use of new pipelines).
+    /// Valid frames discarded first on each path (caches, the first use of new pipelines; the
+    /// first frame after each switch is never counted).
     pub warm_up: u32,
     /// Bevy's path must be faster than the tile path by this fraction to be chosen: within it the
     /// tile path stays (it saves bandwidth even where it does not save time).
@@ -169,7 +184,7 @@ pub struct TimedFrame {
     /// Milliseconds of GPU time.
     pub ms: f64,
     /// False when Bevy was still compiling pipelines that frame (its draws may have been
-    /// skipped).
+    /// skipped), and for the first frame after the camera switched paths.
     pub valid: bool,
 }
 
@@ -211,7 +226,10 @@ pub struct AutoTiming {
     phase: Phase,
     tile: Vec<f64>,
     core3d: Vec<f64>,
-    skipped: u32,
+    /// Valid frames of each path discarded so far (up to [`TileAutoMeasure::warm_up`]).
+    skipped: [u32; 2],
+    /// How many times the path being timed had when its block began.
+    block_start: usize,
     frames: u32,
     /// The view the measurement was made on.
     signature: Option<SceneSignature>,
@@ -295,23 +313,37 @@ pub fn measure(
     }
     if let Phase::Timing(path) = timing.phase {
         timing.frames += 1;
-        for frame in timed.iter().filter(|f| f.valid && f.path == path) {
-            if timing.skipped < settings.warm_up {
-                timing.skipped += 1;
+        // Every valid frame counts for the path it ran, also one reported after the switch to
+        // the other (times come back a few frames late).
+        for frame in timed.iter().filter(|f| f.valid) {
+            let index = frame.path as usize;
+            if timing.skipped[index] < settings.warm_up {
+                timing.skipped[index] += 1;
                 continue;
             }
-            match path {
+            match frame.path {
                 MeasuredPath::Tile => timing.tile.push(frame.ms),
                 MeasuredPath::Core3d => timing.core3d.push(frame.ms),
             }
         }
-        let enough = |times: &Vec<f64>| times.len() >= settings.frames.max(1) as usize;
+        let needed = settings.frames.max(1) as usize;
+        let (current, other) = match path {
+            MeasuredPath::Tile => (timing.tile.len(), timing.core3d.len()),
+            MeasuredPath::Core3d => (timing.core3d.len(), timing.tile.len()),
+        };
+        let block_done = current >= timing.block_start + BLOCK || current >= needed;
         timing.phase = if timing.frames > settings.give_up_after {
             Phase::Done(TierMeasurement::GaveUp { tile_tier })
-        } else if path == MeasuredPath::Tile && enough(&timing.tile) {
-            timing.skipped = 0;
-            Phase::Timing(MeasuredPath::Core3d)
-        } else if path == MeasuredPath::Core3d && enough(&timing.core3d) {
+        } else if current < needed || other < needed {
+            // The paths alternate in short blocks, so that both see the GPU in the same state
+            // (clocks ramping up, other work): timing one after the other favoured the second.
+            if block_done && other < needed {
+                timing.block_start = other;
+                Phase::Timing(path.other())
+            } else {
+                Phase::Timing(path)
+            }
+        } else {
             let (tile_ms, core3d_ms) = (median(&timing.tile), median(&timing.core3d));
             Phase::Done(TierMeasurement::Chosen {
                 tile_tier,
@@ -319,8 +351,6 @@ pub fn measure(
                 core3d_ms,
                 tile_chosen: choose(tile_ms, core3d_ms, settings.margin),
             })
-        } else {
-            Phase::Timing(path)
         };
     }
     let measured = match &timing.phase {
@@ -476,9 +506,10 @@ mod tests {
             "{}",
             decision.summary()
         );
-        // The tile path was timed first (each frame reported on the next), then Bevy's.
-        let tile_frames = tiers.iter().filter(|t| t.is_tile()).count() as u32;
-        assert_eq!(tile_frames, settings.warm_up + settings.frames);
+        // The tile path was timed first, then the paths alternated in blocks.
+        assert!(tiers[0].is_tile());
+        let switches = tiers.windows(2).filter(|w| w[0] != w[1]).count();
+        assert!(switches >= 6, "{tiers:?}");
         // The tile path faster (many lights): kept.
         let mut timing = AutoTiming::default();
         let (decision, _) = settle(&settings, &mut timing, 5.0, 9.0);
@@ -490,7 +521,27 @@ mod tests {
     }
 
     #[test]
-    fn invalid_frames_and_other_paths_do_not_count() {
+    fn late_frames_of_the_other_path_count_for_it() {
+        let settings = TileAutoMeasure {
+            warm_up: 0,
+            ..default()
+        };
+        let mut timing = AutoTiming::default();
+        // The first frame times the tile path; Bevy's frames reported meanwhile count for Bevy.
+        measure(
+            rules(MSAA4),
+            TierSetting::Auto,
+            true,
+            &settings,
+            &mut timing,
+            signature(),
+            &frames(MeasuredPath::Core3d, 7.0, 5),
+        );
+        assert_eq!((timing.tile.len(), timing.core3d.len()), (0, 5));
+    }
+
+    #[test]
+    fn invalid_frames_do_not_count() {
         let settings = TileAutoMeasure::default();
         let mut timing = AutoTiming::default();
         let invalid = vec![
@@ -501,8 +552,7 @@ mod tests {
             };
             100
         ];
-        let late_core3d = frames(MeasuredPath::Core3d, 0.01, 100);
-        for timed in [&invalid, &late_core3d] {
+        for timed in [&invalid, &invalid] {
             let decision = measure(
                 rules(MSAA4),
                 TierSetting::Auto,

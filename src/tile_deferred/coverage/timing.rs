@@ -6,7 +6,8 @@
 //! `Core3d`, whatever Bevy and other plugins put in it), and writes a second timestamp. Both paths
 //! are timed the same way, shadow cascades and overlays included. The results are read a few
 //! frames later without waiting and handed to the main world through the reports. A frame during
-//! which Bevy still had pipelines to compile is marked invalid: its draws may have been skipped.
+//! which Bevy still had pipelines to compile is marked invalid (its draws may have been skipped),
+//! and so is the first frame after a switch or a gap (one-time costs).
 
 use crate::tiers::{MeasuredPath, TimedFrame};
 use crate::tile_deferred::{
@@ -100,6 +101,7 @@ fn mark(world: &mut World, path: MeasuredPath, mark: Mark) -> bool {
                 queries,
                 slots: [None; RING as usize],
                 last_used: frame,
+                last_path: None,
             },
         );
     }
@@ -120,9 +122,12 @@ fn mark(world: &mut World, path: MeasuredPath, mark: Mark) -> bool {
                     },
                 );
             }
+            // The first frame after a switch (or a gap) pays one-time costs: it does not count.
+            let continues = timer.last_path == Some(path) && timer.last_used + 1 == frame;
             timer.queries.recorded(frame);
-            timer.slots[slot] = Some((path, !compiling));
+            timer.slots[slot] = Some((path, !compiling && continues));
             timer.last_used = frame;
+            timer.last_path = Some(path);
         }
         Mark::End => {
             if compiling && let Some((_, valid)) = &mut timer.slots[slot] {

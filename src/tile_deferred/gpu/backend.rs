@@ -70,6 +70,8 @@ pub(crate) struct CameraTimer {
     pub queries: TimestampQueries,
     pub slots: [Option<(crate::tiers::MeasuredPath, bool)>; crate::vulkan::timing::RING as usize],
     pub last_used: u64,
+    /// The path the camera's last timed frame ran.
+    pub last_path: Option<crate::tiers::MeasuredPath>,
 }
 
 impl TileBackend {

@@ -94,8 +94,9 @@ pub struct TileCameraReport {
     pub window_target: bool,
     /// Samples its `Msaa` asks for.
     pub requested_samples: u32,
-    /// Its render graph is the tile path's ([`TileDeferredGraph`](crate::TileDeferredGraph), timed or not) this frame; false for Bevy's
-    /// `Core3d` (no [`TileDeferred`], a device without the tile path, or an `Auto` fallback).
+    /// Its render graph is the tile path's ([`TileDeferredGraph`](crate::TileDeferredGraph), timed
+    /// or not) this frame; false for Bevy's `Core3d` (no [`TileDeferred`], a device without the
+    /// tile path, or an `Auto` fallback).
     pub on_tile_path: bool,
     /// Its tile settings (None: not a tile camera).
     pub settings: Option<TileDeferred>,

@@ -6,8 +6,8 @@
 //! whether the tile path or Bevy's forward `Core3d` is faster depends on the scene: many lights
 //! favour the tile path, MSAA with few lights favours Bevy. There an [`Auto`](TierSetting::Auto)
 //! camera times both, each for [`TileAutoMeasure::frames`] frames of GPU time, alternating in
-//! blocks of three, and keeps the faster one ([`choose`]); it times them again when its view changes a lot
-//! ([`SceneSignature::changed_a_lot`]).
+//! blocks of three, and keeps the faster one ([`choose`]); it times them again when its view
+//! changes a lot ([`SceneSignature::changed_a_lot`]).
 //!
 //! [`measure`] is the whole protocol, a pure function of the camera's [`AutoTiming`], this
 //! frame's rules decision and the GPU times the render world reported. The render world times a
@@ -82,24 +82,25 @@ pub struct TileAutoMeasure {
 
 impl Default for TileAutoMeasure {
     fn default() -> Self {
-        Self {
-            on: MeasureOn::ImmediateModeGpus,
-            frames: 12,
-            warm_up: 4,
-            margin: 0.03,
-            give_up_after: 600,
-        }
+        Self::DEFAULT
     }
 }
 
 impl TileAutoMeasure {
-    /// Never measure: `Auto` follows the device rules alone.
-    pub const NEVER: Self = Self {
-        on: MeasureOn::Never,
+    /// The default: GPUs that are not tilers, 12 frames on each path after 4, a 3% margin for
+    /// the tile path, giving up after 600 frames.
+    pub const DEFAULT: Self = Self {
+        on: MeasureOn::ImmediateModeGpus,
         frames: 12,
         warm_up: 4,
         margin: 0.03,
         give_up_after: 600,
+    };
+
+    /// Never measure: `Auto` follows the device rules alone.
+    pub const NEVER: Self = Self {
+        on: MeasureOn::Never,
+        ..Self::DEFAULT
     };
 
     /// Whether `Auto` cameras measure on this device. Pure.
@@ -271,9 +272,10 @@ pub fn choose(tile_ms: f64, core3d_ms: f64, margin: f64) -> bool {
 /// [`TileAutoMeasure::applies_to`]); `timed` are the GPU times the render world reported for the
 /// camera since the last call. A decision that is not a tile tier (the rules chose Bevy's path,
 /// a failure lowered it) is returned as it is, and so is every decision where `measure_here` is
-/// false (the timing is reset). Otherwise the camera times the tile path, then `Core3d`, then
-/// keeps the faster: the tier of the returned decision is the path that renders this frame, and
-/// its [`TierDecision::measured`] says why. Pure apart from `timing`.
+/// false (the timing is reset). Otherwise the camera times the tile path and `Core3d` in turn,
+/// in blocks of a few frames, then keeps the faster: the tier of the returned decision is the
+/// path that renders this frame, and its [`TierDecision::measured`] says why. Pure apart from
+/// `timing`.
 pub fn measure(
     mut decision: TierDecision,
     setting: TierSetting,
@@ -449,6 +451,24 @@ mod tests {
 
     const MSAA4: RenderTier = RenderTier::TileDeferredMsaa { samples: 4 };
 
+    /// One frame of an `Auto` camera whose rules chose 4x on tile, on a device that measures.
+    fn auto(
+        settings: &TileAutoMeasure,
+        timing: &mut AutoTiming,
+        signature: SceneSignature,
+        timed: &[TimedFrame],
+    ) -> TierDecision {
+        measure(
+            rules(MSAA4),
+            TierSetting::Auto,
+            true,
+            settings,
+            timing,
+            signature,
+            timed,
+        )
+    }
+
     /// Runs frames until the measurement settles: `tile_ms` and `core3d_ms` per frame, each
     /// reported on the frame it ran (the render world reports later; the order is what counts).
     fn settle(
@@ -468,15 +488,7 @@ mod tests {
                     MeasuredPath::Core3d => frames(path, core3d_ms, 1),
                 })
                 .unwrap_or_default();
-            let decision = measure(
-                rules(MSAA4),
-                TierSetting::Auto,
-                true,
-                settings,
-                timing,
-                signature(),
-                &path,
-            );
+            let decision = auto(settings, timing, signature(), &path);
             tiers.push(decision.tier);
             let done = timed_path(&decision).is_none();
             last = Some(decision);
@@ -528,10 +540,7 @@ mod tests {
         };
         let mut timing = AutoTiming::default();
         // The first frame times the tile path; Bevy's frames reported meanwhile count for Bevy.
-        measure(
-            rules(MSAA4),
-            TierSetting::Auto,
-            true,
+        auto(
             &settings,
             &mut timing,
             signature(),
@@ -553,15 +562,7 @@ mod tests {
             100
         ];
         for timed in [&invalid, &invalid] {
-            let decision = measure(
-                rules(MSAA4),
-                TierSetting::Auto,
-                true,
-                &settings,
-                &mut timing,
-                signature(),
-                timed,
-            );
+            let decision = auto(&settings, &mut timing, signature(), timed);
             assert_eq!(timed_path(&decision), Some(MeasuredPath::Tile));
         }
     }
@@ -573,15 +574,7 @@ mod tests {
         settle(&settings, &mut timing, 10.0, 7.0);
         let mut bigger = signature();
         bigger.meshes = 200;
-        let decision = measure(
-            rules(MSAA4),
-            TierSetting::Auto,
-            true,
-            &settings,
-            &mut timing,
-            bigger,
-            &[],
-        );
+        let decision = auto(&settings, &mut timing, bigger, &[]);
         assert_eq!(timed_path(&decision), Some(MeasuredPath::Tile));
         assert_eq!(
             timing.retimed_because.as_deref(),
@@ -593,15 +586,7 @@ mod tests {
         let mut similar = signature();
         similar.meshes = 90;
         similar.lights = 20;
-        let decision = measure(
-            rules(MSAA4),
-            TierSetting::Auto,
-            true,
-            &settings,
-            &mut timing,
-            similar,
-            &[],
-        );
+        let decision = auto(&settings, &mut timing, similar, &[]);
         assert_eq!(decision.tier, RenderTier::Forward);
         assert!(signature().changed_a_lot(&signature()).is_none());
         let mut resized = signature();
@@ -667,15 +652,7 @@ mod tests {
         let mut timing = AutoTiming::default();
         let mut decision = None;
         for _ in 0..12 {
-            decision = Some(measure(
-                rules(MSAA4),
-                TierSetting::Auto,
-                true,
-                &settings,
-                &mut timing,
-                signature(),
-                &[],
-            ));
+            decision = Some(auto(&settings, &mut timing, signature(), &[]));
         }
         let decision = decision.unwrap();
         assert_eq!(decision.tier, MSAA4);

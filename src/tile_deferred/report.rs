@@ -295,6 +295,7 @@ impl TileRenderReports {
             .load(std::sync::atomic::Ordering::Acquire)
     }
 
+    /// Hands the main world a GPU time of `camera`'s whole schedule (`coverage::timing`).
     pub(crate) fn report_timed(&self, camera: Entity, frame: crate::tiers::TimedFrame) {
         if let Ok(mut timed) = self.timed.lock() {
             timed.entry(camera).or_default().push(frame);

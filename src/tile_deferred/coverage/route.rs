@@ -3,8 +3,8 @@
 //! In the main world, [`route_cameras`] asks [`tiers`] for each tile camera's tier and switches
 //! its `CameraRenderGraph` between the tile schedule ([`TileDeferredGraph`]) and Bevy's `Core3d`.
 //! On a GPU that is not a tiler, an `Auto` camera first times both (`tiers::measure`; the
-//! render world's half is `timing`): it renders them, one after the other, in their timed
-//! schedules, then keeps the faster.
+//! render world's half is `timing`): it renders them in turn, in their timed schedules, then
+//! keeps the faster.
 //! In the render world, [`take_over_msaa`] hides a tile camera's MSAA from Bevy's view
 //! preparation.
 

@@ -77,19 +77,20 @@ pub(crate) struct CameraTimer {
 impl TileBackend {
     /// Queues the timers of cameras not timed since `frame - keep` for destruction.
     pub fn retire_stale_timers(&mut self, frame: u64, keep: u64) {
-        let stale: Vec<Entity> = self
+        let stale = self
             .camera_timers
-            .iter()
-            .filter(|(_, timer)| frame.saturating_sub(timer.last_used) > keep)
-            .map(|(camera, _)| *camera)
-            .collect();
-        for camera in stale {
-            let timer = self.camera_timers.remove(&camera).unwrap();
-            self.graveyard.retire(Box::new(move |c: &VulkanContext| {
-                c.destroy_timestamp_queries(timer.queries)
-            }));
+            .extract_if(|_, timer| frame.saturating_sub(timer.last_used) > keep);
+        for (_, timer) in stale {
+            retire_timer(timer, &mut self.graveyard);
         }
     }
+}
+
+/// Queues a camera timer's queries for destruction after the GPU is done.
+fn retire_timer(timer: CameraTimer, graveyard: &mut Graveyard) {
+    graveyard.retire(Box::new(move |c: &VulkanContext| {
+        c.destroy_timestamp_queries(timer.queries)
+    }));
 }
 
 /// The render passes of one plan (one for the merged tiers, one per pass unmerged) and the
@@ -402,7 +403,9 @@ impl Drop for TileBackend {
         for view in self.views.drain().map(|(_, v)| v).collect::<Vec<_>>() {
             self.retire_view(view);
         }
-        self.retire_stale_timers(u64::MAX, 0);
+        for (_, timer) in self.camera_timers.drain() {
+            retire_timer(timer, &mut self.graveyard);
+        }
         for pass in self
             .render_passes
             .drain()

@@ -128,9 +128,9 @@ impl GizmoMsaaViews {
     }
 }
 
-/// Render-world system set, in [`TileDeferredGraph`](crate::TileDeferredGraph), of the system that draws other plugins'
-/// `Transparent3d` items (gizmos) over a tile camera, after the tile pass and before the UI and
-/// the inspector. It runs only for a view with `GizmosOverTile`.
+/// Render-world system set, in [`TileDeferredGraph`](crate::TileDeferredGraph), of the system
+/// that draws other plugins' `Transparent3d` items (gizmos) over a tile camera, after the tile
+/// pass and before the UI and the inspector. It runs only for a view with `GizmosOverTile`.
 #[derive(SystemSet, Clone, Debug, PartialEq, Eq, Hash)]
 pub struct TileGizmoSystems;
 

@@ -126,7 +126,7 @@ use bevy::{
 };
 use bevy_tile_deferred::{
     DeviceProfile, MsaaShading, TierDecision, TileAutoMeasure, TileClusterStats, TileDeferred,
-    TileDeferredPlugin, TileRenderReports,
+    TileDeferredPlugin, TileInstanceBatches, TileRenderReports,
     device::DeviceKind,
     frame_graph::{
         CompiledFrame, DEFAULT_MW_PER_GBPS, DeviceCaps, Extent, Format, FrameCost, ShadowMaps,
@@ -353,6 +353,7 @@ fn mesh_scaling(options: &Options, log: &mut bool) {
         "crate CPU ms",
         "draws",
         "instances",
+        "batches kept",
         "wall ms",
         "loop ms",
     ]);
@@ -365,6 +366,7 @@ fn mesh_scaling(options: &Options, log: &mut bool) {
             opt_ms(tile.map(|t| t.crate_cpu_ms)),
             tile.map_or("-".into(), |t| t.draws.to_string()),
             tile.map_or("-".into(), |t| t.instances.to_string()),
+            tile.map_or("-".into(), |t| t.batches_kept.clone()),
             opt_ms(run.timing.as_ref().map(|t| t.wall_ms)),
             opt_ms(run.timing.as_ref().map(|t| t.loop_ms)),
         ]);
@@ -789,6 +791,8 @@ struct TileStats {
     crate_cpu_ms: f64,
     draws: usize,
     instances: usize,
+    /// Measured frames that kept the last frame's draws, of those reported ("18/20").
+    batches_kept: String,
     clustered_lights: usize,
     /// The last frame's light clusters (grid and occupancy).
     clusters: TileClusterStats,
@@ -1134,6 +1138,8 @@ struct TileAccumulator {
     crate_cpu: Vec<f64>,
     draws: usize,
     instances: usize,
+    /// Measured frames that kept the last frame's instanced draws (`TileInstanceBatches`).
+    batches_kept: usize,
     clustered_lights: usize,
     clusters: TileClusterStats,
     assignment: Vec<f64>,
@@ -1163,6 +1169,9 @@ impl TileAccumulator {
         self.crate_cpu.push(report.cpu_ms);
         self.draws = report.draws;
         self.instances = report.instances;
+        if matches!(report.instance_batches, TileInstanceBatches::Kept { .. }) {
+            self.batches_kept += 1;
+        }
         self.clustered_lights = report.clustered_lights;
         self.clusters = report.clusters;
         self.assignment.push(report.clusters.assignment_ms);
@@ -1196,6 +1205,7 @@ impl TileAccumulator {
             crate_cpu_ms: median(&mut self.crate_cpu),
             draws: self.draws,
             instances: self.instances,
+            batches_kept: format!("{}/{}", self.batches_kept, self.crate_cpu.len()),
             clustered_lights: self.clustered_lights,
             clusters: self.clusters,
             assignment_ms: median(&mut self.assignment),

@@ -99,8 +99,8 @@ pub use tile_deferred::{
     TileGizmoSystems, TileOutputLoadedAfter,
     missing::{MissingFeature, TileMissing},
     report::{
-        TileClusterStats, TileEguiInPass, TileGpuTimes, TileRenderReports, TileUiInPass,
-        TileViewReport,
+        TileClusterStats, TileEguiInPass, TileGpuTimes, TileInstanceBatches, TileRenderReports,
+        TileUiInPass, TileViewReport,
     },
     validation::{TileValidation, TileValidationReport},
 };

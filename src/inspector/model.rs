@@ -3,7 +3,7 @@
 
 use super::{InspectorHistory, TileInspector, TileInspectorPanels};
 use crate::{
-    TileClusterStats, TileDeferred, TileFrameReportParam, TileGpuTimes,
+    TileClusterStats, TileDeferred, TileFrameReportParam, TileGpuTimes, TileInstanceBatches,
     frame_graph::{
         Access, AttachmentDesc, CompiledFrame, DEFAULT_MW_PER_GBPS, DeviceCaps, Extent, Format,
         FrameGraph, ImportParams, LoadOp, NativePass, ShadowMaps, StockBevyOptions, StockBevyPath,
@@ -116,6 +116,9 @@ pub struct CameraPanel {
     pub gpu_times: Option<TileGpuTimes>,
     /// CPU time the crate spent on the view, ms.
     pub cpu_ms: Option<f64>,
+    /// Instances and instanced draws of the last frame, and whether their batches were kept
+    /// from the frame before.
+    pub instances: Option<(usize, usize, TileInstanceBatches)>,
     /// Fraction of pixels lit per sample (MSAA edges).
     pub per_sample_fraction: Option<f32>,
     /// The light clusters of the last frame, with the lights in them.
@@ -350,6 +353,7 @@ pub(crate) fn update_panels(
             merging_off_frame: None,
             gpu_times: None,
             cpu_ms: None,
+            instances: None,
             per_sample_fraction: None,
             clusters: None,
             settings: camera.settings.clone(),
@@ -495,6 +499,7 @@ fn tile_panel(
     panel.in_use = Some(PlanSummary::of(&panel.tier, &report.priced, fps));
     panel.gpu_times = report.gpu_times;
     panel.cpu_ms = Some(report.cpu_ms);
+    panel.instances = Some((report.instances, report.draws, report.instance_batches));
     panel.per_sample_fraction = report.per_sample_fraction;
     panel.clusters = Some((report.clusters, report.clustered_lights));
     panel.render_passes_recorded = Some(report.render_passes_recorded);

@@ -7,7 +7,7 @@ use super::{
     model::{CameraPanel, OpVerdict, PlanSummary, attachment_traffic, op_verdicts},
 };
 use crate::{
-    MsaaShading, TileDebugView,
+    MsaaShading, TileDebugView, TileInstanceBatches,
     frame_graph::{CompiledFrame, SubpassIndex, TileVerdict, bytes_to_mb},
     tiers::{RenderTier, TierSetting},
 };
@@ -780,6 +780,20 @@ fn gpu_times(ui: &mut egui::Ui, panel: &CameraPanel) {
             ui.label("not available (no timestamp queries on this device or camera)");
         }
     });
+    if let Some(line) = panel.instances.map(instances_line) {
+        ui.label(line);
+    }
+}
+
+/// "1000 instances in 9 draws, kept from the last frame (30 rewritten)".
+fn instances_line((instances, draws, batches): (usize, usize, TileInstanceBatches)) -> String {
+    let how = match batches {
+        TileInstanceBatches::Built => "batched this frame".to_owned(),
+        TileInstanceBatches::Kept { rewritten } => {
+            format!("kept from the last frame ({rewritten} rewritten)")
+        }
+    };
+    format!("{instances} instances in {draws} draws, {how}")
 }
 
 fn clusters(ui: &mut egui::Ui, panel: &CameraPanel) {

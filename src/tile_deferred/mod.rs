@@ -121,6 +121,7 @@ pub(crate) fn build(app: &mut App) {
                 .run_if(overlays::gizmos::view_draws_gizmos),
         )
         .init_resource::<scene::extract::TileMeshInstances>()
+        .init_resource::<scene::draws::TileRetainedDraws>()
         .init_resource::<scene::extract::TileMaterials>()
         .init_resource::<lighting::environment::TileEnvironmentSamplers>()
         .add_systems(RenderStartup, create_backend)
@@ -145,12 +146,16 @@ pub(crate) fn build(app: &mut App) {
                     .in_set(RenderSystems::PrepareAssets)
                     .before(bevy::pbr::check_views_need_specialization),
                 scene::extract::skip_unusable_lights.in_set(RenderSystems::PrepareAssets),
-                scene::extract::skip_empty_meshes.in_set(RenderSystems::PrepareResources),
                 // Before bevy_ui's and egui's routes build this frame's `ui` subpass draws.
                 #[cfg(any(feature = "ui", feature = "inspector"))]
                 overlays::in_pass::forget_last_frames_ui_draws.in_set(RenderSystems::Queue),
                 overlays::composite::prepare_composite_pipelines.in_set(RenderSystems::Prepare),
-                (frame::pass::end_frame, forget_output_loaded_after).in_set(RenderSystems::Cleanup),
+                (
+                    frame::pass::end_frame,
+                    forget_output_loaded_after,
+                    scene::draws::forget_stale_draws,
+                )
+                    .in_set(RenderSystems::Cleanup),
             ),
         );
 }

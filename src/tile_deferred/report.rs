@@ -88,6 +88,24 @@ pub struct TileClusterStats {
     pub assigned_on_gpu: bool,
 }
 
+/// How a view's opaque instanced draws were made for a frame. Batching every visible mesh costs
+/// CPU time in proportion to the meshes in view; a frame with the same meshes in view and the
+/// same batches rewrites only the instances whose entities changed (moved, animated).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub enum TileInstanceBatches {
+    /// Batched from every visible mesh: the view's first frame, or meshes came into or left the
+    /// view, changed mesh, material, skinning or lightmap, a material or mesh asset changed, or
+    /// the sample count did.
+    #[default]
+    Built,
+    /// Last frame's batches, with `rewritten` instances written again.
+    Kept {
+        /// The instances whose entities changed since the last frame.
+        rewritten: usize,
+    },
+}
+
 /// A camera's last tile-deferred frame.
 ///
 /// `compiled`, `priced`, `shadow_maps`, `ui_pass` and `gizmo_pass` hold the frame-graph
@@ -115,6 +133,9 @@ pub struct TileViewReport {
     pub draws: usize,
     /// Mesh instances drawn.
     pub instances: usize,
+    /// Whether the G-buffer's instanced draws were batched again this frame or last frame's
+    /// were kept, with only the instances that changed rewritten.
+    pub instance_batches: TileInstanceBatches,
     /// Point and spot lights in the view's light clusters.
     pub clustered_lights: usize,
     /// The view's light clusters: their grid, how full they are and what assigning cost.

@@ -28,6 +28,7 @@ mod light_assignment;
 mod light_probes;
 mod lightmaps;
 mod missing;
+mod retained;
 mod robustness;
 mod showcase;
 mod soak;

@@ -43,7 +43,7 @@ use crate::tile_deferred::{
     plan::{self, PlannedFrame, TransparentPass},
     report::{self, TileClusterStats, TileEguiInPass, TileUiInPass, TileViewReport},
     scene::{
-        draws::DrawList,
+        draws::{DrawList, RetainedDraws, TileRetainedDraws},
         materials,
         params::{self as scene, TileSceneParams},
     },
@@ -76,6 +76,7 @@ pub(crate) fn tile_deferred_pass(
     view: ViewQuery<TileViewQuery>,
     backend: Option<ResMut<TileBackend>>,
     scene: TileSceneParams,
+    mut retained_draws: ResMut<TileRetainedDraws>,
     mut ctx: RenderContext,
 ) {
     let view = view.into_inner();
@@ -148,17 +149,23 @@ pub(crate) fn tile_deferred_pass(
     };
     // Set once the raw pass is handed to Bevy: from then on the output is written.
     let mut output_written = false;
+    // Last frame's batches, kept if this frame renders.
+    let mut retained = retained_draws.take(frame.entity);
     let rendered = render_view(
         &mut backend,
         &scene,
         &frame,
         &inputs,
+        &mut retained,
         &mut ctx,
         &mut output_written,
     );
     backend.context.faults.view_done();
     match rendered {
-        Ok(report) => scene.reports.insert(camera, report),
+        Ok(report) => {
+            retained_draws.put_back(frame.entity, retained);
+            scene.reports.insert(camera, report);
+        }
         // The main world lowers the camera's tier and logs it (`route_cameras`); the camera
         // is drawn by the next tier from the next frame on.
         Err(error) => {
@@ -199,6 +206,7 @@ fn render_view(
     scene: &TileSceneParams,
     frame: &ViewFrame,
     inputs: &ViewInputs,
+    retained: &mut Option<RetainedDraws>,
     ctx: &mut RenderContext,
     output_written: &mut bool,
 ) -> TileResult<TileViewReport> {
@@ -216,7 +224,7 @@ fn render_view(
         .profile
         .as_deref()
         .map_or_else(DeviceCaps::desktop, DeviceProfile::frame_graph_caps);
-    let (drawn, planned) = plan_view(&mut state, scene, frame, inputs, &caps)?;
+    let (drawn, planned) = plan_view(&mut state, scene, frame, inputs, retained, &caps)?;
 
     // 3-4. The render passes with their lighting and tonemap pipelines, the view's attachments
     // and the framebuffers over them.
@@ -240,6 +248,11 @@ fn render_view(
         &drawn,
         &lights.clusters,
     )?;
+    // The instances are queued: a later failure drops the queued writes and the batches with
+    // them (the caller keeps them only for a frame that rendered).
+    if let Some(retained) = retained.as_mut() {
+        retained.mark_uploaded();
+    }
     // bevy_ui in the pass: its quads queued for upload, its images' sets, its pipeline.
     let ui = match inputs.ui {
         Some(draws) => {
@@ -449,6 +462,7 @@ fn plan_view(
     scene: &TileSceneParams,
     frame: &ViewFrame,
     inputs: &ViewInputs,
+    retained: &mut Option<RetainedDraws>,
     caps: &DeviceCaps,
 ) -> TileResult<(DrawList, PlannedFrame)> {
     let view_from_world = Mat4::from_cols_array_2d(&frame.gpu_view.view_from_world);
@@ -457,6 +471,7 @@ fn plan_view(
         inputs.visible,
         conv::samples(frame.desc.samples),
         &view_from_world,
+        retained,
     );
     if frame.debug_view.shader_value() != 0 {
         drawn.transparent.clear();
@@ -669,7 +684,8 @@ fn view_report(
         subpass_count: descriptions.iter().map(|d| d.subpasses.len()).sum(),
         render_passes_recorded: descriptions.len(),
         draws: measured.draw_count,
-        instances: drawn.instances.len(),
+        instances: drawn.instance_count,
+        instance_batches: drawn.batches,
         clustered_lights: drawn.lights.len(),
         clusters: cluster_stats(clusters, view_state, measured.assignment_ms),
         frame: state.frame,
@@ -867,7 +883,7 @@ pub(crate) fn end_frame(
             .collect();
         backend
             .pending_updates
-            .retain(|(buffer, _)| !retired.contains(buffer));
+            .retain(|upload| !retired.contains(&upload.buffer));
         backend.graveyard.retire(Box::new(move |c: &VulkanContext| {
             for ui in stale_ui_buffers {
                 c.destroy_device_buffer(ui.vertices);

@@ -8,6 +8,7 @@ use super::view_sets::{
 };
 use crate::tile_deferred::gpu::backend::ViewDevice;
 use crate::tile_deferred::gpu::raw_view;
+use crate::tile_deferred::gpu::upload::BufferUpload;
 use crate::tile_deferred::{
     error::{TileError, TileResult, step},
     gpu::{
@@ -336,7 +337,7 @@ pub(crate) fn prepare_view_data(
         if !bytes.is_empty() {
             device
                 .pending_updates
-                .push((view.displacement_buffer.buffer, bytes));
+                .push(BufferUpload::whole(view.displacement_buffer.buffer, bytes));
         }
         view.displacements_uploaded = Some(displacements);
     }
@@ -376,7 +377,7 @@ fn buffer_sizes(
     }
     sizes.push((
         BufferSlot::Instances,
-        bytes(draws.instances.len().max(1), size_of::<GpuInstance>()),
+        bytes(draws.instance_count.max(1), size_of::<GpuInstance>()),
     ));
     sizes.push((
         BufferSlot::Animation,
@@ -409,48 +410,51 @@ fn environment_views<'e, 'a>(
 /// This frame's view uniforms, lights, CPU-assigned clusters or the GPU assignment's inputs,
 /// instances and animation, queued for upload at the start of the frame's command buffer.
 fn queue_uploads(
-    updates: &mut Vec<(vk::Buffer, Vec<u8>)>,
+    updates: &mut Vec<BufferUpload>,
     view: &ViewResources,
     gpu_view: &GpuView,
     draws: &DrawList,
     clusters: &LightClusters,
 ) {
-    updates.push((
+    updates.push(BufferUpload::whole(
         view.view_buffer.buffer,
         bytemuck::bytes_of(gpu_view).to_vec(),
     ));
     if !draws.lights.is_empty() {
-        updates.push((
+        updates.push(BufferUpload::whole(
             view.light_buffer.buffer,
             bytemuck::cast_slice(&draws.lights).to_vec(),
         ));
     }
     match clusters {
-        LightClusters::Cpu(assignment) if !assignment.masks.is_empty() => updates.push((
-            view.cluster_buffer.buffer,
-            bytemuck::cast_slice(&assignment.masks).to_vec(),
-        )),
+        LightClusters::Cpu(assignment) if !assignment.masks.is_empty() => {
+            updates.push(BufferUpload::whole(
+                view.cluster_buffer.buffer,
+                bytemuck::cast_slice(&assignment.masks).to_vec(),
+            ))
+        }
         LightClusters::Gpu(inputs) if inputs.words > 0 => {
-            updates.push((
+            updates.push(BufferUpload::whole(
                 view.reach_buffer.buffer,
                 bytemuck::cast_slice(&inputs.reaches).to_vec(),
             ));
-            updates.push((
+            updates.push(BufferUpload::whole(
                 view.extent_buffer.buffer,
                 bytemuck::cast_slice(&inputs.extents).to_vec(),
             ));
         }
         _ => {}
     }
-    if !draws.instances.is_empty() {
-        updates.push((
-            view.instance_buffer.buffer,
-            bytemuck::cast_slice(&draws.instances).to_vec(),
-        ));
+    for (first, instances) in &draws.instance_writes {
+        updates.push(BufferUpload {
+            buffer: view.instance_buffer.buffer,
+            offset: u64::from(*first) * size_of::<GpuInstance>() as u64,
+            bytes: bytemuck::cast_slice(instances).to_vec(),
+        });
     }
     let animation = &draws.animation.data;
     if !animation.is_empty() {
-        updates.push((
+        updates.push(BufferUpload::whole(
             view.animation_buffer.buffer,
             bytemuck::cast_slice(animation).to_vec(),
         ));

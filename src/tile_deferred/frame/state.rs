@@ -40,7 +40,7 @@ pub(crate) struct FrameState<'a> {
     /// This view's attachments, framebuffers, buffers, sets, queries and plan caches.
     pub(crate) view: &'a mut ViewResources,
     /// Buffer uploads for the frame's command buffer: stages 5 and 6 queue them, 9 takes them.
-    pub(crate) pending_updates: &'a mut Vec<(vk::Buffer, Vec<u8>)>,
+    pub(crate) pending_updates: &'a mut Vec<crate::tile_deferred::gpu::upload::BufferUpload>,
     /// The zero vertex buffer holds its zeros (the first recorded frame fills it).
     pub(crate) zero_buffer_filled: &'a mut bool,
     /// Where a replaced object waits until the GPU is done with it.
@@ -165,7 +165,7 @@ impl<'a> FrameState<'a> {
     /// read). Returns `why`, the view's error.
     pub(crate) fn command_buffer_lost(
         &mut self,
-        updates: Vec<(vk::Buffer, Vec<u8>)>,
+        updates: Vec<crate::tile_deferred::gpu::upload::BufferUpload>,
         filled_zero_buffer: bool,
         why: TileError,
     ) -> TileError {

@@ -4,6 +4,7 @@
 //! step of `gpu::record`.
 
 use super::{render_passes, state::FrameState};
+use crate::tile_deferred::gpu::upload::BufferUpload;
 use crate::tile_deferred::{
     error::{TileError, TileResult, step},
     gpu::{
@@ -198,7 +199,7 @@ fn upload_quads(
         // An upload a failed frame left for the old buffer goes with it.
         device
             .pending_updates
-            .retain(|(pending, _)| *pending != old.buffer);
+            .retain(|upload| upload.buffer != old.buffer);
         device.graveyard.retire(Box::new(move |c: &VulkanContext| {
             c.destroy_device_buffer(old)
         }));
@@ -206,7 +207,9 @@ fn upload_quads(
     let (vertices, indices) = (buffers.vertices.buffer, buffers.indices.buffer);
     device
         .pending_updates
-        .push((vertices, vertex_bytes.to_vec()));
-    device.pending_updates.push((indices, index_bytes.to_vec()));
+        .push(BufferUpload::whole(vertices, vertex_bytes.to_vec()));
+    device
+        .pending_updates
+        .push(BufferUpload::whole(indices, index_bytes.to_vec()));
     Ok((vertices, indices))
 }

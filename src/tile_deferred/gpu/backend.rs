@@ -48,7 +48,7 @@ pub(crate) struct TileBackend {
     pub(crate) graveyard: Graveyard,
     pub(crate) frame: u64,
     /// Buffer updates recorded at the start of the next raw command buffer.
-    pub(crate) pending_updates: Vec<(vk::Buffer, Vec<u8>)>,
+    pub(crate) pending_updates: Vec<crate::tile_deferred::gpu::upload::BufferUpload>,
     /// Cameras reported once (unsupported settings).
     pub(crate) reported: HashSet<(Entity, &'static str)>,
     /// How long dropping the backend waits for the GPU ([`TEARDOWN_WAIT`]; tests shorten it).
@@ -453,5 +453,5 @@ pub(crate) struct ViewDevice<'a> {
     pub(crate) lut_sampler: vk::Sampler,
     pub(crate) attachment_sampler: vk::Sampler,
     pub(crate) shadow_sampler: vk::Sampler,
-    pub(crate) pending_updates: &'a mut Vec<(vk::Buffer, Vec<u8>)>,
+    pub(crate) pending_updates: &'a mut Vec<crate::tile_deferred::gpu::upload::BufferUpload>,
 }

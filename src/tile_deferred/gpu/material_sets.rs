@@ -104,9 +104,9 @@ impl MaterialSets {
 pub(crate) fn retire_material(
     material: MaterialResources,
     graveyard: &mut Graveyard,
-    pending_updates: &mut Vec<(vk::Buffer, Vec<u8>)>,
+    pending_updates: &mut Vec<crate::tile_deferred::gpu::upload::BufferUpload>,
 ) {
-    pending_updates.retain(|(buffer, _)| *buffer != material.buffer.buffer);
+    pending_updates.retain(|upload| upload.buffer != material.buffer.buffer);
     graveyard.retire(Box::new(move |context: &VulkanContext| {
         // The set came from a material pool, created with FREE_DESCRIPTOR_SET, and no command
         // buffer in flight uses it any more.

@@ -16,6 +16,7 @@ pub(super) mod shadow_views;
 pub(super) mod transforms;
 pub(crate) mod types;
 pub(crate) mod ui;
+pub(crate) mod upload;
 
 use ash::vk;
 use bevy::render::render_resource::TextureView;

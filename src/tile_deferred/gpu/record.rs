@@ -125,7 +125,7 @@ pub(crate) struct Recording {
     pub(crate) zero_buffer: vk::Buffer,
     pub(crate) fill_zero_buffer: bool,
     pub(crate) instance_buffer: vk::Buffer,
-    pub(crate) updates: Vec<(vk::Buffer, Vec<u8>)>,
+    pub(crate) updates: Vec<super::upload::BufferUpload>,
     pub(crate) draws: Vec<RecordedDraw>,
     /// Where the plan has its transparent pass, if it has one.
     pub(crate) transparent_pass: TransparentPass,
@@ -166,7 +166,7 @@ pub(crate) struct Recording {
 /// What a recording that never reached a command buffer still owes later frames.
 pub(crate) struct Unrecorded {
     /// The buffer uploads it carried.
-    pub(crate) updates: Vec<(vk::Buffer, Vec<u8>)>,
+    pub(crate) updates: Vec<super::upload::BufferUpload>,
     /// Whether it was to fill the zero buffer.
     pub(crate) fill_zero_buffer: bool,
 }
@@ -292,9 +292,11 @@ impl Recorder<'_> {
                 let size = (super::cluster_stats::SLOT_WORDS * 4) as u64;
                 device.cmd_fill_buffer(cb, buffer, offset, size, 0);
             }
-            for (buffer, bytes) in &r.updates {
-                for (i, chunk) in bytes.chunks(65536).enumerate() {
-                    device.cmd_update_buffer(cb, *buffer, (i * 65536) as u64, chunk);
+            for upload in &r.updates {
+                // `vkCmdUpdateBuffer` writes at most 65536 bytes at a time.
+                for (i, chunk) in upload.bytes.chunks(65536).enumerate() {
+                    let offset = upload.offset + (i * 65536) as u64;
+                    device.cmd_update_buffer(cb, upload.buffer, offset, chunk);
                 }
             }
             device.cmd_pipeline_barrier(

@@ -3,7 +3,9 @@
 //! the recording binds.
 
 use super::{
-    extract::{MorphTargets, TileMaterial, TileMeshInstance},
+    extract::{
+        MorphTargets, TileMaterial, TileMeshInstance, TileMeshInstances, has_something_to_draw,
+    },
     params::TileSceneParams,
 };
 use crate::tile_deferred::gpu::keys::{MaterialSetKey, MaterialTexture};
@@ -16,10 +18,12 @@ use crate::tile_deferred::{
         types::{GpuClusterableLight, GpuInstance, instance_flags},
     },
     lighting::shadows::ShadowLayers,
+    report::TileInstanceBatches,
 };
 use crate::vulkan::conv;
 use ash::vk;
 use bevy::{
+    ecs::entity::EntityHashMap,
     math::Affine3A,
     mesh::{Mesh, MeshVertexAttribute, PrimitiveTopology},
     pbr::ExtractedPointLight,
@@ -29,7 +33,8 @@ use bevy::{
         mesh::{RenderMesh, RenderMeshBufferInfo},
         render_resource::Face,
         sync_world::MainEntity,
-        view::RenderVisibleEntities,
+        sync_world::MainEntityHashMap,
+        view::{RenderVisibleEntities, RenderVisibleEntitiesClass},
     },
 };
 use wgpu::hal::{self, api::Vulkan};
@@ -43,6 +48,7 @@ type BatchKey = (
 );
 
 /// One instanced draw of a mesh with a material.
+#[derive(Clone)]
 pub(crate) struct Draw {
     pub(crate) mesh: AssetId<Mesh>,
     pub(crate) material: AssetId<StandardMaterial>,
@@ -61,133 +67,331 @@ pub(crate) struct DrawList {
     /// Transparent meshes, one draw per mesh, back to front as Bevy sorts `Transparent3d`: by
     /// the view-space z of the mesh's AABB centre plus the material's `depth_bias`.
     pub(crate) transparent: Vec<Draw>,
-    /// Every draw's instances, `Draw::first_instance` indexes into it.
-    pub(crate) instances: Vec<GpuInstance>,
+    /// How many instances the draws draw (`Draw::first_instance` counts from the first).
+    pub(crate) instance_count: usize,
+    /// What the view's instance buffer needs written this frame, by first instance: all of
+    /// them when the batches were built, otherwise only the instances that changed and the
+    /// transparent ones (sorted again each frame) after the opaque ones.
+    pub(crate) instance_writes: Vec<(u32, Vec<GpuInstance>)>,
     /// The instances' joint matrices and morph data (`gbuffer.vert`'s `animation`).
     pub(crate) animation: AnimationData,
     /// Point and spot lights, as the lighting subpass reads them (`clusters` assigns them).
     pub(crate) lights: Vec<GpuClusterableLight>,
     /// Where Bevy put this frame's point and spot shadow maps.
     pub(crate) shadow_layers: ShadowLayers,
+    /// Whether `draws` were batched this frame or kept from the last.
+    pub(crate) batches: TileInstanceBatches,
+}
+
+/// Each tile view's batches as its last frame left them, by render-world view entity.
+#[derive(Resource, Default)]
+pub(crate) struct TileRetainedDraws {
+    views: EntityHashMap<RetainedDraws>,
+}
+
+impl TileRetainedDraws {
+    /// Takes `view`'s batches for its frame (put back with [`Self::put_back`]).
+    pub(crate) fn take(&mut self, view: Entity) -> Option<RetainedDraws> {
+        self.views.remove(&view)
+    }
+
+    /// Keeps `view`'s batches for its next frame.
+    pub(crate) fn put_back(&mut self, view: Entity, draws: Option<RetainedDraws>) {
+        if let Some(draws) = draws {
+            self.views.insert(view, draws);
+        }
+    }
+}
+
+/// Forgets the batches of views that did not draw this frame: only the next consecutive frame
+/// can keep them.
+pub(crate) fn forget_stale_draws(
+    mut retained: ResMut<TileRetainedDraws>,
+    instances: Res<TileMeshInstances>,
+) {
+    let extraction = instances.extraction;
+    retained
+        .views
+        .retain(|_, draws| draws.extraction == extraction);
+}
+
+/// The view's opaque batches as the last frame built them, kept so that a frame whose visible
+/// meshes and batches are unchanged rewrites only the instances that changed instead of
+/// batching every visible mesh again (issue 34: batching 10,000 meshes cost 1.9 ms per frame
+/// on the H200's host).
+#[derive(Default)]
+pub(crate) struct RetainedDraws {
+    /// The extraction (`TileMeshInstances::extraction`) the batches are up to date with.
+    extraction: u64,
+    /// The tile path's Vulkan backend they were uploaded with
+    /// (`TileRenderReports::backends_created`): a new one has new, empty buffers.
+    backend: u64,
+    /// The extraction whose instances were last queued for upload into the view's instance
+    /// buffer: a frame that failed before its uploads leaves the buffer behind `instances`,
+    /// and the next frame writes them all.
+    uploaded: u64,
+    /// `TileMeshInstances::layout_generation` and `TileMaterials::generation` when built.
+    layout_generation: u64,
+    materials_generation: u64,
+    samples: vk::SampleCountFlags,
+    /// The view's meshes without CPU culling (`NoCpuCulling`), counted when built.
+    gpu_culled: usize,
+    /// Every visible mesh found a draw: none was skipped because its mesh or material was not
+    /// ready (or had nothing to draw), which a later frame would have to find again.
+    complete: bool,
+    /// The opaque and alpha-masked draws, `first_instance` into `instances`.
+    draws: Vec<Draw>,
+    /// Their instances, animation offsets as of the last frame.
+    instances: Vec<GpuInstance>,
+    /// Where each entity's instance is in `instances`.
+    slot_of: MainEntityHashMap<u32>,
+    /// The skinned and morphed instances among `instances`: their animation data is laid out
+    /// again each frame.
+    animated: Vec<(MainEntity, u32)>,
+    /// The transparent meshes in view, sorted again each frame.
+    transparent: Vec<MainEntity>,
+}
+
+impl RetainedDraws {
+    /// Whether this frame may patch the batches rather than build them: consecutive
+    /// extractions, the same meshes in view (Bevy's lists of what became visible or hidden),
+    /// and no batch, material or sample count changed.
+    fn reusable(
+        &self,
+        scene: &TileSceneParams,
+        visible: Option<&RenderVisibleEntitiesClass>,
+        samples: vk::SampleCountFlags,
+    ) -> bool {
+        let instances = &scene.instances;
+        let same_view = match visible {
+            Some(class) => {
+                class.added_entities.is_empty()
+                    && class.removed_entities.is_empty()
+                    && class.entities_gpu_culling.len() == self.gpu_culled
+            }
+            // No mesh in view, as before.
+            None => self.draws.is_empty() && self.transparent.is_empty(),
+        };
+        self.complete
+            && same_view
+            && self.backend == scene.reports.backends_created()
+            && self.uploaded == self.extraction
+            && self.extraction + 1 == instances.extraction
+            && self.layout_generation == instances.layout_generation
+            && self.materials_generation == scene.materials.generation()
+            && self.samples == samples
+            // A mesh prepared again (a new layout) or placed elsewhere keeps its id: the
+            // pipelines are checked each frame, a handful of draws.
+            && self.draws.iter().all(|draw| {
+                drawable(scene, draw.mesh, draw.material, samples, draw.pipeline_key.skin.is_some())
+                    == Some(draw.pipeline_key.clone())
+            })
+    }
+
+    /// Batches the view's visible meshes: the opaque ones by mesh, material, skinning and
+    /// lightmap image; the transparent ones listed for sorting.
+    fn build(
+        scene: &TileSceneParams,
+        visible: Option<&RenderVisibleEntitiesClass>,
+        samples: vk::SampleCountFlags,
+    ) -> Self {
+        let instances = &scene.instances;
+        let mut batches: HashMap<BatchKey, Vec<MainEntity>> = HashMap::default();
+        let mut retained = Self {
+            extraction: instances.extraction,
+            backend: scene.reports.backends_created(),
+            layout_generation: instances.layout_generation,
+            materials_generation: scene.materials.generation(),
+            samples,
+            gpu_culled: visible.map_or(0, |class| class.entities_gpu_culling.len()),
+            complete: true,
+            ..default()
+        };
+        let visible_entities = visible.into_iter().flat_map(|class| class.iter_visible());
+        for (_, main_entity) in visible_entities {
+            let Some(instance) = instances.by_entity.get(main_entity) else {
+                continue;
+            };
+            let material = scene.materials.by_id.get(&instance.material);
+            if material.is_some_and(|m| m.blend.is_some()) {
+                retained.transparent.push(*main_entity);
+                continue;
+            }
+            let key = (
+                instance.mesh,
+                instance.material,
+                instance.skin.is_some(),
+                instance.lightmap.map(|map| map.texture),
+            );
+            batches.entry(key).or_default().push(*main_entity);
+        }
+        // Sorted by pipeline, then material, so the recording binds each as few times as it
+        // can.
+        let mut keyed: Vec<(GbufferPipelineKey, BatchKey, Vec<MainEntity>)> = Vec::new();
+        for (key, entities) in batches {
+            let (mesh, material, skinned, _) = key;
+            match drawable(scene, mesh, material, samples, skinned) {
+                Some(pipeline_key) => keyed.push((pipeline_key, key, entities)),
+                None => retained.complete = false,
+            }
+        }
+        keyed.sort_by(|a, b| {
+            let lightmap = |key: &BatchKey| key.3.map(|l| l.image);
+            (&a.0, a.1.1, lightmap(&a.1)).cmp(&(&b.0, b.1.1, lightmap(&b.1)))
+        });
+        for (pipeline_key, (mesh, material, _, lightmap), entities) in keyed {
+            retained.draws.push(Draw {
+                mesh,
+                material,
+                lightmap,
+                pipeline_key,
+                first_instance: retained.instances.len() as u32,
+                instance_count: entities.len() as u32,
+            });
+            for entity in entities {
+                let slot = retained.instances.len() as u32;
+                let instance = &instances.by_entity[&entity];
+                if instance.skin.is_some() || instance.morph_weights.is_some() {
+                    retained.animated.push((entity, slot));
+                }
+                retained.slot_of.insert(entity, slot);
+                retained.instances.push(gpu_instance(scene, instance));
+            }
+        }
+        // Transparent draws that cannot be drawn are found each frame.
+        retained.complete &= retained.transparent.iter().all(|entity| {
+            let instance = &instances.by_entity[entity];
+            let skinned = instance.skin.is_some();
+            drawable(scene, instance.mesh, instance.material, samples, skinned).is_some()
+        });
+        retained
+    }
+
+    /// Rewrites the instances that this frame's extraction changed; returns their slots.
+    fn patch(&mut self, scene: &TileSceneParams) -> Vec<u32> {
+        let instances = &scene.instances;
+        let mut rewritten = Vec::new();
+        for entity in &instances.changed {
+            if let (Some(&slot), Some(instance)) =
+                (self.slot_of.get(entity), instances.by_entity.get(entity))
+            {
+                self.instances[slot as usize] = gpu_instance(scene, instance);
+                rewritten.push(slot);
+            }
+        }
+        self.extraction = instances.extraction;
+        rewritten
+    }
+
+    /// Notes that this frame's instances were queued for upload (a frame that fails after its
+    /// uploads were queued drops them, and its batches with them).
+    pub(crate) fn mark_uploaded(&mut self) {
+        self.uploaded = self.extraction;
+    }
 }
 
 impl DrawList {
-    /// Batches the view's visible opaque meshes, sorts its transparent ones back to front
-    /// (seen from `view_from_world`), and packs the scene's point and spot lights.
+    /// Batches the view's visible opaque meshes (or patches the batches `retained` kept from
+    /// the last frame), sorts its transparent ones back to front (seen from
+    /// `view_from_world`), and packs the scene's point and spot lights.
     pub(crate) fn gather(
         scene: &TileSceneParams,
         visible: &RenderVisibleEntities,
         samples: vk::SampleCountFlags,
         view_from_world: &Mat4,
+        retained: &mut Option<RetainedDraws>,
     ) -> Self {
-        // By mesh, material, whether the instance is skinned (its pipeline's `SKINNED`), and
-        // its lightmap image (the material set's binding 6).
-        let mut batches: HashMap<BatchKey, Vec<GpuInstance>> = HashMap::default();
-        let mut animation = visible
-            .get::<Mesh3d>()
-            .map_or_else(AnimationData::default, |class| {
-                AnimationData::with_morph_meshes(
-                    scene,
-                    class.entities_cpu_culling.iter().map(|(_, main)| main),
-                )
-            });
-        // (sort distance, entity, mesh, material, instance) of each transparent mesh.
-        let mut transparent = Vec::new();
-        let view_z_row = view_from_world.row(2);
-        if let Some(class) = visible.get::<Mesh3d>() {
-            for (_, main_entity) in &class.entities_cpu_culling {
-                let Some(instance) = scene.instances.by_entity.get(main_entity) else {
-                    continue;
-                };
-                let (joints, morph) = animation.push_instance(scene, instance);
-                let material = scene.materials.by_id.get(&instance.material);
-                let mut flags = if instance.shadow_receiver {
-                    instance_flags::SHADOW_RECEIVER
-                } else {
-                    0
-                };
-                let mut lightmap = [0; 4];
-                if let Some(map) = &instance.lightmap {
-                    flags |= instance_flags::LIGHTMAPPED;
-                    if map.bicubic {
-                        flags |= instance_flags::LIGHTMAP_BICUBIC;
-                    }
-                    let exposure = material.map_or(1.0, |m| m.lightmap_exposure);
-                    lightmap = [map.uv_rect[0], map.uv_rect[1], exposure.to_bits(), 0];
-                }
-                let gpu_instance = GpuInstance {
-                    world_from_local_rows: affine_rows(&instance.world_from_local),
-                    flags: [flags, joints, morph, 0],
-                    lightmap,
-                };
-                let skinned = instance.skin.is_some();
-                let lightmap_texture = instance.lightmap.map(|map| map.texture);
-                match material.filter(|m| m.blend.is_some()) {
-                    Some(material) => {
-                        let center = scene.meshes.get(instance.mesh).map_or(Vec3::ZERO, |mesh| {
-                            instance.world_from_local.transform_point3(mesh.aabb_center)
-                        });
-                        // Bevy's `ViewRangefinder3d::distance` plus the depth bias: ascending
-                        // is back to front.
-                        let distance = view_z_row.dot(center.extend(1.0)) + material.depth_bias;
-                        transparent.push((
-                            distance,
-                            *main_entity,
-                            (instance.mesh, instance.material, skinned, lightmap_texture),
-                            gpu_instance,
-                        ));
-                    }
-                    None => batches
-                        .entry((instance.mesh, instance.material, skinned, lightmap_texture))
-                        .or_default()
-                        .push(gpu_instance),
-                }
+        let class = visible.get::<Mesh3d>();
+        // `None`: every instance is written.
+        let (batches, mut dirty_slots) = match retained.take() {
+            Some(mut kept) if kept.reusable(scene, class, samples) => {
+                let rewritten = kept.patch(scene);
+                (kept, Some(rewritten))
+            }
+            _ => (RetainedDraws::build(scene, class, samples), None),
+        };
+        let how = match &dirty_slots {
+            Some(rewritten) => TileInstanceBatches::Kept {
+                rewritten: rewritten.len(),
+            },
+            None => TileInstanceBatches::Built,
+        };
+        let batches = retained.insert(batches);
+        let instances = &scene.instances;
+        let mut animation = AnimationData::with_morph_meshes(
+            scene,
+            batches
+                .animated
+                .iter()
+                .map(|(entity, _)| entity)
+                .chain(&batches.transparent),
+        );
+        for (entity, slot) in &batches.animated {
+            let (joints, morph) = animation.push_instance(scene, &instances.by_entity[entity]);
+            let flags = &mut batches.instances[*slot as usize].flags;
+            flags[1] = joints;
+            flags[2] = morph;
+            if let Some(dirty) = dirty_slots.as_mut() {
+                dirty.push(*slot);
             }
         }
-        let mut instances: Vec<GpuInstance> = Vec::new();
-        let mut draws: Vec<Draw> = Vec::new();
-        for ((mesh_id, material_id, skinned, lightmap), batch) in batches {
-            let Some(pipeline_key) = drawable(scene, mesh_id, material_id, samples, skinned) else {
-                continue;
-            };
-            draws.push(Draw {
-                mesh: mesh_id,
-                material: material_id,
-                lightmap,
-                pipeline_key,
-                first_instance: instances.len() as u32,
-                instance_count: batch.len() as u32,
-            });
-            instances.extend(batch);
-        }
-        draws.sort_by(|a, b| {
-            let lightmap = |d: &Draw| d.lightmap.map(|l| l.image);
-            (&a.pipeline_key, a.material, lightmap(a)).cmp(&(
-                &b.pipeline_key,
-                b.material,
-                lightmap(b),
-            ))
-        });
+        let mut instance_writes = match dirty_slots {
+            Some(slots) => changed_runs(slots)
+                .map(|run| {
+                    (
+                        run.start,
+                        batches.instances[run.start as usize..run.end as usize].to_vec(),
+                    )
+                })
+                .collect(),
+            None => vec![(0, batches.instances.clone())],
+        };
+        let opaque_count = batches.instances.len() as u32;
+        let mut gpu_instances: Vec<GpuInstance> = Vec::new();
+        // (sort distance, entity, draw) of each transparent mesh: one draw per mesh, back to
+        // front as Bevy sorts `Transparent3d`: by the view-space z of the mesh's AABB centre
+        // plus the material's `depth_bias`.
+        let view_z_row = view_from_world.row(2);
+        let mut transparent: Vec<(f32, MainEntity, Draw)> = batches
+            .transparent
+            .iter()
+            .filter_map(|entity| {
+                let instance = &instances.by_entity[entity];
+                let material = scene.materials.by_id.get(&instance.material)?;
+                let skinned = instance.skin.is_some();
+                let pipeline_key =
+                    drawable(scene, instance.mesh, instance.material, samples, skinned)?;
+                let mut gpu = gpu_instance(scene, instance);
+                let (joints, morph) = animation.push_instance(scene, instance);
+                gpu.flags[1] = joints;
+                gpu.flags[2] = morph;
+                let center = scene.meshes.get(instance.mesh).map_or(Vec3::ZERO, |mesh| {
+                    instance.world_from_local.transform_point3(mesh.aabb_center)
+                });
+                // Bevy's `ViewRangefinder3d::distance` plus the depth bias: ascending is back
+                // to front.
+                let distance = view_z_row.dot(center.extend(1.0)) + material.depth_bias;
+                let draw = Draw {
+                    mesh: instance.mesh,
+                    material: instance.material,
+                    lightmap: instance.lightmap.map(|map| map.texture),
+                    pipeline_key,
+                    first_instance: opaque_count + gpu_instances.len() as u32,
+                    instance_count: 1,
+                };
+                gpu_instances.push(gpu);
+                Some((distance, *entity, draw))
+            })
+            .collect();
         // Stable, with the entity as the tie-break, so equal distances draw in the same order
         // every frame.
         transparent.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-        let transparent = transparent
-            .into_iter()
-            .filter_map(
-                |(_, _, (mesh_id, material_id, skinned, lightmap), gpu_instance)| {
-                    let pipeline_key = drawable(scene, mesh_id, material_id, samples, skinned)?;
-                    instances.push(gpu_instance);
-                    Some(Draw {
-                        mesh: mesh_id,
-                        material: material_id,
-                        lightmap,
-                        pipeline_key,
-                        first_instance: instances.len() as u32 - 1,
-                        instance_count: 1,
-                    })
-                },
-            )
-            .collect();
+        let instance_count = opaque_count as usize + gpu_instances.len();
+        if !gpu_instances.is_empty() {
+            instance_writes.push((opaque_count, gpu_instances));
+        }
+        let draws = batches.draws.clone();
+        let transparent = transparent.into_iter().map(|(_, _, draw)| draw).collect();
         let shadow_layers = scene.shadow_layers();
         let light_index = |entity: Entity| {
             let indices = scene.light_indices.as_deref()?;
@@ -204,11 +408,53 @@ impl DrawList {
         Self {
             draws,
             transparent,
-            instances,
+            instance_count,
+            instance_writes,
             animation,
             lights,
             shadow_layers,
+            batches: how,
         }
+    }
+}
+
+/// The runs of consecutive slots among `slots` (in any order, repeats allowed), each written
+/// as one upload.
+fn changed_runs(mut slots: Vec<u32>) -> impl Iterator<Item = std::ops::Range<u32>> {
+    slots.sort_unstable();
+    slots.dedup();
+    let mut runs: Vec<std::ops::Range<u32>> = Vec::new();
+    for slot in slots {
+        match runs.last_mut() {
+            Some(run) if run.end == slot => run.end += 1,
+            _ => runs.push(slot..slot + 1),
+        }
+    }
+    runs.into_iter()
+}
+
+/// An instance as `gbuffer.vert` reads it, its animation offsets left at 0 (the frame's
+/// animation data sets them).
+fn gpu_instance(scene: &TileSceneParams, instance: &TileMeshInstance) -> GpuInstance {
+    let mut flags = if instance.shadow_receiver {
+        instance_flags::SHADOW_RECEIVER
+    } else {
+        0
+    };
+    let mut lightmap = [0; 4];
+    if let Some(map) = &instance.lightmap {
+        flags |= instance_flags::LIGHTMAPPED;
+        if map.bicubic {
+            flags |= instance_flags::LIGHTMAP_BICUBIC;
+        }
+        let material = scene.materials.by_id.get(&instance.material);
+        let exposure = material.map_or(1.0, |m| m.lightmap_exposure);
+        lightmap = [map.uv_rect[0], map.uv_rect[1], exposure.to_bits(), 0];
+    }
+    GpuInstance {
+        world_from_local_rows: affine_rows(&instance.world_from_local),
+        flags: [flags, 0, 0, 0],
+        lightmap,
     }
 }
 
@@ -359,6 +605,11 @@ fn drawable(
     skinned: bool,
 ) -> Option<GbufferPipelineKey> {
     let mesh = scene.meshes.get(mesh_id)?;
+    // Bevy draws nothing of a mesh without vertices or with an empty index list, and the
+    // allocator gives it no slice.
+    if !has_something_to_draw(mesh) {
+        return None;
+    }
     let material = scene.materials.by_id.get(&material_id)?;
     // A mesh whose buffers the allocator has not placed yet (uploaded this frame, or after a
     // reallocation) is drawn from the next frame on, as Bevy does, instead of failing the whole
@@ -586,6 +837,13 @@ mod tests {
             soft_shadows_enabled: false,
             affects_lightmapped_mesh_diffuse: true,
         }
+    }
+
+    #[test]
+    fn changed_slots_are_written_in_runs() {
+        let runs: Vec<_> = changed_runs(vec![7, 3, 4, 9, 3, 8, 0]).collect();
+        assert_eq!(runs, [0..1, 3..5, 7..10]);
+        assert_eq!(changed_runs(Vec::new()).count(), 0);
     }
 
     #[test]

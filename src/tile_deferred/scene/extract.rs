@@ -22,13 +22,12 @@ use bevy::{
         skinning::{SkinnedMesh, SkinnedMeshInverseBindposes},
     },
     pbr::{ExtractedDirectionalLight, ExtractedPointLight, Lightmap},
-    platform::collections::{HashMap, HashSet},
+    platform::collections::HashMap,
     prelude::*,
     render::{
         Extract,
         camera::ExtractedCamera,
         mesh::{RenderMesh, RenderMeshBufferInfo},
-        render_asset::RenderAssets,
         render_resource::Face,
         render_resource::{DefaultImageSamplerDescriptor, TextureFormat},
         sync_world::{MainEntity, MainEntityHashMap, RenderEntity},
@@ -77,13 +76,16 @@ pub(crate) fn pack_lightmap_uv_rect(rect: Rect) -> [u32; 2] {
     ]
 }
 
-/// Every visible `StandardMaterial` mesh, by main-world entity (rebuilt each frame).
+/// Every visible `StandardMaterial` mesh, by main-world entity. Kept from frame to frame and
+/// updated for what changed, as Bevy's own mesh extraction is (issue 34: rebuilding it cost
+/// 45 ns per mesh per frame); the views read [`Self::changed`] and [`Self::layout_generation`]
+/// to rewrite only the instances that moved.
 #[derive(Resource, Default)]
 pub(crate) struct TileMeshInstances {
     pub by_entity: MainEntityHashMap<TileMeshInstance>,
-    /// The materials of `by_entity`, each once: what `extract_tile_materials` looks at (a scene
-    /// has few materials and many instances).
-    pub materials: HashSet<AssetId<StandardMaterial>>,
+    /// The materials of `by_entity`, each once with how many instances use it: what
+    /// `extract_tile_materials` looks at (a scene has few materials and many instances).
+    pub materials: HashMap<AssetId<StandardMaterial>, u32>,
     /// The joint matrices of every skinned instance (`TileMeshInstance::skin`).
     pub joints: Vec<Mat4>,
     /// The morph weights of every morphed instance (`TileMeshInstance::morph_weights`).
@@ -94,6 +96,17 @@ pub(crate) struct TileMeshInstances {
     pub morph_targets: HashMap<AssetId<Mesh>, MorphTargets>,
     /// The generation the next copied displacements get.
     morph_generation: u64,
+    /// Counts the extractions: `changed` lists what changed since the previous one only.
+    pub extraction: u64,
+    /// Bumped whenever an instance is added or removed, changes what it is batched by (mesh,
+    /// material, skinning, lightmap image), or a mesh asset changes: a view's batches built
+    /// under another generation are rebuilt.
+    pub layout_generation: u64,
+    /// The instances rewritten by this extraction without a change of batch (moved, another
+    /// lightmap rectangle, shadow receiving switched, the joints and weights of animated ones).
+    pub changed: Vec<MainEntity>,
+    /// `by_entity` holds every visible mesh: later extractions update it for what changed.
+    populated: bool,
 }
 
 /// A mesh's morph target displacements, as copied from the main world.
@@ -156,6 +169,14 @@ pub(crate) struct TileMaterials {
     generation: u64,
 }
 
+impl TileMaterials {
+    /// Bumped by every material converted again: a view's batches (which hold what they took
+    /// from materials: blending, lightmap exposure) are built again under another.
+    pub(crate) fn generation(&self) -> u64 {
+        self.generation
+    }
+}
+
 type VisibleStandardMeshes<'w, 's> = Query<
     'w,
     's,
@@ -171,6 +192,26 @@ type VisibleStandardMeshes<'w, 's> = Query<
         Option<&'static Lightmap>,
     ),
 >;
+
+/// One item of [`VisibleStandardMeshes`].
+type StandardMeshItem<'a> = (
+    Entity,
+    &'a Mesh3d,
+    &'a MeshMaterial3d<StandardMaterial>,
+    &'a GlobalTransform,
+    &'a ViewVisibility,
+    bool,
+    Option<&'a SkinnedMesh>,
+    Option<&'a MeshMorphWeights>,
+    Option<&'a Lightmap>,
+);
+
+/// The images a lightmap's sampler comes from, their changes, and the app's default sampler.
+type ImageSources<'w, 's> = (
+    Extract<'w, 's, Res<'static, Assets<Image>>>,
+    Extract<'w, 's, MessageReader<'static, 'static, AssetEvent<Image>>>,
+    Option<Res<'w, DefaultImageSamplerDescriptor>>,
+);
 
 /// What the extraction of skinned and morphed meshes reads of the main world: joint
 /// transforms, `MorphWeights`, inverse bindposes, meshes (their displacements) and their changes.
@@ -303,59 +344,219 @@ pub(crate) fn skip_unusable_lights(
     }
 }
 
+/// What may change a mesh's instance: any of these changed or added on an entity puts it in
+/// the extraction (and the removal of any of them, [`InstanceRemovals`]).
+type InstanceChanged = Or<(
+    Changed<Mesh3d>,
+    Changed<MeshMaterial3d<StandardMaterial>>,
+    Changed<GlobalTransform>,
+    Changed<ViewVisibility>,
+    Changed<NotShadowReceiver>,
+    Changed<SkinnedMesh>,
+    Changed<MeshMorphWeights>,
+    Changed<Lightmap>,
+)>;
+
+/// The removals that change an instance: its mesh or material (a despawn removes both), or
+/// what made it differ from a plain instance.
+type InstanceRemovals<'w, 's> = (
+    Extract<'w, 's, RemovedComponents<'static, 'static, Mesh3d>>,
+    Extract<'w, 's, RemovedComponents<'static, 'static, MeshMaterial3d<StandardMaterial>>>,
+    Extract<'w, 's, RemovedComponents<'static, 'static, NotShadowReceiver>>,
+    Extract<'w, 's, RemovedComponents<'static, 'static, SkinnedMesh>>,
+    Extract<'w, 's, RemovedComponents<'static, 'static, MeshMorphWeights>>,
+    Extract<'w, 's, RemovedComponents<'static, 'static, Lightmap>>,
+);
+
+/// Meshes whose instance may change while their entity does not: skinned ones (their joints
+/// move), morphed ones (a referenced `MorphWeights` changes elsewhere) and lightmapped ones (the
+/// lightmap's sampler is known once its image has loaded).
+type AnimatedOrLightmapped<'w, 's> = Query<
+    'w,
+    's,
+    (
+        Entity,
+        Has<SkinnedMesh>,
+        Has<MeshMorphWeights>,
+        Option<&'static Lightmap>,
+    ),
+    (
+        With<Mesh3d>,
+        Or<(With<SkinnedMesh>, With<MeshMorphWeights>, With<Lightmap>)>,
+    ),
+>;
+
 /// Extracts the visible `StandardMaterial` meshes while a tile camera exists, with the joint
 /// matrices of the skinned ones and the weights and displacements of the morphed ones.
+///
+/// The first frame with a tile camera extracts every mesh; later frames only the entities whose
+/// components changed or were removed, and the animated and lightmapped ones, as Bevy's
+/// `extract_meshes_for_gpu_building` does.
 pub(crate) fn extract_tile_meshes(
     tile_cameras: Extract<Query<(), With<TileDeferred>>>,
     meshes: Extract<VisibleStandardMeshes>,
+    changed: Extract<Query<Entity, (With<Mesh3d>, InstanceChanged)>>,
+    every_frame: Extract<AnimatedOrLightmapped>,
+    mut removals: InstanceRemovals,
     (transforms, morph_weights, bindposes, mesh_assets, mut mesh_events): AnimationSources,
-    (images, default_sampler): (
-        Extract<Res<Assets<Image>>>,
-        Option<Res<DefaultImageSamplerDescriptor>>,
-    ),
+    (images, mut image_events, default_sampler): ImageSources,
     mut instances: ResMut<TileMeshInstances>,
 ) {
     let instances = &mut *instances;
-    instances.by_entity.clear();
-    instances.materials.clear();
+    instances.extraction += 1;
+    // A lightmap's sampler is its image's: extracted again when an image changes.
+    let images_changed = image_events.read().count() > 0;
+    instances.changed.clear();
     instances.joints.clear();
     instances.morph_weights.clear();
     for event in mesh_events.read() {
         if let AssetEvent::Modified { id } | AssetEvent::Removed { id } = event {
             instances.morph_targets.remove(id);
+            // Its layout, and with it the pipeline its batches draw with, may have changed.
+            instances.layout_generation += 1;
         }
     }
+    // The removals are read every frame, so that a frame with a tile camera never sees stale
+    // ones.
+    let (meshes_removed, materials_removed, receivers, skins, morphs, lightmaps) = &mut removals;
+    let removed: EntityHashSet = meshes_removed
+        .read()
+        .chain(materials_removed.read())
+        .chain(receivers.read())
+        .chain(skins.read())
+        .chain(morphs.read())
+        .chain(lightmaps.read())
+        .collect();
     if tile_cameras.is_empty() {
-        instances.morph_targets.clear();
+        if !instances.by_entity.is_empty() || !instances.morph_targets.is_empty() {
+            instances.by_entity.clear();
+            instances.materials.clear();
+            instances.morph_targets.clear();
+            instances.layout_generation += 1;
+        }
+        instances.populated = false;
         return;
     }
     let image_context = ImageContext {
         images: &images,
         default_sampler: default_sampler.as_deref().map(|d| &d.0),
     };
-    let mut last_material = None;
-    for (
-        entity,
-        mesh,
-        material,
-        transform,
-        visibility,
-        not_shadow_receiver,
-        skin,
-        morph,
-        lightmap,
-    ) in &meshes
-    {
+    let sources = InstanceSources {
+        transforms: &transforms,
+        morph_weights: &morph_weights,
+        bindposes: &bindposes,
+        mesh_assets: &mesh_assets,
+        images: &image_context,
+    };
+    if !instances.populated {
+        // The first frame with a tile camera: everything visible.
+        for entity in meshes.iter().map(|item| item.0) {
+            instances.update(entity, &meshes, &sources);
+        }
+        instances.populated = true;
+        return;
+    }
+    // Skinned and morphed meshes every frame; lightmapped ones while their image loads, or when
+    // an image changed.
+    let animated_or_lightmapped = every_frame
+        .iter()
+        .filter(|(_, skinned, morphed, lightmap)| {
+            *skinned
+                || *morphed
+                || lightmap.is_some_and(|map| images_changed || !images.contains(&map.image))
+        })
+        .map(|(entity, ..)| entity);
+    let dirty: EntityHashSet = changed
+        .iter()
+        .chain(animated_or_lightmapped)
+        .chain(removed)
+        .collect();
+    for entity in dirty {
+        instances.update(entity, &meshes, &sources);
+    }
+}
+
+/// What extracting one instance reads besides its entity.
+struct InstanceSources<'a, 'w, 's> {
+    transforms: &'a Query<'w, 's, &'static GlobalTransform>,
+    morph_weights: &'a Query<'w, 's, &'static MorphWeights>,
+    bindposes: &'a Assets<SkinnedMeshInverseBindposes>,
+    mesh_assets: &'a Assets<Mesh>,
+    images: &'a ImageContext<'a>,
+}
+
+/// What instances are batched by: a change of any of these moves an instance to another draw.
+fn batch_of(instance: &TileMeshInstance) -> impl PartialEq {
+    (
+        instance.mesh,
+        instance.material,
+        instance.skin.is_some(),
+        instance.lightmap.map(|map| map.texture),
+    )
+}
+
+impl TileMeshInstances {
+    /// Extracts `entity` again: inserts, rewrites or removes its instance, and notes whether the
+    /// views' batches or only their instance data change.
+    fn update(
+        &mut self,
+        entity: Entity,
+        meshes: &VisibleStandardMeshes,
+        sources: &InstanceSources,
+    ) {
+        let main = MainEntity::from(entity);
+        let extracted = meshes
+            .get(entity)
+            .ok()
+            .and_then(|item| self.extract(item, sources));
+        let old = match extracted {
+            Some(instance) => {
+                self.count_material(instance.material, 1);
+                self.by_entity.insert(main, instance)
+            }
+            None => self.by_entity.remove(&main),
+        };
+        if let Some(old) = &old {
+            self.count_material(old.material, -1);
+        }
+        let same_batch = match (&old, self.by_entity.get(&main)) {
+            (Some(old), Some(new)) => batch_of(old) == batch_of(new),
+            (None, None) => return,
+            _ => false,
+        };
+        if same_batch {
+            self.changed.push(main);
+        } else {
+            self.layout_generation += 1;
+        }
+    }
+
+    /// Counts an instance in (`+1`) or out (`-1`) of its material.
+    fn count_material(&mut self, material: AssetId<StandardMaterial>, delta: i32) {
+        let count = self.materials.entry(material).or_default();
+        *count = count.saturating_add_signed(delta);
+        if *count == 0 {
+            self.materials.remove(&material);
+        }
+    }
+
+    /// The instance of a visible mesh (`None` for a hidden one), its joints and weights
+    /// appended to this frame's.
+    fn extract(
+        &mut self,
+        (_, mesh, material, transform, visibility, not_shadow_receiver, skin, morph, lightmap): StandardMeshItem,
+        sources: &InstanceSources,
+    ) -> Option<TileMeshInstance> {
         if !visibility.get() {
-            continue;
+            return None;
         }
         let skin = skin.map(|skin| {
-            let start = instances.joints.len() as u32;
-            let bindposes = bindposes.get(&skin.inverse_bindposes);
-            instances.joints.extend(joint_matrices(
+            let start = self.joints.len() as u32;
+            let bindposes = sources.bindposes.get(&skin.inverse_bindposes);
+            self.joints.extend(joint_matrices(
                 &skin.joints,
                 bindposes.map(|poses| &poses[..]),
-                |joint| transforms.get(joint).ok(),
+                |joint| sources.transforms.get(joint).ok(),
             ));
             (start, skin.joints.len() as u32)
         });
@@ -363,25 +564,27 @@ pub(crate) fn extract_tile_meshes(
         // (none where that entity has no `MorphWeights`).
         let morph_weights = morph.and_then(|morph| {
             let weights = match morph {
-                MeshMorphWeights::Reference(entity) => morph_weights.get(*entity).ok()?.weights(),
+                MeshMorphWeights::Reference(entity) => {
+                    sources.morph_weights.get(*entity).ok()?.weights()
+                }
                 MeshMorphWeights::Value { weights } => weights.as_slice(),
             };
-            let start = instances.morph_weights.len() as u32;
-            instances.morph_weights.extend_from_slice(weights);
+            let start = self.morph_weights.len() as u32;
+            self.morph_weights.extend_from_slice(weights);
             Some((start, weights.len() as u32))
         });
-        if morph_weights.is_some() && !instances.morph_targets.contains_key(&mesh.id()) {
+        if morph_weights.is_some() && !self.morph_targets.contains_key(&mesh.id()) {
             // A mesh kept only in the render world has no displacements here any more
             // (`missing.rs` reports it); it is drawn undisplaced.
-            let targets = mesh_assets.get(&mesh.0).and_then(|mesh| {
+            let targets = sources.mesh_assets.get(&mesh.0).and_then(|mesh| {
                 mesh.try_morph_targets()
                     .ok()
                     .map(|targets| Arc::from(&targets[..]))
             });
             if let Some(attributes) = targets {
-                instances.morph_generation += 1;
-                let generation = instances.morph_generation;
-                instances.morph_targets.insert(
+                self.morph_generation += 1;
+                let generation = self.morph_generation;
+                self.morph_targets.insert(
                     mesh.id(),
                     MorphTargets {
                         generation,
@@ -390,58 +593,26 @@ pub(crate) fn extract_tile_meshes(
                 );
             }
         }
-        // Neighbours often share a material: one lookup for a run of them.
-        if last_material != Some(material.id()) {
-            instances.materials.insert(material.id());
-            last_material = Some(material.id());
-        }
-        instances.by_entity.insert(
-            MainEntity::from(entity),
-            TileMeshInstance {
-                mesh: mesh.id(),
-                material: material.id(),
-                world_from_local: transform.affine(),
-                shadow_receiver: !not_shadow_receiver,
-                skin,
-                morph_weights,
-                lightmap: lightmap.and_then(|lightmap| {
-                    Some(TileLightmap {
-                        texture: texture(&Some(lightmap.image.clone()), &image_context)?,
-                        uv_rect: pack_lightmap_uv_rect(lightmap.uv_rect),
-                        bicubic: lightmap.bicubic_sampling,
-                    })
-                }),
-            },
-        );
+        Some(TileMeshInstance {
+            mesh: mesh.id(),
+            material: material.id(),
+            world_from_local: transform.affine(),
+            shadow_receiver: !not_shadow_receiver,
+            skin,
+            morph_weights,
+            lightmap: lightmap.and_then(|lightmap| {
+                Some(TileLightmap {
+                    texture: texture(&Some(lightmap.image.clone()), sources.images)?,
+                    uv_rect: pack_lightmap_uv_rect(lightmap.uv_rect),
+                    bicubic: lightmap.bicubic_sampling,
+                })
+            }),
+        })
     }
-}
-
-/// Drops the instances of meshes with nothing to draw: no vertices, or an empty index list.
-/// Bevy draws nothing for them either, and the mesh allocator gives them no buffer slice, which
-/// the tile pass would take for a missing mesh and fail the whole view over.
-///
-/// A scene has few meshes and many instances (issue 34: 100,000 instances of two meshes cost
-/// 2.8 ms per frame looked up one by one), so the empty meshes are found first, and the
-/// instances are visited only when there is one.
-pub(crate) fn skip_empty_meshes(
-    mut instances: ResMut<TileMeshInstances>,
-    meshes: Res<RenderAssets<RenderMesh>>,
-) {
-    let empty: HashSet<AssetId<Mesh>> = meshes
-        .iter()
-        .filter(|(_, mesh)| !has_something_to_draw(mesh))
-        .map(|(id, _)| id)
-        .collect();
-    if empty.is_empty() {
-        return;
-    }
-    instances
-        .by_entity
-        .retain(|_, instance| !empty.contains(&instance.mesh));
 }
 
 /// Whether Bevy draws anything of `mesh`: vertices, and indices where it is indexed.
-fn has_something_to_draw(mesh: &RenderMesh) -> bool {
+pub(crate) fn has_something_to_draw(mesh: &RenderMesh) -> bool {
     let indices = match mesh.buffer_info {
         RenderMeshBufferInfo::Indexed { count, .. } => count,
         RenderMeshBufferInfo::NonIndexed => u32::MAX,
@@ -484,7 +655,7 @@ pub(crate) fn extract_tile_materials(
         images: &images,
         default_sampler: default_sampler.as_deref().map(|d| &d.0),
     };
-    for &id in &instances.materials {
+    for &id in instances.materials.keys() {
         let existing = materials.by_id.get(&id);
         let stale = existing.is_none_or(|m| {
             m.images_pending

@@ -5,6 +5,7 @@
 use super::params::TileSceneParams;
 use crate::tile_deferred::gpu::keys::{MaterialSetKey, SamplerKey};
 use crate::tile_deferred::gpu::raw_view;
+use crate::tile_deferred::gpu::upload::BufferUpload;
 use crate::tile_deferred::{
     error::{TileError, TileResult, step},
     gpu::{
@@ -109,7 +110,7 @@ pub(crate) struct MaterialCache<'a> {
     pub(crate) samplers: SamplerCache<'a>,
     /// The material set layout.
     pub(crate) layout: vk::DescriptorSetLayout,
-    pub(crate) pending_updates: &'a mut Vec<(vk::Buffer, Vec<u8>)>,
+    pub(crate) pending_updates: &'a mut Vec<BufferUpload>,
     pub(crate) graveyard: &'a mut Graveyard,
     /// The render frame's number.
     pub(crate) frame: u64,
@@ -223,7 +224,7 @@ pub(crate) fn ensure_material(
     // SAFETY: the set was just allocated; buffer, views and samplers are alive.
     unsafe { context.device.update_descriptor_sets(&writes, &[]) };
     // Written once, at the start of the frame's command buffer.
-    cache.pending_updates.push((
+    cache.pending_updates.push(BufferUpload::whole(
         buffer.buffer,
         bytemuck::bytes_of(&material.uniform).to_vec(),
     ));

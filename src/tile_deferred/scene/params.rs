@@ -123,9 +123,10 @@ pub(crate) fn forget_failed_view_updates(backend: &mut TileBackend, view: Entity
         .ui_buffers
         .as_ref()
         .map(|ui| [ui.vertices.buffer, ui.indices.buffer]);
-    backend
-        .pending_updates
-        .retain(|(buffer, _)| !own.contains(buffer) && !ui.is_some_and(|ui| ui.contains(buffer)));
+    backend.pending_updates.retain(|upload| {
+        let buffer = &upload.buffer;
+        !own.contains(buffer) && !ui.is_some_and(|ui| ui.contains(buffer))
+    });
 }
 
 /// Test hook: while present in the render world, MSAA views light with per-sample-index draws

@@ -1,0 +1,254 @@
+//! A tile camera keeps its instanced draws from frame to frame and rewrites only the instances
+//! that changed (issue 34). Each change a game makes is checked against Bevy forward in the same
+//! app, on the frame it is made and once it has settled: meshes moving every frame, a mesh given
+//! another material, a material edited, a mesh hidden, a mesh despawned and another spawned, a
+//! mesh asset replaced by another shape, and a mesh without CPU culling (`NoCpuCulling`, which
+//! Bevy culls on the GPU). The report says whether the batches were kept, and how many instances
+//! were rewritten.
+
+use crate::{
+    content::{MIN_PSNR, add_material, add_mesh, spawn_stage},
+    harness::{
+        GpuTest, HeadlessApp,
+        image_compare::{self, Frame},
+        test_plugins,
+    },
+    scenes::fidelity::{FidelityCamera, IMAGE_SIZE, stage_origin},
+};
+use bevy::{
+    camera::{RenderTarget, visibility::NoCpuCulling},
+    prelude::*,
+    render::pipelined_rendering::PipelinedRenderingPlugin,
+};
+use bevy_tile_deferred::{TileDeferred, TileInstanceBatches, TileRenderReports};
+
+/// Marks the cubes that move every frame of the moving step.
+#[derive(Component)]
+struct Mover(Vec3);
+
+/// A tile camera and a Bevy forward camera on the same stage, each into its own image.
+struct Compared {
+    headless: HeadlessApp,
+    tile: Entity,
+    targets: [Handle<Image>; 2],
+}
+
+impl Compared {
+    fn new() -> Self {
+        // Without pipelined rendering each update renders its own frame, so that the report
+        // read after an update is that frame's.
+        let mut headless = HeadlessApp::with_plugins(
+            IMAGE_SIZE.x,
+            IMAGE_SIZE.y,
+            test_plugins(None).disable::<PipelinedRenderingPlugin>(),
+        );
+        // Bevy's CPU light clustering for the reference, as `render_scene_in` does.
+        headless.use_cpu_light_clustering();
+        let camera = FidelityCamera::stage(0);
+        let forward_target = headless.add_target(IMAGE_SIZE.x, IMAGE_SIZE.y);
+        let tile = headless.spawn_camera((camera.bundle(), TileDeferred::default()));
+        headless.app.world_mut().spawn((
+            camera.bundle(),
+            RenderTarget::Image(forward_target.clone().into()),
+        ));
+        let targets = [headless.target.clone(), forward_target];
+        Self {
+            headless,
+            tile,
+            targets,
+        }
+    }
+
+    fn world(&mut self) -> &mut World {
+        self.headless.app.world_mut()
+    }
+
+    /// How the tile camera's last frame made its batches.
+    fn batches(&self) -> TileInstanceBatches {
+        let reports = self.headless.app.world().resource::<TileRenderReports>();
+        reports
+            .get(self.tile)
+            .expect("a report of the tile camera")
+            .instance_batches
+    }
+
+    /// Reads the tile image and Bevy's (rendering frames until both are read), compares them,
+    /// and returns the tile image.
+    fn compare(&mut self, step: &str) -> Frame {
+        let frames = self.headless.read_images(&self.targets);
+        let psnr = image_compare::psnr(&frames[0], &frames[1]);
+        let p995 = image_compare::channel_difference_percentile(&frames[0], &frames[1], 99.5);
+        eprintln!("retained draws, {step}: PSNR {psnr:.2} dB, p99.5 {p995}");
+        if psnr < MIN_PSNR || p995 > 8 {
+            let paths = [
+                frames[0].save_png(&format!("retained-{step}-tile")),
+                frames[1].save_png(&format!("retained-{step}-forward")),
+            ];
+            panic!("{step}: PSNR {psnr:.2} dB, p99.5 {p995}; images {paths:?}");
+        }
+        frames.into_iter().next().expect("the tile image")
+    }
+}
+
+/// The change shows in the tile image.
+fn assert_changed(before: &Frame, after: &Frame, what: &str) {
+    let psnr = image_compare::psnr(before, after);
+    assert!(psnr < 45.0, "{what} changed the tile image: {psnr:.2} dB");
+}
+
+#[test]
+fn kept_instance_batches_follow_every_change_as_bevy_draws_it() {
+    let _test = GpuTest::start("kept_instance_batches_follow_every_change_as_bevy_draws_it");
+    let mut compared = Compared::new();
+    let world = compared.world();
+    spawn_stage(world, 0);
+    let origin = stage_origin(0);
+    let cube = add_mesh(world, Cuboid::new(0.5, 0.5, 0.5));
+    let colours = [
+        Color::srgb(0.8, 0.2, 0.2),
+        Color::srgb(0.2, 0.7, 0.3),
+        Color::srgb(0.2, 0.3, 0.8),
+    ];
+    let materials = colours.map(|colour| {
+        add_material(
+            world,
+            StandardMaterial {
+                base_color: colour,
+                perceptual_roughness: 0.6,
+                ..default()
+            },
+        )
+    });
+    let mut cubes = Vec::new();
+    for row in 0..3 {
+        for column in 0..5 {
+            let at = origin + Vec3::new(-2.4 + column as f32 * 1.2, 0.25, -1.5 + row as f32);
+            let mut entity = world.spawn((
+                Mesh3d(cube.clone()),
+                MeshMaterial3d(materials[(row + column) % 3].clone()),
+                Transform::from_translation(at),
+            ));
+            if row == 1 && column % 2 == 0 {
+                entity.insert(Mover(at));
+            }
+            cubes.push(entity.id());
+        }
+    }
+    // A transparent pane in front, sorted and drawn each frame.
+    let glass = add_material(
+        world,
+        StandardMaterial {
+            base_color: Color::srgba(0.9, 0.9, 1.0, 0.4),
+            alpha_mode: AlphaMode::Blend,
+            ..default()
+        },
+    );
+    let pane = add_mesh(world, Cuboid::new(1.6, 1.0, 0.05));
+    world.spawn((
+        Mesh3d(pane),
+        MeshMaterial3d(glass),
+        Transform::from_translation(origin + Vec3::new(1.2, 0.6, 1.2)),
+    ));
+    // A sphere Bevy culls on the GPU, not in its CPU lists of visible meshes.
+    let sphere = add_mesh(world, Sphere::new(0.5).mesh().uv(32, 16));
+    world.spawn((
+        Mesh3d(sphere.clone()),
+        MeshMaterial3d(materials[1].clone()),
+        Transform::from_translation(origin + Vec3::new(-1.4, 0.5, 1.3)),
+        NoCpuCulling,
+    ));
+
+    for _ in 0..6 {
+        compared.headless.update();
+    }
+    let settled = compared.compare("settled");
+    assert_eq!(
+        compared.batches(),
+        TileInstanceBatches::Kept { rewritten: 0 },
+        "nothing changed: last frame's batches are kept as they were"
+    );
+
+    // Three cubes move every frame: kept batches, three instances rewritten each frame.
+    for frame in 1..=4 {
+        let world = compared.world();
+        let mut movers = world.query::<(&Mover, &mut Transform)>();
+        for (mover, mut transform) in movers.iter_mut(world) {
+            transform.translation = mover.0 + Vec3::new(0.0, 0.15 * frame as f32, 0.0);
+            transform.rotate_y(0.3);
+        }
+        compared.headless.update();
+        assert_eq!(
+            compared.batches(),
+            TileInstanceBatches::Kept { rewritten: 3 },
+            "frame {frame} of the moving cubes"
+        );
+    }
+    let moved = compared.compare("moved");
+    assert_changed(&settled, &moved, "the moving cubes");
+
+    // Each change below is compared on the frame it is made (the frame rendered with it) and
+    // after it settled.
+    let step = |compared: &mut Compared, name: &str, change: &dyn Fn(&mut World)| {
+        let before = compared.compare(&format!("{name}-before"));
+        change(compared.world());
+        compared.headless.update();
+        let batches = compared.batches();
+        assert_eq!(
+            batches,
+            TileInstanceBatches::Built,
+            "{name}: the frame with the change batches again"
+        );
+        let changed = compared.compare(name);
+        assert_changed(&before, &changed, name);
+        compared.headless.update();
+        assert!(
+            matches!(compared.batches(), TileInstanceBatches::Kept { .. }),
+            "{name}: kept again the frame after: {:?}",
+            compared.batches()
+        );
+    };
+    let red = materials[0].clone();
+    step(&mut compared, "another-material", &|world: &mut World| {
+        world
+            .entity_mut(cubes[1])
+            .insert(MeshMaterial3d(red.clone()));
+    });
+    let blue = materials[2].id();
+    step(&mut compared, "material-edited", &|world: &mut World| {
+        let mut materials = world.resource_mut::<Assets<StandardMaterial>>();
+        let mut material = materials.get_mut(blue).expect("the blue material");
+        material.base_color = Color::srgb(0.9, 0.8, 0.1);
+    });
+    step(&mut compared, "hidden", &|world: &mut World| {
+        world.entity_mut(cubes[12]).insert(Visibility::Hidden);
+    });
+    let green = materials[1].clone();
+    let spawned_cube = cube.clone();
+    step(
+        &mut compared,
+        "despawned-and-spawned",
+        &|world: &mut World| {
+            world.entity_mut(cubes[9]).despawn();
+            world.spawn((
+                Mesh3d(spawned_cube.clone()),
+                MeshMaterial3d(green.clone()),
+                Transform::from_translation(origin + Vec3::new(0.6, 0.25, 1.6)),
+            ));
+        },
+    );
+    let cube_id = cube.id();
+    step(&mut compared, "mesh-replaced", &|world: &mut World| {
+        let mut meshes = world.resource_mut::<Assets<Mesh>>();
+        meshes
+            .insert(cube_id, Sphere::new(0.35).mesh().ico(3).unwrap())
+            .expect("the cube's id");
+    });
+    for _ in 0..4 {
+        compared.headless.update();
+    }
+    compared.compare("after-all");
+    assert_eq!(
+        compared.batches(),
+        TileInstanceBatches::Kept { rewritten: 0 }
+    );
+}

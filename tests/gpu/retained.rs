@@ -75,18 +75,13 @@ impl Compared {
     /// Reads the tile image and Bevy's (rendering frames until both are read), compares them,
     /// and returns the tile image.
     fn compare(&mut self, step: &str) -> Frame {
-        let frames = self.headless.read_images(&self.targets);
+        let mut frames = self.headless.read_images(&self.targets);
         let psnr = image_compare::psnr(&frames[0], &frames[1]);
         let p995 = image_compare::channel_difference_percentile(&frames[0], &frames[1], 99.5);
         eprintln!("retained draws, {step}: PSNR {psnr:.2} dB, p99.5 {p995}");
-        if psnr < MIN_PSNR || p995 > 8 {
-            let paths = [
-                frames[0].save_png(&format!("retained-{step}-tile")),
-                frames[1].save_png(&format!("retained-{step}-forward")),
-            ];
-            panic!("{step}: PSNR {psnr:.2} dB, p99.5 {p995}; images {paths:?}");
-        }
-        frames.into_iter().next().expect("the tile image")
+        let name = format!("retained-{step}");
+        image_compare::assert_frames_match(&name, &frames[0], &frames[1], MIN_PSNR, 8);
+        frames.swap_remove(0)
     }
 }
 

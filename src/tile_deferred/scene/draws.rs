@@ -4,7 +4,8 @@
 
 use super::{
     extract::{
-        MorphTargets, TileMaterial, TileMeshInstance, TileMeshInstances, has_something_to_draw,
+        BatchKey, MorphTargets, TileMaterial, TileMeshInstance, TileMeshInstances,
+        has_something_to_draw,
     },
     params::TileSceneParams,
 };
@@ -38,14 +39,6 @@ use bevy::{
     },
 };
 use wgpu::hal::{self, api::Vulkan};
-
-/// What instances share to be drawn together: mesh, material, whether skinned, lightmap.
-type BatchKey = (
-    AssetId<Mesh>,
-    AssetId<StandardMaterial>,
-    bool,
-    Option<MaterialTexture>,
-);
 
 /// One instanced draw of a mesh with a material.
 #[derive(Clone)]
@@ -136,8 +129,9 @@ pub(crate) struct RetainedDraws {
     samples: vk::SampleCountFlags,
     /// The view's meshes without CPU culling (`NoCpuCulling`), counted when built.
     gpu_culled: usize,
-    /// Every visible mesh found a draw: none was skipped because its mesh or material was not
-    /// ready (or had nothing to draw), which a later frame would have to find again.
+    /// Every opaque batch found a draw: none was skipped because its mesh or material was not
+    /// ready (or had nothing to draw), which a later frame would have to find again (the
+    /// transparent meshes are checked each frame anyway).
     complete: bool,
     /// The opaque and alpha-masked draws, `first_instance` into `instances`.
     draws: Vec<Draw>,
@@ -217,13 +211,10 @@ impl RetainedDraws {
                 retained.transparent.push(*main_entity);
                 continue;
             }
-            let key = (
-                instance.mesh,
-                instance.material,
-                instance.skin.is_some(),
-                instance.lightmap.map(|map| map.texture),
-            );
-            batches.entry(key).or_default().push(*main_entity);
+            batches
+                .entry(instance.batch_key())
+                .or_default()
+                .push(*main_entity);
         }
         // Sorted by pipeline, then material, so the recording binds each as few times as it
         // can.
@@ -258,12 +249,6 @@ impl RetainedDraws {
                 retained.instances.push(gpu_instance(scene, instance));
             }
         }
-        // Transparent draws that cannot be drawn are found each frame.
-        retained.complete &= retained.transparent.iter().all(|entity| {
-            let instance = &instances.by_entity[entity];
-            let skinned = instance.skin.is_some();
-            drawable(scene, instance.mesh, instance.material, samples, skinned).is_some()
-        });
         retained
     }
 

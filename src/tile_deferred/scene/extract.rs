@@ -54,6 +54,27 @@ pub(crate) struct TileMeshInstance {
     pub lightmap: Option<TileLightmap>,
 }
 
+/// What instances share to be drawn together: mesh, material, whether skinned (the pipeline's
+/// `SKINNED`), lightmap image (the material set's binding 6).
+pub(crate) type BatchKey = (
+    AssetId<Mesh>,
+    AssetId<StandardMaterial>,
+    bool,
+    Option<MaterialTexture>,
+);
+
+impl TileMeshInstance {
+    /// The draw it is batched into: a change of this key moves the instance to another draw.
+    pub(crate) fn batch_key(&self) -> BatchKey {
+        (
+            self.mesh,
+            self.material,
+            self.skin.is_some(),
+            self.lightmap.map(|map| map.texture),
+        )
+    }
+}
+
 /// A mesh's `Lightmap` as the tile path samples it.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct TileLightmap {
@@ -485,16 +506,6 @@ struct InstanceSources<'a, 'w, 's> {
     images: &'a ImageContext<'a>,
 }
 
-/// What instances are batched by: a change of any of these moves an instance to another draw.
-fn batch_of(instance: &TileMeshInstance) -> impl PartialEq {
-    (
-        instance.mesh,
-        instance.material,
-        instance.skin.is_some(),
-        instance.lightmap.map(|map| map.texture),
-    )
-}
-
 impl TileMeshInstances {
     /// Extracts `entity` again: inserts, rewrites or removes its instance, and notes whether the
     /// views' batches or only their instance data change.
@@ -520,7 +531,7 @@ impl TileMeshInstances {
             self.count_material(old.material, -1);
         }
         let same_batch = match (&old, self.by_entity.get(&main)) {
-            (Some(old), Some(new)) => batch_of(old) == batch_of(new),
+            (Some(old), Some(new)) => old.batch_key() == new.batch_key(),
             (None, None) => return,
             _ => false,
         };

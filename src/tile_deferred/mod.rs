@@ -134,6 +134,11 @@ pub(crate) fn build(app: &mut App) {
                 )
                     .chain(),
                 scene::extract::skip_empty_viewports.after(bevy::render::camera::extract_cameras),
+                // Before Bevy queues its material meshes (in `Render`), after it prepares the
+                // phases and clears the frame's dirty specialisations.
+                scene::bevy_phases::leave_out_opaque_phases
+                    .after(bevy::core_pipeline::core_3d::extract_core_3d_camera_phases)
+                    .after(bevy::render::camera::DirtySpecializationSystems::Clear),
                 lighting::environment::extract_environment,
             ),
         )
@@ -164,8 +169,8 @@ pub(crate) fn build(app: &mut App) {
 /// instances on the GPU, the shadow passes draw indirectly from buffers that Bevy's mesh
 /// preprocessing fills inside each camera's schedule (`Core3d`: bevy_pbr 0.19.1
 /// render/gpu_preprocess.rs:436-448), so the tile schedule runs the same systems, in the same
-/// order, before the cascades are drawn. They also preprocess the tile camera's own (unused)
-/// opaque batches: compute work, no attachment traffic.
+/// order, before the cascades are drawn. The tile camera itself has no opaque phases to
+/// preprocess (`scene::bevy_phases`).
 pub(crate) fn finish(app: &mut App) {
     use bevy::{
         core_pipeline::prepass::{

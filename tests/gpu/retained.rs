@@ -4,7 +4,8 @@
 //! another material, a material edited, a mesh hidden, a mesh despawned and another spawned, a
 //! mesh asset replaced by another shape, and a mesh without CPU culling (`NoCpuCulling`, which
 //! Bevy culls on the GPU). The report says whether the batches were kept, and how many instances
-//! were rewritten.
+//! were rewritten. Bevy's opaque phases, which only Bevy's cameras draw, are left out of the tile
+//! camera's view.
 
 use crate::{
     content::{MIN_PSNR, add_material, add_mesh, spawn_stage},
@@ -17,8 +18,12 @@ use crate::{
 };
 use bevy::{
     camera::{RenderTarget, visibility::NoCpuCulling},
+    core_pipeline::core_3d::{AlphaMask3d, Opaque3d},
     prelude::*,
-    render::pipelined_rendering::PipelinedRenderingPlugin,
+    render::{
+        RenderApp, pipelined_rendering::PipelinedRenderingPlugin,
+        render_phase::ViewBinnedRenderPhases, view::RetainedViewEntity,
+    },
 };
 use bevy_tile_deferred::{TileDeferred, TileInstanceBatches, TileRenderReports};
 
@@ -30,6 +35,7 @@ struct Mover(Vec3);
 struct Compared {
     headless: HeadlessApp,
     tile: Entity,
+    forward: Entity,
     targets: [Handle<Image>; 2],
 }
 
@@ -47,14 +53,19 @@ impl Compared {
         let camera = FidelityCamera::stage(0);
         let forward_target = headless.add_target(IMAGE_SIZE.x, IMAGE_SIZE.y);
         let tile = headless.spawn_camera((camera.bundle(), TileDeferred::default()));
-        headless.app.world_mut().spawn((
-            camera.bundle(),
-            RenderTarget::Image(forward_target.clone().into()),
-        ));
+        let forward = headless
+            .app
+            .world_mut()
+            .spawn((
+                camera.bundle(),
+                RenderTarget::Image(forward_target.clone().into()),
+            ))
+            .id();
         let targets = [headless.target.clone(), forward_target];
         Self {
             headless,
             tile,
+            forward,
             targets,
         }
     }
@@ -70,6 +81,24 @@ impl Compared {
             .get(self.tile)
             .expect("a report of the tile camera")
             .instance_batches
+    }
+
+    /// Whether Bevy kept an opaque and an alpha-mask phase for `camera` this frame, and
+    /// whether it queued meshes into the opaque one.
+    fn bevy_opaque_phases(&mut self, camera: Entity) -> (bool, bool, bool) {
+        let view = RetainedViewEntity::new(camera.into(), None, 0);
+        let render_world = self.headless.app.sub_app(RenderApp).world();
+        let opaque = render_world
+            .resource::<ViewBinnedRenderPhases<Opaque3d>>()
+            .get(&view);
+        let alpha_mask = render_world
+            .resource::<ViewBinnedRenderPhases<AlphaMask3d>>()
+            .contains_key(&view);
+        (
+            opaque.is_some(),
+            alpha_mask,
+            opaque.is_some_and(|phase| !phase.is_empty()),
+        )
     }
 
     /// Reads the tile image and Bevy's (rendering frames until both are read), compares them,
@@ -161,6 +190,17 @@ fn kept_instance_batches_follow_every_change_as_bevy_draws_it() {
         compared.batches(),
         TileInstanceBatches::Kept { rewritten: 0 },
         "nothing changed: last frame's batches are kept as they were"
+    );
+    // Bevy batches and preprocesses its opaque phases for its own camera only.
+    assert_eq!(
+        compared.bevy_opaque_phases(compared.tile),
+        (false, false, false),
+        "the tile camera has no Bevy opaque phases"
+    );
+    assert_eq!(
+        compared.bevy_opaque_phases(compared.forward),
+        (true, true, true),
+        "Bevy's camera has its opaque phases, with the meshes in them"
     );
 
     // Three cubes move every frame: kept batches, three instances rewritten each frame.

@@ -527,16 +527,15 @@ pub(crate) const WIREFRAME: &str = "wireframe (Bevy's WireframePlugin draws its 
 /// `WireframeConfig::global` every one without `NoWireframe`. Listed only where the render world
 /// found the camera's draws over the tile frame undrawable (`undrawable`: its reason); elsewhere
 /// they are drawn after the tile pass, as gizmos are.
-fn wireframe_items(
-    in_view: &[Entity],
+fn wireframe_items<'a>(
+    in_view: impl Iterator<Item = &'a Entity>,
     (config, meshes): &Wireframes,
     undrawable: Option<&str>,
 ) -> Vec<MissingFeature> {
     let (Some(config), Some(_)) = (config, undrawable) else {
         return Vec::new();
     };
-    in_view
-        .iter()
+    let mut items: Vec<MissingFeature> = in_view
         .filter_map(|&entity| {
             let (name, wireframe, no_wireframe) = meshes.get(entity).ok()?;
             (wireframe || (config.global && !no_wireframe)).then(|| MissingFeature {
@@ -545,7 +544,10 @@ fn wireframe_items(
                 what: WIREFRAME.to_string(),
             })
         })
-        .collect()
+        .collect();
+    // In entity order, as the camera's list is compared with the last frame's.
+    items.sort_unstable_by_key(|item| item.entity);
+    items
 }
 
 type ViewedMeshes<'w, 's> = Query<
@@ -621,12 +623,13 @@ pub(crate) fn find_missing(
             &assets,
         );
         items.extend(clusterable_items(&clustered, &clusterables, binding_arrays));
-        let mut meshes_in_view: Vec<Entity> =
-            visible.iter(TypeId::of::<Mesh3d>()).copied().collect();
-        meshes_in_view.sort_unstable();
         let ui_over_camera = ui_cameras.contains_key(&camera);
         let foreign = foreign_draws.as_ref().and_then(|d| d.undrawable(camera));
-        items.extend(wireframe_items(&meshes_in_view, &wireframes, foreign));
+        items.extend(wireframe_items(
+            visible.iter(TypeId::of::<Mesh3d>()),
+            &wireframes,
+            foreign,
+        ));
         let camera_items = CameraItems {
             lookups,
             images: &assets.2,
@@ -684,9 +687,10 @@ fn mesh_items(
             || clustered.iter().any(excludes_point_or_spot),
         ..default()
     };
-    let mut in_view: Vec<Entity> = visible.iter(TypeId::of::<Mesh3d>()).copied().collect();
-    in_view.sort_unstable();
-    for entity in in_view {
+    // A scene has far fewer materials than meshes: each is checked once per frame.
+    let mut material_checks: HashMap<AssetId<StandardMaterial>, Option<&'static str>> =
+        HashMap::default();
+    for &entity in visible.iter(TypeId::of::<Mesh3d>()) {
         let Ok((mesh, name, standard, morphed, lightmapped)) = meshes.get(entity) else {
             continue;
         };
@@ -699,9 +703,11 @@ fn mesh_items(
             });
         // A material not loaded yet is not drawn by Bevy either.
         let standard = standard.map(|material| {
-            materials.get(&material.0).and_then(|material| {
-                standard_material_missing(material)
-                    .or_else(|| material_textures_missing(material, images))
+            *material_checks.entry(material.id()).or_insert_with(|| {
+                materials.get(&material.0).and_then(|material| {
+                    standard_material_missing(material)
+                        .or_else(|| material_textures_missing(material, images))
+                })
             })
         });
         let lightmap = lightmapped.and_then(|lightmap| {
@@ -737,6 +743,8 @@ fn mesh_items(
             });
         }
     }
+    // In entity order, as the camera's list is compared with the last frame's.
+    items.sort_unstable_by_key(|item| item.entity);
     items
 }
 

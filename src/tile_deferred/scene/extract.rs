@@ -520,26 +520,30 @@ impl TileMeshInstances {
             .get(entity)
             .ok()
             .and_then(|item| self.extract(item, sources));
-        let old = match extracted {
+        let (old, new) = match extracted {
             Some(instance) => {
-                self.count_material(instance.material, 1);
-                self.by_entity.insert(main, instance)
+                let new = (instance.batch_key(), instance.material);
+                (self.by_entity.insert(main, instance), Some(new))
             }
-            None => self.by_entity.remove(&main),
+            None => (self.by_entity.remove(&main), None),
         };
+        match (&old, new) {
+            (None, None) => return,
+            // The same batch (its material included): only the instance's data changed, the
+            // common case of a moving mesh.
+            (Some(old), Some((key, _))) if old.batch_key() == key => {
+                self.changed.push(main);
+                return;
+            }
+            _ => {}
+        }
+        if let Some((_, material)) = new {
+            self.count_material(material, 1);
+        }
         if let Some(old) = &old {
             self.count_material(old.material, -1);
         }
-        let same_batch = match (&old, self.by_entity.get(&main)) {
-            (Some(old), Some(new)) => old.batch_key() == new.batch_key(),
-            (None, None) => return,
-            _ => false,
-        };
-        if same_batch {
-            self.changed.push(main);
-        } else {
-            self.layout_generation += 1;
-        }
+        self.layout_generation += 1;
     }
 
     /// Counts an instance in (`+1`) or out (`-1`) of its material.

@@ -85,7 +85,7 @@ impl Compared {
 
     /// Whether Bevy kept an opaque and an alpha-mask phase for `camera` this frame, and
     /// whether it queued meshes into the opaque one.
-    fn bevy_opaque_phases(&mut self, camera: Entity) -> (bool, bool, bool) {
+    fn bevy_opaque_phases(&self, camera: Entity) -> (bool, bool, bool) {
         let view = RetainedViewEntity::new(camera.into(), None, 0);
         let render_world = self.headless.app.sub_app(RenderApp).world();
         let opaque = render_world

@@ -520,24 +520,24 @@ impl TileMeshInstances {
             .get(entity)
             .ok()
             .and_then(|item| self.extract(item, sources));
-        let (old, new) = match extracted {
+        let (old, new_key) = match extracted {
             Some(instance) => {
-                let new = (instance.batch_key(), instance.material);
-                (self.by_entity.insert(main, instance), Some(new))
+                let key = instance.batch_key();
+                (self.by_entity.insert(main, instance), Some(key))
             }
             None => (self.by_entity.remove(&main), None),
         };
-        match (&old, new) {
+        match (&old, new_key) {
             (None, None) => return,
             // The same batch (its material included): only the instance's data changed, the
             // common case of a moving mesh.
-            (Some(old), Some((key, _))) if old.batch_key() == key => {
+            (Some(old), Some(key)) if old.batch_key() == key => {
                 self.changed.push(main);
                 return;
             }
             _ => {}
         }
-        if let Some((_, material)) = new {
+        if let Some((_, material, ..)) = new_key {
             self.count_material(material, 1);
         }
         if let Some(old) = &old {

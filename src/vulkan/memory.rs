@@ -56,6 +56,14 @@ pub(crate) struct DeviceBuffer {
     memory: Allocation,
 }
 
+impl DeviceBuffer {
+    /// The buffer's bytes, for a buffer made host-visible ([`VulkanContext::create_upload_buffer`]);
+    /// `None` for device-local memory.
+    pub(crate) fn mapped_mut(&mut self) -> Option<&mut [u8]> {
+        self.memory.mapped_slice_mut()
+    }
+}
+
 fn is_depth(format: vk::Format) -> bool {
     matches!(
         format,
@@ -415,6 +423,18 @@ impl VulkanContext {
         usage: vk::BufferUsageFlags,
     ) -> Result<DeviceBuffer, vk::Result> {
         self.create_buffer_in(name, size, usage, MemoryLocation::GpuToCpu)
+    }
+
+    /// Creates a buffer the CPU writes through a mapping held for its whole life and command
+    /// buffers copy from: host-visible and host-coherent (gpu-allocator's `CpuToGpu` requires
+    /// coherent memory, so writes need no flush; the submission makes them visible).
+    pub fn create_upload_buffer(
+        &self,
+        name: &str,
+        size: vk::DeviceSize,
+        usage: vk::BufferUsageFlags,
+    ) -> Result<DeviceBuffer, vk::Result> {
+        self.create_buffer_in(name, size, usage, MemoryLocation::CpuToGpu)
     }
 
     fn create_buffer_in(

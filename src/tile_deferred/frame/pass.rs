@@ -615,9 +615,24 @@ fn prepare_view_data<'a>(
 
 /// Stage 9's end: the recorded command buffer handed to Bevy, or, where a test makes the
 /// submission fail, the frame's queued uploads put back for the next frame.
-fn submit(state: &mut FrameState, recording: Recording, ctx: &mut RenderContext) -> TileResult<()> {
-    *state.zero_buffer_filled = true;
+fn submit(
+    state: &mut FrameState,
+    mut recording: Recording,
+    ctx: &mut RenderContext,
+) -> TileResult<()> {
     let context = state.shared.context;
+    recording.staged = match state.staging.stage(context, &recording.updates) {
+        Ok(staged) => staged,
+        // Nothing is recorded: the uploads wait for the next frame.
+        Err(error) => {
+            return Err(state.command_buffer_lost(
+                recording.updates,
+                recording.fill_zero_buffer,
+                error,
+            ));
+        }
+    };
+    *state.zero_buffer_filled = true;
     // Test hook: a submission that fails, i.e. a recorded command buffer that never runs.
     let lost = context
         .faults
@@ -938,6 +953,8 @@ pub(crate) fn end_frame(
         .initialized_outputs
         .retain(|_, used| frame.saturating_sub(*used) <= KEEP_FRAMES);
     let done = backend.graveyard.seal_after_submit(&queue);
+    backend.staging.seal(&done);
+    backend.staging.recycle(&backend.context);
     for view in backend.views.values_mut() {
         view.cluster_stats.submitted(&done);
     }

@@ -90,6 +90,7 @@ pub(crate) fn build(
         fill_zero_buffer: !*state.zero_buffer_filled,
         instance_buffer: parts.bindings.instance_buffer,
         updates: std::mem::take(state.pending_updates),
+        staged: None,
         draws: recorded_draws(&state.materials.by_key, pass, &drawn.draws, mesh_bindings),
         lighting_tonemaps: desc.lighting_tonemaps(),
         transparent_pass: desc.transparent,

@@ -8,7 +8,7 @@ use super::view_sets::{
 };
 use crate::tile_deferred::gpu::backend::ViewDevice;
 use crate::tile_deferred::gpu::raw_view;
-use crate::tile_deferred::gpu::upload::BufferUpload;
+use crate::tile_deferred::gpu::upload::{BufferUpload, UploadRegion};
 use crate::tile_deferred::{
     error::{TileError, TileResult, step},
     gpu::{
@@ -445,12 +445,22 @@ fn queue_uploads(
         }
         _ => {}
     }
-    for (first, instances) in &draws.instance_writes {
-        updates.push(BufferUpload {
-            buffer: view.instance_buffer.buffer,
-            offset: u64::from(*first) * size_of::<GpuInstance>() as u64,
-            bytes: bytemuck::cast_slice(instances).to_vec(),
-        });
+    let writes = &draws.instance_writes;
+    if !writes.instances.is_empty() {
+        let instance_size = size_of::<GpuInstance>() as u64;
+        let regions = writes
+            .runs
+            .iter()
+            .map(|run| UploadRegion {
+                offset: u64::from(run.start) * instance_size,
+                len: u64::from(run.end - run.start) * instance_size,
+            })
+            .collect();
+        updates.push(BufferUpload::scattered(
+            view.instance_buffer.buffer,
+            bytemuck::cast_slice(&writes.instances).to_vec(),
+            regions,
+        ));
     }
     let animation = &draws.animation.data;
     if !animation.is_empty() {

@@ -45,6 +45,8 @@ pub(crate) struct FrameState<'a> {
     pub(crate) zero_buffer_filled: &'a mut bool,
     /// Where a replaced object waits until the GPU is done with it.
     pub(crate) graveyard: &'a mut Graveyard,
+    /// The buffers the frame's uploads are copied from (stage 9).
+    pub(crate) staging: &'a mut crate::tile_deferred::gpu::staging::StagingBelt,
     /// Output image views wgpu has seen initialised (stage 8).
     pub(crate) initialized_outputs: &'a mut HashMap<TextureViewId, u64>,
     /// Warnings given once per camera.
@@ -81,6 +83,7 @@ impl<'a> FrameState<'a> {
             views,
             initialized_outputs,
             graveyard,
+            staging,
             frame,
             pending_updates,
             reported,
@@ -114,6 +117,7 @@ impl<'a> FrameState<'a> {
             pending_updates,
             zero_buffer_filled,
             graveyard,
+            staging,
             initialized_outputs,
             reported,
             frame: *frame,

@@ -7,6 +7,7 @@ use super::{
     samplers::Samplers,
     shaders::{ShaderId, TileLayouts, TileShaders, Variant},
     shadow_views::ShadowMapViews,
+    staging::StagingBelt,
 };
 use crate::{
     frame_graph::{CompiledFrame, FrameGraphCache, ResourceId},
@@ -46,6 +47,8 @@ pub(crate) struct TileBackend {
     /// Output image views wgpu has seen initialised (see `interop::prepare_wgpu_resources`).
     pub(crate) initialized_outputs: HashMap<TextureViewId, u64>,
     pub(crate) graveyard: Graveyard,
+    /// The host-visible buffers each frame's uploads are copied from.
+    pub(crate) staging: StagingBelt,
     pub(crate) frame: u64,
     /// Buffer updates recorded at the start of the next raw command buffer.
     pub(crate) pending_updates: Vec<crate::tile_deferred::gpu::upload::BufferUpload>,
@@ -237,6 +240,7 @@ impl TileBackend {
             views: EntityHashMap::default(),
             initialized_outputs: HashMap::default(),
             graveyard: Graveyard::default(),
+            staging: StagingBelt::default(),
             frame: 0,
             pending_updates: Vec::new(),
             reported: HashSet::default(),
@@ -282,6 +286,7 @@ impl TileBackend {
         std::mem::forget(std::mem::take(&mut self.materials.by_key));
         std::mem::forget(std::mem::take(&mut self.materials.ui_images));
         std::mem::forget(std::mem::take(&mut self.graveyard));
+        std::mem::forget(std::mem::take(&mut self.staging));
         std::mem::forget(std::mem::take(&mut self.shadow_map_views));
         std::mem::forget(self.zero_buffer.take());
         std::mem::forget(self.shaders.take());
@@ -424,6 +429,7 @@ impl Drop for TileBackend {
             self.retire_material(material);
         }
         self.graveyard.destroy_all(&self.context);
+        self.staging.destroy_all(&self.context);
         self.shadow_map_views.destroy(&self.context);
         let context = &self.context;
         self.materials.destroy_pools(context);

@@ -13,6 +13,7 @@ pub(super) mod record;
 pub(super) mod samplers;
 pub(super) mod shaders;
 pub(super) mod shadow_views;
+pub(crate) mod staging;
 pub(super) mod transforms;
 pub(crate) mod types;
 pub(crate) mod ui;

@@ -125,7 +125,11 @@ pub(crate) struct Recording {
     pub(crate) zero_buffer: vk::Buffer,
     pub(crate) fill_zero_buffer: bool,
     pub(crate) instance_buffer: vk::Buffer,
+    /// The buffer uploads the frame carries (what goes back to the queue if it never runs)...
     pub(crate) updates: Vec<super::upload::BufferUpload>,
+    /// ...and the staging buffer holding them with the copies out of it (`None` until staged
+    /// just before recording, and when there is nothing to copy).
+    pub(crate) staged: Option<super::staging::StagedUploads>,
     pub(crate) draws: Vec<RecordedDraw>,
     /// Where the plan has its transparent pass, if it has one.
     pub(crate) transparent_pass: TransparentPass,
@@ -253,7 +257,7 @@ impl Recorder<'_> {
     unsafe fn uploads(&self) {
         let (device, cb, r) = (self.device, self.cb, self.r);
         let stats_slot = r.cluster_dispatch.as_ref().and_then(|d| d.stats);
-        if r.updates.is_empty() && !r.fill_zero_buffer && stats_slot.is_none() {
+        if r.staged.is_none() && !r.fill_zero_buffer && stats_slot.is_none() {
             return;
         }
         // The light assignment reads its inputs in the compute stage, and an earlier frame's
@@ -274,7 +278,12 @@ impl Recorder<'_> {
                     | vk::AccessFlags::SHADER_READ
                     | vk::AccessFlags::SHADER_WRITE,
             );
-        // SAFETY: see `record_into`.
+        // A later wave rewrites bytes an earlier one wrote.
+        let between_waves = vk::MemoryBarrier::default()
+            .src_access_mask(vk::AccessFlags::TRANSFER_WRITE)
+            .dst_access_mask(vk::AccessFlags::TRANSFER_WRITE);
+        // SAFETY: see `record_into`; the staging buffer stays out of the belt's free list until
+        // the GPU has finished this frame (`StagingBelt::seal`).
         unsafe {
             device.cmd_pipeline_barrier(
                 cb,
@@ -292,11 +301,22 @@ impl Recorder<'_> {
                 let size = (super::cluster_stats::SLOT_WORDS * 4) as u64;
                 device.cmd_fill_buffer(cb, buffer, offset, size, 0);
             }
-            for upload in &r.updates {
-                // `vkCmdUpdateBuffer` writes at most 65536 bytes at a time.
-                for (i, chunk) in upload.bytes.chunks(65536).enumerate() {
-                    let offset = upload.offset + (i * 65536) as u64;
-                    device.cmd_update_buffer(cb, upload.buffer, offset, chunk);
+            if let Some(staged) = &r.staged {
+                for (index, wave) in staged.plan.waves.iter().enumerate() {
+                    if index > 0 {
+                        device.cmd_pipeline_barrier(
+                            cb,
+                            vk::PipelineStageFlags::TRANSFER,
+                            vk::PipelineStageFlags::TRANSFER,
+                            vk::DependencyFlags::empty(),
+                            &[between_waves],
+                            &[],
+                            &[],
+                        );
+                    }
+                    for (destination, regions) in wave {
+                        device.cmd_copy_buffer(cb, staged.source, *destination, regions);
+                    }
                 }
             }
             device.cmd_pipeline_barrier(

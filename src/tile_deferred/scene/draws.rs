@@ -65,7 +65,7 @@ pub(crate) struct DrawList {
     /// What the view's instance buffer needs written this frame, by first instance: all of
     /// them when the batches were built, otherwise only the instances that changed and the
     /// transparent ones (sorted again each frame) after the opaque ones.
-    pub(crate) instance_writes: Vec<(u32, Vec<GpuInstance>)>,
+    pub(crate) instance_writes: InstanceWrites,
     /// The instances' joint matrices and morph data (`gbuffer.vert`'s `animation`).
     pub(crate) animation: AnimationData,
     /// Point and spot lights, as the lighting subpass reads them (`clusters` assigns them).
@@ -320,17 +320,16 @@ impl DrawList {
                 dirty.push(*slot);
             }
         }
-        let mut instance_writes = match dirty_slots {
-            Some(slots) => changed_runs(slots)
-                .map(|run| {
-                    (
-                        run.start,
-                        batches.instances[run.start as usize..run.end as usize].to_vec(),
-                    )
-                })
-                .collect(),
-            None => vec![(0, batches.instances.clone())],
-        };
+        let mut instance_writes = InstanceWrites::default();
+        match dirty_slots {
+            Some(slots) => {
+                for run in changed_runs(slots) {
+                    let changed = &batches.instances[run.start as usize..run.end as usize];
+                    instance_writes.push(run.start, changed);
+                }
+            }
+            None => instance_writes.push(0, &batches.instances),
+        }
         let opaque_count = batches.instances.len() as u32;
         let mut gpu_instances: Vec<GpuInstance> = Vec::new();
         // (sort distance, entity, draw) of each transparent mesh: one draw per mesh, back to
@@ -372,9 +371,7 @@ impl DrawList {
         // every frame.
         transparent.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
         let instance_count = opaque_count as usize + gpu_instances.len();
-        if !gpu_instances.is_empty() {
-            instance_writes.push((opaque_count, gpu_instances));
-        }
+        instance_writes.push(opaque_count, &gpu_instances);
         let draws = batches.draws.clone();
         let transparent = transparent.into_iter().map(|(_, _, draw)| draw).collect();
         let shadow_layers = scene.shadow_layers();
@@ -400,6 +397,26 @@ impl DrawList {
             shadow_layers,
             batches: how,
         }
+    }
+}
+
+/// The instances a view writes into its instance buffer this frame: `instances` in order, one
+/// run of slots after another (ascending, apart), copied into place in one command.
+#[derive(Default)]
+pub(crate) struct InstanceWrites {
+    pub(crate) instances: Vec<GpuInstance>,
+    pub(crate) runs: Vec<std::ops::Range<u32>>,
+}
+
+impl InstanceWrites {
+    /// `instances` written from slot `first` on.
+    fn push(&mut self, first: u32, instances: &[GpuInstance]) {
+        if instances.is_empty() {
+            return;
+        }
+        debug_assert!(self.runs.last().is_none_or(|run| run.end <= first));
+        self.runs.push(first..first + instances.len() as u32);
+        self.instances.extend_from_slice(instances);
     }
 }
 

@@ -49,7 +49,8 @@ pub(crate) struct AttachmentImage {
     memory: Memory,
 }
 
-/// A device-local buffer updated from command buffers (`vkCmdUpdateBuffer`).
+/// A buffer from gpu-allocator: device-local ones filled by transfer commands (`vkCmdCopyBuffer`
+/// from a staging buffer), host-visible staging and readback ones mapped for their whole life.
 pub(crate) struct DeviceBuffer {
     pub buffer: vk::Buffer,
     pub size: vk::DeviceSize,
@@ -404,7 +405,7 @@ impl VulkanContext {
         Ok(allocation)
     }
 
-    /// Creates a device-local buffer that command buffers update with `vkCmdUpdateBuffer`.
+    /// Creates a device-local buffer that command buffers fill with transfer commands.
     pub fn create_device_buffer(
         &self,
         name: &str,

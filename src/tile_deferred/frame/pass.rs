@@ -953,8 +953,8 @@ pub(crate) fn end_frame(
         .initialized_outputs
         .retain(|_, used| frame.saturating_sub(*used) <= KEEP_FRAMES);
     let done = backend.graveyard.seal_after_submit(&queue);
-    backend.staging.seal(&done);
-    backend.staging.recycle(&backend.context);
+    backend.staging.seal(&done, frame);
+    backend.staging.recycle(&backend.context, frame);
     for view in backend.views.values_mut() {
         view.cluster_stats.submitted(&done);
     }

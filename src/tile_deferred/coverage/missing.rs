@@ -583,11 +583,15 @@ fn any_mesh_may_be_missing(
 ) -> bool {
     !custom.is_empty()
         || !morphed_or_lightmapped.is_empty()
-        || materials.iter().any(|(_, material)| {
-            standard_material_missing(material)
-                .or_else(|| material_textures_missing(material, images))
-                .is_some()
-        })
+        || materials
+            .iter()
+            .any(|(_, material)| material_missing(material, images).is_some())
+}
+
+/// What the tile path does not draw of a loaded `StandardMaterial`: a lighting feature the
+/// G-buffer lacks, or a texture it cannot sample.
+fn material_missing(material: &StandardMaterial, images: &Assets<Image>) -> Option<&'static str> {
+    standard_material_missing(material).or_else(|| material_textures_missing(material, images))
 }
 
 /// Lists on every tile camera what it sees this frame that the tile path cannot draw
@@ -737,10 +741,9 @@ fn mesh_items(
         // A material not loaded yet is not drawn by Bevy either.
         let standard = standard.map(|material| {
             *material_checks.entry(material.id()).or_insert_with(|| {
-                materials.get(&material.0).and_then(|material| {
-                    standard_material_missing(material)
-                        .or_else(|| material_textures_missing(material, images))
-                })
+                materials
+                    .get(&material.0)
+                    .and_then(|material| material_missing(material, images))
             })
         });
         let lightmap = lightmapped.and_then(|lightmap| {

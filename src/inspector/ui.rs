@@ -785,13 +785,16 @@ fn gpu_times(ui: &mut egui::Ui, panel: &CameraPanel) {
     }
 }
 
-/// "1000 instances in 9 draws, kept from the last frame (30 rewritten)".
+/// "1000 instances in 9 draws, kept from the last frame (30 rewritten in 9 copies)".
 fn instances_line((instances, draws, batches): (usize, usize, TileInstanceBatches)) -> String {
     let how = match batches {
         TileInstanceBatches::Built => "batched this frame".to_owned(),
-        TileInstanceBatches::Kept { rewritten } => {
-            format!("kept from the last frame ({rewritten} rewritten)")
+        TileInstanceBatches::Kept { rewritten, runs } => {
+            format!("kept from the last frame ({rewritten} rewritten in {runs} copies)")
         }
+        TileInstanceBatches::Regrouped { scattered_runs } => format!(
+            "batched again with the moving meshes together ({scattered_runs} scattered copies)"
+        ),
     };
     format!("{instances} instances in {draws} draws, {how}")
 }

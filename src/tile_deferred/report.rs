@@ -103,6 +103,20 @@ pub enum TileInstanceBatches {
     Kept {
         /// The instances whose entities changed since the last frame.
         rewritten: usize,
+        /// The copy regions they (and the transparent meshes' instances, sorted again each
+        /// frame) were written with: one per run of consecutive instances.
+        runs: usize,
+    },
+    /// Batched again from every visible mesh although last frame's batches could have been
+    /// kept: the instances that changed were scattered over `scattered_runs` copy regions (more
+    /// than 64 and than two per draw). The batches now hold the meshes that changed this frame
+    /// first, so the next frames write them as one run per batch. Every instance is written
+    /// this frame. A view's batches are kept 4 frames before their first regroup, and twice as
+    /// long before each next one (up to 256 frames), so meshes that change at random cannot
+    /// make every frame write everything.
+    Regrouped {
+        /// The copy regions the kept batches' changed instances needed.
+        scattered_runs: usize,
     },
 }
 

@@ -188,7 +188,10 @@ fn kept_instance_batches_follow_every_change_as_bevy_draws_it() {
     let settled = compared.compare("settled");
     assert_eq!(
         compared.batches(),
-        TileInstanceBatches::Kept { rewritten: 0 },
+        TileInstanceBatches::Kept {
+            rewritten: 0,
+            runs: 1
+        },
         "nothing changed: last frame's batches are kept as they were"
     );
     // Bevy batches and preprocesses its opaque phases for its own camera only.
@@ -214,7 +217,10 @@ fn kept_instance_batches_follow_every_change_as_bevy_draws_it() {
         compared.headless.update();
         assert_eq!(
             compared.batches(),
-            TileInstanceBatches::Kept { rewritten: 3 },
+            TileInstanceBatches::Kept {
+                rewritten: 3,
+                runs: 4
+            },
             "frame {frame} of the moving cubes"
         );
     }
@@ -284,6 +290,91 @@ fn kept_instance_batches_follow_every_change_as_bevy_draws_it() {
     compared.compare("after-all");
     assert_eq!(
         compared.batches(),
-        TileInstanceBatches::Kept { rewritten: 0 }
+        TileInstanceBatches::Kept {
+            rewritten: 0,
+            runs: 1
+        }
     );
+}
+
+/// Many meshes of one batch, every other one moving (as in a game where some of the same kind
+/// of object move): kept batches would write each moving instance as its own copy region. After
+/// a few frames the view batches again with the moving ones together (`Regrouped`), and from
+/// then on writes them as one region, with the same picture as Bevy's.
+#[test]
+fn scattered_moving_instances_are_regrouped_into_one_write() {
+    let _test = GpuTest::start("scattered_moving_instances_are_regrouped_into_one_write");
+    let mut compared = Compared::new();
+    let world = compared.world();
+    spawn_stage(world, 0);
+    let origin = stage_origin(0);
+    let cube = add_mesh(world, Cuboid::new(0.15, 0.15, 0.15));
+    let material = add_material(
+        world,
+        StandardMaterial {
+            base_color: Color::srgb(0.8, 0.5, 0.2),
+            perceptual_roughness: 0.6,
+            ..default()
+        },
+    );
+    const SIDE: usize = 12;
+    for i in 0..SIDE * SIDE {
+        let (row, column) = (i / SIDE, i % SIDE);
+        let at = origin + Vec3::new(-2.2 + column as f32 * 0.4, 0.1, -1.8 + row as f32 * 0.25);
+        let mut entity = world.spawn((
+            Mesh3d(cube.clone()),
+            MeshMaterial3d(material.clone()),
+            Transform::from_translation(at),
+        ));
+        if i % 2 == 0 {
+            entity.insert(Mover(at));
+        }
+    }
+    let movers = SIDE * SIDE / 2;
+    for _ in 0..3 {
+        compared.headless.update();
+    }
+    let mut seen = Vec::new();
+    for frame in 1..=12 {
+        let world = compared.world();
+        let mut moving = world.query::<(&Mover, &mut Transform)>();
+        for (mover, mut transform) in moving.iter_mut(world) {
+            transform.translation = mover.0 + Vec3::new(0.0, 0.02 * frame as f32, 0.0);
+            transform.rotate_y(0.2);
+        }
+        compared.headless.update();
+        seen.push(compared.batches());
+    }
+    eprintln!("retained draws, scattered movers: {seen:?}");
+    // Before the regroup each moving cube is its own run (every other slot).
+    assert_eq!(
+        seen[0],
+        TileInstanceBatches::Kept {
+            rewritten: movers,
+            runs: movers
+        },
+        "the first moving frame writes every other instance"
+    );
+    let regroups: Vec<_> = seen
+        .iter()
+        .filter(|batches| matches!(batches, TileInstanceBatches::Regrouped { .. }))
+        .collect();
+    assert_eq!(
+        regroups,
+        [&TileInstanceBatches::Regrouped {
+            scattered_runs: movers
+        }],
+        "one regroup, of the scattered writes"
+    );
+    for batches in &seen[seen.len() - 4..] {
+        assert_eq!(
+            *batches,
+            TileInstanceBatches::Kept {
+                rewritten: movers,
+                runs: 1
+            },
+            "after the regroup the moving cubes are written as one run"
+        );
+    }
+    compared.compare("regrouped");
 }

@@ -34,7 +34,7 @@ use bevy::{
         mesh::{RenderMesh, RenderMeshBufferInfo},
         render_resource::Face,
         sync_world::MainEntity,
-        sync_world::MainEntityHashMap,
+        sync_world::{MainEntityHashMap, MainEntityHashSet},
         view::{RenderVisibleEntities, RenderVisibleEntitiesClass},
     },
 };
@@ -129,6 +129,10 @@ pub(crate) struct RetainedDraws {
     samples: vk::SampleCountFlags,
     /// The view's meshes without CPU culling (`NoCpuCulling`), counted when built.
     gpu_culled: usize,
+    /// The extraction the batches were built in, and the frames they are kept before
+    /// scattered writes may regroup them ([`worth_regrouping`]).
+    built_at: u64,
+    regroup_wait: u64,
     /// Every opaque batch found a draw: none was skipped because its mesh or material was not
     /// ready (or had nothing to draw), which a later frame would have to find again (the
     /// transparent meshes are checked each frame anyway).
@@ -198,6 +202,8 @@ impl RetainedDraws {
             materials_generation: scene.materials.generation(),
             samples,
             gpu_culled: visible.map_or(0, |class| class.entities_gpu_culling.len()),
+            built_at: instances.extraction,
+            regroup_wait: FIRST_REGROUP_WAIT,
             complete: true,
             ..default()
         };
@@ -230,7 +236,18 @@ impl RetainedDraws {
             let lightmap = |key: &BatchKey| key.3.map(|l| l.image);
             (&a.0, a.1.1, lightmap(&a.1)).cmp(&(&b.0, b.1.1, lightmap(&b.1)))
         });
-        for (pipeline_key, (mesh, material, _, lightmap), entities) in keyed {
+        // The meshes that changed this frame first in each batch: a mesh that moves tends to
+        // move again, and the next frames then write a batch's moving instances as one run
+        // (one copy region) instead of one run each.
+        let changed_this_frame: MainEntityHashSet = instances.changed.iter().copied().collect();
+        for (pipeline_key, (mesh, material, _, lightmap), mut entities) in keyed {
+            if !changed_this_frame.is_empty() {
+                let (mut changed, unchanged): (Vec<_>, Vec<_>) = entities
+                    .into_iter()
+                    .partition(|entity| changed_this_frame.contains(entity));
+                changed.extend(unchanged);
+                entities = changed;
+            }
             retained.draws.push(Draw {
                 mesh,
                 material,
@@ -252,7 +269,8 @@ impl RetainedDraws {
         retained
     }
 
-    /// Rewrites the instances that this frame's extraction changed; returns their slots.
+    /// Rewrites the instances that this frame's extraction changed; returns their slots, in
+    /// ascending order.
     fn patch(&mut self, scene: &TileSceneParams) -> Vec<u32> {
         let instances = &scene.instances;
         let mut rewritten = Vec::new();
@@ -265,6 +283,8 @@ impl RetainedDraws {
             }
         }
         self.extraction = instances.extraction;
+        rewritten.sort_unstable();
+        rewritten.dedup();
         rewritten
     }
 
@@ -288,19 +308,22 @@ impl DrawList {
     ) -> Self {
         let class = visible.get::<Mesh3d>();
         // `None`: every instance is written.
-        let (batches, mut dirty_slots) = match retained.take() {
+        let (batches, mut dirty_slots, regrouped) = match retained.take() {
             Some(mut kept) if kept.reusable(scene, class, samples) => {
                 let rewritten = kept.patch(scene);
-                (kept, Some(rewritten))
+                let runs = run_count(&rewritten);
+                let frames_kept = scene.instances.extraction.saturating_sub(kept.built_at);
+                if worth_regrouping(runs, kept.draws.len(), frames_kept, kept.regroup_wait) {
+                    let mut built = RetainedDraws::build(scene, class, samples);
+                    built.regroup_wait = (kept.regroup_wait * 2).min(LONGEST_REGROUP_WAIT);
+                    (built, None, Some(runs))
+                } else {
+                    (kept, Some(rewritten), None)
+                }
             }
-            _ => (RetainedDraws::build(scene, class, samples), None),
+            _ => (RetainedDraws::build(scene, class, samples), None, None),
         };
-        let how = match &dirty_slots {
-            Some(rewritten) => TileInstanceBatches::Kept {
-                rewritten: rewritten.len(),
-            },
-            None => TileInstanceBatches::Built,
-        };
+        let rewritten = dirty_slots.as_ref().map(Vec::len);
         let batches = retained.insert(batches);
         let instances = &scene.instances;
         let mut animation = AnimationData::with_morph_meshes(
@@ -372,6 +395,14 @@ impl DrawList {
         transparent.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
         let instance_count = opaque_count as usize + gpu_instances.len();
         instance_writes.push(opaque_count, &gpu_instances);
+        let how = match (rewritten, regrouped) {
+            (_, Some(scattered_runs)) => TileInstanceBatches::Regrouped { scattered_runs },
+            (Some(rewritten), None) => TileInstanceBatches::Kept {
+                rewritten,
+                runs: instance_writes.runs.len(),
+            },
+            (None, None) => TileInstanceBatches::Built,
+        };
         let draws = batches.draws.clone();
         let transparent = transparent.into_iter().map(|(_, _, draw)| draw).collect();
         let shadow_layers = scene.shadow_layers();
@@ -418,6 +449,38 @@ impl InstanceWrites {
         self.runs.push(first..first + instances.len() as u32);
         self.instances.extend_from_slice(instances);
     }
+}
+
+/// Kept batches whose rewritten instances need more copy regions than this (and than two per
+/// draw) are worth batching again with the changed instances together. A copy region is not
+/// free on every GPU: on the H200, 10,000 regions of 80 bytes in one `vkCmdCopyBuffer` made the
+/// frame 15 ms longer (100,000 meshes, every tenth moving: docs/measurements.md), while a few
+/// dozen cost nothing measurable anywhere.
+const SCATTERED_WRITE_RUNS: usize = 64;
+
+/// Frames new batches are kept before scattered writes may batch them again: enough to see
+/// which meshes keep changing.
+const FIRST_REGROUP_WAIT: u64 = 4;
+
+/// The longest wait between two regroups of a view. Each regroup doubles the wait before the
+/// next: where the meshes that change are different ones every frame, regrouping cannot gather
+/// them, and each regroup writes every instance once.
+const LONGEST_REGROUP_WAIT: u64 = 256;
+
+/// Whether kept batches, whose rewritten instances took `write_runs` copy regions this frame,
+/// should be batched again with the changed instances first in each batch (`draws` batches,
+/// kept for `frames_kept` frames of the `wait` they must be kept).
+fn worth_regrouping(write_runs: usize, draws: usize, frames_kept: u64, wait: u64) -> bool {
+    write_runs > SCATTERED_WRITE_RUNS.max(2 * draws) && frames_kept >= wait
+}
+
+/// The runs of consecutive slots in `slots` (ascending, no repeats).
+fn run_count(slots: &[u32]) -> usize {
+    let gaps = slots
+        .windows(2)
+        .filter(|pair| pair[1] != pair[0] + 1)
+        .count();
+    if slots.is_empty() { 0 } else { gaps + 1 }
 }
 
 /// The runs of consecutive slots among `slots` (in any order, repeats allowed), each written
@@ -845,6 +908,25 @@ mod tests {
     fn changed_slots_are_written_in_runs() {
         let runs: Vec<_> = changed_runs(vec![7, 3, 4, 9, 3, 8, 0]).collect();
         assert_eq!(runs, [0..1, 3..5, 7..10]);
+        assert_eq!(run_count(&[0, 3, 4, 7, 8, 9]), 3);
+        assert_eq!(run_count(&[5]), 1);
+        assert_eq!(run_count(&[]), 0);
+    }
+
+    #[test]
+    fn scattered_writes_are_regrouped_only_when_many_and_kept_long_enough() {
+        let wait = FIRST_REGROUP_WAIT;
+        // Every tenth of 100,000 instances moving, in 9 batches: 10,000 runs.
+        assert!(worth_regrouping(10_000, 9, wait, wait));
+        // Not before the batches were kept their wait: a different set of meshes changing
+        // every frame would otherwise write every instance every frame.
+        assert!(!worth_regrouping(10_000, 9, wait - 1, wait));
+        assert!(!worth_regrouping(10_000, 9, 100, LONGEST_REGROUP_WAIT));
+        // A few dozen regions cost nothing: kept.
+        assert!(!worth_regrouping(SCATTERED_WRITE_RUNS, 9, 1000, wait));
+        // Two runs per batch are what regrouping leaves at best (moving ones, transparent).
+        assert!(!worth_regrouping(200, 100, 1000, wait));
+        assert!(worth_regrouping(201, 100, 1000, wait));
         assert_eq!(changed_runs(Vec::new()).count(), 0);
     }
 

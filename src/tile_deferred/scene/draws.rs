@@ -311,7 +311,7 @@ impl DrawList {
         let (batches, mut dirty_slots, regrouped) = match retained.take() {
             Some(mut kept) if kept.reusable(scene, class, samples) => {
                 let rewritten = kept.patch(scene);
-                let runs = run_count(&rewritten);
+                let runs = sorted_runs(&rewritten).count();
                 let frames_kept = scene.instances.extraction.saturating_sub(kept.built_at);
                 if worth_regrouping(runs, kept.draws.len(), frames_kept, kept.regroup_wait) {
                     let mut built = RetainedDraws::build(scene, class, samples);
@@ -453,8 +453,8 @@ impl InstanceWrites {
 
 /// Kept batches whose rewritten instances need more copy regions than this (and than two per
 /// draw) are worth batching again with the changed instances together. A copy region is not
-/// free on every GPU: on the H200, 10,000 regions of 80 bytes in one `vkCmdCopyBuffer` made the
-/// frame 15 ms longer (100,000 meshes, every tenth moving: docs/measurements.md), while a few
+/// free on every GPU: on the H200 and the H100, 10,000 regions of 80 bytes in one
+/// `vkCmdCopyBuffer` made the frame 15 ms longer (100,000 meshes, every tenth moving: docs/measurements.md), while a few
 /// dozen cost nothing measurable anywhere.
 const SCATTERED_WRITE_RUNS: usize = 64;
 
@@ -474,28 +474,19 @@ fn worth_regrouping(write_runs: usize, draws: usize, frames_kept: u64, wait: u64
     write_runs > SCATTERED_WRITE_RUNS.max(2 * draws) && frames_kept >= wait
 }
 
-/// The runs of consecutive slots in `slots` (ascending, no repeats).
-fn run_count(slots: &[u32]) -> usize {
-    let gaps = slots
-        .windows(2)
-        .filter(|pair| pair[1] != pair[0] + 1)
-        .count();
-    if slots.is_empty() { 0 } else { gaps + 1 }
-}
-
 /// The runs of consecutive slots among `slots` (in any order, repeats allowed), each written
 /// as one upload.
-fn changed_runs(mut slots: Vec<u32>) -> impl Iterator<Item = std::ops::Range<u32>> {
+fn changed_runs(mut slots: Vec<u32>) -> Vec<std::ops::Range<u32>> {
     slots.sort_unstable();
     slots.dedup();
-    let mut runs: Vec<std::ops::Range<u32>> = Vec::new();
-    for slot in slots {
-        match runs.last_mut() {
-            Some(run) if run.end == slot => run.end += 1,
-            _ => runs.push(slot..slot + 1),
-        }
-    }
-    runs.into_iter()
+    sorted_runs(&slots).collect()
+}
+
+/// The runs of consecutive slots in `slots` (ascending, no repeats), in order.
+fn sorted_runs(slots: &[u32]) -> impl Iterator<Item = std::ops::Range<u32>> + '_ {
+    slots
+        .chunk_by(|a, b| *b == *a + 1)
+        .map(|run| run[0]..run[run.len() - 1] + 1)
 }
 
 /// An instance as `gbuffer.vert` reads it, its animation offsets left at 0 (the frame's
@@ -906,11 +897,11 @@ mod tests {
 
     #[test]
     fn changed_slots_are_written_in_runs() {
-        let runs: Vec<_> = changed_runs(vec![7, 3, 4, 9, 3, 8, 0]).collect();
+        let runs = changed_runs(vec![7, 3, 4, 9, 3, 8, 0]);
         assert_eq!(runs, [0..1, 3..5, 7..10]);
-        assert_eq!(run_count(&[0, 3, 4, 7, 8, 9]), 3);
-        assert_eq!(run_count(&[5]), 1);
-        assert_eq!(run_count(&[]), 0);
+        assert_eq!(sorted_runs(&[0, 3, 4, 7, 8, 9]).count(), 3);
+        assert_eq!(sorted_runs(&[5]).count(), 1);
+        assert_eq!(sorted_runs(&[]).count(), 0);
     }
 
     #[test]
@@ -927,7 +918,7 @@ mod tests {
         // Two runs per batch are what regrouping leaves at best (moving ones, transparent).
         assert!(!worth_regrouping(200, 100, 1000, wait));
         assert!(worth_regrouping(201, 100, 1000, wait));
-        assert_eq!(changed_runs(Vec::new()).count(), 0);
+        assert!(changed_runs(Vec::new()).is_empty());
     }
 
     #[test]

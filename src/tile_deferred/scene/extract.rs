@@ -213,8 +213,9 @@ type StandardMeshData = (
 
 type VisibleStandardMeshes<'w, 's> = Query<'w, 's, StandardMeshData>;
 
-/// The meshes whose instance changed since the last extraction, read in one pass (looking each
-/// up by entity cost the H100's host 3.7 ms per frame with 10,000 of 100,000 meshes moving).
+/// The meshes whose instance changed since the last extraction, read in one pass rather than
+/// collected and looked up again by entity (3.1 -> 1.15 ms per frame on lavapipe's host with
+/// 10,000 of 100,000 meshes moving; no clear saving on an H100's host, where it stays 3.5 ms).
 type ChangedStandardMeshes<'w, 's> = Query<'w, 's, StandardMeshData, InstanceChanged>;
 
 /// One item of [`VisibleStandardMeshes`].

@@ -108,6 +108,10 @@ pub struct CameraPanel {
     /// Bevy's gizmos drawn over a tile camera after the tile pass: their own passes, from the
     /// camera's report ([`TileViewReport::gizmo_pass`](crate::TileViewReport::gizmo_pass)).
     pub gizmo_pass: Option<PlanSummary>,
+    /// Bevy's post-processing (FXAA, SMAA, CAS; feature `anti_alias`) and blit after the tile
+    /// pass: their own passes, from the camera's report
+    /// ([`TileViewReport::post_process_pass`](crate::TileViewReport::post_process_pass)).
+    pub post_process_pass: Option<PlanSummary>,
     /// The compiled plan in use (tile frame, or stock Bevy's for a `Core3d` camera).
     pub compiled: Option<CompiledFrame>,
     /// The merging-off plan (for its tree).
@@ -349,6 +353,7 @@ pub(crate) fn update_panels(
             ui_pass: None,
             ui_route: None,
             gizmo_pass: None,
+            post_process_pass: None,
             compiled: None,
             merging_off_frame: None,
             gpu_times: None,
@@ -512,6 +517,13 @@ fn tile_panel(
         .gizmo_pass
         .as_ref()
         .map(|f| PlanSummary::of("gizmos (their own passes)", f, fps));
+    panel.post_process_pass = report.post_process_pass.as_ref().map(|f| {
+        let label = format!(
+            "{} and blit (Bevy's passes)",
+            report.post_processing.join(", ")
+        );
+        PlanSummary::of(label, f, fps)
+    });
     panel.export = surface_lines(&report.compiled, report.gpu_times.as_ref(), &caps);
     if let Some(desc) = desc {
         let plans = cache.get(desc, caps, requested, report.shadow_maps);

@@ -239,6 +239,7 @@ fn summary(ui: &mut egui::Ui, panel: &CameraPanel) {
                         stock,
                         panel.stock_bevy_deferred.as_ref(),
                         panel.tile_deferred_alternative.as_ref(),
+                        panel.post_process_pass.as_ref(),
                         panel.gizmo_pass.as_ref(),
                         panel.ui_pass.as_ref(),
                         panel.overlay.as_ref(),

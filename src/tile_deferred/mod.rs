@@ -98,6 +98,7 @@ pub(crate) fn build(app: &mut App) {
         (
             TileDeferredSystems::Shadows,
             TileDeferredSystems::TilePass,
+            TileDeferredSystems::PostProcess,
             TileDeferredSystems::Overlays,
         )
             .chain(),
@@ -172,6 +173,9 @@ pub(crate) fn build(app: &mut App) {
 /// order, before the cascades are drawn. The tile camera itself has no opaque phases to
 /// preprocess (`scene::bevy_phases`).
 pub(crate) fn finish(app: &mut App) {
+    // Bevy's FXAA, SMAA and CAS after the tile pass, where the app has their plugins.
+    #[cfg(feature = "anti_alias")]
+    overlays::post_process::finish(app);
     use bevy::{
         core_pipeline::prepass::{
             DeferredPrepass, DepthPrepass, MotionVectorPrepass, NormalPrepass,

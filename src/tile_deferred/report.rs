@@ -176,6 +176,14 @@ pub struct TileViewReport {
     /// texture (which the tile frame's depth export stored), clears and draws the main texture,
     /// and the composite loads and stores the output. None on frames without them.
     pub gizmo_pass: Option<CompiledFrame>,
+    /// Bevy's post-processing of the tile frame (FXAA, SMAA, contrast-adaptive sharpening;
+    /// feature `anti_alias`), priced as its own wgpu passes: each effect reads the camera's main
+    /// texture, which the tile frame stored instead of the output, and writes the other one, and
+    /// Bevy's blit writes the output. None on frames without them.
+    pub post_process_pass: Option<CompiledFrame>,
+    /// The effects Bevy ran after the tile pass that frame, in order (their camera components'
+    /// names); empty on frames without them.
+    pub post_processing: Vec<String>,
     /// bevy_ui drawn inside the tile render pass, in its last subpass (`ui`, part of the plan
     /// above: no pass of its own, no traffic of its own), and how much. None on frames without
     /// UI drawn that way.

@@ -28,6 +28,8 @@ mod light_assignment;
 mod light_probes;
 mod lightmaps;
 mod missing;
+#[cfg(feature = "anti_alias")]
+mod post_process;
 mod retained;
 mod robustness;
 mod showcase;

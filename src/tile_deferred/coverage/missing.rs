@@ -161,6 +161,19 @@ const NAMED_CAMERA_FEATURES: &[(&str, &str)] = &[
     ("bevy_anti_alias", "Dlss"),
 ];
 
+/// [`NAMED_CAMERA_FEATURES`] less the effects Bevy runs after the tile pass in this app
+/// (`overlays::post_process`, feature `anti_alias`).
+fn named_camera_features_not_drawn(
+    drawn: Option<&PostProcessingAfterTile>,
+) -> Vec<(&'static str, &'static str)> {
+    let drawn = drawn.map_or(&[][..], |drawn| &drawn.0[..]);
+    NAMED_CAMERA_FEATURES
+        .iter()
+        .filter(|(_, ident)| !drawn.contains(ident))
+        .copied()
+        .collect()
+}
+
 /// Whether `type_name` (what `core::any::type_name` says, and the component registry keeps)
 /// names the type `ident` of the crate `krate`, in whichever of its modules and with whatever
 /// generic parameters (`bevy_anti_alias::dlss::Dlss<..>`).
@@ -265,6 +278,7 @@ fn ui_node_camera(component: ComponentId, node: EntityRef) -> Option<Entity> {
     Some(*camera).filter(|camera| *camera != Entity::PLACEHOLDER)
 }
 
+use crate::tile_deferred::overlays::PostProcessingAfterTile;
 pub use crate::tile_deferred::overlays::{EguiDrawnOverTileCameras, UiDrawnOverTileCameras};
 
 /// bevy_egui's per-camera context (crate, ident), by type name where this crate does not
@@ -594,6 +608,14 @@ fn material_missing(material: &StandardMaterial, images: &Assets<Image>) -> Opti
     standard_material_missing(material).or_else(|| material_textures_missing(material, images))
 }
 
+/// What the tile path draws after its pass in this app, so [`find_missing`] does not list it:
+/// bevy_ui, egui, and Bevy's post-processing effects.
+type DrawnAfterTilePass<'w> = (
+    Option<Res<'w, UiDrawnOverTileCameras>>,
+    Option<Res<'w, EguiDrawnOverTileCameras>>,
+    Option<Res<'w, PostProcessingAfterTile>>,
+);
+
 /// Lists on every tile camera what it sees this frame that the tile path cannot draw
 /// ([`TileMissing`]); runs after visibility, before the router.
 pub(crate) fn find_missing(
@@ -608,8 +630,7 @@ pub(crate) fn find_missing(
     assets: ViewedAssets,
     components: &Components,
     archetypes: &Archetypes,
-    ui_drawn: Option<Res<UiDrawnOverTileCameras>>,
-    egui_drawn: Option<Res<EguiDrawnOverTileCameras>>,
+    (ui_drawn, egui_drawn, post_processing): DrawnAfterTilePass,
     foreign_draws: Option<Res<ForeignTransparentDraws>>,
     device: Option<Res<RenderDevice>>,
     mut lookups: Local<Option<Lookups>>,
@@ -626,7 +647,10 @@ pub(crate) fn find_missing(
     {
         *lookups = Some(Lookups {
             registered: components.len(),
-            camera_features: camera_features(components, NAMED_CAMERA_FEATURES),
+            camera_features: camera_features(
+                components,
+                &named_camera_features_not_drawn(post_processing.as_deref()),
+            ),
             ui_target_camera: ui_target_camera(components),
             egui_context: egui_context_component(components),
         });

@@ -191,6 +191,39 @@ pub(crate) fn clear_unwritable_output(
         });
 }
 
+/// Where Bevy post-processes the frame after the tile pass (`overlays::post_process`) and the
+/// tile pass cannot run, its effects and blit would show a main texture nobody wrote this frame:
+/// clear it to the camera's clear colour, what Bevy's frame shows with nothing drawn.
+pub(crate) fn clear_unwritten_main_texture(
+    view: &TileViewQueryItem,
+    scene: &TileSceneParams,
+    ctx: &mut RenderContext,
+) {
+    if !view.post_processed {
+        return;
+    }
+    let clear = super::view::camera_clear(view.camera, scene)
+        .or_else(|| super::view::output_clear(view.camera, scene))
+        .unwrap_or(LinearRgba::NONE);
+    ctx.command_encoder()
+        .begin_render_pass(&RenderPassDescriptor {
+            label: Some("tile_deferred_unwritten_main_texture_clear"),
+            color_attachments: &[Some(RenderPassColorAttachment {
+                view: view.target.main_texture_view(),
+                depth_slice: None,
+                resolve_target: None,
+                ops: Operations {
+                    load: LoadOp::Clear(clear.into()),
+                    store: StoreOp::Store,
+                },
+            })],
+            depth_stencil_attachment: None,
+            timestamp_writes: None,
+            occlusion_query_set: None,
+            multiview_mask: None,
+        });
+}
+
 /// wgpu-side preparation on Bevy's encoder, before the raw command buffer: the output's
 /// first-use initialisation, then the transitions of everything the raw pass touches.
 pub(crate) fn prepare_wgpu_resources(

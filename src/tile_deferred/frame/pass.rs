@@ -90,6 +90,7 @@ pub(crate) fn tile_deferred_pass(
     let Some(mut backend) = backend else {
         if view.target.out_texture().is_some() {
             interop::clear_unwritable_output(&view, &scene, &mut ctx);
+            interop::clear_unwritten_main_texture(&view, &scene, &mut ctx);
             scene.reports.report_failure(
                 camera,
                 TileError::Missing {
@@ -101,15 +102,16 @@ pub(crate) fn tile_deferred_pass(
         }
         return;
     };
-    let Some(output_view) = view.target.out_texture() else {
+    let Some(output_view) = view.tile_output() else {
         return;
     };
     // A target the tile path cannot write falls back to Bevy from the next frame on; this
     // frame shows Bevy's clear colour, not an image nobody wrote.
-    if let Some(format) = view.target.out_texture_view_format()
+    if let Some(format) = view.tile_output_format()
         && conv::frame_graph_format(format).is_none()
     {
         interop::clear_unwritable_output(&view, &scene, &mut ctx);
+        interop::clear_unwritten_main_texture(&view, &scene, &mut ctx);
         let error = TileError::UnsupportedOutput {
             format: format!("{format:?}"),
         };
@@ -122,10 +124,15 @@ pub(crate) fn tile_deferred_pass(
     let Some(frame) = ViewFrame::gather(&view, &scene, &backend.context) else {
         return;
     };
-    // Bevy clears a target once per frame, whatever happens to the tile pass after.
-    interop::clear_output_like_bevy(&frame, view.target, &mut ctx);
-    // A wgpu pass loading a window image after the tile pass needs wgpu to see it as written.
-    interop::mark_window_output_written(&frame, &scene, output_view, &mut ctx);
+    // Bevy clears a target once per frame, whatever happens to the tile pass after; where Bevy
+    // post-processes the frame, its blit to the output does (and the output is no swapchain
+    // image of the tile pass's).
+    if !view.post_processed {
+        interop::clear_output_like_bevy(&frame, view.target, &mut ctx);
+        // A wgpu pass loading a window image after the tile pass needs wgpu to see it as
+        // written.
+        interop::mark_window_output_written(&frame, &scene, output_view, &mut ctx);
+    }
     // The output is this frame's colour target for wgpu too: a window frame then waits on the
     // swapchain image's acquire and its present waits on the frame, whatever follows.
     interop::claim_output(output_view, &mut ctx);
@@ -715,6 +722,8 @@ fn view_report(
         ui_pass: None,
         // Filled in by the gizmo pass, after the tile pass.
         gizmo_pass: None,
+        post_process_pass: None,
+        post_processing: Vec::new(),
         ui_in_pass: measured.ui,
         // Filled in by the UI's composite, on frames whose UI is drawn after the tile pass.
         ui_after_pass_reason: None,

@@ -24,6 +24,7 @@ use bevy::{
     prelude::*,
     render::{
         camera::ExtractedCamera,
+        render_resource::{TextureFormat, TextureView},
         sync_world::MainEntity,
         view::{ExtractedView, RenderVisibleEntities, ViewTarget},
     },
@@ -65,6 +66,30 @@ pub(crate) struct TileViewQuery {
     /// bevy_ui's quads the tile pass draws in its `ui` subpass this frame
     /// (`overlays::ui_in_pass`).
     pub(crate) ui: Option<&'static crate::tile_deferred::gpu::ui::TileUiDraws>,
+    /// Bevy post-processes the frame after the tile pass (`overlays::post_process`): the pass
+    /// writes the camera's main texture, not its output.
+    pub(crate) post_processed: Has<crate::tile_deferred::camera::PostProcessedAfterTile>,
+}
+
+impl TileViewQueryItem<'_, '_> {
+    /// The image the tile pass writes: the camera's output, or its main texture where Bevy's
+    /// post-processing reads the frame after the pass (and its blit writes the output).
+    pub(crate) fn tile_output(&self) -> Option<&TextureView> {
+        if self.post_processed {
+            Some(self.target.main_texture_view())
+        } else {
+            self.target.out_texture()
+        }
+    }
+
+    /// The format the tile pass writes [`Self::tile_output`] in.
+    pub(crate) fn tile_output_format(&self) -> Option<TextureFormat> {
+        if self.post_processed {
+            Some(self.target.main_texture_format())
+        } else {
+            self.target.out_texture_view_format()
+        }
+    }
 }
 
 /// Per-frame facts about the view, computed once.
@@ -99,8 +124,8 @@ impl ViewFrame {
         scene: &TileSceneParams,
         context: &VulkanContext,
     ) -> Option<Self> {
-        let output_view = view.target.out_texture()?;
-        let output_format = conv::frame_graph_format(view.target.out_texture_view_format()?)?;
+        let output_view = view.tile_output()?;
+        let output_format = conv::frame_graph_format(view.tile_output_format()?)?;
         let texture = output_view.texture();
         let target_extent = vk::Extent2D {
             width: texture.width(),
@@ -116,8 +141,11 @@ impl ViewFrame {
         let drew_before = view.camera.sorted_camera_index_for_target > 0;
         // A freshly acquired swapchain image has no contents to keep unless another camera drew
         // into it this frame; an image keeps what is outside a user viewport or under
-        // `ClearColorConfig::None`.
+        // `ClearColorConfig::None`. The main texture is the camera's own, and Bevy's blit reads
+        // only the viewport of it: it keeps its contents only under `ClearColorConfig::None`,
+        // as Bevy's main pass loads it then.
         let keep_output = match output_kind {
+            _ if view.post_processed => clear.is_none(),
             OutputKind::Swapchain => drew_before,
             OutputKind::TrackedImage => {
                 drew_before || clear.is_none() || view.camera.viewport.is_some()

@@ -142,7 +142,10 @@ type EguiTileView = (
     &'static ExtractedCamera,
     &'static ExtractedView,
     &'static ViewTarget,
-    &'static TileDeferred,
+    (
+        &'static TileDeferred,
+        Has<crate::tile_deferred::camera::PostProcessedAfterTile>,
+    ),
     Option<&'static TierDecision>,
     &'static EguiCameraView,
     Option<&'static mut TileUiDraws>,
@@ -173,7 +176,18 @@ struct EguiSources<'w, 's> {
 /// [`EguiAfterTilePass`] with why and [`TileOutputLoadedAfter`].
 fn build_tile_egui(mut commands: Commands, mut views: Query<EguiTileView>, sources: EguiSources) {
     let images = sources.textures.images();
-    for (entity, camera, view, target, settings, tier, egui, ui_draws, ui_after) in &mut views {
+    for (
+        entity,
+        camera,
+        view,
+        target,
+        (settings, post_processed),
+        tier,
+        egui,
+        ui_draws,
+        ui_after,
+    ) in &mut views
+    {
         let mut entity_commands = commands.entity(entity);
         entity_commands.remove::<(EguiInTilePass, EguiAfterTilePass)>();
         if !crate::tile_deferred::camera::is_tile_schedule(camera.schedule) {
@@ -190,7 +204,7 @@ fn build_tile_egui(mut commands: Commands, mut views: Query<EguiTileView>, sourc
         }
         let shape = ViewShape::of(
             (camera, view, target),
-            settings,
+            (settings, post_processed),
             tier,
             &sources.draws_over_tile,
         );

@@ -53,6 +53,8 @@ pub(crate) struct ViewShape {
     /// Gizmos (other plugins' `Transparent3d` items) or wireframes are drawn after the tile pass
     /// this frame.
     pub(crate) gizmos: bool,
+    /// Bevy post-processes the frame after the tile pass (FXAA, SMAA, CAS: `post_process`).
+    pub(crate) post_processed: bool,
 }
 
 /// Why a view's UI cannot be drawn in its `ui` subpass, if it cannot. Pure.
@@ -66,6 +68,11 @@ pub(crate) fn in_pass_refusal(shape: &ViewShape) -> Option<&'static str> {
     if shape.gizmos {
         return Some(
             "gizmos or wireframes are drawn after the tile pass, and Bevy draws UI over them",
+        );
+    }
+    if shape.post_processed {
+        return Some(
+            "Bevy's FXAA, SMAA or CAS runs after the tile pass, and Bevy draws UI after them",
         );
     }
     if shape.gamma_compositing {
@@ -98,7 +105,7 @@ impl ViewShape {
     /// tile frame (gizmos, wireframes).
     pub(crate) fn of(
         (camera, view, target): (&ExtractedCamera, &ExtractedView, &ViewTarget),
-        settings: &TileDeferred,
+        (settings, post_processed): (&TileDeferred, bool),
         tier: Option<&TierDecision>,
         draws_over_tile: &DrawsOverTile,
     ) -> Self {
@@ -110,6 +117,7 @@ impl ViewShape {
             gamma_compositing: camera.compositing_space == Some(CompositingSpace::Srgb),
             output_format: target.out_texture_view_format(),
             gizmos: draws_over_tile.any(view),
+            post_processed,
         }
     }
 }
@@ -127,6 +135,7 @@ mod tests {
             gamma_compositing: false,
             output_format: Some(TextureFormat::Rgba8UnormSrgb),
             gizmos: false,
+            post_processed: false,
         };
         assert_eq!(in_pass_refusal(&drawn), None);
         // LDR into a UNORM output: Bevy's main texture has that format too.
@@ -153,6 +162,10 @@ mod tests {
             },
             ViewShape {
                 gamma_compositing: true,
+                ..drawn
+            },
+            ViewShape {
+                post_processed: true,
                 ..drawn
             },
             ViewShape {

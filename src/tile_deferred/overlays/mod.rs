@@ -1,6 +1,6 @@
 //! What Bevy draws over a tile camera after the tile pass, with wgpu: the shared composite
-//! (`composite`, also used by the inspector), other plugins' gizmos (`gizmos`) and bevy_ui
-//! (`ui`); and bevy_ui and egui drawn inside the tile pass instead (`ui_in_pass`, its gradients
+//! (`composite`, also used by the inspector), Bevy's FXAA, SMAA and CAS (`post_process`), other
+//! plugins' gizmos (`gizmos`) and bevy_ui (`ui`); and bevy_ui and egui drawn inside the tile pass instead (`ui_in_pass`, its gradients
 //! `ui_gradients`, `egui_in_pass`), by the rules they share (`in_pass`). It may use the camera types, `plan`
 //! and `report`, never `frame` or `scene`.
 
@@ -10,6 +10,8 @@ pub(crate) mod egui_in_pass;
 pub(super) mod gizmos;
 #[cfg(any(feature = "ui", feature = "inspector"))]
 pub(crate) mod in_pass;
+#[cfg(feature = "anti_alias")]
+pub(super) mod post_process;
 #[cfg(feature = "ui")]
 pub(super) mod ui;
 #[cfg(feature = "ui")]
@@ -31,3 +33,11 @@ pub struct UiDrawnOverTileCameras;
 #[derive(Resource, Clone, Copy, Debug, Default, Reflect)]
 #[reflect(Resource, Clone, Debug, Default)]
 pub struct EguiDrawnOverTileCameras;
+
+/// Main-world and render-world resource: the camera effects (by component name: `Fxaa`, `Smaa`,
+/// `ContrastAdaptiveSharpening`) that Bevy runs after the tile pass (feature `anti_alias`, with
+/// the effect's Bevy plugin in the app), so `find_missing` (in `coverage`) does not report them.
+/// Absent when there are none.
+#[derive(Resource, Clone, Debug, Default)]
+#[cfg_attr(not(feature = "anti_alias"), allow(dead_code))]
+pub(crate) struct PostProcessingAfterTile(pub Vec<&'static str>);

@@ -114,7 +114,10 @@ type UiTileView = (
     &'static ExtractedCamera,
     &'static ExtractedView,
     &'static ViewTarget,
-    &'static TileDeferred,
+    (
+        &'static TileDeferred,
+        Has<crate::tile_deferred::camera::PostProcessedAfterTile>,
+    ),
     Option<&'static TierDecision>,
     Option<&'static UiCameraView>,
     Option<&'static UiAntiAlias>,
@@ -179,8 +182,17 @@ pub(super) fn build_tile_ui(
             None
         }
     };
-    for (entity, camera, view, target, settings, tier, ui_camera, anti_alias, shadow_samples) in
-        &views
+    for (
+        entity,
+        camera,
+        view,
+        target,
+        (settings, post_processed),
+        tier,
+        ui_camera,
+        anti_alias,
+        shadow_samples,
+    ) in &views
     {
         let mut entity_commands = commands.entity(entity);
         // Last frame's draws are gone (`in_pass::forget_last_frames_ui_draws`).
@@ -197,7 +209,12 @@ pub(super) fn build_tile_ui(
         if phase.items.is_empty() {
             continue;
         }
-        let view_shape = ViewShape::of((camera, view, target), settings, tier, &draws_over_tile);
+        let view_shape = ViewShape::of(
+            (camera, view, target),
+            (settings, post_processed),
+            tier,
+            &draws_over_tile,
+        );
         let items: Vec<&TransparentUi> = phase.items.values().collect();
         if let Some(why) = in_pass_refusal(&view_shape) {
             entity_commands.insert(UiAfterTilePass(why.to_string()));

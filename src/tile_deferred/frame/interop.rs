@@ -145,11 +145,16 @@ pub(crate) fn clear_output_of_failed_frame(
     } else {
         frame.output_clear.unwrap_or(LinearRgba::NONE)
     };
+    clear_view(ctx, "tile_deferred_failed_frame_clear", output_view, clear);
+}
+
+/// A wgpu pass that clears `view` to `clear` and stores it.
+fn clear_view(ctx: &mut RenderContext, label: &str, view: &TextureView, clear: LinearRgba) {
     ctx.command_encoder()
         .begin_render_pass(&RenderPassDescriptor {
-            label: Some("tile_deferred_failed_frame_clear"),
+            label: Some(label),
             color_attachments: &[Some(RenderPassColorAttachment {
-                view: output_view,
+                view,
                 depth_slice: None,
                 resolve_target: None,
                 ops: Operations {
@@ -172,8 +177,7 @@ pub(crate) fn clear_unwritable_output(
     ctx: &mut RenderContext,
 ) {
     // What Bevy's frame would show with nothing drawn: the camera's clear colour.
-    let clear = super::view::camera_clear(view.camera, scene)
-        .or_else(|| super::view::output_clear(view.camera, scene));
+    let clear = cleared_like_bevy(view, scene);
     let Some(attachment) = view.target.out_texture_color_attachment(clear) else {
         return;
     };
@@ -202,26 +206,20 @@ pub(crate) fn clear_unwritten_main_texture(
     if !view.post_processed {
         return;
     }
-    let clear = super::view::camera_clear(view.camera, scene)
+    let clear = cleared_like_bevy(view, scene).unwrap_or(LinearRgba::NONE);
+    clear_view(
+        ctx,
+        "tile_deferred_unwritten_main_texture_clear",
+        view.target.main_texture_view(),
+        clear,
+    );
+}
+
+/// What Bevy's frame of `view` shows with nothing drawn: the camera's clear colour, else what
+/// its target is cleared to.
+fn cleared_like_bevy(view: &TileViewQueryItem, scene: &TileSceneParams) -> Option<LinearRgba> {
+    super::view::camera_clear(view.camera, scene)
         .or_else(|| super::view::output_clear(view.camera, scene))
-        .unwrap_or(LinearRgba::NONE);
-    ctx.command_encoder()
-        .begin_render_pass(&RenderPassDescriptor {
-            label: Some("tile_deferred_unwritten_main_texture_clear"),
-            color_attachments: &[Some(RenderPassColorAttachment {
-                view: view.target.main_texture_view(),
-                depth_slice: None,
-                resolve_target: None,
-                ops: Operations {
-                    load: LoadOp::Clear(clear.into()),
-                    store: StoreOp::Store,
-                },
-            })],
-            depth_stencil_attachment: None,
-            timestamp_writes: None,
-            occlusion_query_set: None,
-            multiview_mask: None,
-        });
 }
 
 /// wgpu-side preparation on Bevy's encoder, before the raw command buffer: the output's

@@ -108,8 +108,9 @@ pub struct CameraPanel {
     /// Bevy's gizmos drawn over a tile camera after the tile pass: their own passes, from the
     /// camera's report ([`TileViewReport::gizmo_pass`](crate::TileViewReport::gizmo_pass)).
     pub gizmo_pass: Option<PlanSummary>,
-    /// Bevy's post-processing (FXAA, SMAA, CAS; feature `anti_alias`) and blit after the tile
-    /// pass: their own passes, from the camera's report
+    /// Bevy's post-processing (bloom and its tone mapping, feature `bloom`; FXAA, SMAA, CAS,
+    /// feature `anti_alias`) and blit after the tile pass: their own passes, from the camera's
+    /// report
     /// ([`TileViewReport::post_process_pass`](crate::TileViewReport::post_process_pass)).
     pub post_process_pass: Option<PlanSummary>,
     /// The compiled plan in use (tile frame, or stock Bevy's for a `Core3d` camera).

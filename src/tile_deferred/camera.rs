@@ -201,10 +201,17 @@ pub(crate) struct GizmosOverTile;
 /// Render world, on a tile view (set each frame at extraction by `overlays::post_process`,
 /// read by the tile pass): Bevy's post-processing runs after the tile pass this frame, so the
 /// pass writes the camera's main texture, which Bevy's effects read and its upscaling blits to
-/// the output. The effects, in the order they run.
+/// the output.
 #[derive(Component, Clone, Debug, PartialEq, Eq)]
-#[cfg_attr(not(feature = "anti_alias"), allow(dead_code))]
-pub(crate) struct PostProcessedAfterTile(pub Vec<&'static str>);
+#[cfg_attr(not(any(feature = "anti_alias", feature = "bloom")), allow(dead_code))]
+pub(crate) struct PostProcessedAfterTile {
+    /// The effects, in the order they run.
+    pub(crate) effects: Vec<&'static str>,
+    /// An effect reads the HDR light before tone mapping (bloom): the tile pass stores the
+    /// camera's light as it is, and Bevy's own tone mapping runs after that effect, as in
+    /// `Core3d`.
+    pub(crate) tone_mapped_by_bevy: bool,
+}
 
 /// The stages of [`TileDeferredGraph`], in order: order a system of your own that draws over a
 /// tile camera `.after(TileDeferredSystems::TilePass)`.
@@ -215,9 +222,10 @@ pub enum TileDeferredSystems {
     Shadows,
     /// The tile pass: the whole tile frame, in one Vulkan render pass.
     TilePass,
-    /// Bevy's own post-processing of the tile frame (FXAA, SMAA, contrast-adaptive
-    /// sharpening, feature `anti_alias`) and its blit to the camera's output, on cameras that
-    /// have them: the tile pass then writes the camera's main texture instead of its output.
+    /// Bevy's own post-processing of the tile frame (bloom and the tone mapping after it,
+    /// feature `bloom`; FXAA, SMAA, contrast-adaptive sharpening, feature `anti_alias`) and its
+    /// blit to the camera's output, on cameras that have them: the tile pass then writes the
+    /// camera's main texture instead of its output.
     PostProcess,
     /// What Bevy draws over the tile frame with wgpu: gizmos, bevy_ui, the inspector.
     Overlays,

@@ -173,8 +173,8 @@ pub(crate) fn build(app: &mut App) {
 /// order, before the cascades are drawn. The tile camera itself has no opaque phases to
 /// preprocess (`scene::bevy_phases`).
 pub(crate) fn finish(app: &mut App) {
-    // Bevy's FXAA, SMAA and CAS after the tile pass, where the app has their plugins.
-    #[cfg(feature = "anti_alias")]
+    // Bevy's bloom, FXAA, SMAA and CAS after the tile pass, where the app has their plugins.
+    #[cfg(any(feature = "anti_alias", feature = "bloom"))]
     overlays::post_process::finish(app);
     use bevy::{
         core_pipeline::prepass::{

@@ -176,10 +176,12 @@ pub struct TileViewReport {
     /// texture (which the tile frame's depth export stored), clears and draws the main texture,
     /// and the composite loads and stores the output. None on frames without them.
     pub gizmo_pass: Option<CompiledFrame>,
-    /// Bevy's post-processing of the tile frame (FXAA, SMAA, contrast-adaptive sharpening;
-    /// feature `anti_alias`), priced as its own wgpu passes: each effect reads the camera's main
-    /// texture, which the tile frame stored instead of the output, and writes the other one, and
-    /// Bevy's blit writes the output. None on frames without them.
+    /// Bevy's post-processing of the tile frame (bloom and the tone mapping after it, feature
+    /// `bloom`; FXAA, SMAA, contrast-adaptive sharpening, feature `anti_alias`), priced as its
+    /// own wgpu passes over the camera's main texture, which the tile frame stored instead of
+    /// the output: bloom's mip chain blends back into it, and tone mapping and each other effect
+    /// read it and write the other one; Bevy's blit writes the output. None on frames without
+    /// them.
     pub post_process_pass: Option<CompiledFrame>,
     /// The effects Bevy ran after the tile pass that frame, in order (their camera components'
     /// names); empty on frames without them.

@@ -11,6 +11,8 @@ mod scenes;
 mod animated;
 mod bad_values;
 mod best_practices;
+#[cfg(feature = "bloom")]
+mod bloom;
 mod clean_exit;
 mod content;
 mod debug_views;

@@ -697,6 +697,7 @@ pub(crate) fn find_missing(
             ui_over_camera,
             egui_over_camera: egui_context.is_some_and(|id| camera_ref.contains_id(id)),
             foreign_draws: foreign,
+            tone_mapped_by_bevy: tone_mapped_by_bevy(&camera_ref, post_processing.as_deref()),
         };
         items.extend(camera_items.of(camera, &camera_ref));
         if previous.is_none_or(|previous| previous.items != items) {
@@ -855,6 +856,25 @@ struct CameraItems<'a> {
     egui_over_camera: bool,
     /// Why another plugin's `Transparent3d` draws cannot be drawn over the tile frame.
     foreign_draws: Option<&'static str>,
+    /// Bevy's own tone mapping runs on the camera's frame after the tile pass (after its
+    /// bloom), and grades it as `Core3d` would: its `ColorGrading` is drawn.
+    tone_mapped_by_bevy: bool,
+}
+
+/// Whether Bevy tone maps (and grades) the camera's frame after the tile pass: it blooms there
+/// (feature `bloom`, with `BloomPlugin` in the app: `overlays::post_process`).
+fn tone_mapped_by_bevy(camera: &EntityRef, drawn: Option<&PostProcessingAfterTile>) -> bool {
+    #[cfg(feature = "bloom")]
+    {
+        drawn.is_some_and(|drawn| {
+            crate::tile_deferred::overlays::post_process::blooms_after_tile_pass(camera, drawn)
+        })
+    }
+    #[cfg(not(feature = "bloom"))]
+    {
+        let _ = (camera, drawn);
+        false
+    }
 }
 
 impl CameraItems<'_> {
@@ -876,9 +896,10 @@ impl CameraItems<'_> {
                 on_camera(what);
             }
         }
-        if camera_ref
-            .get::<ColorGrading>()
-            .is_some_and(|grading| !is_default_grading(grading))
+        if !self.tone_mapped_by_bevy
+            && camera_ref
+                .get::<ColorGrading>()
+                .is_some_and(|grading| !is_default_grading(grading))
         {
             on_camera(COLOR_GRADING);
         }

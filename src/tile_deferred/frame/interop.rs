@@ -195,6 +195,15 @@ pub(crate) fn clear_unwritable_output(
         });
 }
 
+/// Tells Bevy that the camera's main texture was written this frame (by the tile pass, or by
+/// its clear where the pass could not run): the first wgpu pass that takes it as a colour
+/// attachment (`ViewTarget::get_color_attachment`, as Bevy's bloom does to blend into it)
+/// would otherwise clear it, as if it were Bevy's main pass, and lose the tile frame.
+pub(crate) fn mark_main_texture_written(target: &ViewTarget) {
+    // Taking the attachment is what marks it; the attachment itself is not used.
+    let _ = target.get_unsampled_color_attachment();
+}
+
 /// Where Bevy post-processes the frame after the tile pass (`overlays::post_process`) and the
 /// tile pass cannot run, its effects and blit would show a main texture nobody wrote this frame:
 /// clear it to the camera's clear colour, what Bevy's frame shows with nothing drawn.
@@ -203,7 +212,7 @@ pub(crate) fn clear_unwritten_main_texture(
     scene: &TileSceneParams,
     ctx: &mut RenderContext,
 ) {
-    if !view.post_processed {
+    if !view.post_processed() {
         return;
     }
     let clear = cleared_like_bevy(view, scene).unwrap_or(LinearRgba::NONE);
@@ -213,6 +222,7 @@ pub(crate) fn clear_unwritten_main_texture(
         view.target.main_texture_view(),
         clear,
     );
+    mark_main_texture_written(view.target);
 }
 
 /// What Bevy's frame of `view` shows with nothing drawn: the camera's clear colour, else what

@@ -127,11 +127,13 @@ pub(crate) fn tile_deferred_pass(
     // Bevy clears a target once per frame, whatever happens to the tile pass after; where Bevy
     // post-processes the frame, its blit to the output does (and the output is no swapchain
     // image of the tile pass's).
-    if !view.post_processed {
+    if !view.post_processed() {
         interop::clear_output_like_bevy(&frame, view.target, &mut ctx);
         // A wgpu pass loading a window image after the tile pass needs wgpu to see it as
         // written.
         interop::mark_window_output_written(&frame, &scene, output_view, &mut ctx);
+    } else {
+        interop::mark_main_texture_written(view.target);
     }
     // The output is this frame's colour target for wgpu too: a window frame then waits on the
     // swapchain image's acquire and its present waits on the frame, whatever follows.

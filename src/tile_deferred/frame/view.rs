@@ -68,14 +68,27 @@ pub(crate) struct TileViewQuery {
     pub(crate) ui: Option<&'static crate::tile_deferred::gpu::ui::TileUiDraws>,
     /// Bevy post-processes the frame after the tile pass (`overlays::post_process`): the pass
     /// writes the camera's main texture, not its output.
-    pub(crate) post_processed: Has<crate::tile_deferred::camera::PostProcessedAfterTile>,
+    pub(crate) post_processing:
+        Option<&'static crate::tile_deferred::camera::PostProcessedAfterTile>,
 }
 
 impl TileViewQueryItem<'_, '_> {
+    /// Bevy post-processes the frame after the tile pass: the pass writes the main texture.
+    pub(crate) fn post_processed(&self) -> bool {
+        self.post_processing.is_some()
+    }
+
+    /// Bevy tone maps the frame after the tile pass (after its bloom): the pass stores the
+    /// camera's light, exposed, fogged and resolved, but not tone mapped or dithered.
+    pub(crate) fn tone_mapped_by_bevy(&self) -> bool {
+        self.post_processing
+            .is_some_and(|post| post.tone_mapped_by_bevy)
+    }
+
     /// The image the tile pass writes: the camera's output, or its main texture where Bevy's
     /// post-processing reads the frame after the pass (and its blit writes the output).
     pub(crate) fn tile_output(&self) -> Option<&TextureView> {
-        if self.post_processed {
+        if self.post_processed() {
             Some(self.target.main_texture_view())
         } else {
             self.target.out_texture()
@@ -84,7 +97,7 @@ impl TileViewQueryItem<'_, '_> {
 
     /// The format the tile pass writes [`Self::tile_output`] in.
     pub(crate) fn tile_output_format(&self) -> Option<TextureFormat> {
-        if self.post_processed {
+        if self.post_processed() {
             Some(self.target.main_texture_format())
         } else {
             self.target.out_texture_view_format()
@@ -145,7 +158,7 @@ impl ViewFrame {
         // only the viewport of it: it keeps its contents only under `ClearColorConfig::None`,
         // as Bevy's main pass loads it then.
         let keep_output = match output_kind {
-            _ if view.post_processed => clear.is_none(),
+            _ if view.post_processed() => clear.is_none(),
             OutputKind::Swapchain => drew_before,
             OutputKind::TrackedImage => {
                 drew_before || clear.is_none() || view.camera.viewport.is_some()
@@ -173,8 +186,17 @@ impl ViewFrame {
             export_depth: false,
             ui: false,
         };
-        let tonemapping = view.tonemapping.copied().unwrap_or_default();
-        let dither = view.dither.copied().unwrap_or_default();
+        // Where Bevy tone maps after the pass (after its bloom), the pass stores the light as
+        // it is: no operator, no dither, and no clamp of MSAA samples before they are averaged.
+        let tone_mapped_by_bevy = view.tone_mapped_by_bevy();
+        let (tonemapping, dither) = if tone_mapped_by_bevy {
+            (Tonemapping::None, DebandDither::Disabled)
+        } else {
+            (
+                view.tonemapping.copied().unwrap_or_default(),
+                view.dither.copied().unwrap_or_default(),
+            )
+        };
         Some(Self {
             entity: view.entity,
             desc,
@@ -196,7 +218,9 @@ impl ViewFrame {
                     tonemapping_mode(tonemapping),
                     u32::from(dither == DebandDither::Enabled),
                     u32::from(conv::needs_shader_srgb_encode(output_format)),
-                    if view.camera.hdr {
+                    if tone_mapped_by_bevy {
+                        tonemap_flags::HDR_BACKGROUND | tonemap_flags::STORES_LIGHT
+                    } else if view.camera.hdr {
                         tonemap_flags::HDR_BACKGROUND
                     } else {
                         0

@@ -257,6 +257,10 @@ pub mod tonemap_flags {
     /// The lighting subpass applied the camera's fog to the light (an HDR camera's transparent
     /// pass blends over fogged surfaces, as in Bevy): tonemap does not fog again.
     pub const FOG_IN_LIGHT: u32 = 1 << 2;
+    /// The output is the camera's HDR light, which Bevy tone maps after the tile pass (after
+    /// its bloom): MSAA samples are averaged as they are, as Bevy's resolve of its HDR main
+    /// texture does, not clamped to the [0, 1] of a display-referred store first.
+    pub const STORES_LIGHT: u32 = 1 << 3;
 }
 
 /// The fragment push constants of every tile pipeline: tonemap parameters, then MSAA

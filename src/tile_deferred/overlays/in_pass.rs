@@ -72,7 +72,7 @@ pub(crate) fn in_pass_refusal(shape: &ViewShape) -> Option<&'static str> {
     }
     if shape.post_processed {
         return Some(
-            "Bevy's FXAA, SMAA or CAS runs after the tile pass, and Bevy draws UI after them",
+            "Bevy's bloom, FXAA, SMAA or CAS runs after the tile pass, and Bevy draws UI after them",
         );
     }
     if shape.gamma_compositing {

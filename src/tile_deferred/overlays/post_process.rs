@@ -1,30 +1,38 @@
-//! Bevy's own post-processing after the tile pass (feature `anti_alias`, issue 32): FXAA, SMAA
-//! and contrast-adaptive sharpening run on the tile frame instead of sending the camera to
-//! `Core3d`.
+//! Bevy's own post-processing after the tile pass (issue 32): bloom (feature `bloom`), FXAA,
+//! SMAA and contrast-adaptive sharpening (feature `anti_alias`) run on the tile frame instead of
+//! sending the camera to `Core3d`.
 //!
-//! `Core3d` runs these effects after tone mapping, on the camera's main texture (`ViewTarget`):
-//! each reads the current main texture and writes the other one, and `upscaling` then blits the
+//! `Core3d` runs these effects on the camera's main texture (`ViewTarget`): bloom on the HDR
+//! light before tone mapping (it adds its blurred mips back into the main texture), then
+//! `tonemapping` (reads the main texture, writes the other one), then FXAA, SMAA and CAS, each
+//! reading the current main texture and writing the other one, and `upscaling` last blits the
 //! result to the camera's output. On a tile camera with one of them, the tile pass writes the
-//! main texture instead of the output (the frame is still one render pass that stores one image,
-//! tone mapped as before), and the tile schedule runs Bevy's own systems after it, in `Core3d`'s
-//! order: FXAA, SMAA, CAS, the blit. What they load and store is priced apart from the tile
+//! main texture instead of the output (the frame is still one render pass that stores one
+//! image), and the tile schedule runs Bevy's own systems after it, in `Core3d`'s order. With
+//! bloom, the pass stores the light as Bevy's main pass would (exposed, fogged, MSAA samples
+//! averaged, not tone mapped or dithered) and Bevy's own tone mapping follows the bloom; without
+//! it, the pass tone maps as before. What they load and store is priced apart from the tile
 //! frame ([`price_post_processing`], `TileViewReport::post_process_pass`).
 //!
 //! What Bevy draws after the tile pass (bevy_ui, egui, gizmos and wireframes) is drawn after the
 //! blit, over the output: Bevy too draws its UI after these effects, so bevy_ui and egui look as
-//! they do under `Core3d`, but its gizmos are drawn before them, so over a tile camera with FXAA
-//! or SMAA they are not anti-aliased. bevy_ui and egui go after the pass, not in its `ui`
-//! subpass, since the effects would otherwise filter them.
+//! they do under `Core3d`, but its gizmos are drawn before them, so over a tile camera with
+//! bloom, FXAA or SMAA they are neither bloomed nor anti-aliased. bevy_ui and egui go after the
+//! pass, not in its `ui` subpass, since the effects would otherwise filter them.
 //!
-//! An effect is drawn this way only where the app has its Bevy plugin (`FxaaPlugin`,
-//! `SmaaPlugin`, `CasPlugin`, all in Bevy's `DefaultPlugins` with its `bevy_anti_alias`
-//! feature); without this crate's `anti_alias` feature, or without the plugin, the camera falls
-//! back as before and `TileMissing` says why.
+//! An effect is drawn this way only where the app has its Bevy plugin (`BloomPlugin`,
+//! `FxaaPlugin`, `SmaaPlugin`, `CasPlugin`, in Bevy's `DefaultPlugins` with its
+//! `bevy_post_process` and `bevy_anti_alias` features); without this crate's feature for it, or
+//! without the plugin, the camera falls back as before and `TileMissing` says why.
+//!
+//! Chromatic aberration and auto exposure, which `Core3d` also runs on the HDR light, are
+//! private systems of bevy_post_process 0.19.1 (`post_processing`, `auto_exposure`): the tile
+//! schedule cannot run them, so their cameras keep the fallback.
 
 use super::PostProcessingAfterTile;
 use crate::frame_graph::{
-    Access, AttachmentDesc, ClearValue, CompiledFrame, DeviceCaps, Extent, Format, FrameGraph,
-    ImportParams, compile_stock_bevy,
+    Access, AttachmentDesc, AttachmentHandle, ClearValue, CompiledFrame, DeviceCaps, Extent,
+    Format, FrameGraph, ImportParams, Size, compile_stock_bevy,
 };
 use crate::tile_deferred::{
     camera::{
@@ -35,7 +43,10 @@ use crate::tile_deferred::{
     report::TileRenderReports,
 };
 use crate::vulkan::conv::frame_graph_format;
+#[cfg(feature = "bloom")]
+use bevy::core_pipeline::tonemapping::tonemapping;
 use bevy::{
+    camera::Hdr,
     core_pipeline::upscaling::upscaling,
     prelude::*,
     render::{
@@ -46,21 +57,27 @@ use bevy::{
         view::ViewTarget,
     },
 };
+#[cfg(feature = "anti_alias")]
 use bevy_anti_alias::{
     contrast_adaptive_sharpening::{CasPlugin, ContrastAdaptiveSharpening, cas},
     fxaa::{Fxaa, FxaaPlugin, fxaa},
     smaa::{Smaa, SmaaPlugin, smaa},
 };
+#[cfg(feature = "bloom")]
+use bevy_post_process::bloom::{Bloom, BloomPlugin, bloom};
 
 /// The effects, by the name of their camera component, in the order `Core3d` runs them.
+pub(crate) const BLOOM: &str = "Bloom";
 pub(crate) const FXAA: &str = "Fxaa";
 pub(crate) const SMAA: &str = "Smaa";
 pub(crate) const CAS: &str = "ContrastAdaptiveSharpening";
 
-/// The steps of [`TileDeferredSystems::PostProcess`], in order: `Core3d` runs FXAA and SMAA
-/// after tone mapping, CAS after both, and the blit last.
+/// The steps of [`TileDeferredSystems::PostProcess`], in order: `Core3d` runs bloom before tone
+/// mapping, FXAA and SMAA after it, CAS after both, and the blit last.
 #[derive(SystemSet, Clone, Copy, Debug, PartialEq, Eq, Hash)]
 enum PostProcessSteps {
+    Bloom,
+    ToneMap,
     Fxaa,
     Smaa,
     Sharpen,
@@ -68,17 +85,28 @@ enum PostProcessSteps {
     Price,
 }
 
-/// Wires the effects whose Bevy plugins the app has: run once the app's plugins are built
-/// (`Plugin::finish`), so that `is_plugin_added` sees them all.
-pub(crate) fn finish(app: &mut App) {
-    let drawn: Vec<&'static str> = [
+/// The effects whose Bevy plugins the app has, of those this build can run after the tile pass.
+fn effects_with_plugins(app: &App) -> Vec<&'static str> {
+    #[cfg_attr(not(all(feature = "bloom", feature = "anti_alias")), allow(unused_mut))]
+    let mut added: Vec<(bool, &'static str)> = Vec::new();
+    #[cfg(feature = "bloom")]
+    added.push((app.is_plugin_added::<BloomPlugin>(), BLOOM));
+    #[cfg(feature = "anti_alias")]
+    added.extend([
         (app.is_plugin_added::<FxaaPlugin>(), FXAA),
         (app.is_plugin_added::<SmaaPlugin>(), SMAA),
         (app.is_plugin_added::<CasPlugin>(), CAS),
-    ]
-    .into_iter()
-    .filter_map(|(added, effect)| added.then_some(effect))
-    .collect();
+    ]);
+    added
+        .into_iter()
+        .filter_map(|(added, effect)| added.then_some(effect))
+        .collect()
+}
+
+/// Wires the effects whose Bevy plugins the app has: run once the app's plugins are built
+/// (`Plugin::finish`), so that `is_plugin_added` sees them all.
+pub(crate) fn finish(app: &mut App) {
+    let drawn = effects_with_plugins(app);
     if drawn.is_empty() {
         return;
     }
@@ -92,6 +120,8 @@ pub(crate) fn finish(app: &mut App) {
         .configure_sets(
             TileDeferredGraph,
             (
+                PostProcessSteps::Bloom,
+                PostProcessSteps::ToneMap,
                 PostProcessSteps::Fxaa,
                 PostProcessSteps::Smaa,
                 PostProcessSteps::Sharpen,
@@ -113,35 +143,55 @@ pub(crate) fn finish(app: &mut App) {
             ),
         );
     // Each of Bevy's systems skips a view without its effect (its `ViewQuery` does not match).
-    if drawn.0.contains(&FXAA) {
-        render_app.add_systems(TileDeferredGraph, fxaa.in_set(PostProcessSteps::Fxaa));
+    #[cfg(feature = "bloom")]
+    if drawn.0.contains(&BLOOM) {
+        render_app.add_systems(
+            TileDeferredGraph,
+            (
+                bloom.in_set(PostProcessSteps::Bloom),
+                // Only where the tile pass stored the light: elsewhere it tone mapped already.
+                tonemapping
+                    .in_set(PostProcessSteps::ToneMap)
+                    .run_if(view_is_tone_mapped_by_bevy),
+            ),
+        );
     }
-    if drawn.0.contains(&SMAA) {
-        render_app.add_systems(TileDeferredGraph, smaa.in_set(PostProcessSteps::Smaa));
-    }
-    if drawn.0.contains(&CAS) {
-        render_app.add_systems(TileDeferredGraph, cas.in_set(PostProcessSteps::Sharpen));
+    #[cfg(feature = "anti_alias")]
+    {
+        if drawn.0.contains(&FXAA) {
+            render_app.add_systems(TileDeferredGraph, fxaa.in_set(PostProcessSteps::Fxaa));
+        }
+        if drawn.0.contains(&SMAA) {
+            render_app.add_systems(TileDeferredGraph, smaa.in_set(PostProcessSteps::Smaa));
+        }
+        if drawn.0.contains(&CAS) {
+            render_app.add_systems(TileDeferredGraph, cas.in_set(PostProcessSteps::Sharpen));
+        }
     }
     render_app.insert_resource(drawn);
 }
 
-/// The effects Bevy runs on a camera that has these components, among those the app draws
-/// after the tile pass (`drawn`), in the order they run. Pure: FXAA only while enabled, CAS
-/// only while enabled with some strength (what Bevy's extraction of each keeps), SMAA whenever
-/// present.
-pub(crate) fn effects_of(
-    fxaa: Option<&Fxaa>,
-    smaa: Option<&Smaa>,
-    cas: Option<&ContrastAdaptiveSharpening>,
-    drawn: &[&'static str],
-) -> Vec<&'static str> {
+/// Which effects Bevy would run on a camera, each as its extraction and its system decide.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct CameraEffects {
+    /// `Bloom` with some intensity on an HDR camera (Bevy's `bloom` skips the others).
+    pub(crate) bloom: bool,
+    /// `Fxaa`, enabled.
+    pub(crate) fxaa: bool,
+    /// `Smaa`, whenever present.
+    pub(crate) smaa: bool,
+    /// `ContrastAdaptiveSharpening`, enabled with some strength.
+    pub(crate) cas: bool,
+}
+
+/// The effects Bevy runs on a camera (`on`), among those the app draws after the tile pass
+/// (`drawn`), in the order they run. Pure.
+pub(crate) fn effects_of(on: CameraEffects, drawn: &[&'static str]) -> Vec<&'static str> {
     [
-        (fxaa.is_some_and(|fxaa| fxaa.enabled), FXAA),
-        (smaa.is_some(), SMAA),
-        (
-            cas.is_some_and(|cas| cas.enabled && cas.sharpening_strength != 0.0),
-            CAS,
-        ),
+        (on.bloom, BLOOM),
+        (on.fxaa, FXAA),
+        (on.smaa, SMAA),
+        (on.cas, CAS),
     ]
     .into_iter()
     .filter(|(on, effect)| *on && drawn.contains(effect))
@@ -149,19 +199,63 @@ pub(crate) fn effects_of(
     .collect()
 }
 
-/// The cameras whose render-world views [`mark_post_processed_views`] marks.
-type EffectCameras<'w, 's> = Query<
+/// Bevy blooms a camera with these settings: with some intensity, on an HDR camera (what
+/// `bloom` checks before drawing).
+#[cfg(feature = "bloom")]
+fn blooms(bloom: &Bloom, hdr: bool) -> bool {
+    hdr && bloom.intensity != 0.0
+}
+
+/// Main world: Bevy blooms the camera after its tile pass (the app has `BloomPlugin`, in
+/// `drawn`), so its tone mapping, which grades the frame, runs there too.
+#[cfg(feature = "bloom")]
+pub(crate) fn blooms_after_tile_pass(camera: &EntityRef, drawn: &PostProcessingAfterTile) -> bool {
+    drawn.0.contains(&BLOOM)
+        && camera
+            .get::<Bloom>()
+            .is_some_and(|bloom| blooms(bloom, camera.contains::<Hdr>()))
+}
+
+/// Bevy's anti-aliasing effects on a camera: FXAA only while enabled, CAS only while enabled
+/// with some strength (what Bevy's extraction of each keeps), SMAA whenever present.
+#[cfg(feature = "anti_alias")]
+fn anti_aliasing(
+    fxaa: Option<&Fxaa>,
+    smaa: Option<&Smaa>,
+    cas: Option<&ContrastAdaptiveSharpening>,
+) -> CameraEffects {
+    CameraEffects {
+        fxaa: fxaa.is_some_and(|fxaa| fxaa.enabled),
+        smaa: smaa.is_some(),
+        cas: cas.is_some_and(|cas| cas.enabled && cas.sharpening_strength != 0.0),
+        ..default()
+    }
+}
+
+/// The tile cameras whose render-world views [`mark_post_processed_views`] marks.
+type TileCameras<'w, 's> = Query<
     'w,
     's,
     (
+        Entity,
         RenderEntity,
         &'static Camera,
         &'static CameraRenderGraph,
+        Has<Hdr>,
+    ),
+    With<TileDeferred>,
+>;
+
+/// The anti-aliasing components of the cameras.
+#[cfg(feature = "anti_alias")]
+type AntiAliasing<'w, 's> = Query<
+    'w,
+    's,
+    (
         Option<&'static Fxaa>,
         Option<&'static Smaa>,
         Option<&'static ContrastAdaptiveSharpening>,
     ),
-    With<TileDeferred>,
 >;
 
 /// Marks, each frame, the tile views whose effects run after the tile pass
@@ -169,16 +263,33 @@ type EffectCameras<'w, 's> = Query<
 /// on it in `Queue`, the tile pass writes the main texture for it).
 fn mark_post_processed_views(
     mut commands: Commands,
-    cameras: Extract<EffectCameras>,
+    cameras: Extract<TileCameras>,
+    #[cfg(feature = "bloom")] blooms_of: Extract<Query<&Bloom>>,
+    #[cfg(feature = "anti_alias")] anti_aliasing_of: Extract<AntiAliasing>,
     drawn: Res<PostProcessingAfterTile>,
 ) {
-    for (render_entity, camera, graph, fxaa, smaa, cas) in &cameras {
+    for (entity, render_entity, camera, graph, hdr) in &cameras {
         let Ok(mut view) = commands.get_entity(render_entity) else {
             continue;
         };
-        let effects = effects_of(fxaa, smaa, cas, &drawn.0);
+        #[cfg_attr(not(feature = "bloom"), allow(unused_mut))]
+        let mut on = CameraEffects::default();
+        #[cfg(feature = "anti_alias")]
+        if let Ok((fxaa, smaa, cas)) = anti_aliasing_of.get(entity) {
+            on = anti_aliasing(fxaa, smaa, cas);
+        }
+        #[cfg(feature = "bloom")]
+        {
+            on.bloom = blooms_of.get(entity).is_ok_and(|bloom| blooms(bloom, hdr));
+        }
+        #[cfg(not(feature = "bloom"))]
+        let _ = (entity, hdr);
+        let effects = effects_of(on, &drawn.0);
         if camera.is_active && is_tile_schedule(graph.0) && !effects.is_empty() {
-            view.insert(PostProcessedAfterTile(effects));
+            view.insert(PostProcessedAfterTile {
+                tone_mapped_by_bevy: effects.contains(&BLOOM),
+                effects,
+            });
         } else {
             view.remove::<PostProcessedAfterTile>();
         }
@@ -194,6 +305,18 @@ fn view_is_post_processed(
     marked.contains(view.0)
 }
 
+/// Run condition of Bevy's `tonemapping` in [`PostProcessSteps::ToneMap`]: the tile pass of the
+/// view being rendered stored its light, for Bevy to tone map after its bloom.
+#[cfg(feature = "bloom")]
+fn view_is_tone_mapped_by_bevy(
+    view: Res<CurrentView>,
+    marked: Query<&PostProcessedAfterTile>,
+) -> bool {
+    marked
+        .get(view.0)
+        .is_ok_and(|post| post.tone_mapped_by_bevy)
+}
+
 /// Prices the view's effects and blit into its frame report.
 fn price_view_post_processing(
     view: ViewQuery<(
@@ -202,9 +325,11 @@ fn price_view_post_processing(
         &ExtractedCamera,
         &PostProcessedAfterTile,
     )>,
+    #[cfg(feature = "bloom")] blooms_of: Query<&Bloom>,
+    current: Res<CurrentView>,
     reports: Res<TileRenderReports>,
 ) {
-    let (main_entity, target, camera, effects) = view.into_inner();
+    let (main_entity, target, camera, post) = view.into_inner();
     let main_texture = target.main_texture();
     let (Some(main_format), Some(output_format)) = (
         frame_graph_format(target.main_texture_format()),
@@ -215,35 +340,103 @@ fn price_view_post_processing(
         return;
     };
     let extent = Extent::new(main_texture.width(), main_texture.height());
-    let first_on_target = camera.sorted_camera_index_for_target == 0;
+    #[cfg(feature = "bloom")]
+    let bloom_mips = match (blooms_of.get(current.0), camera.physical_viewport_size) {
+        (Ok(bloom), Some(viewport)) if post.effects.contains(&BLOOM) => {
+            bloom_mip_extents(viewport, bloom.max_mip_dimension)
+        }
+        _ => Vec::new(),
+    };
+    #[cfg(not(feature = "bloom"))]
+    let bloom_mips = {
+        let _ = current;
+        Vec::new()
+    };
     let priced = price_post_processing(
-        extent,
-        &effects.0,
-        main_format,
-        output_format,
-        first_on_target,
+        PostProcessedFrame {
+            extent,
+            main_format,
+            output_format,
+            first_on_target: camera.sorted_camera_index_for_target == 0,
+            bloom_mips,
+        },
+        &post.effects,
     );
-    let effects: Vec<String> = effects.0.iter().map(|effect| effect.to_string()).collect();
+    let effects: Vec<String> = post
+        .effects
+        .iter()
+        .map(|effect| effect.to_string())
+        .collect();
     reports.amend(main_entity.id(), |report| {
         report.post_process_pass = priced;
         report.post_processing = effects;
     });
 }
 
+/// The format of Bevy's bloom mips (bevy_post_process 0.19.1 `BLOOM_TEXTURE_FORMAT`).
+const BLOOM_MIP_FORMAT: Format = Format::Rg11b10Float;
+
+/// The extents of Bevy's bloom mip chain for a viewport of `viewport` pixels, as
+/// `prepare_bloom_textures` makes it: the first mip is the viewport scaled to
+/// `max_mip_dimension` pixels high (larger than the viewport where it is lower than that), each
+/// next one half the last, `log2(max_mip_dimension) - 1` of them (at least one). Pure.
+#[cfg_attr(not(feature = "bloom"), allow(dead_code))]
+pub(crate) fn bloom_mip_extents(viewport: UVec2, max_mip_dimension: u32) -> Vec<Extent> {
+    let Some(log2) = max_mip_dimension.checked_ilog2() else {
+        return Vec::new();
+    };
+    let mip_count = log2.max(2) - 1;
+    let ratio = if viewport.y != 0 {
+        max_mip_dimension as f32 / viewport.y as f32
+    } else {
+        0.0
+    };
+    let first = (viewport.as_vec2() * ratio)
+        .round()
+        .as_uvec2()
+        .max(UVec2::ONE);
+    (0..mip_count)
+        .map(|mip| Extent::new((first.x >> mip).max(1), (first.y >> mip).max(1)))
+        .collect()
+}
+
+/// What the post-processing of one tile frame works on.
+pub(crate) struct PostProcessedFrame {
+    /// The main texture's extent.
+    pub(crate) extent: Extent,
+    /// The main texture's format (the tile frame stored it).
+    pub(crate) main_format: Format,
+    /// The camera's output format (the blit writes it).
+    pub(crate) output_format: Format,
+    /// The camera is the first on its target: its blit overwrites the output; a later camera
+    /// blends over it (loaded).
+    pub(crate) first_on_target: bool,
+    /// Bevy's bloom mips ([`bloom_mip_extents`]), where the camera blooms.
+    pub(crate) bloom_mips: Vec<Extent>,
+}
+
 /// Bevy's post-processing of a tile frame, priced with the stock-Bevy model (wgpu passes store
-/// what they write), over the main texture (`extent`, `main_format`), which the tile frame
-/// stored: each effect samples the current main texture and writes the other one (SMAA in its
-/// three passes: edges, blending weights, then the blend; its stencil is left out), and the blit
-/// samples the last and writes the output (`output_format`), overwriting it where the camera is
-/// the first on its target and blending over it (loaded) otherwise. None if the graph does not
-/// compile (it always does for these formats).
+/// what they write), over the main texture, which the tile frame stored:
+/// - bloom samples the main texture into its first mip, downsamples each mip into the next,
+///   upsamples each back into the one before (blending: loaded), and blends the first into the
+///   main texture; tone mapping then samples the main texture and writes the other one;
+/// - each other effect samples the current main texture and writes the other one (SMAA in its
+///   three passes: edges, blending weights, then the blend; its stencil is left out);
+/// - the blit samples the last and writes the output, overwriting it where the camera is the
+///   first on its target and blending over it (loaded) otherwise.
+///
+/// None if the graph does not compile (it always does for these formats).
 pub(crate) fn price_post_processing(
-    extent: Extent,
+    frame: PostProcessedFrame,
     effects: &[&str],
-    main_format: Format,
-    output_format: Format,
-    first_on_target: bool,
 ) -> Option<CompiledFrame> {
+    let PostProcessedFrame {
+        extent,
+        main_format,
+        output_format,
+        first_on_target,
+        bloom_mips,
+    } = frame;
     let mut g = FrameGraph::new(extent);
     let written_by_tile_pass = ImportParams {
         contents_needed: true,
@@ -265,7 +458,14 @@ pub(crate) fn price_post_processing(
         },
     );
     for effect in effects {
-        if *effect == SMAA {
+        if *effect == BLOOM {
+            price_bloom(&mut g, &mut main, &bloom_mips)?;
+            g.add_raster_pass("tonemapping")
+                .sample(&main)
+                .color(&mut other, Access::WriteAll, None)
+                .finish()
+                .ok()?;
+        } else if *effect == SMAA {
             let mut edges =
                 g.create_attachment("smaa_edges", AttachmentDesc::new(Format::Rg8Unorm));
             let mut weights =
@@ -318,61 +518,205 @@ pub(crate) fn price_post_processing(
     compile_stock_bevy(&g, &DeviceCaps::desktop()).ok()
 }
 
+/// Bevy's bloom over `main` (bevy_post_process 0.19.1 `bloom`): the first downsample samples
+/// the main texture into the first mip (cleared), each next downsample the last mip into the
+/// next, each upsample blends a mip into the one before it (loaded), and the final upsample
+/// blends the first mip into the main texture.
+fn price_bloom(
+    g: &mut FrameGraph,
+    main: &mut AttachmentHandle,
+    mip_extents: &[Extent],
+) -> Option<()> {
+    let mut mips: Vec<_> = mip_extents
+        .iter()
+        .enumerate()
+        .map(|(level, extent)| {
+            g.create_attachment(
+                &format!("bloom_mip_{level}"),
+                AttachmentDesc::new(BLOOM_MIP_FORMAT).with_size(Size::Absolute {
+                    width: extent.width,
+                    height: extent.height,
+                }),
+            )
+        })
+        .collect();
+    let first = mips.first_mut()?;
+    g.add_raster_pass("bloom downsampling first")
+        .sample(main)
+        .color(first, Access::Write, Some(ClearValue::BLACK))
+        .finish()
+        .ok()?;
+    for level in 1..mips.len() {
+        let (before, from_level) = mips.split_at_mut(level);
+        g.add_raster_pass(&format!("bloom downsampling {level}"))
+            .sample(&before[level - 1])
+            .color(&mut from_level[0], Access::Write, Some(ClearValue::BLACK))
+            .finish()
+            .ok()?;
+    }
+    for level in (1..mips.len()).rev() {
+        let (before, from_level) = mips.split_at_mut(level);
+        g.add_raster_pass(&format!("bloom upsampling {}", level - 1))
+            .sample(&from_level[0])
+            .color(&mut before[level - 1], Access::ReadWrite, None)
+            .finish()
+            .ok()?;
+    }
+    g.add_raster_pass("bloom upsampling final")
+        .sample(&mips[0])
+        .color(main, Access::ReadWrite, None)
+        .finish()
+        .ok()?;
+    Some(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn effects_run_while_enabled_in_core3ds_order_and_only_where_drawn() {
-        let all = [FXAA, SMAA, CAS];
+    fn effects_run_in_core3ds_order_and_only_where_drawn() {
+        let all = [BLOOM, FXAA, SMAA, CAS];
+        let every = CameraEffects {
+            bloom: true,
+            fxaa: true,
+            smaa: true,
+            cas: true,
+        };
+        assert_eq!(effects_of(every, &all), [BLOOM, FXAA, SMAA, CAS]);
+        let cas = CameraEffects {
+            cas: true,
+            ..default()
+        };
+        assert_eq!(effects_of(cas, &all), [CAS]);
+        assert!(effects_of(CameraEffects::default(), &all).is_empty());
+        // An effect whose plugin the app lacks is not run after the pass (it falls back).
+        assert_eq!(effects_of(every, &[CAS, BLOOM]), [BLOOM, CAS]);
+    }
+
+    #[cfg(feature = "anti_alias")]
+    #[test]
+    fn anti_aliasing_runs_while_enabled() {
         let fxaa = Fxaa::default();
         let cas = ContrastAdaptiveSharpening {
             enabled: true,
             ..default()
         };
         let smaa = Smaa::default();
-        assert_eq!(
-            effects_of(Some(&fxaa), Some(&smaa), Some(&cas), &all),
-            [FXAA, SMAA, CAS]
-        );
-        assert_eq!(effects_of(None, None, Some(&cas), &all), [CAS]);
+        let on = anti_aliasing(Some(&fxaa), Some(&smaa), Some(&cas));
+        assert!(on.fxaa && on.smaa && on.cas && !on.bloom);
         let off = Fxaa {
             enabled: false,
             ..default()
         };
-        assert!(effects_of(Some(&off), None, None, &all).is_empty());
+        assert_eq!(
+            anti_aliasing(Some(&off), None, None),
+            CameraEffects::default()
+        );
         let weak = ContrastAdaptiveSharpening {
             enabled: true,
             sharpening_strength: 0.0,
             ..default()
         };
-        assert!(effects_of(None, None, Some(&weak), &all).is_empty());
-        // An effect whose plugin the app lacks is not run after the pass (it falls back).
-        assert_eq!(effects_of(Some(&fxaa), None, Some(&cas), &[CAS]), [CAS]);
+        assert_eq!(
+            anti_aliasing(None, None, Some(&weak)),
+            CameraEffects::default()
+        );
+    }
+
+    #[cfg(feature = "bloom")]
+    #[test]
+    fn bloom_runs_with_some_intensity_on_hdr_cameras() {
+        assert!(blooms(&Bloom::NATURAL, true));
+        // Bevy's `bloom` draws nothing on an LDR camera, or at no intensity: the tile pass
+        // tone maps those itself.
+        assert!(!blooms(&Bloom::NATURAL, false));
+        let none = Bloom {
+            intensity: 0.0,
+            ..Bloom::NATURAL
+        };
+        assert!(!blooms(&none, true));
+    }
+
+    #[test]
+    fn the_bloom_mips_are_bevys() {
+        // 1080p: the first mip is 512 high, eight mips halving from there.
+        let mips = bloom_mip_extents(UVec2::new(1920, 1080), 512);
+        assert_eq!(mips.len(), 8);
+        assert_eq!(mips[0], Extent::new(910, 512));
+        assert_eq!(mips[1], Extent::new(455, 256));
+        assert_eq!(mips[7], Extent::new(7, 4));
+        // A viewport lower than the first mip: scaled up, as Bevy does.
+        assert_eq!(
+            bloom_mip_extents(UVec2::new(256, 160), 512)[0],
+            Extent::new(819, 512)
+        );
+        // Degenerate settings do not panic.
+        assert!(bloom_mip_extents(UVec2::new(100, 100), 0).is_empty());
+        assert_eq!(
+            bloom_mip_extents(UVec2::new(100, 0), 512)[0],
+            Extent::new(1, 1)
+        );
+    }
+
+    /// The bytes the post-processing of a 100x100 frame moves.
+    fn bytes(effects: &[&str], first_on_target: bool, bloom_mips: Vec<Extent>) -> u64 {
+        let frame = PostProcessedFrame {
+            extent: Extent::new(100, 100),
+            main_format: Format::Rgba8Srgb,
+            output_format: Format::Bgra8Srgb,
+            first_on_target,
+            bloom_mips,
+        };
+        price_post_processing(frame, effects)
+            .expect("compiles")
+            .cost
+            .bytes()
     }
 
     #[test]
     fn each_effect_reads_and_writes_the_main_texture_and_the_blit_writes_the_output() {
-        let extent = Extent::new(100, 100);
         let pixels = 100 * 100;
-        let bytes = |effects: &[&str], first| {
-            price_post_processing(extent, effects, Format::Rgba8Srgb, Format::Bgra8Srgb, first)
-                .expect("compiles")
-                .cost
-                .bytes()
-        };
         // The blit alone: the main texture read, the output written.
-        assert_eq!(bytes(&[], true), 2 * 4 * pixels);
+        assert_eq!(bytes(&[], true, vec![]), 2 * 4 * pixels);
         // FXAA: one more read and one more write of the main texture.
-        assert_eq!(bytes(&[FXAA], true), 4 * 4 * pixels);
-        assert_eq!(bytes(&[FXAA, CAS], true), 6 * 4 * pixels);
+        assert_eq!(bytes(&[FXAA], true, vec![]), 4 * 4 * pixels);
+        assert_eq!(bytes(&[FXAA, CAS], true, vec![]), 6 * 4 * pixels);
         // A later camera on the target blends its blit over the output: loaded too.
-        assert_eq!(bytes(&[FXAA], false), 5 * 4 * pixels);
+        assert_eq!(bytes(&[FXAA], false, vec![]), 5 * 4 * pixels);
         // SMAA: edges (2 bytes) written and read, weights (4 bytes) written and read, the main
         // texture read twice and the other written.
         assert_eq!(
-            bytes(&[SMAA], true),
+            bytes(&[SMAA], true, vec![]),
             2 * 4 * pixels + (2 + 2 + 4 + 4 + 4 + 4 + 4) * pixels
+        );
+    }
+
+    #[test]
+    fn bloom_moves_its_mips_and_the_main_texture_then_tone_mapping_writes_the_other() {
+        let pixels = 100 * 100;
+        let mips = vec![Extent::new(40, 20), Extent::new(20, 10), Extent::new(10, 5)];
+        let mip_bytes: Vec<u64> = mips.iter().map(|mip| 4 * mip.pixels()).collect();
+        // Each mip is written (cleared) by its downsample; every mip but the last is read by
+        // the next downsample, and loaded, blended and stored by the upsample into it; every
+        // mip but the first is read by the upsample out of it; the final upsample reads the
+        // first mip and loads, blends and stores the main texture.
+        let bloom = 4 * pixels // the first downsample reads the main texture
+            + mip_bytes.iter().sum::<u64>()
+            + mip_bytes[0] + mip_bytes[1]
+            + 2 * (mip_bytes[0] + mip_bytes[1])
+            + mip_bytes[2] + mip_bytes[1]
+            + mip_bytes[0] + 2 * 4 * pixels;
+        let tone_mapping = 2 * 4 * pixels;
+        let blit = 2 * 4 * pixels;
+        assert_eq!(
+            bytes(&[BLOOM], true, mips.clone()),
+            bloom + tone_mapping + blit
+        );
+        // Bloom, then FXAA after the tone mapping.
+        assert_eq!(
+            bytes(&[BLOOM, FXAA], true, mips),
+            bloom + tone_mapping + 2 * 4 * pixels + blit
         );
     }
 }

@@ -27,7 +27,7 @@ TILE_ATTACHMENT(3, 4, TONEMAP_MATERIAL_INPUT, material_input);
 
 layout(push_constant) uniform TonemapParams {
     vec4 clear_color; // linear rgb; a: 1.0 = write clear_color on background pixels (depth == 0), 0.0 = discard background pixels (keep loaded contents)
-    uvec4 mode;       // x: method 0 None, 1 Reinhard, 2 ReinhardLuminance, 3 AcesFitted, 4 AgX, 5 SomewhatBoringDisplayTransform, 6 TonyMcMapface, 7 BlenderFilmic (8 KhronosPbrNeutral); y: 1 = deband dither; z: 1 = encode linear->sRGB in the shader (output format is UNORM, not SRGB); w: unused
+    uvec4 mode;       // x: method 0 None, 1 Reinhard, 2 ReinhardLuminance, 3 AcesFitted, 4 AgX, 5 SomewhatBoringDisplayTransform, 6 TonyMcMapface, 7 BlenderFilmic (8 KhronosPbrNeutral); y: 1 = deband dither; z: 1 = encode linear->sRGB in the shader (output format is UNORM, not SRGB); w: TONEMAP_FLAG_* bits (tonemap_display.glsl, gpu::types::tonemap_flags)
     uvec4 msaa;       // (offset 32) x: unused here; y: sample count N (MSAA); z: flags (bit 0: per-sample lighting, unused here; bit 1: tint edge pixels red, the edge-mask debug view); w: debug view (DEBUG_VIEW_* in common.glsl)
 } params;
 

@@ -76,6 +76,7 @@ vec3 fogged_light(vec3 light, float depth, vec2 at, bool fog) {
 // mode.w bits (gpu_types::tonemap_flags).
 #define TONEMAP_FLAG_HDR_BACKGROUND 1u
 #define TONEMAP_FLAG_BACKGROUND_IN_LIGHT 2u
+#define TONEMAP_FLAG_STORES_LIGHT 8u
 
 bool background_in_light() {
     return (params.mode.w & TONEMAP_FLAG_BACKGROUND_IN_LIGHT) != 0u;
@@ -149,7 +150,9 @@ int tonemap_sample_count() {
 
 // Sample i's display colour, clamped to [0, 1] as the 8-bit output stores it: `added` is light
 // to add if it is a surface sample, `clear_rgb` the pixel's background. A surface sample is
-// fogged at its own location (a point on its surface).
+// fogged at its own location (a point on its surface). Where the output stores the light that
+// Bevy tone maps after the pass (TONEMAP_FLAG_STORES_LIGHT, mode.w bit 3), nothing is clamped:
+// Bevy resolves its HDR main texture's samples as they are, before its bloom and tone mapping.
 vec3 msaa_sample_display(int i, vec3 added, vec3 clear_rgb) {
     vec3 light = TILE_READ_SAMPLE(light_accumulation, i).rgb;
     float depth = TILE_READ_SAMPLE(depth_input, i).r;
@@ -160,6 +163,9 @@ vec3 msaa_sample_display(int i, vec3 added, vec3 clear_rgb) {
         bool fog = tonemap_fogs() && fogs_surface(TILE_READ_SAMPLE(material_input, i).a);
         vec2 at = floor(gl_FragCoord.xy) + msaa_sample_location(tonemap_sample_count(), i);
         color = display_color(fogged_light(light + added, depth, at, fog));
+    }
+    if ((params.mode.w & TONEMAP_FLAG_STORES_LIGHT) != 0u) {
+        return color;
     }
     return clamp(color, vec3(0.0), vec3(1.0));
 }

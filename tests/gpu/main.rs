@@ -14,6 +14,7 @@ mod best_practices;
 #[cfg(feature = "bloom")]
 mod bloom;
 mod clean_exit;
+mod color_grading;
 mod content;
 mod debug_views;
 mod device_loss;

@@ -11,7 +11,7 @@
 //!   `EnvironmentMapLight`) in it, and its irradiance volumes where Bevy would sample them from
 //!   more than one texture;
 //! - camera components whose effect it does not render (post-processing, fog, sky,
-//!   environment light, a non-default colour grading);
+//!   environment light, colour grading beyond what the tonemap subpass applies);
 //! - bevy_ui nodes drawn over it (Bevy's UI pass runs inside `Core3d`, which a tile camera does
 //!   not run), unless the tile path draws them (feature `ui`, [`UiDrawnOverTileCameras`]);
 //! - gizmos: `Transparent3d` draws another render plugin queued for it on its last rendered
@@ -35,7 +35,7 @@ use crate::tile_deferred::{
     scene::materials::{TextureShape, texture_unsampleable_as_2d},
 };
 use bevy::{
-    camera::{RenderTarget, visibility::VisibleEntities},
+    camera::{Hdr, RenderTarget, visibility::VisibleEntities},
     core_pipeline::oit::OrderIndependentTransparencySettings,
     ecs::{
         archetype::Archetypes,
@@ -221,24 +221,23 @@ pub(crate) fn unwritable_target(format: bevy::render::render_resource::TextureFo
     )
 }
 
-/// What [`find_missing`] reports for a camera whose `ColorGrading` is not the default: the
-/// tonemap subpass applies the default grading (as Bevy's in-shader tone mapping does for it).
-const COLOR_GRADING: &str = "colour grading (a ColorGrading other than the default)";
+/// What [`find_missing`] reports for an HDR camera whose `ColorGrading` Bevy applies beyond its
+/// global exposure and post-saturation ([`grades_beyond_exposure_and_saturation`]): the tonemap
+/// subpass applies those two only, as Bevy's in-shader tone mapping of an LDR camera does.
+const COLOR_GRADING: &str = "colour grading on an HDR camera (hue, white balance or the \
+     shadows, midtones and highlights sections)";
 
-/// Whether `grading` is `ColorGrading::default()` (it has no `PartialEq`, and its reflection
-/// cannot compare its `Range` field).
-fn is_default_grading(grading: &ColorGrading) -> bool {
-    let default = ColorGrading::default();
-    let (global, default_global) = (&grading.global, &default.global);
-    global.exposure == default_global.exposure
-        && global.temperature == default_global.temperature
-        && global.tint == default_global.tint
-        && global.hue == default_global.hue
-        && global.post_saturation == default_global.post_saturation
-        && global.midtones_range == default_global.midtones_range
-        && grading.shadows == default.shadows
-        && grading.midtones == default.midtones
-        && grading.highlights == default.highlights
+/// Whether Bevy's tonemapping pass grades an HDR camera of `grading` beyond the global exposure
+/// and post-saturation: with a hue rotation, a white balance or a section other than the
+/// default (the three flags of its pipeline key, bevy_core_pipeline 0.19.1
+/// `prepare_view_tonemapping_pipelines`). An LDR camera is never graded beyond them: bevy_pbr's
+/// in-shader tone mapping defines none of the three. Pure.
+fn grades_beyond_exposure_and_saturation(grading: &ColorGrading) -> bool {
+    let global = &grading.global;
+    global.hue != 0.0
+        || global.temperature != 0.0
+        || global.tint != 0.0
+        || grading.all_sections().any(|section| *section != default())
 }
 
 /// bevy_ui's per-node target camera (`bevy_ui::ComputedUiTargetCamera { camera: Entity }`, on
@@ -897,9 +896,10 @@ impl CameraItems<'_> {
             }
         }
         if !self.tone_mapped_by_bevy
+            && camera_ref.contains::<Hdr>()
             && camera_ref
                 .get::<ColorGrading>()
-                .is_some_and(|grading| !is_default_grading(grading))
+                .is_some_and(grades_beyond_exposure_and_saturation)
         {
             on_camera(COLOR_GRADING);
         }
@@ -1115,17 +1115,28 @@ mod tests {
     }
 
     #[test]
-    fn only_a_changed_colour_grading_is_missing() {
-        assert!(is_default_grading(&ColorGrading::default()));
-        let mut warmer = ColorGrading::default();
-        warmer.global.temperature = 0.3;
-        assert!(!is_default_grading(&warmer));
-        let mut contrast = ColorGrading::default();
-        contrast.shadows.contrast = 1.2;
-        assert!(!is_default_grading(&contrast));
+    fn only_grading_beyond_exposure_and_saturation_is_missing() {
+        assert!(!grades_beyond_exposure_and_saturation(
+            &ColorGrading::default()
+        ));
+        // The tonemap subpass applies these two, as Bevy's in-shader tone mapping does.
+        let mut exposed = ColorGrading::default();
+        exposed.global.exposure = 0.5;
+        exposed.global.post_saturation = 1.3;
+        assert!(!grades_beyond_exposure_and_saturation(&exposed));
+        // Bevy's flags compare the sections, not the midtones' range.
         let mut range = ColorGrading::default();
         range.global.midtones_range = 0.1..0.9;
-        assert!(!is_default_grading(&range));
+        assert!(!grades_beyond_exposure_and_saturation(&range));
+        let mut warmer = ColorGrading::default();
+        warmer.global.temperature = 0.3;
+        assert!(grades_beyond_exposure_and_saturation(&warmer));
+        let mut hue = ColorGrading::default();
+        hue.global.hue = 0.2;
+        assert!(grades_beyond_exposure_and_saturation(&hue));
+        let mut contrast = ColorGrading::default();
+        contrast.shadows.contrast = 1.2;
+        assert!(grades_beyond_exposure_and_saturation(&contrast));
     }
 
     #[test]

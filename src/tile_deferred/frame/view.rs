@@ -338,6 +338,14 @@ fn gpu_view(view: &TileViewQueryItem, scene: &TileSceneParams, viewport: UVec4) 
         scene.max_texture_array_layers(),
     );
     let frame_count = scene.frame_count.as_deref().map_or(0, |f| f.0);
+    // What the tone mapping applies of the camera's grading, as Bevy's in-shader tone mapping
+    // does; nothing where Bevy's own tone mapping grades the frame after the pass.
+    let (grading_exposure, grading_post_saturation) = if view.tone_mapped_by_bevy() {
+        (0.0, 1.0)
+    } else {
+        let global = &extracted.color_grading.global;
+        (global.exposure, global.post_saturation)
+    };
     GpuView {
         clip_from_world: clip_from_world.to_cols_array_2d(),
         world_from_clip: clip_from_world.inverse().to_cols_array_2d(),
@@ -350,7 +358,12 @@ fn gpu_view(view: &TileViewQueryItem, scene: &TileSceneParams, viewport: UVec4) 
             .to_array(),
         viewport: viewport.as_vec4().to_array(),
         ambient: [ambient.red, ambient.green, ambient.blue, 0.0],
-        exposure: [view.camera.exposure, 0.0, 0.0, 0.0],
+        exposure: [
+            view.camera.exposure,
+            grading_exposure,
+            grading_post_saturation,
+            0.0,
+        ],
         counts: [
             directional_count,
             0,

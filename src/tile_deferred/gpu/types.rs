@@ -58,7 +58,8 @@ pub struct GpuView {
     pub viewport: [f32; 4],
     /// rgb: ambient colour times brightness.
     pub ambient: [f32; 4],
-    /// x: exposure factor.
+    /// x: exposure factor; y: the `ColorGrading`'s global exposure and z its post-saturation,
+    /// which the tone mapping applies (0 and 1 where Bevy tone maps after the tile pass).
     pub exposure: [f32; 4],
     /// x: directional light count, y: point and spot light count, z: the camera's shadow filter
     /// (`shadow_filter`), w: frame count (the temporal filter's noise).

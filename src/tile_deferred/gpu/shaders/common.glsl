@@ -69,7 +69,7 @@ struct View {
     vec4 world_position;     // xyz: camera position (world); w: 1.0 if orthographic else 0.0
     vec4 viewport;           // x, y, width, height of the camera's viewport in target pixels
     vec4 ambient;            // rgb: ambient colour * brightness (Bevy's GlobalAmbientLight units); a: unused
-    vec4 exposure;           // x: exposure factor (Bevy's Exposure::exposure()); y, z, w: unused
+    vec4 exposure;           // x: exposure factor (Bevy's Exposure::exposure()); y: ColorGrading's global exposure, z: its post_saturation, as the tone mapping applies them (0 and 1 where Bevy tone maps after the pass); w: unused
     uvec4 counts;            // x: directional lights, y: clusterable (point+spot) lights, z: SHADOW_FILTER_*, w: frame count
     uvec4 cluster_grid;      // clusters across, down, in depth; w: 32-bit light-mask words per cluster
     vec4 cluster_params;     // x: tile size (px), y: near depth, z: first slice depth, w: slices per log unit (clusters.rs)

@@ -94,7 +94,7 @@ void main() {
         color.rgb = apply_fog(color.rgb, world_position, gl_FragCoord.xy);
     }
     if (!INTO_LIGHT) {
-        color = tone_mapping(color, params.mode.x);
+        color = tone_mapping(color, params.mode.x, view.exposure.yz);
         if (params.mode.y == 1u) {
             vec3 rgb = powsafe(color.rgb, 1.0 / 2.2);
             rgb += screen_space_dither(gl_FragCoord.xy);

@@ -18,7 +18,7 @@ vec2 pixel_centre() {
 // Bevy's deband dither (per pixel: every sample of a pixel gets the same dither).
 vec3 tone_map_and_dither(vec3 light) {
     vec4 output_color = vec4(light, 1.0);
-    output_color = tone_mapping(output_color, params.mode.x);
+    output_color = tone_mapping(output_color, params.mode.x, view.exposure.yz);
 
     if (params.mode.y == 1u) {
         vec3 output_rgb = output_color.rgb;

@@ -18,11 +18,10 @@ layout(set = 3, binding = 2) uniform sampler3D tonemapping_lut;
 #define TONEMAP_BLENDER_FILMIC 7u
 #define TONEMAP_PBR_NEUTRAL 8u
 
-// ColorGrading::default() as the mesh pipeline sees it. bevy_pbr never defines HUE_ROTATE,
+// The camera's ColorGrading as the mesh pipeline applies it: bevy_pbr never defines HUE_ROTATE,
 // WHITE_BALANCE or SECTIONAL_COLOR_GRADING for in-shader tone mapping, so only the global exposure
-// and post_saturation take part.
-const float COLOR_GRADING_EXPOSURE = 0.0;
-const float COLOR_GRADING_POST_SATURATION = 1.0;
+// and post_saturation take part (`grading`: x exposure, y post_saturation; the view uniform's
+// exposure.yz).
 
 // bevy_render::maths::powsafe
 vec3 powsafe(vec3 color, float power) {
@@ -221,11 +220,11 @@ vec3 screen_space_dither(vec2 frag_coord) {
     return (dither - 0.5) / 255.0;
 }
 
-vec4 tone_mapping(vec4 in_color, uint method) {
+vec4 tone_mapping(vec4 in_color, uint method, vec2 grading) {
     vec3 color = max(in_color.rgb, vec3(0.0));
 
     // Not SECTIONAL_COLOR_GRADING: only the global exposure (2^0 = 1 at defaults).
-    color = color * powsafe(vec3(2.0), COLOR_GRADING_EXPOSURE);
+    color = color * powsafe(vec3(2.0), grading.x);
 
     if (method == TONEMAP_NONE) {
         color = color;
@@ -249,7 +248,7 @@ vec4 tone_mapping(vec4 in_color, uint method) {
     }
 
     // Perceptual post tonemapping grading
-    color = saturation(color, COLOR_GRADING_POST_SATURATION);
+    color = saturation(color, grading.y);
 
     return vec4(color, in_color.a);
 }

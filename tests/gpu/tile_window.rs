@@ -44,6 +44,30 @@ fn bevy_camera_over_a_tile_camera_in_a_window() {
     );
 }
 
+/// Bloom in a window (feature `bloom`): the tile pass writes the camera's main texture and
+/// Bevy's bloom, tone mapping and blit write the window's image, through resizes, with no
+/// validation message, and the window shows what Bevy's screenshot of it shows.
+#[cfg(feature = "bloom")]
+#[test]
+fn bloom_tile_camera_in_a_window() {
+    run_window_test_in_child_process("tile_window::child_bloom_tile_camera_in_a_window");
+}
+
+#[cfg(feature = "bloom")]
+#[test]
+#[ignore = "run in a child process by bloom_tile_camera_in_a_window (one winit event loop per \
+            process)"]
+fn child_bloom_tile_camera_in_a_window() {
+    window_run_with(
+        "child_bloom_tile_camera_in_a_window",
+        TileDeferred::default(),
+        Msaa::Off,
+        1,
+        false,
+        true,
+    );
+}
+
 /// Where the later Bevy camera draws (physical pixels of the 320x180 window).
 const INSET: (UVec2, UVec2) = (UVec2::new(200, 16), UVec2::new(100, 60));
 
@@ -64,6 +88,8 @@ struct WindowRun {
     /// The presented window and the screenshot.
     captured: Option<(Frame, Frame)>,
     render_passes_recorded: usize,
+    /// What Bevy ran after the tile pass (the report's `post_processing`).
+    post_processing: Vec<String>,
 }
 
 #[test]
@@ -117,52 +143,79 @@ fn window_run(
     render_passes: usize,
     inset: bool,
 ) {
+    window_run_with(name, tile, msaa, render_passes, inset, false);
+}
+
+/// [`window_run`], and with `bloom` (feature `bloom`) an HDR camera with `Bloom::NATURAL` and
+/// `BloomPlugin` in the app.
+fn window_run_with(
+    name: &'static str,
+    tile: TileDeferred,
+    msaa: Msaa,
+    render_passes: usize,
+    inset: bool,
+    bloom: bool,
+) {
     let test = GpuTest::start(name);
     let shared = SharedWindowRun::default();
     let mut app = App::new();
-    app.add_plugins(test_plugins(Some(Window {
+    let plugins = test_plugins(Some(Window {
         resolution: WindowResolution::new(320, 180),
         // Window tests find their window by its title.
         title: name.into(),
         ..default()
-    })))
-    .add_plugins(TileDeferredPlugin)
-    .insert_resource(shared.clone())
-    .add_systems(Startup, move |world: &mut World| {
-        scenes::spawn_lit_spheres(world);
-        world.spawn((
-            Camera3d::default(),
-            scenes::reference_camera(),
-            scenes::reference_camera_transform(),
-            msaa,
-            tile.clone(),
-        ));
-        if inset {
-            world.spawn((
+    }));
+    #[cfg(feature = "bloom")]
+    let plugins = if bloom {
+        plugins.add(bevy_post_process::bloom::BloomPlugin)
+    } else {
+        plugins
+    };
+    app.add_plugins(plugins)
+        .add_plugins(TileDeferredPlugin)
+        .insert_resource(shared.clone())
+        .add_systems(Startup, move |world: &mut World| {
+            scenes::spawn_lit_spheres(world);
+            let mut camera = world.spawn((
                 Camera3d::default(),
-                Camera {
-                    order: 1,
-                    viewport: Some(Viewport {
-                        physical_position: INSET.0,
-                        physical_size: INSET.1,
-                        ..default()
-                    }),
-                    clear_color: ClearColorConfig::Custom(Color::srgb_u8(
-                        INSET_CLEAR[0],
-                        INSET_CLEAR[1],
-                        INSET_CLEAR[2],
-                    )),
-                    ..default()
-                },
-                // Looking up at the empty sky: its clear colour, untouched by tonemapping.
-                Transform::from_xyz(0.0, 1.0, 0.0).looking_at(Vec3::new(0.0, 100.0, 0.0), Vec3::Z),
-                Tonemapping::None,
-                DebandDither::Disabled,
-                Msaa::Off,
+                scenes::reference_camera(),
+                scenes::reference_camera_transform(),
+                msaa,
+                tile.clone(),
             ));
-        }
-    })
-    .add_systems(Update, drive_window_run);
+            #[cfg(feature = "bloom")]
+            if bloom {
+                camera.insert((bevy::camera::Hdr, bevy_post_process::bloom::Bloom::NATURAL));
+            }
+            #[cfg(not(feature = "bloom"))]
+            let _ = (&mut camera, bloom);
+            if inset {
+                world.spawn((
+                    Camera3d::default(),
+                    Camera {
+                        order: 1,
+                        viewport: Some(Viewport {
+                            physical_position: INSET.0,
+                            physical_size: INSET.1,
+                            ..default()
+                        }),
+                        clear_color: ClearColorConfig::Custom(Color::srgb_u8(
+                            INSET_CLEAR[0],
+                            INSET_CLEAR[1],
+                            INSET_CLEAR[2],
+                        )),
+                        ..default()
+                    },
+                    // Looking up at the empty sky: its clear colour, untouched by tonemapping.
+                    Transform::from_xyz(0.0, 1.0, 0.0)
+                        .looking_at(Vec3::new(0.0, 100.0, 0.0), Vec3::Z),
+                    Tonemapping::None,
+                    DebandDither::Disabled,
+                    Msaa::Off,
+                ));
+            }
+        })
+        .add_systems(Update, drive_window_run);
     shared.0.lock().unwrap().title = name;
     app.run();
 
@@ -173,6 +226,11 @@ fn window_run(
     );
     let errors = test.take_errors();
     assert!(errors.is_empty(), "errors in the window run: {errors:#?}");
+    let post_processed: &[&str] = if bloom { &["Bloom"] } else { &[] };
+    assert_eq!(
+        run.post_processing, post_processed,
+        "run after the tile pass"
+    );
     assert!(run.live_before_resize > 0);
     assert_eq!(
         run.live_after_resizes, run.live_before_resize,
@@ -237,6 +295,11 @@ fn drive_window_run(
                 .filter_map(|camera| reports.get(camera))
                 .map(|report| report.render_passes_recorded)
                 .sum();
+            run.post_processing = cameras
+                .iter()
+                .filter_map(|camera| reports.get(camera))
+                .flat_map(|report| report.post_processing)
+                .collect();
             window.resolution.set(400.0, 240.0);
         }
         20 => window.resolution.set(320.0, 180.0),

@@ -134,6 +134,14 @@ pub(crate) fn tile_deferred_pass(
         interop::mark_window_output_written(&frame, &scene, output_view, &mut ctx);
     } else {
         interop::mark_main_texture_written(view.target);
+        // Bevy's blit writes the output after the effects, but not on a frame where its
+        // pipeline is still compiling (at start-up): a window's image is claimed for this frame
+        // all the same, so that the frame waits on its acquire and its present follows the
+        // frame, as for a tile frame that writes it (and as Bevy's `Core3d` does not: a
+        // window's first frames with bloom present an image nobody waited for).
+        if let Some(output) = view.target.out_texture() {
+            interop::claim_output(output, &mut ctx);
+        }
     }
     // The output is this frame's colour target for wgpu too: a window frame then waits on the
     // swapchain image's acquire and its present waits on the frame, whatever follows.

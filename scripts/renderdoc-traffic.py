@@ -138,6 +138,7 @@ def traffic(structured):
     then every render pass the frame begins."""
     images = {}
     views = {}
+    view_mips = {}
     framebuffers = {}
     render_passes = {}
     names = {}
@@ -195,6 +196,10 @@ def traffic(structured):
                                           template.height, 1, False)
             elif name == "vkCreateImageView":
                 views[first(data, "View", "pView")] = info.get("image")
+                # A view of one mip level (Bevy's bloom renders into each level of one
+                # texture) covers that level's extent, not the image's.
+                mip = (info.get("subresourceRange") or {}).get("baseMipLevel", 0) or 0
+                view_mips[first(data, "View", "pView")] = int(mip)
             elif name == "vkCreateFramebuffer":
                 framebuffers[first(data, "Framebuffer", "pFramebuffer")] = (
                     info.get("pAttachments") or []
@@ -241,7 +246,7 @@ def traffic(structured):
             rows = []
             for index, attachment in enumerate(attachments):
                 view = bound[index] if index < len(bound) else None
-                image = images.get(views.get(view))
+                image = mip_level(images.get(views.get(view)), view_mips.get(view, 0))
                 rows.append((attachment, image, names.get(view) or names.get(views.get(view))))
             recorded.setdefault(data.get("commandBuffer"), []).append(("pass", rows))
         elif name in ("vkCmdCopyImage", "vkCmdBlitImage", "vkCmdResolveImage",
@@ -256,6 +261,14 @@ def traffic(structured):
             )
     unsubmitted = sum(1 for entries in recorded.values() for kind, _ in entries if kind == "pass")
     return passes, outside, unsubmitted
+
+
+def mip_level(image, mip):
+    """`image` as its mip level `mip` (each level halves the extent, down to 1)."""
+    if image is None or mip == 0:
+        return image
+    return Image(image.name, image.format, max(1, image.width >> mip),
+                 max(1, image.height >> mip), image.samples, image.transient)
 
 
 def attachment_bytes(image, attachment):

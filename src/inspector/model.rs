@@ -9,7 +9,10 @@ use crate::{
         FrameGraph, ImportParams, LoadOp, NativePass, ShadowMaps, StockBevyOptions, StockBevyPath,
         StoreOp, TileVerdict, bytes_to_mb, compile, compile_stock_bevy, image_bytes,
     },
-    tile_deferred::plan::{self, ViewFrameDesc, names},
+    tile_deferred::{
+        overlays::composite::OverlayTarget,
+        plan::{self, ViewFrameDesc, names},
+    },
 };
 use bevy::{platform::collections::HashMap, prelude::*};
 use std::fmt::Write as _;
@@ -410,7 +413,12 @@ pub(crate) fn update_panels(
             let extent = Extent::new(panel.resolution.x.max(1), panel.resolution.y.max(1));
             // The tile pass draws the overlay unless its report says why it did not.
             let drawn_after = view.is_some_and(|r| r.egui_after_pass_reason.is_some());
-            let overlay_host = match (panel.in_use_is_tile(), drawn_after, camera.window_target) {
+            // A window whose image Bevy's blit wrote after post-processing is written for wgpu
+            // already, as an image is.
+            let post_processed = view.is_some_and(|r| !r.post_processing.is_empty());
+            let window_target = OverlayTarget::of_output(camera.window_target, post_processed)
+                == OverlayTarget::Window;
+            let overlay_host = match (panel.in_use_is_tile(), drawn_after, window_target) {
                 (false, _, _) => OverlayHost::Core3d,
                 (true, false, _) => OverlayHost::TileInPass,
                 (true, true, true) => OverlayHost::TileWindow,

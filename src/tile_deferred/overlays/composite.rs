@@ -50,12 +50,25 @@ pub(crate) struct OverlayPassNames {
 /// What an overlay over a tile camera is drawn on, for its price.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum OverlayTarget {
-    /// An image: the output is already written for wgpu.
+    /// An image, or a window whose image Bevy's blit wrote after its post-processing (FXAA,
+    /// bloom, ...: `post_process`): the output is already written for wgpu.
     Image,
     /// A window: the tile pass also stores the swapchain image in an empty wgpu pass before its
     /// own, so that wgpu does not zero-fill it before the composite loads it (see
     /// [`TileOutputLoadedAfter`](crate::tile_deferred::camera::TileOutputLoadedAfter)): one more store, for the overlay.
     Window,
+}
+
+impl OverlayTarget {
+    /// What an overlay is drawn on: a window's image needs the extra store for wgpu unless
+    /// Bevy's blit already wrote it through wgpu (`post_processed`). Pure.
+    pub(crate) fn of_output(window: bool, post_processed: bool) -> Self {
+        if window && !post_processed {
+            OverlayTarget::Window
+        } else {
+            OverlayTarget::Image
+        }
+    }
 }
 
 /// What an overlay's passes over a tile view are priced on: the viewport's extent, the main
@@ -68,18 +81,23 @@ pub(crate) struct OverlayShape {
 }
 
 impl OverlayShape {
-    /// The shape of `camera`'s overlays; None while its viewport or a format is unknown to the
-    /// frame graph.
-    pub(crate) fn of(target: &ViewTarget, camera: &ExtractedCamera) -> Option<Self> {
+    /// The shape of `camera`'s overlays, where Bevy post-processed the frame after the tile pass
+    /// (`post_processed`: its blit wrote the output through wgpu) or not; None while its
+    /// viewport or a format is unknown to the frame graph.
+    pub(crate) fn of(
+        target: &ViewTarget,
+        camera: &ExtractedCamera,
+        post_processed: bool,
+    ) -> Option<Self> {
         let size = camera.physical_viewport_size?;
         Some(Self {
             extent: Extent::new(size.x.max(1), size.y.max(1)),
             main_format: frame_graph_format(target.main_texture_format())?,
             output_format: frame_graph_format(target.out_texture_view_format()?)?,
-            target: match camera.target {
-                Some(NormalizedRenderTarget::Window(_)) => OverlayTarget::Window,
-                _ => OverlayTarget::Image,
-            },
+            target: OverlayTarget::of_output(
+                matches!(camera.target, Some(NormalizedRenderTarget::Window(_))),
+                post_processed,
+            ),
         })
     }
 }
@@ -264,6 +282,15 @@ mod tests {
     use super::*;
     use crate::frame_graph::{StoreOp, compile};
     use crate::tile_deferred::plan::{ViewFrameDesc, declare};
+
+    #[test]
+    fn only_a_window_nothing_wrote_through_wgpu_pays_the_extra_store() {
+        assert_eq!(OverlayTarget::of_output(true, false), OverlayTarget::Window);
+        // Bevy's blit wrote the window's image after its post-processing.
+        assert_eq!(OverlayTarget::of_output(true, true), OverlayTarget::Image);
+        assert_eq!(OverlayTarget::of_output(false, false), OverlayTarget::Image);
+        assert_eq!(OverlayTarget::of_output(false, true), OverlayTarget::Image);
+    }
 
     const UI: OverlayPassNames = OverlayPassNames {
         clear: "ui clear",

@@ -419,7 +419,10 @@ pub(crate) fn draw_foreign_transparent(
         &mut ctx,
         "tile_deferred_gizmo_composite",
     );
-    let Some(shape) = OverlayShape::of(target, camera) else {
+    let post_processed = world
+        .get::<crate::tile_deferred::camera::PostProcessedAfterTile>(view_entity)
+        .is_some();
+    let Some(shape) = OverlayShape::of(target, camera, post_processed) else {
         return;
     };
     let priced = price_gizmos(

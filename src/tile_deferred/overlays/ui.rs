@@ -148,6 +148,7 @@ type UiCompositeView = (
     &'static MainEntity,
     Option<&'static OverlayCompositePipeline>,
     Option<&'static UiAfterTilePass>,
+    Has<crate::tile_deferred::camera::PostProcessedAfterTile>,
 );
 
 /// Blends the main texture (the UI) over the output the tile pass wrote, and adds the price of
@@ -159,7 +160,7 @@ fn composite_ui(
     reports: Res<TileRenderReports>,
     mut ctx: RenderContext,
 ) {
-    let (target, camera, main_entity, pipeline, reason) = view.into_inner();
+    let (target, camera, main_entity, pipeline, reason, post_processed) = view.into_inner();
     let Some(pipeline) = pipeline else {
         return;
     };
@@ -172,7 +173,7 @@ fn composite_ui(
         &mut ctx,
         "tile_ui_composite",
     );
-    let Some(shape) = OverlayShape::of(target, camera) else {
+    let Some(shape) = OverlayShape::of(target, camera, post_processed) else {
         return;
     };
     let priced = overlay::price_overlay(

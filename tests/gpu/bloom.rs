@@ -5,7 +5,10 @@
 //! spheres (here beside the lit spheres), TonyMcMapface, `Bloom::NATURAL`.
 
 use crate::{
-    harness::{Frame, GpuTest, HeadlessApp, assert_frames_match, image_compare::psnr},
+    harness::{
+        Frame, GpuTest, HeadlessApp, assert_frames_match,
+        image_compare::{changes_apart, psnr},
+    },
     scenes,
 };
 use bevy::{
@@ -268,10 +271,7 @@ fn bloom_runs_after_the_tile_pass_as_bevy_runs_it() {
         let (_, _, tile_plain) = frame(case.without_tested_effect(), true);
         let (_, _, bevy_plain) = frame(case.without_tested_effect(), false);
         let path = tile.save_png(&name);
-        let tile_change = change(&tile_plain, &tile);
-        let bevy_change = change(&bevy_plain, &bevy);
-        let apart = mean_abs(&tile_change, &bevy_change);
-        let bevy_changed = mean_abs(&bevy_change, &vec![0; bevy_change.len()]);
+        let (bevy_changed, apart) = changes_apart(&tile_plain, &tile, &bevy_plain, &bevy);
         eprintln!(
             "{name}: the tile camera against Bevy's: PSNR {:.2} dB; the bloom (or the grading) \
              changes Bevy's frame by {bevy_changed:.3}/255 per channel on average, the tile frame's change is \
@@ -290,22 +290,6 @@ fn bloom_runs_after_the_tile_pass_as_bevy_runs_it() {
              ({bevy_changed:.3}/255)"
         );
     }
-}
-
-/// Per channel, `after - before`.
-fn change(before: &Frame, after: &Frame) -> Vec<i16> {
-    before
-        .rgba
-        .iter()
-        .zip(&after.rgba)
-        .map(|(b, a)| i16::from(*a) - i16::from(*b))
-        .collect()
-}
-
-/// The mean absolute difference of two changes.
-fn mean_abs(a: &[i16], b: &[i16]) -> f64 {
-    let sum: f64 = a.iter().zip(b).map(|(a, b)| f64::from((a - b).abs())).sum();
-    sum / a.len() as f64
 }
 
 /// Without `BloomPlugin` in the app, bloom is not run after the pass: the camera falls back,

@@ -6,7 +6,10 @@
 //! `bloom.rs`.)
 
 use crate::{
-    harness::{Frame, GpuTest, HeadlessApp, assert_frames_match, image_compare::psnr},
+    harness::{
+        Frame, GpuTest, HeadlessApp, assert_frames_match,
+        image_compare::{changes_apart, psnr},
+    },
     scenes,
 };
 use bevy::{
@@ -99,10 +102,7 @@ fn exposure_and_post_saturation_grade_the_tile_frame_as_bevy_grades_it() {
         let (_, _, tile_plain) = frame(None, hdr, tile_tier);
         let (_, _, bevy_plain) = frame(None, hdr, None);
         let path = tile.save_png(&name);
-        let tile_change = change(&tile_plain, &tile);
-        let bevy_change = change(&bevy_plain, &bevy);
-        let apart = mean_abs(&tile_change, &bevy_change);
-        let bevy_changed = mean_abs(&bevy_change, &vec![0; bevy_change.len()]);
+        let (bevy_changed, apart) = changes_apart(&tile_plain, &tile, &bevy_plain, &bevy);
         eprintln!(
             "{name}: the tile camera against Bevy's: PSNR {:.2} dB; the grade changes Bevy's \
              frame by {bevy_changed:.3}/255 per channel on average, the tile frame's change is \
@@ -118,22 +118,6 @@ fn exposure_and_post_saturation_grade_the_tile_frame_as_bevy_grades_it() {
              ({bevy_changed:.3}/255)"
         );
     }
-}
-
-/// Per channel, `after - before`.
-fn change(before: &Frame, after: &Frame) -> Vec<i16> {
-    before
-        .rgba
-        .iter()
-        .zip(&after.rgba)
-        .map(|(b, a)| i16::from(*a) - i16::from(*b))
-        .collect()
-}
-
-/// The mean absolute difference of two changes.
-fn mean_abs(a: &[i16], b: &[i16]) -> f64 {
-    let sum: f64 = a.iter().zip(b).map(|(a, b)| f64::from((a - b).abs())).sum();
-    sum / a.len() as f64
 }
 
 /// An HDR camera with a hue rotation, which Bevy's tonemapping pass applies and the tonemap

@@ -4,7 +4,10 @@
 //! `Core3d` frame with the same effect.
 
 use crate::{
-    harness::{Frame, GpuTest, HeadlessApp, assert_frames_match, image_compare::psnr},
+    harness::{
+        Frame, GpuTest, HeadlessApp, assert_frames_match,
+        image_compare::{changes_apart, psnr},
+    },
     scenes,
 };
 use bevy::{camera::Hdr, prelude::*, render::view::Msaa};
@@ -169,10 +172,7 @@ fn fxaa_smaa_and_cas_run_after_the_tile_pass_as_bevy_runs_them() {
         let path = tile.save_png(&name);
         // What the effects changed: on the tile frame, on Bevy's, and how far apart the two
         // changes are (mean absolute difference per channel, in 1/255).
-        let tile_change = change(&tile_plain, &tile);
-        let bevy_change = change(&bevy_plain, &bevy);
-        let apart = mean_abs(&tile_change, &bevy_change);
-        let bevy_changed = mean_abs(&bevy_change, &vec![0; bevy_change.len()]);
+        let (bevy_changed, apart) = changes_apart(&tile_plain, &tile, &bevy_plain, &bevy);
         eprintln!(
             "{name}: the tile camera against Bevy's: PSNR {:.2} dB; the effects change Bevy's \
              frame by {bevy_changed:.3}/255 per channel on average, the tile frame's change is \
@@ -195,22 +195,6 @@ fn fxaa_smaa_and_cas_run_after_the_tile_pass_as_bevy_runs_them() {
              ({bevy_changed:.3}/255)"
         );
     }
-}
-
-/// Per channel, `after - before`.
-fn change(before: &Frame, after: &Frame) -> Vec<i16> {
-    before
-        .rgba
-        .iter()
-        .zip(&after.rgba)
-        .map(|(b, a)| i16::from(*a) - i16::from(*b))
-        .collect()
-}
-
-/// The mean absolute difference of two changes.
-fn mean_abs(a: &[i16], b: &[i16]) -> f64 {
-    let sum: f64 = a.iter().zip(b).map(|(a, b)| f64::from((a - b).abs())).sum();
-    sum / a.len() as f64
 }
 
 /// Without the effect's plugin in the app, the effect is not run after the pass: the camera

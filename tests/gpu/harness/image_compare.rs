@@ -65,6 +65,40 @@ pub fn output_dir() -> PathBuf {
     dir
 }
 
+/// What an effect changed in the tile frame and in Bevy's, compared: `(bevy_changed, apart)`,
+/// where `bevy_changed` is how much the effect changed Bevy's frame (`bevy_before` to `bevy`)
+/// and `apart` how far the tile frame's change (`tile_before` to `tile`) is from Bevy's, each
+/// the mean absolute difference per channel, in 1/255. An effect that did not run on the tile
+/// frame leaves `apart` at Bevy's whole change.
+pub fn changes_apart(
+    tile_before: &Frame,
+    tile: &Frame,
+    bevy_before: &Frame,
+    bevy: &Frame,
+) -> (f64, f64) {
+    let tile_change = change(tile_before, tile);
+    let bevy_change = change(bevy_before, bevy);
+    let apart = mean_abs(&tile_change, &bevy_change);
+    let bevy_changed = mean_abs(&bevy_change, &vec![0; bevy_change.len()]);
+    (bevy_changed, apart)
+}
+
+/// Per channel, `after - before`.
+fn change(before: &Frame, after: &Frame) -> Vec<i16> {
+    before
+        .rgba
+        .iter()
+        .zip(&after.rgba)
+        .map(|(b, a)| i16::from(*a) - i16::from(*b))
+        .collect()
+}
+
+/// The mean absolute difference of two changes.
+fn mean_abs(a: &[i16], b: &[i16]) -> f64 {
+    let sum: f64 = a.iter().zip(b).map(|(a, b)| f64::from((a - b).abs())).sum();
+    sum / a.len() as f64
+}
+
 /// Peak signal-to-noise ratio over the RGB channels, in dB (infinite when identical).
 pub fn psnr(a: &Frame, b: &Frame) -> f64 {
     assert_eq!(

@@ -87,20 +87,19 @@ enum PostProcessSteps {
 
 /// The effects whose Bevy plugins the app has, of those this build can run after the tile pass.
 fn effects_with_plugins(app: &App) -> Vec<&'static str> {
-    #[cfg_attr(not(all(feature = "bloom", feature = "anti_alias")), allow(unused_mut))]
-    let mut added: Vec<(bool, &'static str)> = Vec::new();
-    #[cfg(feature = "bloom")]
-    added.push((app.is_plugin_added::<BloomPlugin>(), BLOOM));
-    #[cfg(feature = "anti_alias")]
-    added.extend([
+    [
+        #[cfg(feature = "bloom")]
+        (app.is_plugin_added::<BloomPlugin>(), BLOOM),
+        #[cfg(feature = "anti_alias")]
         (app.is_plugin_added::<FxaaPlugin>(), FXAA),
+        #[cfg(feature = "anti_alias")]
         (app.is_plugin_added::<SmaaPlugin>(), SMAA),
+        #[cfg(feature = "anti_alias")]
         (app.is_plugin_added::<CasPlugin>(), CAS),
-    ]);
-    added
-        .into_iter()
-        .filter_map(|(added, effect)| added.then_some(effect))
-        .collect()
+    ]
+    .into_iter()
+    .filter_map(|(added, effect)| added.then_some(effect))
+    .collect()
 }
 
 /// Wires the effects whose Bevy plugins the app has: run once the app's plugins are built
@@ -272,7 +271,6 @@ fn mark_post_processed_views(
         let Ok(mut view) = commands.get_entity(render_entity) else {
             continue;
         };
-        #[cfg_attr(not(feature = "bloom"), allow(unused_mut))]
         let mut on = CameraEffects::default();
         #[cfg(feature = "anti_alias")]
         if let Ok((fxaa, smaa, cas)) = anti_aliasing_of.get(entity) {
@@ -380,7 +378,13 @@ const BLOOM_MIP_FORMAT: Format = Format::Rg11b10Float;
 /// `prepare_bloom_textures` makes it: the first mip is the viewport scaled to
 /// `max_mip_dimension` pixels high (larger than the viewport where it is lower than that), each
 /// next one half the last, `log2(max_mip_dimension) - 1` of them (at least one). Pure.
-#[cfg_attr(not(feature = "bloom"), allow(dead_code))]
+#[cfg_attr(
+    not(feature = "bloom"),
+    allow(
+        dead_code,
+        reason = "only the bloom's pricing (feature `bloom`) sizes its mips"
+    )
+)]
 pub(crate) fn bloom_mip_extents(viewport: UVec2, max_mip_dimension: u32) -> Vec<Extent> {
     let Some(log2) = max_mip_dimension.checked_ilog2() else {
         return Vec::new();

@@ -67,7 +67,7 @@ pub mod prelude {
     pub use crate::tile_deferred::TileUiSystems;
     pub use crate::{
         DeviceProfile, MsaaShading, TileDebugView, TileDeferred, TileDeferredPlugin,
-        TileDeferredSystems, TileGizmoSystems,
+        TileDeferredSystems, TileGizmoSystems, TileMaterialsOverTile,
         frame_report::{TileCameraReport, TileFrameReport, TileFrameReportParam},
         tiers::{
             MeasureOn, RenderTier, TierChangeReason, TierDecision, TierMeasurement, TierSetting,
@@ -96,7 +96,7 @@ pub use tile_deferred::TileCpuLightAssignment;
 pub use tile_deferred::TileUiSystems;
 pub use tile_deferred::{
     MsaaShading, TileDebugView, TileDeferred, TileDeferredGraph, TileDeferredSystems,
-    TileGizmoSystems, TileOutputLoadedAfter,
+    TileGizmoSystems, TileMaterialsOverTile, TileOutputLoadedAfter,
     missing::{MissingFeature, TileMissing},
     report::{
         TileClusterStats, TileEguiInPass, TileGpuTimes, TileInstanceBatches, TileRenderReports,
@@ -131,6 +131,7 @@ impl Plugin for TileDeferredPlugin {
             .register_type::<TileDeferred>()
             .register_type::<TierDecision>()
             .register_type::<TileMissing>()
+            .register_type::<TileMaterialsOverTile>()
             .register_type::<tile_deferred::validation::TileValidation>()
             .register_type::<tile_deferred::validation::TileValidationReport>()
             .register_type::<DeviceProfile>()

@@ -109,6 +109,11 @@ pub struct TileCameraReport {
     /// What it sees that the tile path does not draw, one line per entity and kind (a tile
     /// camera's [`TileMissing`]).
     pub missing: Vec<String>,
+    /// The meshes in its view of materials the tile path does not draw that Bevy's own
+    /// pipelines draw over its tile frame, one line per mesh ("entity (\"name\")"; a tile
+    /// camera's [`TileMaterialsOverTile`](crate::TileMaterialsOverTile)).
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub drawn_over_tile: Vec<String>,
     /// What its [`TileValidation`](crate::TileValidation) device would do with its frame.
     pub validation: Option<TileValidationReport>,
 }
@@ -131,6 +136,7 @@ type CameraItem = (
     Option<&'static TierDecision>,
     Option<&'static TileMissing>,
     Option<&'static TileValidationReport>,
+    Option<&'static crate::TileMaterialsOverTile>,
 );
 
 /// Collects a [`TileFrameReport`] in a system: `fn my_system(report: TileFrameReportParam)`,
@@ -143,6 +149,7 @@ pub struct TileFrameReportParam<'w, 's> {
     profile: Option<Res<'w, DeviceProfile>>,
     images: Option<Res<'w, Assets<Image>>>,
     cameras: Query<'w, 's, CameraItem, With<Camera3d>>,
+    names: Query<'w, 's, &'static Name>,
 }
 
 impl TileFrameReportParam<'_, '_> {
@@ -151,8 +158,19 @@ impl TileFrameReportParam<'_, '_> {
         let mut sorted: Vec<_> = self.cameras.iter().filter(|c| c.1.is_active).collect();
         sorted.sort_by_key(|c| (c.1.order, c.0));
         let mut cameras = Vec::with_capacity(sorted.len());
-        for (entity, camera, target, graph, tile, msaa, name, decision, missing, validation) in
-            sorted
+        for (
+            entity,
+            camera,
+            target,
+            graph,
+            tile,
+            msaa,
+            name,
+            decision,
+            missing,
+            validation,
+            over_tile,
+        ) in sorted
         {
             // What the camera sees that is missing, and what a phone would do with its frame,
             // are a tile camera's only (the components may stay behind).
@@ -173,6 +191,18 @@ impl TileFrameReportParam<'_, '_> {
                 missing: missing
                     .filter(|_| tile.is_some())
                     .map(|m| m.items.iter().map(ToString::to_string).collect())
+                    .unwrap_or_default(),
+                drawn_over_tile: over_tile
+                    .filter(|_| tile.is_some())
+                    .map(|over| {
+                        over.meshes
+                            .iter()
+                            .map(|&mesh| match self.names.get(mesh) {
+                                Ok(name) => format!("{mesh} (\"{name}\")"),
+                                Err(_) => mesh.to_string(),
+                            })
+                            .collect()
+                    })
                     .unwrap_or_default(),
                 validation: validation.filter(|_| tile.is_some()).cloned(),
                 decision: decision.cloned(),

@@ -145,6 +145,9 @@ pub struct CameraPanel {
     /// ("entity (\"name\"): what"); a tile camera only. Under `TierSetting::Auto` the camera
     /// renders with `Core3d` while any is in view; with a forced tile tier it is absent.
     pub missing: Vec<String>,
+    /// The meshes Bevy's own pipelines draw over the tile frame (custom materials), one line
+    /// per mesh ([`TileCameraReport::drawn_over_tile`](crate::TileCameraReport::drawn_over_tile)).
+    pub drawn_over_tile: Vec<String>,
     /// What the camera's `TileValidation` device would do with its frame (a tile camera with
     /// one only).
     pub validation: Option<crate::tile_deferred::validation::TileValidationReport>,
@@ -371,6 +374,7 @@ pub(crate) fn update_panels(
             export: String::new(),
             notes: Vec::new(),
             missing: camera.missing.clone(),
+            drawn_over_tile: camera.drawn_over_tile.clone(),
             validation: camera.validation.clone(),
         };
         let context = PanelContext {

@@ -256,6 +256,15 @@ fn summary(ui: &mut egui::Ui, panel: &CameraPanel) {
             for note in &panel.notes {
                 ui.colored_label(AMBER, note);
             }
+            if !panel.drawn_over_tile.is_empty() {
+                ui.label(format!(
+                    "Drawn by Bevy over the tile frame ({}):",
+                    panel.drawn_over_tile.len()
+                ));
+                for line in &panel.drawn_over_tile {
+                    ui.label(format!("  {line}"));
+                }
+            }
             if !panel.missing.is_empty() {
                 ui.colored_label(
                     AMBER,

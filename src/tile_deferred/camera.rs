@@ -192,6 +192,25 @@ pub(crate) fn is_tile_schedule(schedule: bevy::ecs::intern::Interned<dyn Schedul
 #[reflect(Component, Clone, Debug, Default)]
 pub struct TileOutputLoadedAfter;
 
+/// On a tile camera (main world, set each frame after visibility): the meshes in its view whose
+/// material the tile path does not draw itself (a custom `Material`, an `ExtendedMaterial`) and
+/// that Bevy's own material pipelines draw over the tile frame after the tile pass, over the
+/// tile depth, as `Core3d` would draw them (see `overlays::gizmos`). In entity order; absent
+/// when there are none. Where they cannot be drawn that way (an HDR camera, for one), they are
+/// listed in [`TileMissing`](crate::TileMissing) instead.
+#[derive(Component, Clone, Debug, Default, PartialEq, Eq, Reflect)]
+#[reflect(Component, Clone, Debug, Default, PartialEq)]
+pub struct TileMaterialsOverTile {
+    /// The meshes, in entity order.
+    pub meshes: Vec<Entity>,
+}
+
+/// Render world, on the view of a camera with [`TileMaterialsOverTile`] (set at extraction by
+/// `scene::bevy_phases`): Bevy keeps the view's opaque phases, holding only those meshes, and
+/// `overlays::gizmos` draws them after the tile pass.
+#[derive(Component, Clone, Copy, Debug)]
+pub(crate) struct MaterialsOverTileView;
+
 /// Render world, on a tile view (set by `overlays::gizmos`, read by the tile pass): this frame's `Transparent3d` phase holds draws of another
 /// plugin that the tile path draws after its pass (the pass exports its depth for them). Taken
 /// off every view at the end of the frame.
@@ -203,7 +222,13 @@ pub(crate) struct GizmosOverTile;
 /// pass writes the camera's main texture, which Bevy's effects read and its upscaling blits to
 /// the output.
 #[derive(Component, Clone, Debug, PartialEq, Eq)]
-#[cfg_attr(not(any(feature = "anti_alias", feature = "bloom")), allow(dead_code))]
+#[cfg_attr(
+    not(any(feature = "anti_alias", feature = "bloom")),
+    allow(
+        dead_code,
+        reason = "set only where Bevy post-processes after the tile pass (features `anti_alias`, `bloom`)"
+    )
+)]
 pub(crate) struct PostProcessedAfterTile {
     /// The effects, in the order they run.
     pub(crate) effects: Vec<&'static str>,
@@ -212,6 +237,30 @@ pub(crate) struct PostProcessedAfterTile {
     /// `Core3d`.
     pub(crate) tone_mapped_by_bevy: bool,
 }
+
+/// Render world, on the view of an active tile camera with effects Bevy runs after the tile
+/// pass, on whichever schedule it renders this frame (set each frame at extraction by
+/// `overlays::post_process`, read by `overlays::gizmos`): what a view on the tile schedule
+/// would get as [`PostProcessedAfterTile`], so that whether Bevy's draws over the tile frame
+/// can be drawn is decided alike on a camera that fell back.
+#[derive(Component, Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(
+    not(any(feature = "anti_alias", feature = "bloom")),
+    allow(
+        dead_code,
+        reason = "set only where Bevy post-processes after the tile pass (features `anti_alias`, `bloom`)"
+    )
+)]
+pub(crate) struct TileCameraEffects {
+    /// As [`PostProcessedAfterTile::tone_mapped_by_bevy`].
+    pub(crate) tone_mapped_by_bevy: bool,
+}
+
+/// Render world, on a tile view with [`GizmosOverTile`] whose frame Bevy post-processes (set by
+/// `overlays::gizmos`): Bevy's draws over the tile frame go into the camera's main texture,
+/// before the effects, as `Core3d` draws them, instead of over the output after the blit.
+#[derive(Component)]
+pub(crate) struct DrawsIntoMainTexture;
 
 /// The stages of [`TileDeferredGraph`], in order: order a system of your own that draws over a
 /// tile camera `.after(TileDeferredSystems::TilePass)`.

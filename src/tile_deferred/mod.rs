@@ -42,7 +42,7 @@ mod scene;
 
 pub use camera::{
     MsaaShading, POISON_COLOR, POISON_DEPTH_STENCIL, TileDebugView, TileDeferred,
-    TileDeferredGraph, TileDeferredSystems, TileOutputLoadedAfter,
+    TileDeferredGraph, TileDeferredSystems, TileMaterialsOverTile, TileOutputLoadedAfter,
 };
 pub use coverage::{missing, validation};
 pub use overlays::gizmos::TileGizmoSystems;
@@ -113,13 +113,23 @@ pub(crate) fn build(app: &mut App) {
         // Gizmos (other plugins' `Transparent3d` draws) after the tile pass.
         .add_systems(
             TileDeferredGraph,
-            overlays::gizmos::draw_foreign_transparent.in_set(TileGizmoSystems),
+            (
+                overlays::gizmos::draw_foreign_transparent.in_set(TileGizmoSystems),
+                // Where Bevy post-processes the frame: into its main texture, before the effects.
+                overlays::gizmos::draw_foreign_into_main_texture
+                    .in_set(overlays::gizmos::DrawsIntoMainTextureSystems),
+            ),
         )
         .configure_sets(
             TileDeferredGraph,
-            TileGizmoSystems
-                .in_set(TileDeferredSystems::Overlays)
-                .run_if(overlays::gizmos::view_draws_gizmos),
+            (
+                TileGizmoSystems
+                    .in_set(TileDeferredSystems::Overlays)
+                    .run_if(overlays::gizmos::view_draws_gizmos),
+                overlays::gizmos::DrawsIntoMainTextureSystems
+                    .in_set(TileDeferredSystems::PostProcess)
+                    .run_if(overlays::gizmos::view_draws_into_main_texture),
+            ),
         )
         .init_resource::<scene::extract::TileMeshInstances>()
         .init_resource::<scene::draws::TileRetainedDraws>()
@@ -152,6 +162,10 @@ pub(crate) fn build(app: &mut App) {
                     .in_set(RenderSystems::PrepareAssets)
                     .before(bevy::pbr::check_views_need_specialization),
                 scene::extract::skip_unusable_lights.in_set(RenderSystems::PrepareAssets),
+                // Before Bevy batches the phases (`PrepareResources`).
+                scene::bevy_phases::keep_only_meshes_over_tile
+                    .in_set(RenderSystems::QueueMeshes)
+                    .after(bevy::pbr::queue_material_meshes),
                 // Before bevy_ui's and egui's routes build this frame's `ui` subpass draws.
                 #[cfg(any(feature = "ui", feature = "inspector"))]
                 overlays::in_pass::forget_last_frames_ui_draws.in_set(RenderSystems::Queue),
@@ -160,6 +174,7 @@ pub(crate) fn build(app: &mut App) {
                     frame::pass::end_frame,
                     forget_output_loaded_after,
                     scene::draws::forget_stale_draws,
+                    scene::bevy_phases::forget_materials_over_tile,
                 )
                     .in_set(RenderSystems::Cleanup),
             ),
@@ -227,23 +242,31 @@ pub(crate) fn finish(app: &mut App) {
     // The wireframes drawn after the tile pass (with the gizmos) draw indirectly where Bevy
     // builds instances on the GPU: their indirect parameters are built as `Core3d` builds them
     // before its main pass (gpu_preprocess.rs:465-473).
+    let build_indirect_parameters =
+        || {
+            main_build_indirect_parameters
+                .run_if(
+                    any_match_filter::<(
+                        With<PreprocessBindGroups>,
+                        Without<SkipGpuPreprocess>,
+                        Without<NoIndirectDrawing>,
+                    )>,
+                )
+                .run_if(resource_exists::<PreprocessPipelines>.and_then(
+                    resource_exists::<BatchedInstanceBuffers<MeshUniform, MeshInputUniform>>,
+                ))
+        };
+    // One for each of the two places they are drawn (a view draws in one of them).
     render_app.add_systems(
         TileDeferredGraph,
-        main_build_indirect_parameters
-            .run_if(
-                any_match_filter::<(
-                    With<PreprocessBindGroups>,
-                    Without<SkipGpuPreprocess>,
-                    Without<NoIndirectDrawing>,
-                )>,
-            )
-            .run_if(
-                resource_exists::<PreprocessPipelines>.and_then(
-                    resource_exists::<BatchedInstanceBuffers<MeshUniform, MeshInputUniform>>,
-                ),
-            )
-            .in_set(TileGizmoSystems)
-            .before(overlays::gizmos::draw_foreign_transparent),
+        (
+            build_indirect_parameters()
+                .in_set(TileGizmoSystems)
+                .before(overlays::gizmos::draw_foreign_transparent),
+            build_indirect_parameters()
+                .in_set(overlays::gizmos::DrawsIntoMainTextureSystems)
+                .before(overlays::gizmos::draw_foreign_into_main_texture),
+        ),
     );
     // bevy_ui's pass after the tile pass.
     #[cfg(feature = "ui")]

@@ -171,8 +171,10 @@ pub struct TileViewReport {
     /// plus the empty pass that stores the output for wgpu. None when no UI was drawn over the
     /// camera that frame.
     pub ui_pass: Option<CompiledFrame>,
-    /// Bevy's gizmos (other plugins' `Transparent3d` draws) drawn over the camera after the tile
-    /// pass, priced as their own wgpu passes: the gizmo pass loads and stores Bevy's depth
+    /// What Bevy's own pipelines draw over the camera after the tile pass (gizmos and other
+    /// plugins' `Transparent3d` draws, wireframes, and meshes of custom materials:
+    /// [`TileMaterialsOverTile`](crate::TileMaterialsOverTile)), priced as their own wgpu
+    /// passes: their pass loads and stores Bevy's depth
     /// texture (which the tile frame's depth export stored), clears and draws the main texture,
     /// and the composite loads and stores the output. None on frames without them.
     pub gizmo_pass: Option<CompiledFrame>,

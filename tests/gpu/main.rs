@@ -16,6 +16,7 @@ mod bloom;
 mod clean_exit;
 mod color_grading;
 mod content;
+mod custom_materials;
 mod debug_views;
 mod device_loss;
 mod device_probe;

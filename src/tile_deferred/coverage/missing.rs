@@ -30,13 +30,16 @@
 //! learns to draw it.
 
 use crate::tile_deferred::{
-    camera::TileDeferred,
+    camera::{TileDeferred, TileMaterialsOverTile},
     overlays::gizmos::{FOREIGN_TRANSPARENT_DRAWS, ForeignTransparentDraws},
     scene::materials::{TextureShape, texture_unsampleable_as_2d},
 };
 use bevy::{
     camera::{Hdr, RenderTarget, visibility::VisibleEntities},
-    core_pipeline::oit::OrderIndependentTransparencySettings,
+    core_pipeline::{
+        oit::OrderIndependentTransparencySettings,
+        prepass::{DeferredPrepass, DepthPrepass, MotionVectorPrepass, NormalPrepass},
+    },
     ecs::{
         archetype::Archetypes,
         component::{ComponentId, Components},
@@ -45,7 +48,8 @@ use bevy::{
     light::{
         Atmosphere, AtmosphereEnvironmentMapLight, ClusteredDecal, EnvironmentMapLight,
         GeneratedEnvironmentMapLight, GlobalAmbientLight, IrradianceVolume, LightProbe,
-        VolumetricFog, cluster::ClusterVisibilityClass,
+        VolumetricFog,
+        cluster::{ClusterVisibilityClass, GlobalClusterSettings},
     },
     mesh::{MeshAccessError, morph::MeshMorphWeights},
     pbr::{
@@ -412,6 +416,16 @@ pub(crate) fn lightmap_missing(context: LightmapContext) -> Option<&'static str>
     }
 }
 
+/// What [`find_missing`] says of a mesh of a custom `Material` (or `ExtendedMaterial`), which
+/// the tile path does not draw itself.
+pub(crate) const CUSTOM_MATERIAL: &str = "custom Material (not a StandardMaterial)";
+
+/// What [`find_missing`] says of a mesh of a custom material on a camera over whose tile frame
+/// Bevy cannot draw it ([`materials_over_tile_undrawable`]: `why`).
+pub(crate) fn custom_material_undrawable(why: &str) -> String {
+    format!("{CUSTOM_MATERIAL}, which Bevy cannot draw over this tile camera: {why}")
+}
+
 /// Why the tile path does not draw a mesh in view, if it does not. `standard` is what
 /// [`standard_material_missing`] says of its `StandardMaterial` (None: not a `StandardMaterial`).
 /// Skinned meshes and morph targets are drawn (issue 15); `morphs_unreachable`: the mesh has
@@ -424,7 +438,7 @@ pub(crate) fn undrawable_mesh(
     lightmap: Option<&'static str>,
 ) -> Option<&'static str> {
     match standard {
-        None => Some("custom Material (not a StandardMaterial)"),
+        None => Some(CUSTOM_MATERIAL),
         Some(Some(what)) => Some(what),
         Some(None) if morphs_unreachable => Some(
             "morph targets of a mesh kept only in the render world (the tile path reads the \
@@ -630,7 +644,10 @@ pub(crate) fn find_missing(
     components: &Components,
     archetypes: &Archetypes,
     (ui_drawn, egui_drawn, post_processing): DrawnAfterTilePass,
-    foreign_draws: Option<Res<ForeignTransparentDraws>>,
+    (foreign_draws, cluster_settings): (
+        Option<Res<ForeignTransparentDraws>>,
+        Option<Res<GlobalClusterSettings>>,
+    ),
     device: Option<Res<RenderDevice>>,
     mut lookups: Local<Option<Lookups>>,
 ) {
@@ -659,6 +676,8 @@ pub(crate) fn find_missing(
     let ui_target_camera = lookups.ui_target_camera.filter(|_| ui_drawn.is_none());
     let egui_context = lookups.egui_context.filter(|_| egui_drawn.is_none());
     let ui_cameras = visible_ui_nodes_by_camera(ui_target_camera, archetypes, &entities);
+    // Bevy's default on desktop GPUs with compute shaders; on Android it clusters on the CPU.
+    let gpu_clustering = cluster_settings.is_some_and(|settings| settings.gpu_clustering.is_some());
     let meshes_to_check = any_mesh_may_be_missing(&mesh_kinds, &assets.0, &assets.2);
     for (camera, visible, previous) in &cameras {
         let Ok(camera_ref) = entities.get(camera) else {
@@ -669,7 +688,19 @@ pub(crate) fn find_missing(
             .copied()
             .collect();
         clustered.sort_unstable();
-        let mut items = if meshes_to_check {
+        let undrawable = foreign_draws.as_ref().and_then(|d| d.undrawable(camera));
+        let foreign = undrawable.map(|undrawable| undrawable.why);
+        // Gizmos and wireframes: the custom materials are listed mesh by mesh.
+        let foreign_other = undrawable
+            .filter(|undrawable| undrawable.other_draws)
+            .map(|undrawable| undrawable.why);
+        let (mut items, over_tile) = if meshes_to_check {
+            let lights_unassigned = gpu_clustering
+                && clustered.iter().any(|&entity| {
+                    clusterables
+                        .get(entity)
+                        .is_ok_and(|(_, _, point, spot, ..)| point.is_some() || spot.is_some())
+                });
             mesh_items(
                 &camera_ref,
                 visible,
@@ -678,13 +709,37 @@ pub(crate) fn find_missing(
                 &clusterables,
                 &lightmap_sources,
                 &assets,
+                materials_over_tile_undrawable(
+                    // Bevy tone maps what it draws with the scene: drawable where Bevy's tone
+                    // mapping runs after them, on a bloomed camera at 1x (`overlays::gizmos`).
+                    camera_ref.contains::<Hdr>()
+                        && !(tone_mapped_by_bevy(&camera_ref, post_processing.as_deref())
+                            && camera_ref
+                                .get::<bevy::render::view::Msaa>()
+                                .is_none_or(|msaa| msaa.samples() == 1)),
+                    camera_ref.contains::<DepthPrepass>()
+                        || camera_ref.contains::<NormalPrepass>()
+                        || camera_ref.contains::<MotionVectorPrepass>()
+                        || camera_ref.contains::<DeferredPrepass>(),
+                    foreign,
+                    lights_unassigned,
+                ),
             )
         } else {
-            Vec::new()
+            (Vec::new(), Vec::new())
         };
+        let previous_over_tile = camera_ref.get::<TileMaterialsOverTile>();
+        if over_tile.is_empty() {
+            if previous_over_tile.is_some() {
+                commands.entity(camera).remove::<TileMaterialsOverTile>();
+            }
+        } else if previous_over_tile.is_none_or(|previous| previous.meshes != over_tile) {
+            commands
+                .entity(camera)
+                .insert(TileMaterialsOverTile { meshes: over_tile });
+        }
         items.extend(clusterable_items(&clustered, &clusterables, binding_arrays));
         let ui_over_camera = ui_cameras.contains_key(&camera);
-        let foreign = foreign_draws.as_ref().and_then(|d| d.undrawable(camera));
         items.extend(wireframe_items(
             visible.iter(TypeId::of::<Mesh3d>()),
             &wireframes,
@@ -695,7 +750,7 @@ pub(crate) fn find_missing(
             images: &assets.2,
             ui_over_camera,
             egui_over_camera: egui_context.is_some_and(|id| camera_ref.contains_id(id)),
-            foreign_draws: foreign,
+            foreign_draws: foreign_other,
             tone_mapped_by_bevy: tone_mapped_by_bevy(&camera_ref, post_processing.as_deref()),
         };
         items.extend(camera_items.of(camera, &camera_ref));
@@ -709,8 +764,11 @@ pub(crate) fn find_missing(
     }
 }
 
-/// The meshes in the camera's view the tile path cannot draw as Bevy does: their material,
-/// morph targets or lightmap.
+/// The meshes in the camera's view the tile path cannot draw as Bevy does (their material,
+/// morph targets or lightmap), and those of a custom material that Bevy draws over the tile
+/// frame, in entity order. `materials_over_tile`: why Bevy cannot draw custom materials over
+/// this camera's tile frame, if it cannot ([`materials_over_tile_undrawable`]); their meshes
+/// are then listed.
 fn mesh_items(
     camera_ref: &EntityRef,
     visible: &VisibleEntities,
@@ -719,8 +777,10 @@ fn mesh_items(
     clusterables: &ViewedClusterables,
     (directional_lights, global_ambient): &LightmapSources,
     (materials, mesh_assets, images): &ViewedAssets,
-) -> Vec<MissingFeature> {
+    materials_over_tile: Option<&'static str>,
+) -> (Vec<MissingFeature>, Vec<Entity>) {
     let mut items = Vec::new();
+    let mut over_tile = Vec::new();
     // What Bevy leaves out of lightmapped meshes in this view, where it differs from its
     // defaults (every directional light counts: they light every view of their layers).
     let excludes_point_or_spot = |entity: &Entity| {
@@ -794,6 +854,18 @@ fn mesh_items(
                     .and_then(image_unsampleable_as_2d)
             })
         });
+        // A custom material: drawn by Bevy over the tile frame where it can be.
+        if standard.is_none() {
+            match materials_over_tile {
+                None => over_tile.push(entity),
+                Some(why) => items.push(MissingFeature {
+                    entity,
+                    name: name.map(ToString::to_string),
+                    what: custom_material_undrawable(why),
+                }),
+            }
+            continue;
+        }
         // `fog_enabled: false` is drawn: the G-buffer's no-fog bit (issue 15).
         if let Some(what) = undrawable_mesh(standard, morphs_unreachable, lightmap) {
             items.push(MissingFeature {
@@ -805,7 +877,43 @@ fn mesh_items(
     }
     // In entity order, as the camera's list is compared with the last frame's.
     items.sort_unstable_by_key(|item| item.entity);
-    items
+    over_tile.sort_unstable();
+    (items, over_tile)
+}
+
+/// Why Bevy cannot draw custom materials over an HDR camera's tile frame.
+const HDR_UNDRAWABLE: &str = "an HDR camera: Bevy tone maps what it draws with the scene";
+
+/// Why Bevy's material pipelines cannot draw a custom material over a camera's tile frame, if
+/// they cannot: `hdr`, the camera is HDR and Bevy's tone mapping does not run after the tile
+/// pass (Bevy tone maps what it draws with the scene, after its main pass); `prepasses`, the camera has Bevy's depth, normal, motion-vector or deferred
+/// prepass, which `Core3d` renders before its main pass and the tile path does not;
+/// `undrawable_over_tile`, why the render world found the camera's draws over
+/// the tile frame undrawable last frame (`overlays::gizmos::undrawable_reason`: the tier, the
+/// device, MSAA); `clustered_lights_unassigned`, point or spot lights are in view and Bevy
+/// assigns them to clusters on the GPU, which it does only inside `Core3d`: a lit custom
+/// material over a tile camera would not see them.
+pub(crate) fn materials_over_tile_undrawable(
+    hdr: bool,
+    prepasses: bool,
+    undrawable_over_tile: Option<&'static str>,
+    clustered_lights_unassigned: bool,
+) -> Option<&'static str> {
+    if hdr {
+        Some(HDR_UNDRAWABLE)
+    } else if prepasses {
+        Some(
+            "the camera has Bevy's prepasses, which the tile path does not run and a custom \
+             material may read (forward decals read the depth prepass)",
+        )
+    } else if let Some(why) = undrawable_over_tile {
+        Some(why)
+    } else {
+        clustered_lights_unassigned.then_some(
+            "point or spot lights in view, which Bevy assigns to clusters on the GPU only inside \
+             Core3d",
+        )
+    }
 }
 
 /// The decals and light probes in the camera's clusters the tile path does not draw.
@@ -1305,11 +1413,14 @@ mod tests {
     #[test]
     fn meshes_in_view_camera_features_and_ui_nodes_are_found() {
         let (mut world, ui) = world_with_ui();
+        // HDR: Bevy cannot draw custom materials over its tile frame, so they are listed
+        // (`custom_materials_are_listed_or_drawn_over_the_tile_frame` tests LDR).
         let tile = world
             .spawn((
                 Name::new("tile camera"),
                 TileDeferred::default(),
                 VisibleEntities::default(),
+                Hdr,
             ))
             .id();
         let other = world.spawn(VisibleEntities::default()).id();
@@ -1354,10 +1465,8 @@ mod tests {
         // Required components start hidden; visibility propagation runs in the app.
         world.entity_mut(sun).insert(InheritedVisibility::VISIBLE);
         run(&mut world);
-        let before_ui = [(
-            in_view,
-            "custom Material (not a StandardMaterial)".to_string(),
-        )];
+        let custom = custom_material_undrawable(HDR_UNDRAWABLE);
+        let before_ui = [(in_view, custom.clone())];
         assert_eq!(items(&world, tile), before_ui);
         assert!(
             items(&world, tile)
@@ -1390,6 +1499,103 @@ mod tests {
                 .iter()
                 .filter(|item| item.entity == tile)
                 .all(|item| item.name.as_deref() == Some("tile camera"))
+        );
+    }
+
+    /// On an LDR camera a custom-material mesh in view is drawn by Bevy over the tile frame:
+    /// listed in `TileMaterialsOverTile`, not in `TileMissing`. It is listed as missing, with
+    /// the reason, where Bevy clusters a point light in view on the GPU, or where the render
+    /// world found the camera's draws over the tile frame undrawable.
+    #[test]
+    fn custom_materials_are_listed_or_drawn_over_the_tile_frame() {
+        use crate::tile_deferred::overlays::gizmos::UndrawableOverTile;
+        use bevy::light::cluster::{GlobalClusterGpuSettings, GlobalClusterSettings};
+        let mut world = world_with_assets();
+        let tile = world
+            .spawn((TileDeferred::default(), VisibleEntities::default()))
+            .id();
+        let custom = world.spawn(Mesh3d(Handle::default())).id();
+        world
+            .get_mut::<VisibleEntities>(tile)
+            .unwrap()
+            .push(custom, TypeId::of::<Mesh3d>());
+        let over_tile = |world: &World| {
+            world
+                .get::<TileMaterialsOverTile>(tile)
+                .map(|over| over.meshes.clone())
+        };
+        run(&mut world);
+        assert_eq!(items(&world, tile), []);
+        assert_eq!(over_tile(&world), Some(vec![custom]));
+
+        // A point light in the camera's clusters: drawn while Bevy clusters on the CPU...
+        let point = world.spawn(PointLight::default()).id();
+        world
+            .get_mut::<VisibleEntities>(tile)
+            .unwrap()
+            .push(point, TypeId::of::<ClusterVisibilityClass>());
+        run(&mut world);
+        assert_eq!(over_tile(&world), Some(vec![custom]));
+        // ...listed where Bevy clusters on the GPU, inside `Core3d` only.
+        world.insert_resource(GlobalClusterSettings {
+            supports_storage_buffers: true,
+            clustered_decals_are_usable: false,
+            gpu_clustering: Some(GlobalClusterGpuSettings {
+                initial_z_slice_list_capacity: 1,
+                initial_index_list_capacity: 1,
+            }),
+            max_uniform_buffer_clusterable_objects: 1,
+            view_cluster_bindings_max_indices: 1,
+        });
+        run(&mut world);
+        let why = materials_over_tile_undrawable(false, false, None, true).unwrap();
+        assert!(why.contains("point or spot lights"), "{why}");
+        assert_eq!(
+            items(&world, tile),
+            [(custom, custom_material_undrawable(why))]
+        );
+        assert_eq!(
+            over_tile(&world),
+            None,
+            "nothing is drawn over the tile frame"
+        );
+
+        // The render world's reason comes first after HDR's.
+        world.remove_resource::<GlobalClusterSettings>();
+        let draws = ForeignTransparentDraws::default();
+        let why = UndrawableOverTile {
+            why: "a test's reason",
+            other_draws: false,
+        };
+        draws.replace([(tile, why)].into_iter().collect());
+        world.insert_resource(draws);
+        run(&mut world);
+        assert_eq!(
+            items(&world, tile),
+            [(custom, custom_material_undrawable("a test's reason"))]
+        );
+        assert_eq!(
+            materials_over_tile_undrawable(true, true, Some("a test's reason"), true),
+            Some(HDR_UNDRAWABLE)
+        );
+        assert_eq!(
+            materials_over_tile_undrawable(false, false, None, false),
+            None
+        );
+        assert!(
+            materials_over_tile_undrawable(false, true, None, false)
+                .is_some_and(|why| why.contains("prepasses"))
+        );
+        // With a depth prepass (forward decals read it) the mesh is listed.
+        world.remove_resource::<ForeignTransparentDraws>();
+        world.entity_mut(tile).insert(DepthPrepass);
+        run(&mut world);
+        assert!(
+            items(&world, tile)
+                .iter()
+                .any(|(entity, what)| *entity == custom && what.contains("prepasses")),
+            "{:?}",
+            items(&world, tile)
         );
     }
 
@@ -1433,8 +1639,9 @@ mod tests {
     #[test]
     fn meshes_are_walked_only_where_one_may_be_missing() {
         let mut world = world_with_assets();
+        // HDR, so that a custom material is listed.
         let tile = world
-            .spawn((TileDeferred::default(), VisibleEntities::default()))
+            .spawn((TileDeferred::default(), VisibleEntities::default(), Hdr))
             .id();
         let material = world
             .resource_mut::<Assets<StandardMaterial>>()
@@ -1506,10 +1713,7 @@ mod tests {
         run(&mut world);
         assert_eq!(
             items(&world, tile),
-            [(
-                meshes[2],
-                "custom Material (not a StandardMaterial)".to_string()
-            )]
+            [(meshes[2], custom_material_undrawable(HDR_UNDRAWABLE))]
         );
     }
 

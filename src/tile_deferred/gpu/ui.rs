@@ -130,27 +130,42 @@ pub(crate) struct UiBatch {
 pub(crate) enum UiBatchKind {
     /// Nodes, borders, images and glyphs (`ui.frag`), sampling one image (Bevy's white image
     /// where untextured).
-    #[cfg_attr(not(feature = "ui"), allow(dead_code))]
+    #[cfg_attr(
+        not(feature = "ui"),
+        allow(dead_code, reason = "built only by bevy_ui's route (feature `ui`)")
+    )]
     Nodes {
         image: AssetId<Image>,
         /// How the image is sampled (its `ImageSampler`, or the app's default).
         sampler: SamplerKey,
     },
     /// Box shadows (`box_shadow.frag`): no image.
-    #[cfg_attr(not(feature = "ui"), allow(dead_code))]
+    #[cfg_attr(
+        not(feature = "ui"),
+        allow(dead_code, reason = "built only by bevy_ui's route (feature `ui`)")
+    )]
     BoxShadows,
     /// Sliced and tiled images (`ui_texture_slice.frag`), sampling one image.
-    #[cfg_attr(not(feature = "ui"), allow(dead_code))]
+    #[cfg_attr(
+        not(feature = "ui"),
+        allow(dead_code, reason = "built only by bevy_ui's route (feature `ui`)")
+    )]
     Slices {
         image: AssetId<Image>,
         sampler: SamplerKey,
     },
     /// Gradients (`ui_gradient.frag`): no image.
-    #[cfg_attr(not(feature = "ui"), allow(dead_code))]
+    #[cfg_attr(
+        not(feature = "ui"),
+        allow(dead_code, reason = "built only by bevy_ui's route (feature `ui`)")
+    )]
     Gradients,
     /// One egui mesh (`egui.frag`, premultiplied blending), sampling one egui texture, clipped
     /// to its clip rectangle as bevy_egui's `egui_pass` clips it.
-    #[cfg_attr(not(feature = "inspector"), allow(dead_code))]
+    #[cfg_attr(
+        not(feature = "inspector"),
+        allow(dead_code, reason = "built only by egui's route (feature `inspector`)")
+    )]
     Egui {
         image: AssetId<Image>,
         sampler: SamplerKey,

@@ -1,5 +1,5 @@
 //! Draws that other render plugins queue for a tile camera in Bevy's `Transparent3d` phase
-//! (Bevy's 3D gizmos above all), and Bevy's wireframes (bevy_pbr's `Wireframe3d` phase, which
+//! (Bevy's 3D gizmos above all), meshes of custom materials, and Bevy's wireframes (bevy_pbr's `Wireframe3d` phase, which
 //! `Core3d` draws after its main pass: [`has_wireframes`]). The tile path draws them after its
 //! pass where it can, and reports them where it cannot.
 //!
@@ -25,6 +25,19 @@
 //! ([`TileViewReport::gizmo_pass`](crate::tile_deferred::report::TileViewReport::gizmo_pass)); the depth
 //! export's store is in the tile frame's own plan.
 //!
+//! **Custom materials.** Meshes whose material the tile path does not draw (a custom
+//! `Material`, an `ExtendedMaterial`) are drawn in the same pass, by Bevy's own material
+//! pipelines: the main world lists them ([`TileMaterialsOverTile`](crate::TileMaterialsOverTile)),
+//! the camera keeps Bevy's opaque phases with only them in it (`scene::bevy_phases`), and the
+//! pass renders the opaque and alpha-mask phases first, then the `Transparent3d` items that are
+//! not the tile path's own meshes ([`drawn_by_tile_path`]), as `Core3d` orders its passes.
+//!
+//! **Into the main texture.** Where Bevy post-processes the frame at 1x (bloom, FXAA, SMAA,
+//! CAS: the tile pass wrote the main texture), all of this is drawn into the main texture as
+//! the tile pass left it, before the effects ([`draw_foreign_into_main_texture`]), as `Core3d`
+//! draws it: anti-aliased, and on a bloomed HDR camera bloomed and tone mapped by Bevy with the
+//! scene. No composite, one pass ([`price_draws_into_main_texture`]).
+//!
 //! **Reported.** Where the tile path cannot draw them as Bevy does ([`undrawable_reason`]: an
 //! HDR camera, whose gizmos Bevy tone maps with the scene; the unmerged debug tier; MSAA without
 //! sample-rate shading; a tiler, which is assumed to end its merged pass at a new depth
@@ -35,7 +48,10 @@
 
 use super::composite::{self as overlay, OverlayCompositePipeline, OverlayShape, OverlayTarget};
 use crate::tile_deferred::{
-    camera::{GizmosOverTile, TileDeferred, TileOutputLoadedAfter},
+    camera::{
+        DrawsIntoMainTexture, GizmosOverTile, MaterialsOverTileView, PostProcessedAfterTile,
+        TileCameraEffects, TileDeferred, TileOutputLoadedAfter,
+    },
     report::TileRenderReports,
 };
 use crate::{
@@ -48,9 +64,9 @@ use crate::{
 };
 use bevy::{
     camera::ClearColorConfig,
-    core_pipeline::core_3d::Transparent3d,
+    core_pipeline::core_3d::{AlphaMask3d, Opaque3d, Transparent3d},
     ecs::system::SystemParam,
-    pbr::{DrawMaterial, wireframe::Wireframe3d},
+    pbr::{DrawMaterial, RenderMaterialInstances, wireframe::Wireframe3d},
     platform::collections::HashMap,
     prelude::*,
     render::{
@@ -66,33 +82,47 @@ use bevy::{
         view::{ExtractedView, Msaa, ViewDepthTexture, ViewTarget},
     },
 };
-use std::sync::{Arc, Mutex};
+use std::{
+    any::TypeId,
+    sync::{Arc, Mutex},
+};
 
 /// What `find_missing` reports on a tile camera whose `Transparent3d` phase holds draws of
 /// another render plugin that the tile path cannot draw for it.
 pub(crate) const FOREIGN_TRANSPARENT_DRAWS: &str = "draws of Bevy's pipelines over the tile frame (gizmos, wireframes) that the tile path \
      cannot draw";
 
-/// The names of the gizmo passes in their priced plan.
-pub(crate) const GIZMO_PASS: &str = "main_transparent_pass_3d (gizmos)";
-const GIZMO_COMPOSITE: &str = "gizmo composite (over the output)";
+/// The names of the passes over the tile frame in their priced plan.
+pub(crate) const GIZMO_PASS: &str =
+    "Bevy's main passes over the tile frame (gizmos, wireframes, custom materials)";
+const GIZMO_COMPOSITE: &str = "their composite (over the output)";
 
 /// Shared by the main and render worlds: per tile camera (main-world entity) whose last rendered
-/// frame had `Transparent3d` items the tile path cannot draw, why it cannot (only such cameras
-/// are listed).
+/// frame had draws of Bevy's pipelines over the tile frame that the tile path cannot draw, why
+/// it cannot (only such cameras are listed).
 #[derive(Resource, Clone, Default)]
-pub(crate) struct ForeignTransparentDraws(Arc<Mutex<HashMap<Entity, &'static str>>>);
+pub(crate) struct ForeignTransparentDraws(Arc<Mutex<HashMap<Entity, UndrawableOverTile>>>);
+
+/// Why a camera's draws over the tile frame cannot be drawn, and which it had.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct UndrawableOverTile {
+    pub(crate) why: &'static str,
+    /// Gizmos or wireframes (other plugins' draws), not only custom materials, which
+    /// `find_missing` lists mesh by mesh.
+    pub(crate) other_draws: bool,
+}
 
 impl ForeignTransparentDraws {
-    /// Why the tile path cannot draw the items of `camera`'s last frame, if it had any.
-    pub(crate) fn undrawable(&self, camera: Entity) -> Option<&'static str> {
+    /// Why the tile path cannot draw what Bevy would draw over `camera`'s last tile frame, if
+    /// it had anything.
+    pub(crate) fn undrawable(&self, camera: Entity) -> Option<UndrawableOverTile> {
         self.0
             .lock()
             .ok()
             .and_then(|counts| counts.get(&camera).copied())
     }
 
-    fn replace(&self, counts: HashMap<Entity, &'static str>) {
+    pub(crate) fn replace(&self, counts: HashMap<Entity, UndrawableOverTile>) {
         if let Ok(mut shared) = self.0.lock() {
             *shared = counts;
         }
@@ -161,7 +191,9 @@ fn forget_gizmo_views(
     mut msaa_views: ResMut<GizmoMsaaViews>,
 ) {
     for view in &views {
-        commands.entity(view).remove::<GizmosOverTile>();
+        commands
+            .entity(view)
+            .remove::<(GizmosOverTile, DrawsIntoMainTexture)>();
     }
     let frame = msaa_views.frame;
     msaa_views
@@ -170,13 +202,29 @@ fn forget_gizmo_views(
     msaa_views.frame += 1;
 }
 
-/// Run condition of [`TileGizmoSystems`]: the view being rendered draws gizmos this frame.
+/// Run condition of [`TileGizmoSystems`]: the view being rendered draws gizmos this frame, over
+/// its output.
 pub(crate) fn view_draws_gizmos(
     view: Res<CurrentView>,
-    marked: Query<(), With<GizmosOverTile>>,
+    marked: Query<(), (With<GizmosOverTile>, Without<DrawsIntoMainTexture>)>,
 ) -> bool {
     marked.contains(view.0)
 }
+
+/// Run condition of [`DrawsIntoMainTextureSystems`]: the view being rendered draws gizmos this
+/// frame into its main texture, before Bevy's effects.
+pub(crate) fn view_draws_into_main_texture(
+    view: Res<CurrentView>,
+    marked: Query<(), (With<GizmosOverTile>, With<DrawsIntoMainTexture>)>,
+) -> bool {
+    marked.contains(view.0)
+}
+
+/// Render-world system set, in `TileDeferredSystems::PostProcess` before Bevy's effects, of the
+/// system that draws Bevy's draws over the tile frame into the main texture of a view whose
+/// frame Bevy post-processes (see [`DrawsIntoMainTexture`]).
+#[derive(SystemSet, Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct DrawsIntoMainTextureSystems;
 
 /// Why the tile path cannot draw other plugins' `Transparent3d` items for a camera, if it
 /// cannot: what the depth export and the composite need.
@@ -276,6 +324,8 @@ type ForeignDrawsView = (
     &'static ExtractedCamera,
     Option<&'static Msaa>,
     Option<&'static TierDecision>,
+    Has<MaterialsOverTileView>,
+    Option<&'static TileCameraEffects>,
 );
 
 /// What [`draw_foreign_transparent`] reads of its view.
@@ -286,6 +336,7 @@ type GizmoView = (
     &'static ViewDepthTexture,
     &'static MainEntity,
     Option<&'static OverlayCompositePipeline>,
+    Has<MaterialsOverTileView>,
 );
 
 /// For every camera with [`TileDeferred`] (on the tile schedule or fallen back to `Core3d`, so
@@ -302,8 +353,9 @@ fn count_foreign_draws(
     mut msaa_views: ResMut<GizmoMsaaViews>,
 ) {
     let mut counts = HashMap::default();
-    for (entity, main_entity, view, camera, msaa, tier) in &views {
-        if !draws.any(view) {
+    for (entity, main_entity, view, camera, msaa, tier, materials_over_tile, effects) in &views {
+        let other_draws = draws.any(view);
+        if !materials_over_tile && !other_draws {
             continue;
         }
         // The samples the tile pass renders with; the same as the camera's MSAA for a view
@@ -313,10 +365,22 @@ fn count_foreign_draws(
         let keeps_output = camera.viewport.is_some()
             || camera.sorted_camera_index_for_target > 0
             || matches!(camera.clear_color, ClearColorConfig::None);
-        if let Some(why) =
-            undrawable_reason(camera.hdr, samples, keeps_output, tier, profile.as_deref())
-        {
-            counts.insert(main_entity.id(), why);
+        // Where Bevy post-processes the frame at 1x, they go into the main texture before the
+        // effects, as in `Core3d`; with MSAA the tile pass resolves into the main texture,
+        // which Bevy's multisampled pipelines cannot load, so they go over the output.
+        let into_main_texture = effects.is_some() && samples == 1;
+        // An HDR camera's are tone mapped by Bevy with the scene: drawn where Bevy tone maps
+        // the main texture after them.
+        let hdr_unmapped = camera.hdr
+            && !(into_main_texture && effects.is_some_and(|effects| effects.tone_mapped_by_bevy));
+        if let Some(why) = undrawable_reason(
+            hdr_unmapped,
+            samples,
+            keeps_output,
+            tier,
+            profile.as_deref(),
+        ) {
+            counts.insert(main_entity.id(), UndrawableOverTile { why, other_draws });
             continue;
         }
         let frame = msaa_views.frame;
@@ -326,9 +390,13 @@ fn count_foreign_draws(
         if crate::tile_deferred::camera::is_tile_schedule(camera.schedule)
             && msaa.map_or(1, Msaa::samples) == samples
         {
-            commands
-                .entity(entity)
-                .insert((GizmosOverTile, TileOutputLoadedAfter));
+            let mut view = commands.entity(entity);
+            view.insert(GizmosOverTile);
+            if into_main_texture {
+                view.insert(DrawsIntoMainTexture);
+            } else {
+                view.insert(TileOutputLoadedAfter);
+            }
         }
     }
     shared.replace(counts);
@@ -345,20 +413,73 @@ pub(crate) fn draw_foreign_transparent(
     phases: Res<ViewSortedRenderPhases<Transparent3d>>,
     wireframe_phases: Option<Res<ViewBinnedRenderPhases<Wireframe3d>>>,
     reports: Res<TileRenderReports>,
+    ctx: RenderContext,
+) {
+    draw_over_tile(
+        world,
+        view,
+        (&phases, wireframe_phases.as_deref()),
+        &reports,
+        ctx,
+        false,
+    );
+}
+
+/// [`draw_foreign_transparent`] for a view whose frame Bevy post-processes at 1x
+/// ([`DrawsIntoMainTexture`]): the same draws, into the main texture the tile pass wrote
+/// (loaded), before Bevy's effects, as `Core3d` draws them; no composite.
+pub(crate) fn draw_foreign_into_main_texture(
+    world: &World,
+    view: ViewQuery<GizmoView>,
+    phases: Res<ViewSortedRenderPhases<Transparent3d>>,
+    wireframe_phases: Option<Res<ViewBinnedRenderPhases<Wireframe3d>>>,
+    reports: Res<TileRenderReports>,
+    ctx: RenderContext,
+) {
+    draw_over_tile(
+        world,
+        view,
+        (&phases, wireframe_phases.as_deref()),
+        &reports,
+        ctx,
+        true,
+    );
+}
+
+/// The draws over the tile frame of one view: into the main texture cleared to transparent,
+/// then composited over the output, or (`into_main_texture`) into the main texture as the tile
+/// pass left it.
+fn draw_over_tile(
+    world: &World,
+    view: ViewQuery<GizmoView>,
+    (phases, wireframe_phases): (
+        &ViewSortedRenderPhases<Transparent3d>,
+        Option<&ViewBinnedRenderPhases<Wireframe3d>>,
+    ),
+    reports: &TileRenderReports,
     mut ctx: RenderContext,
+    into_main_texture: bool,
 ) {
     let view_entity = view.entity();
-    let (extracted, camera, target, depth, main_entity, composite) = view.into_inner();
+    let (extracted, camera, target, depth, main_entity, composite, materials_over_tile) =
+        view.into_inner();
     let Some(phase) = phases.get(&extracted.retained_view_entity) else {
         return;
     };
     let wireframes = wireframe_phases
-        .as_deref()
         .and_then(|phases| phases.get(&extracted.retained_view_entity))
         .filter(|phase| !phase.is_empty());
-    let mut color = target.get_color_attachment();
+    let mut color = if into_main_texture {
+        target.get_unsampled_color_attachment()
+    } else {
+        target.get_color_attachment()
+    };
     color.ops = Operations {
-        load: LoadOp::Clear(wgpu::Color::TRANSPARENT),
+        load: if into_main_texture {
+            LoadOp::Load
+        } else {
+            LoadOp::Clear(wgpu::Color::TRANSPARENT)
+        },
         store: StoreOp::Store,
     };
     {
@@ -383,12 +504,24 @@ pub(crate) fn draw_foreign_transparent(
         if let Some(viewport) = &camera.viewport {
             pass.set_camera_viewport(viewport);
         }
+        // The meshes the tile path does not draw, first, as `Core3d` draws its opaque and
+        // alpha-masked phases before the transparent one: Bevy's phases of this view hold only
+        // them (`scene::bevy_phases`).
+        if materials_over_tile {
+            render_binned::<Opaque3d>(world, &mut pass, view_entity, extracted);
+            render_binned::<AlphaMask3d>(world, &mut pass, view_entity, extracted);
+        }
+        let instances = world.get_resource::<RenderMaterialInstances>();
         let draw_functions = world.resource::<DrawFunctions<Transparent3d>>();
         let mut draw_functions = draw_functions.write();
         draw_functions.prepare(world);
         let mesh_draw = draw_functions.get_id::<DrawMaterial>();
         for item in phase.items.values() {
-            if Some(item.draw_function) == mesh_draw || item.batch_range().is_empty() {
+            // Bevy's mesh draws: those of the meshes the tile path draws itself are skipped.
+            let drawn_by_tile = Some(item.draw_function) == mesh_draw
+                && !(materials_over_tile
+                    && instances.is_some_and(|i| !drawn_by_tile_path(i, item.main_entity())));
+            if drawn_by_tile || item.batch_range().is_empty() {
                 continue;
             }
             let Some(draw) = draw_functions.get_mut(item.draw_function) else {
@@ -407,6 +540,15 @@ pub(crate) fn draw_foreign_transparent(
             error!("bevy_tile_deferred: drawing wireframes over a tile camera failed: {error:?}");
         }
     }
+    if into_main_texture {
+        let post_processed = world.get::<PostProcessedAfterTile>(view_entity).is_some();
+        let Some(shape) = OverlayShape::of(target, camera, post_processed) else {
+            return;
+        };
+        let priced = price_draws_into_main_texture(shape.extent, shape.main_format);
+        reports.amend(main_entity.id(), |report| report.gizmo_pass = priced);
+        return;
+    }
     let Some(composite) = composite else {
         return;
     };
@@ -419,9 +561,7 @@ pub(crate) fn draw_foreign_transparent(
         &mut ctx,
         "tile_deferred_gizmo_composite",
     );
-    let post_processed = world
-        .get::<crate::tile_deferred::camera::PostProcessedAfterTile>(view_entity)
-        .is_some();
+    let post_processed = world.get::<PostProcessedAfterTile>(view_entity).is_some();
     let Some(shape) = OverlayShape::of(target, camera, post_processed) else {
         return;
     };
@@ -436,6 +576,34 @@ pub(crate) fn draw_foreign_transparent(
         shape.target,
     );
     reports.amend(main_entity.id(), |report| report.gizmo_pass = priced);
+}
+
+/// Draws the view's `P` phase (Bevy's opaque or alpha-masked meshes), if it has one.
+fn render_binned<'w, P: bevy::render::render_phase::BinnedPhaseItem>(
+    world: &'w World,
+    pass: &mut bevy::render::render_phase::TrackedRenderPass<'w>,
+    view_entity: Entity,
+    view: &ExtractedView,
+) {
+    let Some(phase) = world
+        .get_resource::<ViewBinnedRenderPhases<P>>()
+        .and_then(|phases| phases.get(&view.retained_view_entity))
+        .filter(|phase| !phase.is_empty())
+    else {
+        return;
+    };
+    if let Err(error) = phase.render(pass, world, view_entity) {
+        error!("bevy_tile_deferred: drawing Bevy's materials over a tile camera failed: {error:?}");
+    }
+}
+
+/// Whether a main-world mesh's material is one the tile path draws itself (a
+/// `StandardMaterial`): the others in a tile view's phases are drawn over the tile frame.
+pub(crate) fn drawn_by_tile_path(instances: &RenderMaterialInstances, mesh: MainEntity) -> bool {
+    instances
+        .instances
+        .get(&mesh)
+        .is_some_and(|instance| instance.asset_id.type_id() == TypeId::of::<StandardMaterial>())
 }
 
 /// The gizmo passes over a tile camera, priced with the stock-Bevy model (wgpu passes store what
@@ -504,6 +672,36 @@ pub(crate) fn price_gizmos(
     g.add_raster_pass(GIZMO_COMPOSITE)
         .sample(&main)
         .color(&mut output, Access::Write, None)
+        .finish()
+        .ok()?;
+    compile_stock_bevy(&g, &DeviceCaps::desktop()).ok()
+}
+
+/// The pass that draws over the tile frame into the main texture before Bevy's effects
+/// ([`DrawsIntoMainTexture`]), priced with the stock-Bevy model: Bevy's depth texture (written
+/// by the tile pass's depth export) and the main texture (`main_format`, written by the tile
+/// pass) each loaded and stored. None if the graph does not compile (it always does for these
+/// formats).
+pub(crate) fn price_draws_into_main_texture(
+    extent: Extent,
+    main_format: Format,
+) -> Option<CompiledFrame> {
+    let mut g = FrameGraph::new(extent);
+    let kept = ImportParams {
+        contents_needed: true,
+        needed_after_frame: true,
+        clear_on_first_use: false,
+        discard_on_last_use: false,
+    };
+    let mut depth = g.import_attachment(
+        crate::tile_deferred::plan::names::VIEW_DEPTH,
+        AttachmentDesc::new(Format::Depth32Float),
+        kept,
+    );
+    let mut main = g.import_attachment("main_texture", AttachmentDesc::new(main_format), kept);
+    g.add_raster_pass(GIZMO_PASS)
+        .color(&mut main, Access::ReadWrite, None)
+        .depth(&mut depth, Access::ReadWrite, None)
         .finish()
         .ok()?;
     compile_stock_bevy(&g, &DeviceCaps::desktop()).ok()

@@ -22,7 +22,10 @@ use bevy::{
 /// not draw them. Replaced every frame; absent when they were drawn in the pass or there were
 /// none.
 #[derive(Component, Clone, Debug, PartialEq, Eq)]
-#[cfg_attr(not(feature = "ui"), allow(dead_code))]
+#[cfg_attr(
+    not(feature = "ui"),
+    allow(dead_code, reason = "used by bevy_ui's route (feature `ui`)")
+)]
 pub(crate) struct UiAfterTilePass(pub String);
 
 /// Each frame's `ui` subpass draws start empty ([`TileUiDraws`]): bevy_ui's route (feature

@@ -39,5 +39,11 @@ pub struct EguiDrawnOverTileCameras;
 /// `bloom` and `anti_alias`, with the effect's Bevy plugin in the app), so `find_missing` (in
 /// `coverage`) does not report them. Absent when there are none.
 #[derive(Resource, Clone, Debug, Default)]
-#[cfg_attr(not(any(feature = "anti_alias", feature = "bloom")), allow(dead_code))]
+#[cfg_attr(
+    not(any(feature = "anti_alias", feature = "bloom")),
+    allow(
+        dead_code,
+        reason = "set only where Bevy post-processes after the tile pass (features `anti_alias`, `bloom`)"
+    )
+)]
 pub(crate) struct PostProcessingAfterTile(pub Vec<&'static str>);

@@ -36,8 +36,8 @@ use crate::frame_graph::{
 };
 use crate::tile_deferred::{
     camera::{
-        PostProcessedAfterTile, TileDeferred, TileDeferredGraph, TileDeferredSystems,
-        is_tile_schedule,
+        PostProcessedAfterTile, TileCameraEffects, TileDeferred, TileDeferredGraph,
+        TileDeferredSystems, is_tile_schedule,
     },
     plan::names,
     report::TileRenderReports,
@@ -132,7 +132,11 @@ pub(crate) fn finish(app: &mut App) {
         )
         .configure_sets(
             TileDeferredGraph,
-            TileDeferredSystems::PostProcess.run_if(view_is_post_processed),
+            (
+                TileDeferredSystems::PostProcess.run_if(view_is_post_processed),
+                // Gizmos, wireframes and custom materials go into the main texture first.
+                super::gizmos::DrawsIntoMainTextureSystems.before(PostProcessSteps::Bloom),
+            ),
         )
         .add_systems(
             TileDeferredGraph,
@@ -283,9 +287,17 @@ fn mark_post_processed_views(
         #[cfg(not(feature = "bloom"))]
         let _ = (entity, hdr);
         let effects = effects_of(on, &drawn.0);
+        let tone_mapped_by_bevy = effects.contains(&BLOOM);
+        if camera.is_active && !effects.is_empty() {
+            view.insert(TileCameraEffects {
+                tone_mapped_by_bevy,
+            });
+        } else {
+            view.remove::<TileCameraEffects>();
+        }
         if camera.is_active && is_tile_schedule(graph.0) && !effects.is_empty() {
             view.insert(PostProcessedAfterTile {
-                tone_mapped_by_bevy: effects.contains(&BLOOM),
+                tone_mapped_by_bevy,
                 effects,
             });
         } else {

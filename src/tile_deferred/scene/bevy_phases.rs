@@ -14,27 +14,48 @@
 //! view's phases exists, and only for what changed), the shadow views' phases and the
 //! wireframes' phase.
 //!
+//! A tile camera with meshes Bevy draws over its frame ([`TileMaterialsOverTile`]: custom
+//! materials) keeps its opaque phases, and [`keep_only_meshes_over_tile`] takes every mesh the
+//! tile path draws itself (those with a `StandardMaterial`) out of them once Bevy has queued
+//! them: Bevy batches and preprocesses only the meshes it draws.
+//!
 //! A camera that leaves the tile path (an `Auto` camera timing or choosing `Core3d`, a
 //! fallback) gets its phases back from Bevy the next frame, empty: Bevy queues only the meshes
 //! that changed into a kept phase. The view is marked for Bevy to specialise and queue all of
 //! its meshes again (`DirtySpecializations::views`, what Bevy does when a view's key changes).
 
-use crate::tile_deferred::camera::is_tile_schedule;
+use crate::tile_deferred::camera::{
+    MaterialsOverTileView, TileMaterialsOverTile, is_tile_schedule,
+};
 use bevy::{
     core_pipeline::core_3d::{AlphaMask3d, Opaque3d},
+    pbr::RenderMaterialInstances,
     platform::collections::HashSet,
     prelude::*,
     render::{
         Extract,
         camera::{CameraRenderGraph, DirtySpecializations},
         render_phase::ViewBinnedRenderPhases,
-        view::RetainedViewEntity,
+        sync_world::RenderEntity,
+        view::{ExtractedView, RetainedViewEntity},
     },
 };
+use std::any::TypeId;
 
-/// The active 3D cameras and the schedule each renders with this frame.
-type Cameras3d<'w, 's> =
-    Query<'w, 's, (Entity, &'static Camera, &'static CameraRenderGraph), With<Camera3d>>;
+/// The active 3D cameras, the schedule each renders with this frame, and the meshes Bevy draws
+/// over the tile frame of a tile camera.
+type Cameras3d<'w, 's> = Query<
+    'w,
+    's,
+    (
+        Entity,
+        &'static RenderEntity,
+        &'static Camera,
+        &'static CameraRenderGraph,
+        Option<&'static TileMaterialsOverTile>,
+    ),
+    With<Camera3d>,
+>;
 
 /// Removes the opaque phases of the 3D cameras drawn by the tile path this frame, and has Bevy
 /// queue every mesh again for a camera that returns to `Core3d`.
@@ -42,6 +63,7 @@ type Cameras3d<'w, 's> =
 /// Runs in `ExtractSchedule` after Bevy prepares the phases (`extract_core_3d_camera_phases`)
 /// and clears the frame's dirty specialisations.
 pub(crate) fn leave_out_opaque_phases(
+    mut commands: Commands,
     cameras: Extract<Cameras3d>,
     mut opaque_phases: ResMut<ViewBinnedRenderPhases<Opaque3d>>,
     mut alpha_mask_phases: ResMut<ViewBinnedRenderPhases<AlphaMask3d>>,
@@ -49,14 +71,22 @@ pub(crate) fn leave_out_opaque_phases(
     mut left_out: Local<HashSet<RetainedViewEntity>>,
 ) {
     let mut live: HashSet<RetainedViewEntity> = HashSet::default();
-    for (main_entity, camera, graph) in &cameras {
+    for (main_entity, render_entity, camera, graph, over_tile) in &cameras {
         if !camera.is_active {
             continue;
         }
         // The retained view Bevy keys a camera's main phases by (core_3d/mod.rs:520).
         let view = RetainedViewEntity::new(main_entity.into(), None, 0);
         live.insert(view);
-        if is_tile_schedule(graph.0) {
+        // On either schedule: a camera that fell back for them is still counted while they
+        // are in view (`overlays::gizmos::count_foreign_draws`).
+        let over_tile = over_tile.is_some_and(|over| !over.meshes.is_empty());
+        if over_tile {
+            commands
+                .entity(render_entity.id())
+                .insert(MaterialsOverTileView);
+        }
+        if is_tile_schedule(graph.0) && !over_tile {
             opaque_phases.remove(&view);
             alpha_mask_phases.remove(&view);
             left_out.insert(view);
@@ -65,4 +95,49 @@ pub(crate) fn leave_out_opaque_phases(
         }
     }
     left_out.retain(|view| live.contains(view));
+}
+
+/// Takes the meshes the tile path draws itself (a `StandardMaterial`) out of the opaque phases
+/// of the tile views that keep them for [`TileMaterialsOverTile`], so that what Bevy batches,
+/// preprocesses and draws over the tile frame is only the meshes the tile path does not draw.
+///
+/// Runs after Bevy queues its material meshes. Bevy's bins are kept between frames and Bevy
+/// queues only what changed, so a mesh taken out stays out until it changes, and is taken out
+/// again then. Walks the app's material instances: one hash lookup per mesh per such view.
+pub(crate) fn keep_only_meshes_over_tile(
+    views: Query<&ExtractedView, With<MaterialsOverTileView>>,
+    material_instances: Option<Res<RenderMaterialInstances>>,
+    mut opaque_phases: ResMut<ViewBinnedRenderPhases<Opaque3d>>,
+    mut alpha_mask_phases: ResMut<ViewBinnedRenderPhases<AlphaMask3d>>,
+) {
+    let Some(material_instances) = material_instances else {
+        return;
+    };
+    let standard = TypeId::of::<StandardMaterial>();
+    for view in &views {
+        let key = view.retained_view_entity;
+        let (Some(opaque), Some(alpha_mask)) =
+            (opaque_phases.get_mut(&key), alpha_mask_phases.get_mut(&key))
+        else {
+            continue;
+        };
+        for (&entity, _) in material_instances
+            .instances
+            .iter()
+            .filter(|(_, instance)| instance.asset_id.type_id() == standard)
+        {
+            opaque.remove(entity);
+            alpha_mask.remove(entity);
+        }
+    }
+}
+
+/// [`MaterialsOverTileView`] lasts one frame: extraction inserts it again.
+pub(crate) fn forget_materials_over_tile(
+    mut commands: Commands,
+    views: Query<Entity, With<MaterialsOverTileView>>,
+) {
+    for view in &views {
+        commands.entity(view).remove::<MaterialsOverTileView>();
+    }
 }

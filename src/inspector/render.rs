@@ -60,20 +60,26 @@ pub(super) fn build(app: &mut App) {
     // Decides, per tile view, whether the tile pass draws egui (and marks the views whose
     // output the composite below loads).
     egui_in_pass::install(render_app);
-    // Everything the tile schedule runs so far (the tile pass) comes before the overlay.
-    let before: Vec<InternedSystemSet> = render_app
+    // Everything the tile schedule runs so far (the tile pass) comes before the overlay. A
+    // system added twice (Bevy's `main_build_indirect_parameters`, before each of the two draws
+    // over the tile frame) has an ambiguous type set, which Bevy refuses to order against: it
+    // is left out, and is ordered before a system that is in the list.
+    let mut counts: std::collections::HashMap<InternedSystemSet, usize> = Default::default();
+    if let Some(schedule) = render_app
         .world_mut()
         .resource_mut::<Schedules>()
         .get(TileDeferredGraph)
-        .map(|schedule| {
-            schedule
-                .graph()
-                .systems
-                .iter()
-                .flat_map(|(_, system, _)| system.default_system_sets())
-                .collect()
-        })
-        .unwrap_or_default();
+    {
+        for (_, system, _) in schedule.graph().systems.iter() {
+            for set in system.default_system_sets() {
+                *counts.entry(set).or_default() += 1;
+            }
+        }
+    }
+    let before: Vec<InternedSystemSet> = counts
+        .into_iter()
+        .filter_map(|(set, count)| (count == 1).then_some(set))
+        .collect();
     if before.is_empty() {
         warn!(
             "bevy_tile_deferred inspector: the tile schedule has no pass yet (add \

@@ -205,9 +205,9 @@ pub struct TileMaterialsOverTile {
     pub meshes: Vec<Entity>,
 }
 
-/// Render world, on the view of a camera with [`TileMaterialsOverTile`] (set at extraction by
-/// `scene::bevy_phases`): Bevy keeps the view's opaque phases, holding only those meshes, and
-/// `overlays::gizmos` draws them after the tile pass.
+/// Render world, on the view of a camera on the tile schedule with [`TileMaterialsOverTile`]
+/// (set at extraction by `scene::bevy_phases`): Bevy keeps the view's opaque phases, holding
+/// only those meshes, and `overlays::gizmos` draws them after the tile pass.
 #[derive(Component, Clone, Copy, Debug)]
 pub(crate) struct MaterialsOverTileView;
 

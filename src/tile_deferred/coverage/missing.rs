@@ -29,6 +29,7 @@
 //! The tables below are the tile path's feature coverage: remove a row when the tile path
 //! learns to draw it.
 
+use crate::tiers::TierDecision;
 use crate::tile_deferred::{
     camera::{TileDeferred, TileMaterialsOverTile},
     overlays::gizmos::{FOREIGN_TRANSPARENT_DRAWS, ForeignTransparentDraws},
@@ -455,6 +456,8 @@ type TileCameras<'w, 's> = Query<
         Entity,
         &'static VisibleEntities,
         Option<&'static TileMissing>,
+        Option<&'static Camera>,
+        Option<&'static TierDecision>,
     ),
     With<TileDeferred>,
 >;
@@ -629,6 +632,14 @@ type DrawnAfterTilePass<'w> = (
     Option<Res<'w, PostProcessingAfterTile>>,
 );
 
+/// What decides whether Bevy can draw custom materials over a camera's tile frame, besides the
+/// camera: the render world's reasons of last frame, Bevy's light clustering, and the device.
+type OverTileInputs<'w> = (
+    Option<Res<'w, ForeignTransparentDraws>>,
+    Option<Res<'w, GlobalClusterSettings>>,
+    Option<Res<'w, crate::device::DeviceProfile>>,
+);
+
 /// Lists on every tile camera what it sees this frame that the tile path cannot draw
 /// ([`TileMissing`]); runs after visibility, before the router.
 pub(crate) fn find_missing(
@@ -644,10 +655,7 @@ pub(crate) fn find_missing(
     components: &Components,
     archetypes: &Archetypes,
     (ui_drawn, egui_drawn, post_processing): DrawnAfterTilePass,
-    (foreign_draws, cluster_settings): (
-        Option<Res<ForeignTransparentDraws>>,
-        Option<Res<GlobalClusterSettings>>,
-    ),
+    (foreign_draws, cluster_settings, profile): OverTileInputs,
     device: Option<Res<RenderDevice>>,
     mut lookups: Local<Option<Lookups>>,
 ) {
@@ -679,7 +687,7 @@ pub(crate) fn find_missing(
     // Bevy's default on desktop GPUs with compute shaders; on Android it clusters on the CPU.
     let gpu_clustering = cluster_settings.is_some_and(|settings| settings.gpu_clustering.is_some());
     let meshes_to_check = any_mesh_may_be_missing(&mesh_kinds, &assets.0, &assets.2);
-    for (camera, visible, previous) in &cameras {
+    for (camera, visible, previous, camera_settings, tier) in &cameras {
         let Ok(camera_ref) = entities.get(camera) else {
             continue;
         };
@@ -690,6 +698,23 @@ pub(crate) fn find_missing(
         clustered.sort_unstable();
         let undrawable = foreign_draws.as_ref().and_then(|d| d.undrawable(camera));
         let foreign = undrawable.map(|undrawable| undrawable.why);
+        // What the render world would find of the device, the tier and MSAA, known here
+        // already: so that a camera that cannot draw custom materials over its tile frame lists
+        // them from their first frame in view, on whichever schedule it renders (the render
+        // world sees them only on the tile schedule).
+        let samples = camera_ref
+            .get::<bevy::render::view::Msaa>()
+            .map_or(1, |msaa| msaa.samples());
+        let keeps_output = camera_settings.is_some_and(|settings| {
+            settings.viewport.is_some() || matches!(settings.clear_color, ClearColorConfig::None)
+        });
+        let device_or_tier = crate::tile_deferred::overlays::gizmos::undrawable_reason(
+            false,
+            samples,
+            keeps_output,
+            tier,
+            profile.as_deref(),
+        );
         // Gizmos and wireframes: the custom materials are listed mesh by mesh.
         let foreign_other = undrawable
             .filter(|undrawable| undrawable.other_draws)
@@ -721,7 +746,7 @@ pub(crate) fn find_missing(
                         || camera_ref.contains::<NormalPrepass>()
                         || camera_ref.contains::<MotionVectorPrepass>()
                         || camera_ref.contains::<DeferredPrepass>(),
-                    foreign,
+                    foreign.or(device_or_tier),
                     lights_unassigned,
                 ),
             )
@@ -1597,6 +1622,28 @@ mod tests {
             "{:?}",
             items(&world, tile)
         );
+        world.entity_mut(tile).remove::<DepthPrepass>();
+        run(&mut world);
+        assert_eq!(over_tile(&world), Some(vec![custom]));
+
+        // On a tile GPU: listed from the first frame, without waiting for the render world
+        // (which sees them only while the camera is on the tile schedule).
+        use crate::device::{DeviceProfile, GpuModel, GpuVendor};
+        let mut mali = DeviceProfile::lavapipe_for_tests();
+        mali.vendor = GpuVendor::classify(0x13B5, "Mali-G78");
+        mali.vendor_id = 0x13B5;
+        mali.device_name = "Mali-G78".into();
+        mali.model = GpuModel::parse("Mali-G78");
+        world.insert_resource(mali);
+        run(&mut world);
+        assert!(
+            items(&world, tile)
+                .iter()
+                .any(|(entity, what)| *entity == custom && what.contains("tile-based GPU")),
+            "{:?}",
+            items(&world, tile)
+        );
+        assert_eq!(over_tile(&world), None);
     }
 
     /// Without binding arrays (here: no render device at all) Bevy ignores reflection probes

@@ -78,15 +78,16 @@ pub(crate) fn leave_out_opaque_phases(
         // The retained view Bevy keys a camera's main phases by (core_3d/mod.rs:520).
         let view = RetainedViewEntity::new(main_entity.into(), None, 0);
         live.insert(view);
-        // On either schedule: a camera that fell back for them is still counted while they
-        // are in view (`overlays::gizmos::count_foreign_draws`).
-        let over_tile = over_tile.is_some_and(|over| !over.meshes.is_empty());
+        // Only on the tile schedule: a camera that renders with `Core3d` keeps every mesh in
+        // its phases, and draws them all.
+        let on_tile = is_tile_schedule(graph.0);
+        let over_tile = on_tile && over_tile.is_some_and(|over| !over.meshes.is_empty());
         if over_tile {
             commands
                 .entity(render_entity.id())
                 .insert(MaterialsOverTileView);
         }
-        if is_tile_schedule(graph.0) && !over_tile {
+        if on_tile && !over_tile {
             opaque_phases.remove(&view);
             alpha_mask_phases.remove(&view);
             left_out.insert(view);

@@ -193,11 +193,13 @@ pub(crate) fn is_tile_schedule(schedule: bevy::ecs::intern::Interned<dyn Schedul
 pub struct TileOutputLoadedAfter;
 
 /// On a tile camera (main world, set each frame after visibility): the meshes in its view whose
-/// material the tile path does not draw itself (a custom `Material`, an `ExtendedMaterial`) and
-/// that Bevy's own material pipelines draw over the tile frame after the tile pass, over the
-/// tile depth, as `Core3d` would draw them (see `overlays::gizmos`). In entity order; absent
-/// when there are none. Where they cannot be drawn that way (an HDR camera, for one), they are
-/// listed in [`TileMissing`](crate::TileMissing) instead.
+/// material the tile path does not draw itself (a custom `Material`, an `ExtendedMaterial`, or
+/// a `StandardMaterial` with a feature the G-buffer has no room for: clearcoat, anisotropy,
+/// a parallax depth map, a specular tint) and that Bevy's own material pipelines draw over the
+/// tile frame after the tile pass, over the tile depth, as `Core3d` would draw them (see
+/// `overlays::gizmos`). The tile path leaves them out of its own passes. In entity order;
+/// absent when there are none. Where they cannot be drawn that way (an HDR camera, for one),
+/// they are listed in [`TileMissing`](crate::TileMissing) instead.
 #[derive(Component, Clone, Debug, Default, PartialEq, Eq, Reflect)]
 #[reflect(Component, Clone, Debug, Default, PartialEq)]
 pub struct TileMaterialsOverTile {
@@ -207,9 +209,31 @@ pub struct TileMaterialsOverTile {
 
 /// Render world, on the view of a camera on the tile schedule with [`TileMaterialsOverTile`]
 /// (set at extraction by `scene::bevy_phases`): Bevy keeps the view's opaque phases, holding
-/// only those meshes, and `overlays::gizmos` draws them after the tile pass.
-#[derive(Component, Clone, Copy, Debug)]
-pub(crate) struct MaterialsOverTileView;
+/// only those meshes, `overlays::gizmos` draws them after the tile pass, and the tile pass
+/// leaves them out (`scene::draws`).
+#[derive(Component, Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct MaterialsOverTileView {
+    /// The main-world meshes, in entity order ([`TileMaterialsOverTile::meshes`]).
+    meshes: Vec<Entity>,
+}
+
+impl MaterialsOverTileView {
+    /// The view of a camera whose [`TileMaterialsOverTile`] lists `meshes` (in entity order).
+    pub(crate) fn new(meshes: Vec<Entity>) -> Self {
+        debug_assert!(meshes.is_sorted(), "in entity order");
+        Self { meshes }
+    }
+
+    /// Whether Bevy draws `mesh` over the tile frame: the tile path does not.
+    pub(crate) fn draws(&self, mesh: Entity) -> bool {
+        self.meshes.binary_search(&mesh).is_ok()
+    }
+
+    /// The meshes, in entity order.
+    pub(crate) fn meshes(&self) -> &[Entity] {
+        &self.meshes
+    }
+}
 
 /// Render world, on a tile view (set by `overlays::gizmos`, read by the tile pass): this frame's `Transparent3d` phase holds draws of another
 /// plugin that the tile path draws after its pass (the pass exports its depth for them). Taken

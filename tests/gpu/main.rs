@@ -31,6 +31,7 @@ mod inspector;
 mod light_assignment;
 mod light_probes;
 mod lightmaps;
+mod material_features;
 mod missing;
 #[cfg(feature = "anti_alias")]
 mod post_process;

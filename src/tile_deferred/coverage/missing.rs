@@ -2,9 +2,10 @@
 //!
 //! `find_missing` lists, on each tile camera ([`TileMissing`]):
 //! - meshes in its view the tile path does not draw, or draws without part of what Bevy draws:
-//!   a custom `Material` or `ExtendedMaterial`, a transparent `StandardMaterial`, material
-//!   features the G-buffer has no room for (clearcoat, anisotropy, transmission, parallax,
-//!   specular tint), morph targets whose displacements the main world no longer holds (a mesh
+//!   a custom `Material` or `ExtendedMaterial` and material features the G-buffer has no room
+//!   for (clearcoat, anisotropy, parallax, specular tint) where Bevy cannot draw those meshes
+//!   over the tile frame instead ([`TileMaterialsOverTile`] lists those it draws there),
+//!   transmission, morph targets whose displacements the main world no longer holds (a mesh
 //!   kept only in the render world), lightmaps the tile path cannot light as Bevy does
 //!   (`lightmap_missing`);
 //! - clustered decals reaching its view, and reflection probes (`LightProbe` +
@@ -319,7 +320,8 @@ pub(crate) struct Lookups {
 
 /// What of a `StandardMaterial` the tile path does not draw, if anything: the first lighting
 /// feature it has no room for (the mesh would be drawn without it). Every `AlphaMode` is drawn:
-/// transparent modes by the transparent pass.
+/// transparent modes by the transparent pass. Bevy draws such meshes over the tile frame where
+/// it can ([`standard_material_drawn_by_bevy`]).
 pub(crate) fn standard_material_missing(material: &StandardMaterial) -> Option<&'static str> {
     if material.clearcoat > 0.0 {
         Some("StandardMaterial clearcoat")
@@ -334,6 +336,15 @@ pub(crate) fn standard_material_missing(material: &StandardMaterial) -> Option<&
     } else {
         None
     }
+}
+
+/// What of a `StandardMaterial` the tile path does not draw, if Bevy's own pipeline can draw its
+/// meshes over the tile frame in the tile path's place (as it draws custom materials): every
+/// feature of [`standard_material_missing`] but transmission, which Bevy draws in a pass of its
+/// own from a copy of the opaque frame, a pass the tile frame does not have.
+pub(crate) fn standard_material_drawn_by_bevy(material: &StandardMaterial) -> Option<&'static str> {
+    let transmission = material.specular_transmission > 0.0 || material.diffuse_transmission > 0.0;
+    standard_material_missing(material).filter(|_| !transmission)
 }
 
 /// Why the tile path cannot sample one of a `StandardMaterial`'s textures that it draws (base
@@ -421,10 +432,11 @@ pub(crate) fn lightmap_missing(context: LightmapContext) -> Option<&'static str>
 /// the tile path does not draw itself.
 pub(crate) const CUSTOM_MATERIAL: &str = "custom Material (not a StandardMaterial)";
 
-/// What [`find_missing`] says of a mesh of a custom material on a camera over whose tile frame
-/// Bevy cannot draw it ([`materials_over_tile_undrawable`]: `why`).
-pub(crate) fn custom_material_undrawable(why: &str) -> String {
-    format!("{CUSTOM_MATERIAL}, which Bevy cannot draw over this tile camera: {why}")
+/// What [`find_missing`] says of a mesh whose material the tile path does not draw (`what`: a
+/// custom material, or [`standard_material_drawn_by_bevy`]) on a camera over whose tile frame
+/// Bevy cannot draw it either ([`materials_over_tile_undrawable`]: `why`).
+pub(crate) fn undrawable_over_tile(what: &str, why: &str) -> String {
+    format!("{what}, which Bevy cannot draw over this tile camera: {why}")
 }
 
 /// Why the tile path does not draw a mesh in view, if it does not. `standard` is what
@@ -622,6 +634,16 @@ fn any_mesh_may_be_missing(
 /// G-buffer lacks, or a texture it cannot sample.
 fn material_missing(material: &StandardMaterial, images: &Assets<Image>) -> Option<&'static str> {
     standard_material_missing(material).or_else(|| material_textures_missing(material, images))
+}
+
+/// What [`mesh_items`] finds of a loaded `StandardMaterial`, once per material per frame.
+#[derive(Clone, Copy, Default)]
+struct MaterialCheck {
+    /// What the tile path does not draw of it ([`material_missing`]).
+    missing: Option<&'static str>,
+    /// What of it the tile path does not draw and Bevy's pipeline draws over the tile frame
+    /// instead ([`standard_material_drawn_by_bevy`]).
+    drawn_by_bevy: Option<&'static str>,
 }
 
 /// What the tile path draws after its pass in this app, so [`find_missing`] does not list it:
@@ -834,8 +856,7 @@ fn mesh_items(
         ..default()
     };
     // A scene has far fewer materials than meshes: each is checked once per frame.
-    let mut material_checks: HashMap<AssetId<StandardMaterial>, Option<&'static str>> =
-        HashMap::default();
+    let mut material_checks: HashMap<AssetId<StandardMaterial>, MaterialCheck> = HashMap::default();
     for &entity in visible.iter(TypeId::of::<Mesh3d>()) {
         let Ok((mesh, name, standard, morphed, lightmapped)) = meshes.get(entity) else {
             continue;
@@ -848,13 +869,17 @@ fn mesh_items(
                 )
             });
         // A material not loaded yet is not drawn by Bevy either.
-        let standard = standard.map(|material| {
+        let check = standard.map(|material| {
             *material_checks.entry(material.id()).or_insert_with(|| {
                 materials
                     .get(&material.0)
-                    .and_then(|material| material_missing(material, images))
+                    .map_or_else(MaterialCheck::default, |material| MaterialCheck {
+                        missing: material_missing(material, images),
+                        drawn_by_bevy: standard_material_drawn_by_bevy(material),
+                    })
             })
         });
+        let standard = check.map(|check| check.missing);
         let lightmap = lightmapped.and_then(|lightmap| {
             let asset = mesh_assets.get(&mesh.0);
             let transparent = meshes
@@ -879,14 +904,19 @@ fn mesh_items(
                     .and_then(image_unsampleable_as_2d)
             })
         });
-        // A custom material: drawn by Bevy over the tile frame where it can be.
-        if standard.is_none() {
+        // A custom material, or a StandardMaterial feature the G-buffer lacks: drawn by Bevy
+        // over the tile frame where it can be (the whole mesh, as `Core3d` draws it).
+        let drawn_by_bevy = match check {
+            None => Some(CUSTOM_MATERIAL),
+            Some(check) => check.drawn_by_bevy,
+        };
+        if let Some(what) = drawn_by_bevy {
             match materials_over_tile {
                 None => over_tile.push(entity),
                 Some(why) => items.push(MissingFeature {
                     entity,
                     name: name.map(ToString::to_string),
-                    what: custom_material_undrawable(why),
+                    what: undrawable_over_tile(what, why),
                 }),
             }
             continue;
@@ -909,10 +939,11 @@ fn mesh_items(
 /// Why Bevy cannot draw custom materials over an HDR camera's tile frame.
 const HDR_UNDRAWABLE: &str = "an HDR camera: Bevy tone maps what it draws with the scene";
 
-/// Why Bevy's material pipelines cannot draw a custom material over a camera's tile frame, if
+/// Why Bevy's material pipelines cannot draw a mesh the tile path does not draw (a custom
+/// material, a `StandardMaterial` feature the G-buffer lacks) over a camera's tile frame, if
 /// they cannot: `hdr`, the camera is HDR and Bevy's tone mapping does not run after the tile
-/// pass (Bevy tone maps what it draws with the scene, after its main pass); `prepasses`, the camera has Bevy's depth, normal, motion-vector or deferred
-/// prepass, which `Core3d` renders before its main pass and the tile path does not;
+/// pass (Bevy tone maps what it draws with the scene, after its main pass); `prepasses`, the
+/// camera has Bevy's depth, normal, motion-vector or deferred prepass, which `Core3d` renders before its main pass and the tile path does not;
 /// `undrawable_over_tile`, why the render world found the camera's draws over
 /// the tile frame undrawable last frame (`overlays::gizmos::undrawable_reason`: the tier, the
 /// device, MSAA); `clustered_lights_unassigned`, point or spot lights are in view and Bevy
@@ -1490,7 +1521,7 @@ mod tests {
         // Required components start hidden; visibility propagation runs in the app.
         world.entity_mut(sun).insert(InheritedVisibility::VISIBLE);
         run(&mut world);
-        let custom = custom_material_undrawable(HDR_UNDRAWABLE);
+        let custom = undrawable_over_tile(CUSTOM_MATERIAL, HDR_UNDRAWABLE);
         let before_ui = [(in_view, custom.clone())];
         assert_eq!(items(&world, tile), before_ui);
         assert!(
@@ -1577,7 +1608,7 @@ mod tests {
         assert!(why.contains("point or spot lights"), "{why}");
         assert_eq!(
             items(&world, tile),
-            [(custom, custom_material_undrawable(why))]
+            [(custom, undrawable_over_tile(CUSTOM_MATERIAL, why))]
         );
         assert_eq!(
             over_tile(&world),
@@ -1597,7 +1628,10 @@ mod tests {
         run(&mut world);
         assert_eq!(
             items(&world, tile),
-            [(custom, custom_material_undrawable("a test's reason"))]
+            [(
+                custom,
+                undrawable_over_tile(CUSTOM_MATERIAL, "a test's reason")
+            )]
         );
         assert_eq!(
             materials_over_tile_undrawable(true, true, Some("a test's reason"), true),
@@ -1644,6 +1678,91 @@ mod tests {
             items(&world, tile)
         );
         assert_eq!(over_tile(&world), None);
+    }
+
+    /// A `StandardMaterial` with a feature the G-buffer lacks is drawn by Bevy over an LDR
+    /// camera's tile frame, as custom materials are, and listed as missing with the reason on an
+    /// HDR one; transmission, which needs Bevy's transmissive pass, is always listed.
+    #[test]
+    fn standard_material_features_the_gbuffer_lacks_are_drawn_over_the_tile_frame() {
+        let mut world = world_with_assets();
+        let tile = world
+            .spawn((TileDeferred::default(), VisibleEntities::default()))
+            .id();
+        let features = [
+            StandardMaterial {
+                clearcoat: 1.0,
+                ..default()
+            },
+            StandardMaterial {
+                anisotropy_strength: 0.5,
+                ..default()
+            },
+            StandardMaterial {
+                specular_tint: Color::srgb(1.0, 0.5, 0.5),
+                ..default()
+            },
+            StandardMaterial {
+                depth_map: Some(Handle::default()),
+                ..default()
+            },
+        ];
+        let transmissive = StandardMaterial {
+            clearcoat: 1.0,
+            specular_transmission: 0.5,
+            ..default()
+        };
+        let spawn = |world: &mut World, material: StandardMaterial| {
+            let material = world
+                .resource_mut::<Assets<StandardMaterial>>()
+                .add(material);
+            let mesh = world
+                .spawn((Mesh3d(Handle::default()), MeshMaterial3d(material)))
+                .id();
+            world
+                .get_mut::<VisibleEntities>(tile)
+                .unwrap()
+                .push(mesh, TypeId::of::<Mesh3d>());
+            mesh
+        };
+        let drawn_by_bevy: Vec<Entity> = features
+            .into_iter()
+            .map(|material| spawn(&mut world, material))
+            .collect();
+        let glass = spawn(&mut world, transmissive.clone());
+        assert_eq!(standard_material_drawn_by_bevy(&transmissive), None);
+        run(&mut world);
+        assert_eq!(
+            items(&world, tile),
+            [(glass, "StandardMaterial clearcoat".to_string())],
+            "transmission is never drawn over the tile frame"
+        );
+        let mut in_entity_order = drawn_by_bevy.clone();
+        in_entity_order.sort_unstable();
+        assert_eq!(
+            world
+                .get::<TileMaterialsOverTile>(tile)
+                .map(|over| over.meshes.clone()),
+            Some(in_entity_order)
+        );
+
+        // HDR: Bevy would tone map them with the scene; each is listed with the feature.
+        world.entity_mut(tile).insert(Hdr);
+        run(&mut world);
+        let mut expected: Vec<(Entity, String)> = drawn_by_bevy
+            .iter()
+            .zip([
+                "StandardMaterial clearcoat",
+                "StandardMaterial anisotropy",
+                "StandardMaterial specular tint",
+                "StandardMaterial parallax depth map",
+            ])
+            .map(|(&mesh, what)| (mesh, undrawable_over_tile(what, HDR_UNDRAWABLE)))
+            .collect();
+        expected.push((glass, "StandardMaterial clearcoat".to_string()));
+        expected.sort_unstable();
+        assert_eq!(items(&world, tile), expected);
+        assert_eq!(world.get::<TileMaterialsOverTile>(tile), None);
     }
 
     /// Without binding arrays (here: no render device at all) Bevy ignores reflection probes
@@ -1728,7 +1847,8 @@ mod tests {
             .clearcoat = 1.0;
         assert!(may_be_missing(&mut world));
         run(&mut world);
-        let clearcoat = "StandardMaterial clearcoat".to_string();
+        // On an HDR camera Bevy cannot draw them over the tile frame either.
+        let clearcoat = undrawable_over_tile("StandardMaterial clearcoat", HDR_UNDRAWABLE);
         let mut expected: Vec<_> = meshes
             .iter()
             .map(|&mesh| (mesh, clearcoat.clone()))
@@ -1760,7 +1880,10 @@ mod tests {
         run(&mut world);
         assert_eq!(
             items(&world, tile),
-            [(meshes[2], custom_material_undrawable(HDR_UNDRAWABLE))]
+            [(
+                meshes[2],
+                undrawable_over_tile(CUSTOM_MATERIAL, HDR_UNDRAWABLE)
+            )]
         );
     }
 

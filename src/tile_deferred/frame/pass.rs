@@ -163,6 +163,9 @@ pub(crate) fn tile_deferred_pass(
             .filter(|_| view.draws_gizmos)
             .map(|depth| depth.view()),
         ui: view.ui,
+        drawn_by_bevy: view
+            .materials_over_tile
+            .map_or(&[], |over_tile| over_tile.meshes()),
     };
     // Set once the raw pass is handed to Bevy: from then on the output is written.
     let mut output_written = false;
@@ -213,6 +216,9 @@ struct ViewInputs<'a> {
     overlay_depth: Option<&'a TextureView>,
     /// bevy_ui drawn in the pass (its `ui` subpass), where the view's UI goes that way.
     ui: Option<&'a TileUiDraws>,
+    /// The meshes in view that Bevy draws over the tile frame, left out of the pass (in
+    /// entity order; `MaterialsOverTileView`).
+    drawn_by_bevy: &'a [Entity],
 }
 
 /// The recipe of one tile view's frame (stage 1, the view, is gathered by the caller), over
@@ -488,6 +494,7 @@ fn plan_view(
         inputs.visible,
         conv::samples(frame.desc.samples),
         &view_from_world,
+        inputs.drawn_by_bevy,
         retained,
     );
     if frame.debug_view.shader_value() != 0 {

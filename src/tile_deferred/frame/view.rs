@@ -66,6 +66,10 @@ pub(crate) struct TileViewQuery {
     /// bevy_ui's quads the tile pass draws in its `ui` subpass this frame
     /// (`overlays::ui_in_pass`).
     pub(crate) ui: Option<&'static crate::tile_deferred::gpu::ui::TileUiDraws>,
+    /// The meshes Bevy draws over the tile frame this frame (`scene::bevy_phases`), which the
+    /// pass leaves out.
+    pub(crate) materials_over_tile:
+        Option<&'static crate::tile_deferred::camera::MaterialsOverTileView>,
     /// Bevy post-processes the frame after the tile pass (`overlays::post_process`): the pass
     /// writes the camera's main texture, not its output.
     pub(crate) post_processing:

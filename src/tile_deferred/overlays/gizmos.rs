@@ -26,7 +26,8 @@
 //! export's store is in the tile frame's own plan.
 //!
 //! **Custom materials.** Meshes whose material the tile path does not draw (a custom
-//! `Material`, an `ExtendedMaterial`) are drawn in the same pass, by Bevy's own material
+//! `Material`, an `ExtendedMaterial`, a `StandardMaterial` with a feature the G-buffer lacks)
+//! are drawn in the same pass, by Bevy's own material
 //! pipelines: the main world lists them ([`TileMaterialsOverTile`](crate::TileMaterialsOverTile)),
 //! the camera keeps Bevy's opaque phases with only them in it (`scene::bevy_phases`), and the
 //! pass renders the opaque and alpha-mask phases first, then the `Transparent3d` items that are
@@ -336,7 +337,7 @@ type GizmoView = (
     &'static ViewDepthTexture,
     &'static MainEntity,
     Option<&'static OverlayCompositePipeline>,
-    Has<MaterialsOverTileView>,
+    Option<&'static MaterialsOverTileView>,
 );
 
 /// For every camera with [`TileDeferred`] (on the tile schedule or fallen back to `Core3d`, so
@@ -507,7 +508,7 @@ fn draw_over_tile(
         // The meshes the tile path does not draw, first, as `Core3d` draws its opaque and
         // alpha-masked phases before the transparent one: Bevy's phases of this view hold only
         // them (`scene::bevy_phases`).
-        if materials_over_tile {
+        if materials_over_tile.is_some() {
             render_binned::<Opaque3d>(world, &mut pass, view_entity, extracted);
             render_binned::<AlphaMask3d>(world, &mut pass, view_entity, extracted);
         }
@@ -519,8 +520,9 @@ fn draw_over_tile(
         for item in phase.items.values() {
             // Bevy's mesh draws: those of the meshes the tile path draws itself are skipped.
             let drawn_by_tile = Some(item.draw_function) == mesh_draw
-                && !(materials_over_tile
-                    && instances.is_some_and(|i| !drawn_by_tile_path(i, item.main_entity())));
+                && materials_over_tile.is_none_or(|over_tile| {
+                    instances.is_some_and(|i| drawn_by_tile_path(i, over_tile, item.main_entity()))
+                });
             if drawn_by_tile || item.batch_range().is_empty() {
                 continue;
             }
@@ -597,13 +599,19 @@ fn render_binned<'w, P: bevy::render::render_phase::BinnedPhaseItem>(
     }
 }
 
-/// Whether a main-world mesh's material is one the tile path draws itself (a
-/// `StandardMaterial`): the others in a tile view's phases are drawn over the tile frame.
-pub(crate) fn drawn_by_tile_path(instances: &RenderMaterialInstances, mesh: MainEntity) -> bool {
+/// Whether the tile path draws a main-world mesh itself: a `StandardMaterial` that the view
+/// does not list for Bevy to draw over the tile frame ([`MaterialsOverTileView`]). The others
+/// in a tile view's phases are drawn over the tile frame.
+pub(crate) fn drawn_by_tile_path(
+    instances: &RenderMaterialInstances,
+    over_tile: &MaterialsOverTileView,
+    mesh: MainEntity,
+) -> bool {
     instances
         .instances
         .get(&mesh)
         .is_some_and(|instance| instance.asset_id.type_id() == TypeId::of::<StandardMaterial>())
+        && !over_tile.draws(mesh.id())
 }
 
 /// The gizmo passes over a tile camera, priced with the stock-Bevy model (wgpu passes store what

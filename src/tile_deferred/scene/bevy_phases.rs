@@ -15,9 +15,10 @@
 //! wireframes' phase.
 //!
 //! A tile camera with meshes Bevy draws over its frame ([`TileMaterialsOverTile`]: custom
-//! materials) keeps its opaque phases, and [`keep_only_meshes_over_tile`] takes every mesh the
-//! tile path draws itself (those with a `StandardMaterial`) out of them once Bevy has queued
-//! them: Bevy batches and preprocesses only the meshes it draws.
+//! materials, and `StandardMaterial`s with features the G-buffer lacks) keeps its opaque
+//! phases, and [`keep_only_meshes_over_tile`] takes every mesh the tile path draws itself (the
+//! other `StandardMaterial` meshes) out of them once Bevy has queued them: Bevy batches and
+//! preprocesses only the meshes it draws.
 //!
 //! A camera that leaves the tile path (an `Auto` camera timing or choosing `Core3d`, a
 //! fallback) gets its phases back from Bevy the next frame, empty: Bevy queues only the meshes
@@ -30,7 +31,7 @@ use crate::tile_deferred::camera::{
 use bevy::{
     core_pipeline::core_3d::{AlphaMask3d, Opaque3d},
     pbr::RenderMaterialInstances,
-    platform::collections::HashSet,
+    platform::collections::{HashMap, HashSet},
     prelude::*,
     render::{
         Extract,
@@ -69,6 +70,7 @@ pub(crate) fn leave_out_opaque_phases(
     mut alpha_mask_phases: ResMut<ViewBinnedRenderPhases<AlphaMask3d>>,
     mut dirty_specializations: ResMut<DirtySpecializations>,
     mut left_out: Local<HashSet<RetainedViewEntity>>,
+    mut listed_before: Local<HashMap<RetainedViewEntity, Vec<Entity>>>,
 ) {
     let mut live: HashSet<RetainedViewEntity> = HashSet::default();
     for (main_entity, render_entity, camera, graph, over_tile) in &cameras {
@@ -81,12 +83,28 @@ pub(crate) fn leave_out_opaque_phases(
         // Only on the tile schedule: a camera that renders with `Core3d` keeps every mesh in
         // its phases, and draws them all.
         let on_tile = is_tile_schedule(graph.0);
-        let over_tile = on_tile && over_tile.is_some_and(|over| !over.meshes.is_empty());
-        if over_tile {
+        let over_tile = over_tile.filter(|over| on_tile && !over.meshes.is_empty());
+        if let Some(over_tile) = over_tile {
             commands
                 .entity(render_entity.id())
-                .insert(MaterialsOverTileView);
+                .insert(MaterialsOverTileView::new(over_tile.meshes.clone()));
+            // A `StandardMaterial` mesh newly listed (its material gained clearcoat, say) may
+            // have been taken out of Bevy's kept bins before, and Bevy queues only what it
+            // sees change: have it queue the view's meshes again. Meshes that only enter the
+            // view are queued by Bevy anyway; this costs one re-queue of the view then.
+            let before = listed_before.entry(view).or_default();
+            if over_tile
+                .meshes
+                .iter()
+                .any(|mesh| before.binary_search(mesh).is_err())
+            {
+                dirty_specializations.views.insert(view);
+            }
+            before.clone_from(&over_tile.meshes);
+        } else {
+            listed_before.remove(&view);
         }
+        let over_tile = over_tile.is_some();
         if on_tile && !over_tile {
             opaque_phases.remove(&view);
             alpha_mask_phases.remove(&view);
@@ -96,17 +114,19 @@ pub(crate) fn leave_out_opaque_phases(
         }
     }
     left_out.retain(|view| live.contains(view));
+    listed_before.retain(|view, _| live.contains(view));
 }
 
-/// Takes the meshes the tile path draws itself (a `StandardMaterial`) out of the opaque phases
-/// of the tile views that keep them for [`TileMaterialsOverTile`], so that what Bevy batches,
-/// preprocesses and draws over the tile frame is only the meshes the tile path does not draw.
+/// Takes the meshes the tile path draws itself (a `StandardMaterial` not listed in
+/// [`TileMaterialsOverTile`]) out of the opaque phases of the tile views that keep them for the
+/// listed ones, so that what Bevy batches, preprocesses and draws over the tile frame is only
+/// the meshes the tile path does not draw.
 ///
 /// Runs after Bevy queues its material meshes. Bevy's bins are kept between frames and Bevy
 /// queues only what changed, so a mesh taken out stays out until it changes, and is taken out
 /// again then. Walks the app's material instances: one hash lookup per mesh per such view.
 pub(crate) fn keep_only_meshes_over_tile(
-    views: Query<&ExtractedView, With<MaterialsOverTileView>>,
+    views: Query<(&ExtractedView, &MaterialsOverTileView)>,
     material_instances: Option<Res<RenderMaterialInstances>>,
     mut opaque_phases: ResMut<ViewBinnedRenderPhases<Opaque3d>>,
     mut alpha_mask_phases: ResMut<ViewBinnedRenderPhases<AlphaMask3d>>,
@@ -115,7 +135,7 @@ pub(crate) fn keep_only_meshes_over_tile(
         return;
     };
     let standard = TypeId::of::<StandardMaterial>();
-    for view in &views {
+    for (view, over_tile) in &views {
         let key = view.retained_view_entity;
         let (Some(opaque), Some(alpha_mask)) =
             (opaque_phases.get_mut(&key), alpha_mask_phases.get_mut(&key))
@@ -125,7 +145,9 @@ pub(crate) fn keep_only_meshes_over_tile(
         for (&entity, _) in material_instances
             .instances
             .iter()
-            .filter(|(_, instance)| instance.asset_id.type_id() == standard)
+            .filter(|(entity, instance)| {
+                instance.asset_id.type_id() == standard && !over_tile.draws(entity.id())
+            })
         {
             opaque.remove(entity);
             alpha_mask.remove(entity);

@@ -148,6 +148,9 @@ pub(crate) struct RetainedDraws {
     animated: Vec<(MainEntity, u32)>,
     /// The transparent meshes in view, sorted again each frame.
     transparent: Vec<MainEntity>,
+    /// The meshes in view that Bevy draws over the tile frame instead (in entity order,
+    /// `MaterialsOverTileView`), left out of `draws` and `transparent`.
+    drawn_by_bevy: Vec<Entity>,
 }
 
 impl RetainedDraws {
@@ -159,6 +162,7 @@ impl RetainedDraws {
         scene: &TileSceneParams,
         visible: Option<&RenderVisibleEntitiesClass>,
         samples: vk::SampleCountFlags,
+        drawn_by_bevy: &[Entity],
     ) -> bool {
         let instances = &scene.instances;
         let same_view = match visible {
@@ -178,6 +182,7 @@ impl RetainedDraws {
             && self.layout_generation == instances.layout_generation
             && self.materials_generation == scene.materials.generation()
             && self.samples == samples
+            && self.drawn_by_bevy == drawn_by_bevy
             // A mesh prepared again (a new layout) or placed elsewhere keeps its id: the
             // pipelines are checked each frame, a handful of draws.
             && self.draws.iter().all(|draw| {
@@ -186,12 +191,14 @@ impl RetainedDraws {
             })
     }
 
-    /// Batches the view's visible meshes: the opaque ones by mesh, material, skinning and
+    /// Batches the view's visible meshes but those Bevy draws over the tile frame
+    /// (`drawn_by_bevy`, in entity order): the opaque ones by mesh, material, skinning and
     /// lightmap image; the transparent ones listed for sorting.
     fn build(
         scene: &TileSceneParams,
         visible: Option<&RenderVisibleEntitiesClass>,
         samples: vk::SampleCountFlags,
+        drawn_by_bevy: &[Entity],
     ) -> Self {
         let instances = &scene.instances;
         let mut batches: HashMap<BatchKey, Vec<MainEntity>> = HashMap::default();
@@ -205,6 +212,7 @@ impl RetainedDraws {
             built_at: instances.extraction,
             regroup_wait: FIRST_REGROUP_WAIT,
             complete: true,
+            drawn_by_bevy: drawn_by_bevy.to_vec(),
             ..default()
         };
         let visible_entities = visible.into_iter().flat_map(|class| class.iter_visible());
@@ -212,6 +220,9 @@ impl RetainedDraws {
             let Some(instance) = instances.by_entity.get(main_entity) else {
                 continue;
             };
+            if drawn_by_bevy.binary_search(&main_entity.id()).is_ok() {
+                continue;
+            }
             let material = scene.materials.by_id.get(&instance.material);
             if material.is_some_and(|m| m.blend.is_some()) {
                 retained.transparent.push(*main_entity);
@@ -298,30 +309,36 @@ impl RetainedDraws {
 impl DrawList {
     /// Batches the view's visible opaque meshes (or patches the batches `retained` kept from
     /// the last frame), sorts its transparent ones back to front (seen from
-    /// `view_from_world`), and packs the scene's point and spot lights.
+    /// `view_from_world`), and packs the scene's point and spot lights. The meshes Bevy draws
+    /// over the tile frame (`drawn_by_bevy`, main-world entities in entity order) are left out.
     pub(crate) fn gather(
         scene: &TileSceneParams,
         visible: &RenderVisibleEntities,
         samples: vk::SampleCountFlags,
         view_from_world: &Mat4,
+        drawn_by_bevy: &[Entity],
         retained: &mut Option<RetainedDraws>,
     ) -> Self {
         let class = visible.get::<Mesh3d>();
         // `None`: every instance is written.
         let (batches, mut dirty_slots, regrouped) = match retained.take() {
-            Some(mut kept) if kept.reusable(scene, class, samples) => {
+            Some(mut kept) if kept.reusable(scene, class, samples, drawn_by_bevy) => {
                 let rewritten = kept.patch(scene);
                 let runs = sorted_runs(&rewritten).count();
                 let frames_kept = scene.instances.extraction.saturating_sub(kept.built_at);
                 if worth_regrouping(runs, kept.draws.len(), frames_kept, kept.regroup_wait) {
-                    let mut built = RetainedDraws::build(scene, class, samples);
+                    let mut built = RetainedDraws::build(scene, class, samples, drawn_by_bevy);
                     built.regroup_wait = (kept.regroup_wait * 2).min(LONGEST_REGROUP_WAIT);
                     (built, None, Some(runs))
                 } else {
                     (kept, Some(rewritten), None)
                 }
             }
-            _ => (RetainedDraws::build(scene, class, samples), None, None),
+            _ => (
+                RetainedDraws::build(scene, class, samples, drawn_by_bevy),
+                None,
+                None,
+            ),
         };
         let rewritten = dirty_slots.as_ref().map(Vec::len);
         let batches = retained.insert(batches);

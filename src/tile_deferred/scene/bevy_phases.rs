@@ -38,7 +38,7 @@ use bevy::{
         camera::{CameraRenderGraph, DirtySpecializations},
         render_phase::ViewBinnedRenderPhases,
         sync_world::RenderEntity,
-        view::{ExtractedView, RetainedViewEntity},
+        view::{ExtractedView, RenderVisibleEntities, RetainedViewEntity},
     },
 };
 use std::any::TypeId;
@@ -124,9 +124,14 @@ pub(crate) fn leave_out_opaque_phases(
 ///
 /// Runs after Bevy queues its material meshes. Bevy's bins are kept between frames and Bevy
 /// queues only what changed, so a mesh taken out stays out until it changes, and is taken out
-/// again then. Walks the app's material instances: one hash lookup per mesh per such view.
+/// again then. Bevy's bins hold only the view's visible meshes, so those are what is walked:
+/// one hash lookup per mesh in view, per such view.
 pub(crate) fn keep_only_meshes_over_tile(
-    views: Query<(&ExtractedView, &MaterialsOverTileView)>,
+    views: Query<(
+        &ExtractedView,
+        &MaterialsOverTileView,
+        &RenderVisibleEntities,
+    )>,
     material_instances: Option<Res<RenderMaterialInstances>>,
     mut opaque_phases: ResMut<ViewBinnedRenderPhases<Opaque3d>>,
     mut alpha_mask_phases: ResMut<ViewBinnedRenderPhases<AlphaMask3d>>,
@@ -135,22 +140,25 @@ pub(crate) fn keep_only_meshes_over_tile(
         return;
     };
     let standard = TypeId::of::<StandardMaterial>();
-    for (view, over_tile) in &views {
+    for (view, over_tile, visible) in &views {
         let key = view.retained_view_entity;
-        let (Some(opaque), Some(alpha_mask)) =
-            (opaque_phases.get_mut(&key), alpha_mask_phases.get_mut(&key))
-        else {
+        let (Some(opaque), Some(alpha_mask), Some(meshes)) = (
+            opaque_phases.get_mut(&key),
+            alpha_mask_phases.get_mut(&key),
+            visible.get::<Mesh3d>(),
+        ) else {
             continue;
         };
-        for (&entity, _) in material_instances
-            .instances
-            .iter()
-            .filter(|(entity, instance)| {
-                instance.asset_id.type_id() == standard && !over_tile.draws(entity.id())
-            })
-        {
-            opaque.remove(entity);
-            alpha_mask.remove(entity);
+        for (_, &mesh) in meshes.iter_visible() {
+            let drawn_by_tile_path = !over_tile.draws(mesh.id())
+                && material_instances
+                    .instances
+                    .get(&mesh)
+                    .is_some_and(|instance| instance.asset_id.type_id() == standard);
+            if drawn_by_tile_path {
+                opaque.remove(mesh);
+                alpha_mask.remove(mesh);
+            }
         }
     }
 }

@@ -4,7 +4,8 @@
 //! the tile frame, as they draw custom materials (`custom_materials.rs`), and the tile pass
 //! leaves them out. The camera stays on the tile path, the meshes are listed in
 //! `TileMaterialsOverTile`, they still cast the sun's shadows (Bevy's shadow pass draws every
-//! caster), and the frame is Bevy's.
+//! caster), and the frame is Bevy's. A blended pane of a plain `StandardMaterial` in front of
+//! one of them is drawn by Bevy too, after it, as `Core3d` orders them.
 
 use crate::harness::{GpuTest, HeadlessApp, assert_frames_match, image_compare::psnr};
 use bevy::{
@@ -36,6 +37,9 @@ const FEATURE_MESHES: [&str; 5] = [
 /// The meshes the tile pass draws itself: the ground and a plain sphere.
 const TILE_DRAWN_MESHES: usize = 2;
 
+/// A blended pane of a plain `StandardMaterial` in front of the clearcoat sphere.
+const PLAIN_PANE: &str = "plain blended pane";
+
 /// A checkerboard of 8x8-texel squares, `dark` and `light` texels of `format` (one texel's
 /// bytes each): the parallax cube's height map and its colour, so that the parallax offset
 /// shows as shifted edges.
@@ -66,8 +70,10 @@ fn checker(format: TextureFormat, dark: &[u8], light: &[u8]) -> Image {
 }
 
 /// A ground and a plain sphere the tile path draws, the five meshes with features it lacks,
-/// under a shadow-casting sun; a camera (a tile camera when `tile`) with `msaa`. Returns the
-/// app, the camera and the feature meshes, in entity order.
+/// and a plain blended pane in front of the clearcoat sphere, under a shadow-casting sun; a
+/// camera (a tile camera when `tile`) with `msaa`. Returns the app, the camera and the meshes
+/// Bevy draws over a tile camera's frame (the feature meshes and the plain pane), in entity
+/// order.
 fn app(tile: bool, msaa: Msaa) -> (HeadlessApp, Entity, Vec<Entity>) {
     let mut headless = HeadlessApp::new(WIDTH, HEIGHT);
     let world = headless.app.world_mut();
@@ -157,6 +163,13 @@ fn app(tile: bool, msaa: Msaa) -> (HeadlessApp, Entity, Vec<Entity>) {
         cull_mode: None,
         ..default()
     });
+    let plain_pane = materials.add(StandardMaterial {
+        base_color: Color::srgba(1.0, 0.9, 0.2, 0.6),
+        alpha_mode: AlphaMode::Blend,
+        double_sided: true,
+        cull_mode: None,
+        ..default()
+    });
     world.spawn((Name::new("ground"), Mesh3d(ground), MeshMaterial3d(grey)));
     world.spawn((
         Name::new("plain sphere"),
@@ -201,9 +214,17 @@ fn app(tile: bool, msaa: Msaa) -> (HeadlessApp, Entity, Vec<Entity>) {
         world
             .spawn((
                 Name::new(FEATURE_MESHES[4]),
-                Mesh3d(pane),
+                Mesh3d(pane.clone()),
                 MeshMaterial3d(pane_material),
                 Transform::from_xyz(0.3, 0.9, 1.8).looking_to(Vec3::new(0.0, -0.3, -1.0), Vec3::Y),
+            ))
+            .id(),
+        world
+            .spawn((
+                Name::new(PLAIN_PANE),
+                Mesh3d(pane),
+                MeshMaterial3d(plain_pane),
+                Transform::from_xyz(-2.1, 0.8, 1.2).looking_to(Vec3::new(0.2, -0.3, -1.0), Vec3::Y),
             ))
             .id(),
     ];
@@ -334,6 +355,62 @@ fn standard_material_features_fall_back_on_an_hdr_camera() {
         })
         .map(|item| item.entity)
         .collect();
+    let named = |entity: &Entity| {
+        headless
+            .app
+            .world()
+            .get::<Name>(*entity)
+            .is_some_and(|name| name.as_str() != PLAIN_PANE)
+    };
+    let features: Vec<Entity> = features.into_iter().filter(named).collect();
     assert_eq!(listed_features, features, "{listed:#?}");
     assert_eq!(world.get::<TileMaterialsOverTile>(camera), None);
+}
+
+/// bevy_ui over a tile camera whose frame Bevy draws meshes over: Bevy draws its UI pass after
+/// them, so the tile pass does not draw the UI in its `ui` subpass (the meshes would cover it),
+/// and the frame, a panel over the clearcoat sphere included, is Bevy's.
+#[cfg(feature = "ui")]
+#[test]
+fn ui_stays_over_the_meshes_bevy_draws_over_the_tile_frame() {
+    let _test = GpuTest::start("ui_stays_over_the_meshes_bevy_draws_over_the_tile_frame");
+    let frame = |tile: bool| {
+        let (mut headless, camera, _) = app(tile, Msaa::Off);
+        // Over the clearcoat sphere, on the left of the frame.
+        headless.app.world_mut().spawn((
+            Node {
+                position_type: PositionType::Absolute,
+                left: Val::Px(30.0),
+                top: Val::Px(50.0),
+                width: Val::Px(50.0),
+                height: Val::Px(40.0),
+                ..default()
+            },
+            BackgroundColor(Color::srgb(0.1, 0.9, 0.2)),
+            bevy::ui::UiTargetCamera(camera),
+        ));
+        let frame = headless.render(FRAMES);
+        let after_pass_reason = tile.then(|| {
+            headless
+                .app
+                .world()
+                .resource::<TileRenderReports>()
+                .get(camera)
+                .expect("a report")
+                .ui_after_pass_reason
+                .clone()
+        });
+        (frame, after_pass_reason)
+    };
+    let (tile, reason) = frame(true);
+    let reason = reason
+        .flatten()
+        .expect("the UI is drawn after the tile pass");
+    assert!(reason.contains("meshes of materials"), "{reason}");
+    let (bevy, _) = frame(false);
+    eprintln!(
+        "UI over meshes Bevy draws over the tile frame: PSNR {:.2} dB against Bevy's",
+        psnr(&tile, &bevy)
+    );
+    assert_frames_match("material-features-ui", &tile, &bevy, 36.0, 8);
 }

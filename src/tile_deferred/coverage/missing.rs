@@ -58,7 +58,7 @@ use bevy::{
         ContactShadows, Lightmap, ScreenSpaceAmbientOcclusion, ScreenSpaceReflections,
         wireframe::{NoWireframe, Wireframe, WireframeConfig},
     },
-    platform::collections::HashMap,
+    platform::collections::{HashMap, HashSet},
     prelude::*,
     render::{renderer::RenderDevice, view::ColorGrading},
 };
@@ -644,6 +644,19 @@ struct MaterialCheck {
     /// What of it the tile path does not draw and Bevy's pipeline draws over the tile frame
     /// instead ([`standard_material_drawn_by_bevy`]).
     drawn_by_bevy: Option<&'static str>,
+    /// Bevy draws its meshes in `Transparent3d`: blended, without transmission (which has a
+    /// phase of its own).
+    blended: bool,
+}
+
+/// Whether Bevy draws a `StandardMaterial`'s meshes in its `Transparent3d` phase.
+fn blended_in_transparent_phase(material: &StandardMaterial) -> bool {
+    let transmission = material.specular_transmission > 0.0 || material.diffuse_transmission > 0.0;
+    !transmission
+        && matches!(
+            material.alpha_mode,
+            AlphaMode::Blend | AlphaMode::Premultiplied | AlphaMode::Add | AlphaMode::Multiply
+        )
 }
 
 /// What the tile path draws after its pass in this app, so [`find_missing`] does not list it:
@@ -828,6 +841,8 @@ fn mesh_items(
 ) -> (Vec<MissingFeature>, Vec<Entity>) {
     let mut items = Vec::new();
     let mut over_tile = Vec::new();
+    // The blended `StandardMaterial` meshes in view, which Bevy draws too where it draws any.
+    let mut blended = Vec::new();
     // What Bevy leaves out of lightmapped meshes in this view, where it differs from its
     // defaults (every directional light counts: they light every view of their layers).
     let excludes_point_or_spot = |entity: &Entity| {
@@ -876,6 +891,7 @@ fn mesh_items(
                     .map_or_else(MaterialCheck::default, |material| MaterialCheck {
                         missing: material_missing(material, images),
                         drawn_by_bevy: standard_material_drawn_by_bevy(material),
+                        blended: blended_in_transparent_phase(material),
                     })
             })
         });
@@ -921,6 +937,9 @@ fn mesh_items(
             }
             continue;
         }
+        if materials_over_tile.is_none() && check.is_some_and(|check| check.blended) {
+            blended.push(entity);
+        }
         // `fog_enabled: false` is drawn: the G-buffer's no-fog bit (issue 15).
         if let Some(what) = undrawable_mesh(standard, morphs_unreachable, lightmap) {
             items.push(MissingFeature {
@@ -929,6 +948,16 @@ fn mesh_items(
                 what: what.to_string(),
             });
         }
+    }
+    // What Bevy draws over the tile frame is drawn after the tile pass, so a blended mesh the
+    // tile pass drew in front of one of those meshes would be covered by it. Where Bevy draws
+    // meshes over this camera's tile frame, it draws the blended ones in view too, sorted with
+    // its own, as `Core3d` orders them (and draws what the tile path would have missed of
+    // them, a lightmap say).
+    if !over_tile.is_empty() && !blended.is_empty() {
+        let drawn_by_bevy: HashSet<Entity> = blended.iter().copied().collect();
+        items.retain(|item| !drawn_by_bevy.contains(&item.entity));
+        over_tile.extend(blended);
     }
     // In entity order, as the camera's list is compared with the last frame's.
     items.sort_unstable_by_key(|item| item.entity);
@@ -1730,6 +1759,15 @@ mod tests {
             .map(|material| spawn(&mut world, material))
             .collect();
         let glass = spawn(&mut world, transmissive.clone());
+        // A blended mesh the tile path draws: Bevy draws it too where it draws any, sorted with
+        // its own meshes.
+        let window = spawn(
+            &mut world,
+            StandardMaterial {
+                alpha_mode: AlphaMode::Blend,
+                ..default()
+            },
+        );
         assert_eq!(standard_material_drawn_by_bevy(&transmissive), None);
         run(&mut world);
         assert_eq!(
@@ -1738,6 +1776,7 @@ mod tests {
             "transmission is never drawn over the tile frame"
         );
         let mut in_entity_order = drawn_by_bevy.clone();
+        in_entity_order.push(window);
         in_entity_order.sort_unstable();
         assert_eq!(
             world
@@ -1761,7 +1800,11 @@ mod tests {
             .collect();
         expected.push((glass, "StandardMaterial clearcoat".to_string()));
         expected.sort_unstable();
-        assert_eq!(items(&world, tile), expected);
+        assert_eq!(
+            items(&world, tile),
+            expected,
+            "the blended mesh is the tile path's again"
+        );
         assert_eq!(world.get::<TileMaterialsOverTile>(tile), None);
     }
 

@@ -145,6 +145,7 @@ type EguiTileView = (
     (
         &'static TileDeferred,
         Has<crate::tile_deferred::camera::PostProcessedAfterTile>,
+        Has<crate::tile_deferred::camera::MaterialsOverTileView>,
     ),
     Option<&'static TierDecision>,
     &'static EguiCameraView,
@@ -181,7 +182,7 @@ fn build_tile_egui(mut commands: Commands, mut views: Query<EguiTileView>, sourc
         camera,
         view,
         target,
-        (settings, post_processed),
+        (settings, post_processed, materials_over_tile),
         tier,
         egui,
         ui_draws,
@@ -204,7 +205,7 @@ fn build_tile_egui(mut commands: Commands, mut views: Query<EguiTileView>, sourc
         }
         let shape = ViewShape::of(
             (camera, view, target),
-            (settings, post_processed),
+            (settings, post_processed, materials_over_tile),
             tier,
             &sources.draws_over_tile,
         );

@@ -53,9 +53,10 @@ pub(crate) struct ViewShape {
     /// `CompositingSpace::Srgb`: Bevy blends the UI gamma-encoded, in an `Rgba8Unorm` texture.
     pub(crate) gamma_compositing: bool,
     pub(crate) output_format: Option<TextureFormat>,
-    /// Gizmos (other plugins' `Transparent3d` items) or wireframes are drawn after the tile pass
-    /// this frame.
-    pub(crate) gizmos: bool,
+    /// Gizmos (other plugins' `Transparent3d` items), wireframes or meshes of materials the
+    /// tile path does not draw (`MaterialsOverTileView`) are drawn after the tile pass this
+    /// frame.
+    pub(crate) draws_over_tile: bool,
     /// Bevy post-processes the frame after the tile pass (FXAA, SMAA, CAS: `post_process`).
     pub(crate) post_processed: bool,
 }
@@ -68,9 +69,10 @@ pub(crate) fn in_pass_refusal(shape: &ViewShape) -> Option<&'static str> {
     if shape.unmerged {
         return Some("the unmerged debug tier draws UI after its render passes");
     }
-    if shape.gizmos {
+    if shape.draws_over_tile {
         return Some(
-            "gizmos or wireframes are drawn after the tile pass, and Bevy draws UI over them",
+            "gizmos, wireframes or meshes of materials the tile path does not draw are drawn \
+             after the tile pass, and Bevy draws UI over them",
         );
     }
     if shape.post_processed {
@@ -105,10 +107,10 @@ fn is_float(format: TextureFormat) -> bool {
 
 impl ViewShape {
     /// The shape of a tile view this frame, from its components and what Bevy draws over the
-    /// tile frame (gizmos, wireframes).
+    /// tile frame (gizmos, wireframes; meshes where `materials_over_tile`).
     pub(crate) fn of(
         (camera, view, target): (&ExtractedCamera, &ExtractedView, &ViewTarget),
-        (settings, post_processed): (&TileDeferred, bool),
+        (settings, post_processed, materials_over_tile): (&TileDeferred, bool, bool),
         tier: Option<&TierDecision>,
         draws_over_tile: &DrawsOverTile,
     ) -> Self {
@@ -119,7 +121,7 @@ impl ViewShape {
             hdr: camera.hdr,
             gamma_compositing: camera.compositing_space == Some(CompositingSpace::Srgb),
             output_format: target.out_texture_view_format(),
-            gizmos: draws_over_tile.any(view),
+            draws_over_tile: materials_over_tile || draws_over_tile.any(view),
             post_processed,
         }
     }
@@ -137,7 +139,7 @@ mod tests {
             hdr: false,
             gamma_compositing: false,
             output_format: Some(TextureFormat::Rgba8UnormSrgb),
-            gizmos: false,
+            draws_over_tile: false,
             post_processed: false,
         };
         assert_eq!(in_pass_refusal(&drawn), None);
@@ -160,7 +162,7 @@ mod tests {
                 ..drawn
             },
             ViewShape {
-                gizmos: true,
+                draws_over_tile: true,
                 ..drawn
             },
             ViewShape {

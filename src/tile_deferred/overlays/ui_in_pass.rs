@@ -117,6 +117,7 @@ type UiTileView = (
     (
         &'static TileDeferred,
         Has<crate::tile_deferred::camera::PostProcessedAfterTile>,
+        Has<crate::tile_deferred::camera::MaterialsOverTileView>,
     ),
     Option<&'static TierDecision>,
     Option<&'static UiCameraView>,
@@ -187,7 +188,7 @@ pub(super) fn build_tile_ui(
         camera,
         view,
         target,
-        (settings, post_processed),
+        (settings, post_processed, materials_over_tile),
         tier,
         ui_camera,
         anti_alias,
@@ -211,7 +212,7 @@ pub(super) fn build_tile_ui(
         }
         let view_shape = ViewShape::of(
             (camera, view, target),
-            (settings, post_processed),
+            (settings, post_processed, materials_over_tile),
             tier,
             &draws_over_tile,
         );

@@ -233,6 +233,20 @@ impl MaterialsOverTileView {
     pub(crate) fn meshes(&self) -> &[Entity] {
         &self.meshes
     }
+
+    /// Whether the tile path draws a main-world mesh of this view itself: a `StandardMaterial`
+    /// (by Bevy's `instances`) that the view does not list for Bevy to draw over the tile
+    /// frame. The others in the view's phases are Bevy's to draw over the tile frame.
+    pub(crate) fn drawn_by_tile_path(
+        &self,
+        instances: &bevy::pbr::RenderMaterialInstances,
+        mesh: bevy::render::sync_world::MainEntity,
+    ) -> bool {
+        !self.draws(mesh.id())
+            && instances.instances.get(&mesh).is_some_and(|instance| {
+                instance.asset_id.type_id() == std::any::TypeId::of::<StandardMaterial>()
+            })
+    }
 }
 
 /// Render world, on a tile view (set by `overlays::gizmos`, read by the tile pass): this frame's `Transparent3d` phase holds draws of another

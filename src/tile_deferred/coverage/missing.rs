@@ -327,7 +327,7 @@ pub(crate) fn standard_material_missing(material: &StandardMaterial) -> Option<&
         Some("StandardMaterial clearcoat")
     } else if material.anisotropy_strength > 0.0 {
         Some("StandardMaterial anisotropy")
-    } else if material.specular_transmission > 0.0 || material.diffuse_transmission > 0.0 {
+    } else if has_transmission(material) {
         Some("StandardMaterial transmission")
     } else if material.depth_map.is_some() {
         Some("StandardMaterial parallax depth map")
@@ -343,8 +343,21 @@ pub(crate) fn standard_material_missing(material: &StandardMaterial) -> Option<&
 /// feature of [`standard_material_missing`] but transmission, which Bevy draws in a pass of its
 /// own from a copy of the opaque frame, a pass the tile frame does not have.
 pub(crate) fn standard_material_drawn_by_bevy(material: &StandardMaterial) -> Option<&'static str> {
-    let transmission = material.specular_transmission > 0.0 || material.diffuse_transmission > 0.0;
-    standard_material_missing(material).filter(|_| !transmission)
+    standard_material_missing(material).filter(|_| !has_transmission(material))
+}
+
+/// Whether Bevy draws a `StandardMaterial`'s meshes in its transmissive pass.
+fn has_transmission(material: &StandardMaterial) -> bool {
+    material.specular_transmission > 0.0 || material.diffuse_transmission > 0.0
+}
+
+/// Whether a `StandardMaterial` is transparent (blended by the tile path's transparent pass,
+/// and by Bevy in `Transparent3d` unless it has transmission).
+fn is_transparent(material: &StandardMaterial) -> bool {
+    !matches!(
+        material.alpha_mode,
+        AlphaMode::Opaque | AlphaMode::Mask(_) | AlphaMode::AlphaToCoverage
+    )
 }
 
 /// Why the tile path cannot sample one of a `StandardMaterial`'s textures that it draws (base
@@ -644,19 +657,18 @@ struct MaterialCheck {
     /// What of it the tile path does not draw and Bevy's pipeline draws over the tile frame
     /// instead ([`standard_material_drawn_by_bevy`]).
     drawn_by_bevy: Option<&'static str>,
-    /// Bevy draws its meshes in `Transparent3d`: blended, without transmission (which has a
-    /// phase of its own).
-    blended: bool,
+    /// Its alpha mode blends ([`is_transparent`]).
+    transparent: bool,
+    /// Bevy draws its meshes in its transmissive pass ([`has_transmission`]).
+    transmission: bool,
 }
 
-/// Whether Bevy draws a `StandardMaterial`'s meshes in its `Transparent3d` phase.
-fn blended_in_transparent_phase(material: &StandardMaterial) -> bool {
-    let transmission = material.specular_transmission > 0.0 || material.diffuse_transmission > 0.0;
-    !transmission
-        && matches!(
-            material.alpha_mode,
-            AlphaMode::Blend | AlphaMode::Premultiplied | AlphaMode::Add | AlphaMode::Multiply
-        )
+impl MaterialCheck {
+    /// Bevy draws its meshes in `Transparent3d`: blended, without transmission (which has a
+    /// phase of its own).
+    fn blended_by_bevy(&self) -> bool {
+        self.transparent && !self.transmission
+    }
 }
 
 /// What the tile path draws after its pass in this app, so [`find_missing`] does not list it:
@@ -891,23 +903,15 @@ fn mesh_items(
                     .map_or_else(MaterialCheck::default, |material| MaterialCheck {
                         missing: material_missing(material, images),
                         drawn_by_bevy: standard_material_drawn_by_bevy(material),
-                        blended: blended_in_transparent_phase(material),
+                        transparent: is_transparent(material),
+                        transmission: has_transmission(material),
                     })
             })
         });
         let standard = check.map(|check| check.missing);
         let lightmap = lightmapped.and_then(|lightmap| {
             let asset = mesh_assets.get(&mesh.0);
-            let transparent = meshes
-                .get(entity)
-                .ok()
-                .and_then(|(_, _, material, ..)| materials.get(&material?.0))
-                .is_some_and(|material| {
-                    !matches!(
-                        material.alpha_mode,
-                        AlphaMode::Opaque | AlphaMode::Mask(_) | AlphaMode::AlphaToCoverage
-                    )
-                });
+            let transparent = check.is_some_and(|check| check.transparent);
             lightmap_missing(LightmapContext {
                 has_uv1: asset
                     .and_then(|mesh| mesh.try_contains_attribute(Mesh::ATTRIBUTE_UV_1).ok()),
@@ -937,7 +941,7 @@ fn mesh_items(
             }
             continue;
         }
-        if materials_over_tile.is_none() && check.is_some_and(|check| check.blended) {
+        if materials_over_tile.is_none() && check.is_some_and(|check| check.blended_by_bevy()) {
             blended.push(entity);
         }
         // `fog_enabled: false` is drawn: the G-buffer's no-fog bit (issue 15).

@@ -31,7 +31,7 @@
 //! pipelines: the main world lists them ([`TileMaterialsOverTile`](crate::TileMaterialsOverTile)),
 //! the camera keeps Bevy's opaque phases with only them in it (`scene::bevy_phases`), and the
 //! pass renders the opaque and alpha-mask phases first, then the `Transparent3d` items that are
-//! not the tile path's own meshes ([`drawn_by_tile_path`]), as `Core3d` orders its passes.
+//! not the tile path's own meshes ([`MaterialsOverTileView::drawn_by_tile_path`]), as `Core3d` orders its passes.
 //!
 //! **Into the main texture.** Where Bevy post-processes the frame at 1x (bloom, FXAA, SMAA,
 //! CAS: the tile pass wrote the main texture), all of this is drawn into the main texture as
@@ -83,10 +83,7 @@ use bevy::{
         view::{ExtractedView, Msaa, ViewDepthTexture, ViewTarget},
     },
 };
-use std::{
-    any::TypeId,
-    sync::{Arc, Mutex},
-};
+use std::sync::{Arc, Mutex};
 
 /// What `find_missing` reports on a tile camera whose `Transparent3d` phase holds draws of
 /// another render plugin that the tile path cannot draw for it.
@@ -521,7 +518,7 @@ fn draw_over_tile(
             // Bevy's mesh draws: those of the meshes the tile path draws itself are skipped.
             let drawn_by_tile = Some(item.draw_function) == mesh_draw
                 && materials_over_tile.is_none_or(|over_tile| {
-                    instances.is_some_and(|i| drawn_by_tile_path(i, over_tile, item.main_entity()))
+                    instances.is_some_and(|i| over_tile.drawn_by_tile_path(i, item.main_entity()))
                 });
             if drawn_by_tile || item.batch_range().is_empty() {
                 continue;
@@ -597,21 +594,6 @@ fn render_binned<'w, P: bevy::render::render_phase::BinnedPhaseItem>(
     if let Err(error) = phase.render(pass, world, view_entity) {
         error!("bevy_tile_deferred: drawing Bevy's materials over a tile camera failed: {error:?}");
     }
-}
-
-/// Whether the tile path draws a main-world mesh itself: a `StandardMaterial` that the view
-/// does not list for Bevy to draw over the tile frame ([`MaterialsOverTileView`]). The others
-/// in a tile view's phases are drawn over the tile frame.
-pub(crate) fn drawn_by_tile_path(
-    instances: &RenderMaterialInstances,
-    over_tile: &MaterialsOverTileView,
-    mesh: MainEntity,
-) -> bool {
-    instances
-        .instances
-        .get(&mesh)
-        .is_some_and(|instance| instance.asset_id.type_id() == TypeId::of::<StandardMaterial>())
-        && !over_tile.draws(mesh.id())
 }
 
 /// The gizmo passes over a tile camera, priced with the stock-Bevy model (wgpu passes store what

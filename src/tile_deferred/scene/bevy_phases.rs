@@ -41,7 +41,6 @@ use bevy::{
         view::{ExtractedView, RenderVisibleEntities, RetainedViewEntity},
     },
 };
-use std::any::TypeId;
 
 /// The active 3D cameras, the schedule each renders with this frame, and the meshes Bevy draws
 /// over the tile frame of a tile camera.
@@ -139,7 +138,6 @@ pub(crate) fn keep_only_meshes_over_tile(
     let Some(material_instances) = material_instances else {
         return;
     };
-    let standard = TypeId::of::<StandardMaterial>();
     for (view, over_tile, visible) in &views {
         let key = view.retained_view_entity;
         let (Some(opaque), Some(alpha_mask), Some(meshes)) = (
@@ -150,12 +148,7 @@ pub(crate) fn keep_only_meshes_over_tile(
             continue;
         };
         for (_, &mesh) in meshes.iter_visible() {
-            let drawn_by_tile_path = !over_tile.draws(mesh.id())
-                && material_instances
-                    .instances
-                    .get(&mesh)
-                    .is_some_and(|instance| instance.asset_id.type_id() == standard);
-            if drawn_by_tile_path {
+            if over_tile.drawn_by_tile_path(&material_instances, mesh) {
                 opaque.remove(mesh);
                 alpha_mask.remove(mesh);
             }

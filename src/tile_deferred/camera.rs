@@ -260,19 +260,12 @@ pub(crate) struct GizmosOverTile;
 /// pass writes the camera's main texture, which Bevy's effects read and its upscaling blits to
 /// the output.
 #[derive(Component, Clone, Debug, PartialEq, Eq)]
-#[cfg_attr(
-    not(any(feature = "anti_alias", feature = "bloom")),
-    allow(
-        dead_code,
-        reason = "set only where Bevy post-processes after the tile pass (features `anti_alias`, `bloom`)"
-    )
-)]
 pub(crate) struct PostProcessedAfterTile {
     /// The effects, in the order they run.
     pub(crate) effects: Vec<&'static str>,
-    /// An effect reads the HDR light before tone mapping (bloom): the tile pass stores the
-    /// camera's light as it is, and Bevy's own tone mapping runs after that effect, as in
-    /// `Core3d`.
+    /// Bevy's own tone mapping runs after the pass, as in `Core3d`: after an effect that reads
+    /// the HDR light (bloom), or to grade an HDR camera beyond what the tonemap subpass applies.
+    /// The tile pass then stores the camera's light as it is.
     pub(crate) tone_mapped_by_bevy: bool,
 }
 
@@ -282,13 +275,6 @@ pub(crate) struct PostProcessedAfterTile {
 /// would get as [`PostProcessedAfterTile`], so that whether Bevy's draws over the tile frame
 /// can be drawn is decided alike on a camera that fell back.
 #[derive(Component, Clone, Copy, Debug, PartialEq, Eq)]
-#[cfg_attr(
-    not(any(feature = "anti_alias", feature = "bloom")),
-    allow(
-        dead_code,
-        reason = "set only where Bevy post-processes after the tile pass (features `anti_alias`, `bloom`)"
-    )
-)]
 pub(crate) struct TileCameraEffects {
     /// As [`PostProcessedAfterTile::tone_mapped_by_bevy`].
     pub(crate) tone_mapped_by_bevy: bool,

@@ -188,8 +188,8 @@ pub(crate) fn build(app: &mut App) {
 /// order, before the cascades are drawn. The tile camera itself has no opaque phases to
 /// preprocess (`scene::bevy_phases`).
 pub(crate) fn finish(app: &mut App) {
-    // Bevy's bloom, FXAA, SMAA and CAS after the tile pass, where the app has their plugins.
-    #[cfg(any(feature = "anti_alias", feature = "bloom"))]
+    // Bevy's tone mapping of graded HDR cameras, bloom, FXAA, SMAA and CAS after the tile
+    // pass, where the app has their plugins.
     overlays::post_process::finish(app);
     use bevy::{
         core_pipeline::prepass::{

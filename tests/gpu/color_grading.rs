@@ -1,9 +1,9 @@
 //! `ColorGrading` on tile cameras: the tonemap subpass applies what Bevy's in-shader tone
 //! mapping applies (the global exposure and post-saturation; an LDR camera ignores the rest in
-//! Bevy too), so those cameras stay on the tile path and look as `Core3d` draws them; an HDR
-//! camera graded beyond that (hue, white balance, sections), which Bevy's tonemapping pass
-//! applies, is listed and falls back. (With bloom, Bevy's own tone mapping grades the tile frame:
-//! `bloom.rs`.)
+//! Bevy too), so those cameras stay on the tile path and look as `Core3d` draws them; on an HDR
+//! camera graded beyond that (hue, white balance, sections), the tile pass stores the light and
+//! Bevy's own tonemapping pass grades it after the pass, as `Core3d` does. (With bloom, the tone
+//! mapping after the bloom grades the tile frame: `bloom.rs`.)
 
 use crate::{
     harness::{
@@ -18,7 +18,8 @@ use bevy::{
     render::view::{ColorGrading, ColorGradingGlobal, ColorGradingSection, Msaa},
 };
 use bevy_tile_deferred::{
-    TileDeferred,
+    TileDeferred, TileRenderReports,
+    frame_graph::Format,
     tiers::{RenderTier, TierDecision, TierSetting},
     tile_deferred::missing::TileMissing,
 };
@@ -33,13 +34,23 @@ fn frame(
     hdr: bool,
     tier: Option<TierSetting>,
 ) -> (HeadlessApp, Entity, Frame) {
+    frame_at(grading, hdr, Msaa::Off, tier)
+}
+
+/// [`frame`] at `msaa`.
+fn frame_at(
+    grading: Option<ColorGrading>,
+    hdr: bool,
+    msaa: Msaa,
+    tier: Option<TierSetting>,
+) -> (HeadlessApp, Entity, Frame) {
     let mut headless = HeadlessApp::new(WIDTH, HEIGHT);
     scenes::spawn_lit_spheres(headless.app.world_mut());
     let camera = headless.spawn_camera((
         Camera3d::default(),
         scenes::reference_camera(),
         scenes::reference_camera_transform(),
-        Msaa::Off,
+        msaa,
         grading.unwrap_or_default(),
     ));
     let mut entity = headless.app.world_mut().entity_mut(camera);
@@ -120,21 +131,91 @@ fn exposure_and_post_saturation_grade_the_tile_frame_as_bevy_grades_it() {
     }
 }
 
-/// An HDR camera with a hue rotation, which Bevy's tonemapping pass applies and the tonemap
-/// subpass does not: listed by name, and an `Auto` camera falls back to `Core3d`.
+/// HDR cameras graded beyond exposure and post-saturation (a hue rotation; a warm, contrasty
+/// grade touching the white balance and every section), at 1x and 4x MSAA: each `Auto` camera
+/// stays on the tile path with nothing listed, its tile frame is one render pass storing the
+/// light at the main texture's HDR format, the report names and prices Bevy's tone mapping and
+/// blit after it, and the frame is Bevy's `Core3d` frame with the same grade (>= 40 dB, p99.5 <=
+/// 8/255), the grade changing it as it changes Bevy's.
 #[test]
-fn hdr_grading_beyond_exposure_is_listed_and_falls_back() {
-    let _test = GpuTest::start("hdr_grading_beyond_exposure_is_listed_and_falls_back");
+fn hdr_grading_beyond_exposure_is_graded_by_bevy_after_the_tile_pass() {
+    let _test = GpuTest::start("hdr_grading_beyond_exposure_is_graded_by_bevy_after_the_tile_pass");
     let mut hue = ColorGrading::default();
-    hue.global.hue = 0.5;
-    let (headless, camera, _) = frame(Some(hue), true, Some(TierSetting::Auto));
-    let world = headless.app.world();
-    let listed: Vec<String> = world
-        .get::<TileMissing>(camera)
-        .map(|missing| missing.items.iter().map(|item| item.what.clone()).collect())
-        .unwrap_or_default();
-    assert_eq!(listed.len(), 1, "{listed:?}");
-    assert!(listed[0].starts_with("colour grading"), "{listed:?}");
-    let tier = world.get::<TierDecision>(camera).expect("a decision").tier;
-    assert_eq!(tier, RenderTier::Forward);
+    hue.global.hue = 2.0;
+    let section = ColorGradingSection {
+        saturation: 1.2,
+        contrast: 1.15,
+        gamma: 0.95,
+        ..default()
+    };
+    let warm = ColorGrading {
+        global: ColorGradingGlobal {
+            exposure: 0.25,
+            temperature: 0.2,
+            tint: -0.05,
+            post_saturation: 1.1,
+            ..default()
+        },
+        shadows: section,
+        midtones: section,
+        highlights: section,
+    };
+    let cases = [
+        ("hue-1x", hue, Msaa::Off),
+        ("warm-1x", warm.clone(), Msaa::Off),
+        ("warm-4x", warm, Msaa::Sample4),
+    ];
+    for (name, grade, msaa) in cases {
+        let name = format!("hdr-grading-{name}");
+        let auto = Some(TierSetting::Auto);
+        let (headless, camera, tile) = frame_at(Some(grade.clone()), true, msaa, auto);
+        let world = headless.app.world();
+        let tier = world.get::<TierDecision>(camera).expect("a decision").tier;
+        assert!(tier.is_tile(), "{name}: {tier:?}");
+        let listed = world
+            .get::<TileMissing>(camera)
+            .map(|missing| missing.items.clone())
+            .unwrap_or_default();
+        assert!(listed.is_empty(), "{name}: {listed:?}");
+        let report = world
+            .resource::<TileRenderReports>()
+            .get(camera)
+            .expect("a report");
+        assert_eq!(report.post_processing, ["ColorGrading"], "{name}");
+        assert_eq!(report.render_passes_recorded, 1, "{name}");
+        let output = report
+            .compiled
+            .attachment_named("output")
+            .expect("the tile frame's output");
+        assert_eq!(output.format, Format::Rgba16Float, "{name}");
+        let priced = report
+            .post_process_pass
+            .as_ref()
+            .expect("the tone mapping and blit are priced");
+        // Bevy's tone mapping (main texture to the other one), then the blit to the output.
+        assert_eq!(priced.render_pass_count(), 2, "{}", priced.describe());
+        let tile_bytes = report.compiled.cost.bytes();
+        let after_bytes = priced.cost.bytes();
+
+        let (_, _, bevy) = frame_at(Some(grade), true, msaa, None);
+        let (_, _, tile_plain) = frame_at(None, true, msaa, auto);
+        let (_, _, bevy_plain) = frame_at(None, true, msaa, None);
+        let path = tile.save_png(&name);
+        let (bevy_changed, apart) = changes_apart(&tile_plain, &tile, &bevy_plain, &bevy);
+        eprintln!(
+            "{name}: the tile camera against Bevy's: PSNR {:.2} dB; the grade changes Bevy's \
+             frame by {bevy_changed:.3}/255 per channel on average, the tile frame's change is \
+             {apart:.3}/255 from Bevy's; traffic: tile frame {tile_bytes} B, Bevy's tone mapping \
+             and blit after it {after_bytes} B ({})",
+            psnr(&tile, &bevy),
+            path.display()
+        );
+        assert_frames_match(&name, &tile, &bevy, 40.0, 8);
+        assert!(bevy_changed > 5.0, "{name}: the grade changes too little");
+        assert!(
+            apart < 0.1 * bevy_changed,
+            "{name}: the tile frame's change ({apart:.3}/255 from Bevy's) is not Bevy's \
+             ({bevy_changed:.3}/255)"
+        );
+    }
 }

@@ -12,7 +12,10 @@ use bevy::{
     asset::uuid_handle,
     pbr::{ExtendedMaterial, MaterialExtension, MaterialPlugin},
     prelude::*,
-    render::{render_resource::AsBindGroup, view::Msaa},
+    render::{
+        render_resource::AsBindGroup,
+        view::{ColorGrading, Msaa},
+    },
     shader::ShaderRef,
 };
 use bevy_tile_deferred::{
@@ -91,6 +94,9 @@ struct Case {
     bloom: bool,
     /// Bevy's FXAA after the tile pass (feature `anti_alias`).
     fxaa: bool,
+    /// A hue rotation in the camera's `ColorGrading`, which Bevy's tone mapping applies after
+    /// the tile pass on an HDR camera.
+    graded: bool,
 }
 
 impl Case {
@@ -101,6 +107,7 @@ impl Case {
         cpu_clustering: false,
         bloom: false,
         fxaa: false,
+        graded: false,
     };
 
     fn name(self) -> String {
@@ -110,8 +117,9 @@ impl Case {
             (false, true) => "-fxaa",
             (false, false) => "",
         };
+        let graded = if self.graded { "-graded" } else { "" };
         format!(
-            "custom-materials-{}x-hdr-{}-point-{}-cpu-clusters-{}{effects}",
+            "custom-materials-{}x-hdr-{}-point-{}-cpu-clusters-{}{effects}{graded}",
             self.msaa.samples(),
             self.hdr,
             self.point_light,
@@ -272,6 +280,11 @@ fn app(tile: bool, case: Case) -> (HeadlessApp, Entity, Vec<Entity>) {
     if case.hdr {
         world.entity_mut(camera).insert(bevy::camera::Hdr);
     }
+    if case.graded {
+        let mut grading = ColorGrading::default();
+        grading.global.hue = 1.0;
+        world.entity_mut(camera).insert(grading);
+    }
     #[cfg(feature = "bloom")]
     if case.bloom {
         world
@@ -344,7 +357,13 @@ fn custom_materials_are_drawn_over_the_tile_frame() {
             ..Case::LDR_1X
         },
         // Into the main texture before Bevy's effects, as `Core3d` draws them: bloomed (and
-        // tone mapped by Bevy) on an HDR camera, and anti-aliased by FXAA.
+        // tone mapped by Bevy) on an HDR camera, graded by Bevy's tone mapping on an HDR
+        // camera without bloom, and anti-aliased by FXAA.
+        Case {
+            hdr: true,
+            graded: true,
+            ..Case::LDR_1X
+        },
         #[cfg(feature = "bloom")]
         Case {
             hdr: true,

@@ -228,23 +228,12 @@ pub(crate) fn unwritable_target(format: bevy::render::render_resource::TextureFo
 }
 
 /// What [`find_missing`] reports for an HDR camera whose `ColorGrading` Bevy applies beyond its
-/// global exposure and post-saturation ([`grades_beyond_exposure_and_saturation`]): the tonemap
-/// subpass applies those two only, as Bevy's in-shader tone mapping of an LDR camera does.
+/// global exposure and post-saturation (`overlays::post_process::bevy_grades_hdr_camera`) in an
+/// app without Bevy's `TonemappingPlugin`: the tonemap subpass applies those two only, as
+/// Bevy's in-shader tone mapping of an LDR camera does, and with the plugin Bevy's own tone
+/// mapping grades the frame after the tile pass.
 const COLOR_GRADING: &str = "colour grading on an HDR camera (hue, white balance or the \
-     shadows, midtones and highlights sections)";
-
-/// Whether Bevy's tonemapping pass grades an HDR camera of `grading` beyond the global exposure
-/// and post-saturation: with a hue rotation, a white balance or a section other than the
-/// default (the three flags of its pipeline key, bevy_core_pipeline 0.19.1
-/// `prepare_view_tonemapping_pipelines`). An LDR camera is never graded beyond them: bevy_pbr's
-/// in-shader tone mapping defines none of the three. Pure.
-fn grades_beyond_exposure_and_saturation(grading: &ColorGrading) -> bool {
-    let global = &grading.global;
-    global.hue != 0.0
-        || global.temperature != 0.0
-        || global.tint != 0.0
-        || grading.all_sections().any(|section| *section != default())
-}
+     shadows, midtones and highlights sections) without Bevy's TonemappingPlugin to apply it";
 
 /// bevy_ui's per-node target camera (`bevy_ui::ComputedUiTargetCamera { camera: Entity }`, on
 /// every UI node, computed by bevy_ui from `UiTargetCamera` or the default UI camera): the crate
@@ -283,8 +272,11 @@ fn ui_node_camera(component: ComponentId, node: EntityRef) -> Option<Entity> {
     Some(*camera).filter(|camera| *camera != Entity::PLACEHOLDER)
 }
 
-use crate::tile_deferred::overlays::PostProcessingAfterTile;
 pub use crate::tile_deferred::overlays::{EguiDrawnOverTileCameras, UiDrawnOverTileCameras};
+use crate::tile_deferred::overlays::{
+    PostProcessingAfterTile,
+    post_process::{bevy_grades_hdr_camera, tone_mapped_after_tile_pass},
+};
 
 /// bevy_egui's per-camera context (crate, ident), by type name where this crate does not
 /// compile bevy_egui (without the `inspector` feature).
@@ -1052,25 +1044,16 @@ struct CameraItems<'a> {
     egui_over_camera: bool,
     /// Why another plugin's `Transparent3d` draws cannot be drawn over the tile frame.
     foreign_draws: Option<&'static str>,
-    /// Bevy's own tone mapping runs on the camera's frame after the tile pass (after its
-    /// bloom), and grades it as `Core3d` would: its `ColorGrading` is drawn.
+    /// Bevy's own tone mapping runs on the camera's frame after the tile pass (after its bloom,
+    /// or for its grade), and grades it as `Core3d` would: its `ColorGrading` is drawn.
     tone_mapped_by_bevy: bool,
 }
 
-/// Whether Bevy tone maps (and grades) the camera's frame after the tile pass: it blooms there
-/// (feature `bloom`, with `BloomPlugin` in the app: `overlays::post_process`).
+/// Whether Bevy tone maps (and grades) the camera's frame after the tile pass: after its bloom
+/// (feature `bloom`, with `BloomPlugin` in the app), or to grade an HDR camera
+/// (`overlays::post_process`).
 fn tone_mapped_by_bevy(camera: &EntityRef, drawn: Option<&PostProcessingAfterTile>) -> bool {
-    #[cfg(feature = "bloom")]
-    {
-        drawn.is_some_and(|drawn| {
-            crate::tile_deferred::overlays::post_process::blooms_after_tile_pass(camera, drawn)
-        })
-    }
-    #[cfg(not(feature = "bloom"))]
-    {
-        let _ = (camera, drawn);
-        false
-    }
+    drawn.is_some_and(|drawn| tone_mapped_after_tile_pass(camera, drawn))
 }
 
 impl CameraItems<'_> {
@@ -1093,10 +1076,10 @@ impl CameraItems<'_> {
             }
         }
         if !self.tone_mapped_by_bevy
-            && camera_ref.contains::<Hdr>()
-            && camera_ref
-                .get::<ColorGrading>()
-                .is_some_and(grades_beyond_exposure_and_saturation)
+            && bevy_grades_hdr_camera(
+                camera_ref.contains::<Hdr>(),
+                camera_ref.get::<ColorGrading>(),
+            )
         {
             on_camera(COLOR_GRADING);
         }
@@ -1309,31 +1292,6 @@ mod tests {
             assert!(what.contains(expected), "{context:?}: {what}");
             assert_eq!(undrawable_mesh(Some(None), false, Some(what)), Some(what));
         }
-    }
-
-    #[test]
-    fn only_grading_beyond_exposure_and_saturation_is_missing() {
-        assert!(!grades_beyond_exposure_and_saturation(
-            &ColorGrading::default()
-        ));
-        // The tonemap subpass applies these two, as Bevy's in-shader tone mapping does.
-        let mut exposed = ColorGrading::default();
-        exposed.global.exposure = 0.5;
-        exposed.global.post_saturation = 1.3;
-        assert!(!grades_beyond_exposure_and_saturation(&exposed));
-        // Bevy's flags compare the sections, not the midtones' range.
-        let mut range = ColorGrading::default();
-        range.global.midtones_range = 0.1..0.9;
-        assert!(!grades_beyond_exposure_and_saturation(&range));
-        let mut warmer = ColorGrading::default();
-        warmer.global.temperature = 0.3;
-        assert!(grades_beyond_exposure_and_saturation(&warmer));
-        let mut hue = ColorGrading::default();
-        hue.global.hue = 0.2;
-        assert!(grades_beyond_exposure_and_saturation(&hue));
-        let mut contrast = ColorGrading::default();
-        contrast.shadows.contrast = 1.2;
-        assert!(grades_beyond_exposure_and_saturation(&contrast));
     }
 
     #[test]

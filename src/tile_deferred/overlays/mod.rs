@@ -1,5 +1,5 @@
 //! What Bevy draws over a tile camera after the tile pass, with wgpu: the shared composite
-//! (`composite`, also used by the inspector), Bevy's bloom, FXAA, SMAA and CAS (`post_process`), other
+//! (`composite`, also used by the inspector), Bevy's tone mapping of graded HDR cameras, bloom, FXAA, SMAA and CAS (`post_process`), other
 //! plugins' gizmos (`gizmos`) and bevy_ui (`ui`); and bevy_ui and egui drawn inside the tile pass instead (`ui_in_pass`, its gradients
 //! `ui_gradients`, `egui_in_pass`), by the rules they share (`in_pass`). It may use the camera types, `plan`
 //! and `report`, never `frame` or `scene`.
@@ -10,7 +10,6 @@ pub(crate) mod egui_in_pass;
 pub(super) mod gizmos;
 #[cfg(any(feature = "ui", feature = "inspector"))]
 pub(crate) mod in_pass;
-#[cfg(any(feature = "anti_alias", feature = "bloom"))]
 pub(super) mod post_process;
 #[cfg(feature = "ui")]
 pub(super) mod ui;
@@ -34,16 +33,10 @@ pub struct UiDrawnOverTileCameras;
 #[reflect(Resource, Clone, Debug, Default)]
 pub struct EguiDrawnOverTileCameras;
 
-/// Main-world and render-world resource: the camera effects (by component name: `Bloom`,
-/// `Fxaa`, `Smaa`, `ContrastAdaptiveSharpening`) that Bevy runs after the tile pass (features
-/// `bloom` and `anti_alias`, with the effect's Bevy plugin in the app), so `find_missing` (in
-/// `coverage`) does not report them. Absent when there are none.
+/// Main-world and render-world resource: the camera effects (by component name: `ColorGrading`,
+/// `Bloom`, `Fxaa`, `Smaa`, `ContrastAdaptiveSharpening`) that Bevy runs after the tile pass
+/// (colour grading with Bevy's `TonemappingPlugin`; the others with features `bloom` and
+/// `anti_alias` and the effect's Bevy plugin in the app), so `find_missing` (in `coverage`)
+/// does not report them. Absent when there are none.
 #[derive(Resource, Clone, Debug, Default)]
-#[cfg_attr(
-    not(any(feature = "anti_alias", feature = "bloom")),
-    allow(
-        dead_code,
-        reason = "set only where Bevy post-processes after the tile pass (features `anti_alias`, `bloom`)"
-    )
-)]
 pub(crate) struct PostProcessingAfterTile(pub Vec<&'static str>);

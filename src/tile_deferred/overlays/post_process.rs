@@ -1,18 +1,21 @@
-//! Bevy's own post-processing after the tile pass (issue 32): bloom (feature `bloom`), FXAA,
-//! SMAA and contrast-adaptive sharpening (feature `anti_alias`) run on the tile frame instead of
-//! sending the camera to `Core3d`.
+//! Bevy's own post-processing after the tile pass (issue 32): colour grading on HDR cameras
+//! (Bevy's tone mapping, always), bloom (feature `bloom`), FXAA, SMAA and contrast-adaptive
+//! sharpening (feature `anti_alias`) run on the tile frame instead of sending the camera to
+//! `Core3d`.
 //!
 //! `Core3d` runs these effects on the camera's main texture (`ViewTarget`): bloom on the HDR
 //! light before tone mapping (it adds its blurred mips back into the main texture), then
-//! `tonemapping` (reads the main texture, writes the other one), then FXAA, SMAA and CAS, each
-//! reading the current main texture and writing the other one, and `upscaling` last blits the
-//! result to the camera's output. On a tile camera with one of them, the tile pass writes the
-//! main texture instead of the output (the frame is still one render pass that stores one
-//! image), and the tile schedule runs Bevy's own systems after it, in `Core3d`'s order. With
-//! bloom, the pass stores the light as Bevy's main pass would (exposed, fogged, MSAA samples
-//! averaged, not tone mapped or dithered) and Bevy's own tone mapping follows the bloom; without
-//! it, the pass tone maps as before. What they load and store is priced apart from the tile
-//! frame ([`price_post_processing`], `TileViewReport::post_process_pass`).
+//! `tonemapping` (reads the main texture, writes the other one; on an HDR camera it also applies
+//! the `ColorGrading` that Bevy's in-shader tone mapping leaves out: hue, white balance and the
+//! sections), then FXAA, SMAA and CAS, each reading the current main texture and writing the
+//! other one, and `upscaling` last blits the result to the camera's output. On a tile camera
+//! with one of them, the tile pass writes the main texture instead of the output (the frame is
+//! still one render pass that stores one image), and the tile schedule runs Bevy's own systems
+//! after it, in `Core3d`'s order. With bloom, or with such a grade, the pass stores the light as
+//! Bevy's main pass would (exposed, fogged, MSAA samples averaged, not tone mapped or dithered)
+//! and Bevy's own tone mapping follows; otherwise the pass tone maps as before. What they load
+//! and store is priced apart from the tile frame ([`price_post_processing`],
+//! `TileViewReport::post_process_pass`).
 //!
 //! What Bevy draws after the tile pass (bevy_ui, egui, gizmos and wireframes) is drawn after the
 //! blit, over the output: Bevy too draws its UI after these effects, so bevy_ui and egui look as
@@ -20,10 +23,11 @@
 //! bloom, FXAA or SMAA they are neither bloomed nor anti-aliased. bevy_ui and egui go after the
 //! pass, not in its `ui` subpass, since the effects would otherwise filter them.
 //!
-//! An effect is drawn this way only where the app has its Bevy plugin (`BloomPlugin`,
-//! `FxaaPlugin`, `SmaaPlugin`, `CasPlugin`, in Bevy's `DefaultPlugins` with its
-//! `bevy_post_process` and `bevy_anti_alias` features); without this crate's feature for it, or
-//! without the plugin, the camera falls back as before and `TileMissing` says why.
+//! An effect is drawn this way only where the app has its Bevy plugin (`TonemappingPlugin`,
+//! which Bevy's `Core3d` always has, `BloomPlugin`, `FxaaPlugin`, `SmaaPlugin`, `CasPlugin`, in
+//! Bevy's `DefaultPlugins` with its `bevy_post_process` and `bevy_anti_alias` features);
+//! without this crate's feature for it, or without the plugin, the camera falls back as before
+//! and `TileMissing` says why.
 //!
 //! Chromatic aberration and auto exposure, which `Core3d` also runs on the HDR light, are
 //! private systems of bevy_post_process 0.19.1 (`post_processing`, `auto_exposure`): the tile
@@ -43,18 +47,19 @@ use crate::tile_deferred::{
     report::TileRenderReports,
 };
 use crate::vulkan::conv::frame_graph_format;
-#[cfg(feature = "bloom")]
-use bevy::core_pipeline::tonemapping::tonemapping;
 use bevy::{
     camera::Hdr,
-    core_pipeline::upscaling::upscaling,
+    core_pipeline::{
+        tonemapping::{TonemappingPlugin, tonemapping},
+        upscaling::upscaling,
+    },
     prelude::*,
     render::{
         Extract, ExtractSchedule, RenderApp,
         camera::{CameraRenderGraph, ExtractedCamera},
         renderer::{CurrentView, ViewQuery},
         sync_world::{MainEntity, RenderEntity},
-        view::ViewTarget,
+        view::{ColorGrading, ViewTarget},
     },
 };
 #[cfg(feature = "anti_alias")]
@@ -68,6 +73,8 @@ use bevy_post_process::bloom::{Bloom, BloomPlugin, bloom};
 
 /// The effects, by the name of their camera component, in the order `Core3d` runs them.
 pub(crate) const BLOOM: &str = "Bloom";
+/// Bevy's tone mapping grading an HDR camera without bloom ([`bevy_grades_hdr_camera`]).
+pub(crate) const COLOR_GRADING: &str = "ColorGrading";
 pub(crate) const FXAA: &str = "Fxaa";
 pub(crate) const SMAA: &str = "Smaa";
 pub(crate) const CAS: &str = "ContrastAdaptiveSharpening";
@@ -88,6 +95,7 @@ enum PostProcessSteps {
 /// The effects whose Bevy plugins the app has, of those this build can run after the tile pass.
 fn effects_with_plugins(app: &App) -> Vec<&'static str> {
     [
+        (app.is_plugin_added::<TonemappingPlugin>(), COLOR_GRADING),
         #[cfg(feature = "bloom")]
         (app.is_plugin_added::<BloomPlugin>(), BLOOM),
         #[cfg(feature = "anti_alias")]
@@ -148,15 +156,15 @@ pub(crate) fn finish(app: &mut App) {
     // Each of Bevy's systems skips a view without its effect (its `ViewQuery` does not match).
     #[cfg(feature = "bloom")]
     if drawn.0.contains(&BLOOM) {
+        render_app.add_systems(TileDeferredGraph, bloom.in_set(PostProcessSteps::Bloom));
+    }
+    if drawn.0.contains(&BLOOM) || drawn.0.contains(&COLOR_GRADING) {
         render_app.add_systems(
             TileDeferredGraph,
-            (
-                bloom.in_set(PostProcessSteps::Bloom),
-                // Only where the tile pass stored the light: elsewhere it tone mapped already.
-                tonemapping
-                    .in_set(PostProcessSteps::ToneMap)
-                    .run_if(view_is_tone_mapped_by_bevy),
-            ),
+            // Only where the tile pass stored the light: elsewhere it tone mapped already.
+            tonemapping
+                .in_set(PostProcessSteps::ToneMap)
+                .run_if(view_is_tone_mapped_by_bevy),
         );
     }
     #[cfg(feature = "anti_alias")]
@@ -179,6 +187,9 @@ pub(crate) fn finish(app: &mut App) {
 pub(crate) struct CameraEffects {
     /// `Bloom` with some intensity on an HDR camera (Bevy's `bloom` skips the others).
     pub(crate) bloom: bool,
+    /// An HDR camera whose `ColorGrading` Bevy's tone mapping applies beyond what the tonemap
+    /// subpass does ([`bevy_grades_hdr_camera`]).
+    pub(crate) grading: bool,
     /// `Fxaa`, enabled.
     pub(crate) fxaa: bool,
     /// `Smaa`, whenever present.
@@ -188,10 +199,13 @@ pub(crate) struct CameraEffects {
 }
 
 /// The effects Bevy runs on a camera (`on`), among those the app draws after the tile pass
-/// (`drawn`), in the order they run. Pure.
+/// (`drawn`), in the order they run. A grade is named only without bloom: the tone mapping after
+/// the bloom grades the frame anyway. Pure.
 pub(crate) fn effects_of(on: CameraEffects, drawn: &[&'static str]) -> Vec<&'static str> {
+    let blooms = on.bloom && drawn.contains(&BLOOM);
     [
         (on.bloom, BLOOM),
+        (on.grading && !blooms, COLOR_GRADING),
         (on.fxaa, FXAA),
         (on.smaa, SMAA),
         (on.cas, CAS),
@@ -217,6 +231,35 @@ pub(crate) fn blooms_after_tile_pass(camera: &EntityRef, drawn: &PostProcessingA
         && camera
             .get::<Bloom>()
             .is_some_and(|bloom| blooms(bloom, camera.contains::<Hdr>()))
+}
+
+/// Main world: Bevy's own tone mapping runs after the camera's tile pass and grades its frame
+/// as `Core3d` would: after its bloom, or for a grade that needs it ([`bevy_grades_hdr_camera`]).
+pub(crate) fn tone_mapped_after_tile_pass(
+    camera: &EntityRef,
+    drawn: &PostProcessingAfterTile,
+) -> bool {
+    #[cfg(feature = "bloom")]
+    if blooms_after_tile_pass(camera, drawn) {
+        return true;
+    }
+    drawn.0.contains(&COLOR_GRADING)
+        && bevy_grades_hdr_camera(camera.contains::<Hdr>(), camera.get::<ColorGrading>())
+}
+
+/// Whether Bevy's tonemapping pass grades a camera beyond the global exposure and
+/// post-saturation, which is all the tonemap subpass applies: an HDR camera (Bevy's in-shader
+/// tone mapping of an LDR camera defines none of the three) with a hue rotation, a white balance
+/// or a section other than the default (the three flags of its pipeline key, bevy_core_pipeline
+/// 0.19.1 `prepare_view_tonemapping_pipelines`). Pure.
+pub(crate) fn bevy_grades_hdr_camera(hdr: bool, grading: Option<&ColorGrading>) -> bool {
+    hdr && grading.is_some_and(|grading| {
+        let global = &grading.global;
+        global.hue != 0.0
+            || global.temperature != 0.0
+            || global.tint != 0.0
+            || grading.all_sections().any(|section| *section != default())
+    })
 }
 
 /// Bevy's anti-aliasing effects on a camera: FXAA only while enabled, CAS only while enabled
@@ -245,6 +288,7 @@ type TileCameras<'w, 's> = Query<
         &'static Camera,
         &'static CameraRenderGraph,
         Has<Hdr>,
+        Option<&'static ColorGrading>,
     ),
     With<TileDeferred>,
 >;
@@ -271,7 +315,7 @@ fn mark_post_processed_views(
     #[cfg(feature = "anti_alias")] anti_aliasing_of: Extract<AntiAliasing>,
     drawn: Res<PostProcessingAfterTile>,
 ) {
-    for (entity, render_entity, camera, graph, hdr) in &cameras {
+    for (entity, render_entity, camera, graph, hdr, grading) in &cameras {
         let Ok(mut view) = commands.get_entity(render_entity) else {
             continue;
         };
@@ -284,10 +328,11 @@ fn mark_post_processed_views(
         {
             on.bloom = blooms_of.get(entity).is_ok_and(|bloom| blooms(bloom, hdr));
         }
-        #[cfg(not(feature = "bloom"))]
-        let _ = (entity, hdr);
+        #[cfg(not(any(feature = "bloom", feature = "anti_alias")))]
+        let _ = entity;
+        on.grading = bevy_grades_hdr_camera(hdr, grading);
         let effects = effects_of(on, &drawn.0);
-        let tone_mapped_by_bevy = effects.contains(&BLOOM);
+        let tone_mapped_by_bevy = effects.contains(&BLOOM) || effects.contains(&COLOR_GRADING);
         if camera.is_active && !effects.is_empty() {
             view.insert(TileCameraEffects {
                 tone_mapped_by_bevy,
@@ -316,8 +361,7 @@ fn view_is_post_processed(
 }
 
 /// Run condition of Bevy's `tonemapping` in [`PostProcessSteps::ToneMap`]: the tile pass of the
-/// view being rendered stored its light, for Bevy to tone map after its bloom.
-#[cfg(feature = "bloom")]
+/// view being rendered stored its light, for Bevy to tone map (after its bloom, or to grade it).
 fn view_is_tone_mapped_by_bevy(
     view: Res<CurrentView>,
     marked: Query<&PostProcessedAfterTile>,
@@ -435,7 +479,8 @@ pub(crate) struct PostProcessedFrame {
 /// what they write), over the main texture, which the tile frame stored:
 /// - bloom samples the main texture into its first mip, downsamples each mip into the next,
 ///   upsamples each back into the one before (blending: loaded), and blends the first into the
-///   main texture; tone mapping then samples the main texture and writes the other one;
+///   main texture; tone mapping then samples the main texture and writes the other one (as it
+///   does alone for a grade, [`COLOR_GRADING`]);
 /// - each other effect samples the current main texture and writes the other one (SMAA in its
 ///   three passes: edges, blending weights, then the blend; its stencil is left out);
 /// - the blit samples the last and writes the output, overwriting it where the camera is the
@@ -474,8 +519,10 @@ pub(crate) fn price_post_processing(
         },
     );
     for effect in effects {
-        if *effect == BLOOM {
-            price_bloom(&mut g, &mut main, &bloom_mips)?;
+        if *effect == BLOOM || *effect == COLOR_GRADING {
+            if *effect == BLOOM {
+                price_bloom(&mut g, &mut main, &bloom_mips)?;
+            }
             g.add_raster_pass("tonemapping")
                 .sample(&main)
                 .color(&mut other, Access::WriteAll, None)
@@ -592,9 +639,10 @@ mod tests {
 
     #[test]
     fn effects_run_in_core3ds_order_and_only_where_drawn() {
-        let all = [BLOOM, FXAA, SMAA, CAS];
+        let all = [COLOR_GRADING, BLOOM, FXAA, SMAA, CAS];
         let every = CameraEffects {
             bloom: true,
+            grading: true,
             fxaa: true,
             smaa: true,
             cas: true,
@@ -608,6 +656,44 @@ mod tests {
         assert!(effects_of(CameraEffects::default(), &all).is_empty());
         // An effect whose plugin the app lacks is not run after the pass (it falls back).
         assert_eq!(effects_of(every, &[CAS, BLOOM]), [BLOOM, CAS]);
+        // A grade is Bevy's tone mapping, named only where no bloom is followed by it.
+        let graded_fxaa = CameraEffects {
+            grading: true,
+            fxaa: true,
+            ..default()
+        };
+        assert_eq!(effects_of(graded_fxaa, &all), [COLOR_GRADING, FXAA]);
+        assert_eq!(
+            effects_of(every, &[COLOR_GRADING, CAS]),
+            [COLOR_GRADING, CAS]
+        );
+    }
+
+    #[test]
+    fn bevy_grades_hdr_cameras_beyond_exposure_and_saturation() {
+        let graded = |grading: &ColorGrading| bevy_grades_hdr_camera(true, Some(grading));
+        assert!(!graded(&ColorGrading::default()));
+        assert!(!bevy_grades_hdr_camera(true, None));
+        // The tonemap subpass applies these two, as Bevy's in-shader tone mapping does.
+        let mut exposed = ColorGrading::default();
+        exposed.global.exposure = 0.5;
+        exposed.global.post_saturation = 1.3;
+        assert!(!graded(&exposed));
+        // Bevy's flags compare the sections, not the midtones' range.
+        let mut range = ColorGrading::default();
+        range.global.midtones_range = 0.1..0.9;
+        assert!(!graded(&range));
+        let mut warmer = ColorGrading::default();
+        warmer.global.temperature = 0.3;
+        assert!(graded(&warmer));
+        let mut hue = ColorGrading::default();
+        hue.global.hue = 0.2;
+        assert!(graded(&hue));
+        let mut contrast = ColorGrading::default();
+        contrast.shadows.contrast = 1.2;
+        assert!(graded(&contrast));
+        // An LDR camera: Bevy's in-shader tone mapping applies none of them.
+        assert!(!bevy_grades_hdr_camera(false, Some(&contrast)));
     }
 
     #[cfg(feature = "anti_alias")]
@@ -734,5 +820,7 @@ mod tests {
             bytes(&[BLOOM, FXAA], true, mips),
             bloom + tone_mapping + 2 * 4 * pixels + blit
         );
+        // A grade alone: Bevy's tone mapping and the blit.
+        assert_eq!(bytes(&[COLOR_GRADING], true, vec![]), tone_mapping + blit);
     }
 }

@@ -86,6 +86,16 @@ impl Drop for GpuTest {
 /// synchronously (the first frames are complete), no Bevy logger (the harness installs its
 /// own). Without a window winit is off; with one, winit may run on the test's thread.
 pub fn test_plugins(window: Option<Window>) -> bevy::app::PluginGroupBuilder {
+    test_plugins_compiling(window, true)
+}
+
+/// [`test_plugins`], with Bevy's pipelines compiled synchronously (each frame's draws all have
+/// their pipelines) or, as in a game, in the background (`synchronous` false: the first frames
+/// skip the draws whose pipelines are not ready).
+pub fn test_plugins_compiling(
+    window: Option<Window>,
+    synchronous: bool,
+) -> bevy::app::PluginGroupBuilder {
     let headless = window.is_none();
     let plugins = DefaultPlugins
         .set(WindowPlugin {
@@ -100,7 +110,7 @@ pub fn test_plugins(window: Option<Window>) -> bevy::app::PluginGroupBuilder {
                 ..default()
             }
             .into(),
-            synchronous_pipeline_compilation: true,
+            synchronous_pipeline_compilation: synchronous,
             ..default()
         })
         .disable::<LogPlugin>();

@@ -3,8 +3,9 @@
 //! `ExtendedMaterial` (Bevy's `extended_material`: a `StandardMaterial` with a fragment shader
 //! that quantises its lighting) are drawn by Bevy's own pipelines after the tile pass, over the
 //! tile depth: the camera stays on the tile path, the meshes are listed in
-//! `TileMaterialsOverTile`, the pass is priced, and the frame is Bevy's. Where Bevy cannot
-//! draw them there (an HDR camera; point lights Bevy clusters on the GPU), each mesh is listed
+//! `TileMaterialsOverTile`, the pass is priced, and the frame is Bevy's; on an HDR camera at 1x,
+//! into the light the tile pass stores, tone mapped with it by Bevy. Where Bevy cannot draw them
+//! there (an HDR camera with MSAA; point lights Bevy clusters on the GPU), each mesh is listed
 //! in `TileMissing` and `Auto` falls back.
 
 use crate::harness::{GpuTest, HeadlessApp, assert_frames_match, image_compare::psnr};
@@ -356,9 +357,13 @@ fn custom_materials_are_drawn_over_the_tile_frame() {
             cpu_clustering: true,
             ..Case::LDR_1X
         },
-        // Into the main texture before Bevy's effects, as `Core3d` draws them: bloomed (and
-        // tone mapped by Bevy) on an HDR camera, graded by Bevy's tone mapping on an HDR
-        // camera without bloom, and anti-aliased by FXAA.
+        // Into the main texture before Bevy's effects, as `Core3d` draws them: tone mapped
+        // by Bevy with the scene on an HDR camera, bloomed or graded too where it has those,
+        // and anti-aliased by FXAA.
+        Case {
+            hdr: true,
+            ..Case::LDR_1X
+        },
         Case {
             hdr: true,
             graded: true,
@@ -397,6 +402,10 @@ fn custom_materials_are_drawn_over_the_tile_frame() {
             .resource::<TileRenderReports>()
             .get(camera)
             .expect("a report");
+        // An HDR camera without bloom or grade: Bevy's tone mapping runs for the meshes alone.
+        if case.hdr && !case.bloom && !case.graded {
+            assert_eq!(report.post_processing, ["Tonemapping"], "{name}");
+        }
         let over_tile_bytes = report
             .gizmo_pass
             .as_ref()
@@ -482,8 +491,9 @@ fn custom_materials_are_drawn_over_the_tile_frame() {
 
 /// Where Bevy cannot draw custom materials over the tile frame, each of their meshes is listed
 /// with the reason, and `Auto` hands the camera to Bevy, whose frame is then Bevy's own: an HDR
-/// camera (Bevy tone maps what it draws with the scene), and point lights that Bevy clusters on
-/// the GPU (lavapipe), which it does only inside `Core3d`.
+/// camera with MSAA (Bevy tone maps what it draws with the scene, and the tile pass resolves the
+/// light it stores), and point lights that Bevy clusters on the GPU (lavapipe), which it does
+/// only inside `Core3d`.
 #[test]
 fn custom_materials_fall_back_where_bevy_cannot_draw_them_over_the_tile_frame() {
     let _test = GpuTest::start(
@@ -493,6 +503,7 @@ fn custom_materials_fall_back_where_bevy_cannot_draw_them_over_the_tile_frame() 
         (
             Case {
                 hdr: true,
+                msaa: Msaa::Sample4,
                 ..Case::LDR_1X
             },
             "an HDR camera",

@@ -262,7 +262,8 @@ fn app(tile: bool, msaa: Msaa) -> (HeadlessApp, Entity, Vec<Entity>) {
 /// Frames rendered before a frame is compared (see `custom_materials.rs`).
 const FRAMES: u32 = 5;
 
-/// On an LDR tile camera at 1x and 4x MSAA: the meshes with features the G-buffer lacks are
+/// On an LDR tile camera at 1x and 4x MSAA, and on an HDR one at 1x (into the light the tile
+/// pass stores, tone mapped with it by Bevy): the meshes with features the G-buffer lacks are
 /// drawn by Bevy over the tile frame and not by the tile pass, nothing is listed as missing,
 /// the camera stays on tile, and the frame is Bevy's (>= 36 dB, p99.5 <= 8/255). Bevy's frame
 /// with the features taken off the materials differs from it, so the comparison can fail.
@@ -271,9 +272,20 @@ fn standard_material_features_the_gbuffer_lacks_are_drawn_by_bevy_over_the_tile_
     let _test = GpuTest::start(
         "standard_material_features_the_gbuffer_lacks_are_drawn_by_bevy_over_the_tile_frame",
     );
-    for msaa in [Msaa::Off, Msaa::Sample4] {
-        let name = format!("material-features-{}x", msaa.samples());
+    for (msaa, hdr) in [
+        (Msaa::Off, false),
+        (Msaa::Sample4, false),
+        (Msaa::Off, true),
+    ] {
+        let name = format!("material-features-{}x-hdr-{hdr}", msaa.samples());
         let (mut headless, camera, features) = app(true, msaa);
+        if hdr {
+            headless
+                .app
+                .world_mut()
+                .entity_mut(camera)
+                .insert(bevy::camera::Hdr);
+        }
         let tile = headless.render(FRAMES);
         let world = headless.app.world();
         let tier = world.get::<TierDecision>(camera).expect("a decision").tier;
@@ -302,8 +314,19 @@ fn standard_material_features_the_gbuffer_lacks_are_drawn_by_bevy_over_the_tile_
             "{name}: the tile pass draws only the meshes it can"
         );
         assert!(report.gizmo_pass.is_some(), "{name}: Bevy's pass is priced");
+        if hdr {
+            // Bevy's tone mapping after them, priced too.
+            assert_eq!(report.post_processing, ["Tonemapping"], "{name}");
+        }
 
-        let (mut bevy_app, ..) = app(false, msaa);
+        let (mut bevy_app, bevy_camera, _) = app(false, msaa);
+        if hdr {
+            bevy_app
+                .app
+                .world_mut()
+                .entity_mut(bevy_camera)
+                .insert(bevy::camera::Hdr);
+        }
         let bevy = bevy_app.render(FRAMES);
         // Bevy's frame without the features: what the tile pass alone would draw.
         let world = bevy_app.app.world_mut();
@@ -327,12 +350,13 @@ fn standard_material_features_the_gbuffer_lacks_are_drawn_by_bevy_over_the_tile_
     }
 }
 
-/// On an HDR camera Bevy would tone map what it draws with the scene: each mesh is listed with
-/// its feature and the reason, and `Auto` hands the camera to Bevy.
+/// On an HDR camera with MSAA Bevy would tone map what it draws with the scene, and the tile
+/// pass resolves the light it stores: each mesh is listed with its feature and the reason, and
+/// `Auto` hands the camera to Bevy.
 #[test]
-fn standard_material_features_fall_back_on_an_hdr_camera() {
-    let _test = GpuTest::start("standard_material_features_fall_back_on_an_hdr_camera");
-    let (mut headless, camera, features) = app(true, Msaa::Off);
+fn standard_material_features_fall_back_on_an_hdr_camera_with_msaa() {
+    let _test = GpuTest::start("standard_material_features_fall_back_on_an_hdr_camera_with_msaa");
+    let (mut headless, camera, features) = app(true, Msaa::Sample4);
     headless
         .app
         .world_mut()

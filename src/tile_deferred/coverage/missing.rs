@@ -275,7 +275,9 @@ fn ui_node_camera(component: ComponentId, node: EntityRef) -> Option<Entity> {
 pub use crate::tile_deferred::overlays::{EguiDrawnOverTileCameras, UiDrawnOverTileCameras};
 use crate::tile_deferred::overlays::{
     PostProcessingAfterTile,
-    post_process::{bevy_grades_hdr_camera, tone_mapped_after_tile_pass},
+    post_process::{
+        bevy_grades_hdr_camera, tone_mapped_after_tile_pass, tone_maps_meshes_over_hdr,
+    },
 };
 
 /// bevy_egui's per-camera context (crate, ident), by type name where this crate does not
@@ -775,12 +777,14 @@ pub(crate) fn find_missing(
                 &assets,
                 materials_over_tile_undrawable(
                     // Bevy tone maps what it draws with the scene: drawable where Bevy's tone
-                    // mapping runs after them, on a bloomed camera at 1x (`overlays::gizmos`).
+                    // mapping runs after them at 1x, after a bloom or a grade, or for these
+                    // meshes alone (`overlays::post_process`).
                     camera_ref.contains::<Hdr>()
-                        && !(tone_mapped_by_bevy(&camera_ref, post_processing.as_deref())
-                            && camera_ref
-                                .get::<bevy::render::view::Msaa>()
-                                .is_none_or(|msaa| msaa.samples() == 1)),
+                        && !(samples == 1
+                            && post_processing.as_deref().is_some_and(|drawn| {
+                                tone_maps_meshes_over_hdr(drawn)
+                                    || tone_mapped_after_tile_pass(&camera_ref, drawn)
+                            })),
                     camera_ref.contains::<DepthPrepass>()
                         || camera_ref.contains::<NormalPrepass>()
                         || camera_ref.contains::<MotionVectorPrepass>()
@@ -961,13 +965,16 @@ fn mesh_items(
     (items, over_tile)
 }
 
-/// Why Bevy cannot draw custom materials over an HDR camera's tile frame.
-const HDR_UNDRAWABLE: &str = "an HDR camera: Bevy tone maps what it draws with the scene";
+/// Why Bevy cannot draw custom materials over an HDR camera's tile frame: with MSAA the tile
+/// pass resolves the light it stores, which Bevy's multisampled pipelines cannot draw into.
+const HDR_UNDRAWABLE: &str = "an HDR camera with MSAA: Bevy tone maps what it draws with the \
+     scene, which after the tile pass it can do only at 1x";
 
 /// Why Bevy's material pipelines cannot draw a mesh the tile path does not draw (a custom
 /// material, a `StandardMaterial` feature the G-buffer lacks) over a camera's tile frame, if
-/// they cannot: `hdr`, the camera is HDR and Bevy's tone mapping does not run after the tile
-/// pass (Bevy tone maps what it draws with the scene, after its main pass); `prepasses`, the
+/// they cannot: `hdr`, the camera is HDR and Bevy's tone mapping cannot run after them (Bevy
+/// tone maps what it draws with the scene, after its main pass; after the tile pass it does so
+/// at 1x only, `overlays::post_process`); `prepasses`, the
 /// camera has Bevy's depth, normal, motion-vector or deferred prepass, which `Core3d` renders before its main pass and the tile path does not;
 /// `undrawable_over_tile`, why the render world found the camera's draws over
 /// the tile frame undrawable last frame (`overlays::gizmos::undrawable_reason`: the tier, the

@@ -41,7 +41,7 @@ use crate::frame_graph::{
 use crate::tile_deferred::{
     camera::{
         PostProcessedAfterTile, TileCameraEffects, TileDeferred, TileDeferredGraph,
-        TileDeferredSystems, is_tile_schedule,
+        TileDeferredSystems, TileMaterialsOverTile, is_tile_schedule,
     },
     plan::names,
     report::TileRenderReports,
@@ -59,7 +59,7 @@ use bevy::{
         camera::{CameraRenderGraph, ExtractedCamera},
         renderer::{CurrentView, ViewQuery},
         sync_world::{MainEntity, RenderEntity},
-        view::{ColorGrading, ViewTarget},
+        view::{ColorGrading, Msaa, ViewTarget},
     },
 };
 #[cfg(feature = "anti_alias")]
@@ -75,6 +75,18 @@ use bevy_post_process::bloom::{Bloom, BloomPlugin, bloom};
 pub(crate) const BLOOM: &str = "Bloom";
 /// Bevy's tone mapping grading an HDR camera without bloom ([`bevy_grades_hdr_camera`]).
 pub(crate) const COLOR_GRADING: &str = "ColorGrading";
+/// Bevy's tone mapping of an HDR camera at 1x whose tile frame Bevy draws meshes over (custom
+/// materials, the `StandardMaterial` features the G-buffer lacks: `TileMaterialsOverTile`):
+/// `Core3d` draws them into the HDR light and tone maps them with the scene, so they go into the
+/// main texture the tile pass stored before Bevy's tone mapping, as after a bloom.
+pub(crate) const TONEMAPPING: &str = "Tonemapping";
+
+/// The effects after which Bevy's tone mapping runs: the tile pass then stores the light.
+fn tone_mapped_by_bevy(effects: &[&str]) -> bool {
+    effects
+        .iter()
+        .any(|effect| [BLOOM, COLOR_GRADING, TONEMAPPING].contains(effect))
+}
 pub(crate) const FXAA: &str = "Fxaa";
 pub(crate) const SMAA: &str = "Smaa";
 pub(crate) const CAS: &str = "ContrastAdaptiveSharpening";
@@ -96,6 +108,7 @@ enum PostProcessSteps {
 fn effects_with_plugins(app: &App) -> Vec<&'static str> {
     [
         (app.is_plugin_added::<TonemappingPlugin>(), COLOR_GRADING),
+        (app.is_plugin_added::<TonemappingPlugin>(), TONEMAPPING),
         #[cfg(feature = "bloom")]
         (app.is_plugin_added::<BloomPlugin>(), BLOOM),
         #[cfg(feature = "anti_alias")]
@@ -158,7 +171,7 @@ pub(crate) fn finish(app: &mut App) {
     if drawn.0.contains(&BLOOM) {
         render_app.add_systems(TileDeferredGraph, bloom.in_set(PostProcessSteps::Bloom));
     }
-    if drawn.0.contains(&BLOOM) || drawn.0.contains(&COLOR_GRADING) {
+    if tone_mapped_by_bevy(&drawn.0) {
         render_app.add_systems(
             TileDeferredGraph,
             // Only where the tile pass stored the light: elsewhere it tone mapped already.
@@ -190,6 +203,8 @@ pub(crate) struct CameraEffects {
     /// An HDR camera whose `ColorGrading` Bevy's tone mapping applies beyond what the tonemap
     /// subpass does ([`bevy_grades_hdr_camera`]).
     pub(crate) grading: bool,
+    /// An HDR camera at 1x whose tile frame Bevy draws meshes over ([`TONEMAPPING`]).
+    pub(crate) meshes_over_hdr: bool,
     /// `Fxaa`, enabled.
     pub(crate) fxaa: bool,
     /// `Smaa`, whenever present.
@@ -199,13 +214,15 @@ pub(crate) struct CameraEffects {
 }
 
 /// The effects Bevy runs on a camera (`on`), among those the app draws after the tile pass
-/// (`drawn`), in the order they run. A grade is named only without bloom: the tone mapping after
-/// the bloom grades the frame anyway. Pure.
+/// (`drawn`), in the order they run. Bevy's tone mapping is named once, by the first reason for
+/// it: after a bloom, for a grade, for the meshes Bevy draws over an HDR frame. Pure.
 pub(crate) fn effects_of(on: CameraEffects, drawn: &[&'static str]) -> Vec<&'static str> {
     let blooms = on.bloom && drawn.contains(&BLOOM);
+    let grades = on.grading && drawn.contains(&COLOR_GRADING);
     [
         (on.bloom, BLOOM),
         (on.grading && !blooms, COLOR_GRADING),
+        (on.meshes_over_hdr && !blooms && !grades, TONEMAPPING),
         (on.fxaa, FXAA),
         (on.smaa, SMAA),
         (on.cas, CAS),
@@ -235,6 +252,9 @@ pub(crate) fn blooms_after_tile_pass(camera: &EntityRef, drawn: &PostProcessingA
 
 /// Main world: Bevy's own tone mapping runs after the camera's tile pass and grades its frame
 /// as `Core3d` would: after its bloom, or for a grade that needs it ([`bevy_grades_hdr_camera`]).
+/// (It also runs for the meshes Bevy draws over an HDR camera's tile frame at 1x,
+/// [`tone_maps_meshes_over_hdr`], which this does not count: the main world decides those from
+/// what this says.)
 pub(crate) fn tone_mapped_after_tile_pass(
     camera: &EntityRef,
     drawn: &PostProcessingAfterTile,
@@ -245,6 +265,12 @@ pub(crate) fn tone_mapped_after_tile_pass(
     }
     drawn.0.contains(&COLOR_GRADING)
         && bevy_grades_hdr_camera(camera.contains::<Hdr>(), camera.get::<ColorGrading>())
+}
+
+/// Main world: Bevy's own tone mapping can run after the tile pass of an HDR camera at 1x whose
+/// frame Bevy draws meshes over ([`TONEMAPPING`]), so that those meshes are drawn.
+pub(crate) fn tone_maps_meshes_over_hdr(drawn: &PostProcessingAfterTile) -> bool {
+    drawn.0.contains(&TONEMAPPING)
 }
 
 /// Whether Bevy's tonemapping pass grades a camera beyond the global exposure and
@@ -289,6 +315,8 @@ type TileCameras<'w, 's> = Query<
         &'static CameraRenderGraph,
         Has<Hdr>,
         Option<&'static ColorGrading>,
+        Option<&'static Msaa>,
+        Option<&'static TileMaterialsOverTile>,
     ),
     With<TileDeferred>,
 >;
@@ -315,7 +343,7 @@ fn mark_post_processed_views(
     #[cfg(feature = "anti_alias")] anti_aliasing_of: Extract<AntiAliasing>,
     drawn: Res<PostProcessingAfterTile>,
 ) {
-    for (entity, render_entity, camera, graph, hdr, grading) in &cameras {
+    for (entity, render_entity, camera, graph, hdr, grading, msaa, over_tile) in &cameras {
         let Ok(mut view) = commands.get_entity(render_entity) else {
             continue;
         };
@@ -331,8 +359,12 @@ fn mark_post_processed_views(
         #[cfg(not(any(feature = "bloom", feature = "anti_alias")))]
         let _ = entity;
         on.grading = bevy_grades_hdr_camera(hdr, grading);
+        // The main world lists them only where they can be drawn (`coverage::missing`).
+        on.meshes_over_hdr = hdr
+            && msaa.is_none_or(|msaa| msaa.samples() == 1)
+            && over_tile.is_some_and(|over_tile| !over_tile.meshes.is_empty());
         let effects = effects_of(on, &drawn.0);
-        let tone_mapped_by_bevy = effects.contains(&BLOOM) || effects.contains(&COLOR_GRADING);
+        let tone_mapped_by_bevy = tone_mapped_by_bevy(&effects);
         if camera.is_active && !effects.is_empty() {
             view.insert(TileCameraEffects {
                 tone_mapped_by_bevy,
@@ -480,7 +512,8 @@ pub(crate) struct PostProcessedFrame {
 /// - bloom samples the main texture into its first mip, downsamples each mip into the next,
 ///   upsamples each back into the one before (blending: loaded), and blends the first into the
 ///   main texture; tone mapping then samples the main texture and writes the other one (as it
-///   does alone for a grade, [`COLOR_GRADING`]);
+///   does alone for a grade, [`COLOR_GRADING`], and for the meshes over an HDR frame,
+///   [`TONEMAPPING`]);
 /// - each other effect samples the current main texture and writes the other one (SMAA in its
 ///   three passes: edges, blending weights, then the blend; its stencil is left out);
 /// - the blit samples the last and writes the output, overwriting it where the camera is the
@@ -519,7 +552,7 @@ pub(crate) fn price_post_processing(
         },
     );
     for effect in effects {
-        if *effect == BLOOM || *effect == COLOR_GRADING {
+        if [BLOOM, COLOR_GRADING, TONEMAPPING].contains(effect) {
             if *effect == BLOOM {
                 price_bloom(&mut g, &mut main, &bloom_mips)?;
             }
@@ -639,10 +672,11 @@ mod tests {
 
     #[test]
     fn effects_run_in_core3ds_order_and_only_where_drawn() {
-        let all = [COLOR_GRADING, BLOOM, FXAA, SMAA, CAS];
+        let all = [COLOR_GRADING, TONEMAPPING, BLOOM, FXAA, SMAA, CAS];
         let every = CameraEffects {
             bloom: true,
             grading: true,
+            meshes_over_hdr: true,
             fxaa: true,
             smaa: true,
             cas: true,
@@ -667,6 +701,14 @@ mod tests {
             effects_of(every, &[COLOR_GRADING, CAS]),
             [COLOR_GRADING, CAS]
         );
+        // Meshes over an HDR frame: Bevy's tone mapping, unless a bloom or a grade runs it.
+        let meshes = CameraEffects {
+            meshes_over_hdr: true,
+            ..default()
+        };
+        assert_eq!(effects_of(meshes, &all), [TONEMAPPING]);
+        assert_eq!(effects_of(every, &[TONEMAPPING, FXAA]), [TONEMAPPING, FXAA]);
+        assert!(effects_of(meshes, &[COLOR_GRADING]).is_empty());
     }
 
     #[test]
@@ -822,5 +864,7 @@ mod tests {
         );
         // A grade alone: Bevy's tone mapping and the blit.
         assert_eq!(bytes(&[COLOR_GRADING], true, vec![]), tone_mapping + blit);
+        // The meshes over an HDR frame: the same.
+        assert_eq!(bytes(&[TONEMAPPING], true, vec![]), tone_mapping + blit);
     }
 }

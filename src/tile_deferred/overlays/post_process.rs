@@ -50,7 +50,7 @@ use crate::vulkan::conv::frame_graph_format;
 use bevy::{
     camera::Hdr,
     core_pipeline::{
-        tonemapping::{TonemappingPlugin, tonemapping},
+        tonemapping::{Tonemapping, TonemappingPlugin, tonemapping},
         upscaling::upscaling,
     },
     prelude::*,
@@ -410,12 +410,13 @@ fn price_view_post_processing(
         &ViewTarget,
         &ExtractedCamera,
         &PostProcessedAfterTile,
+        Option<&Tonemapping>,
     )>,
     #[cfg(feature = "bloom")] blooms_of: Query<&Bloom>,
     current: Res<CurrentView>,
     reports: Res<TileRenderReports>,
 ) {
-    let (main_entity, target, camera, post) = view.into_inner();
+    let (main_entity, target, camera, post, tonemapping) = view.into_inner();
     let main_texture = target.main_texture();
     let (Some(main_format), Some(output_format)) = (
         frame_graph_format(target.main_texture_format()),
@@ -445,6 +446,7 @@ fn price_view_post_processing(
             output_format,
             first_on_target: camera.sorted_camera_index_for_target == 0,
             bloom_mips,
+            tone_maps: tonemapping.is_none_or(|tonemapping| *tonemapping != Tonemapping::None),
         },
         &post.effects,
     );
@@ -505,6 +507,9 @@ pub(crate) struct PostProcessedFrame {
     pub(crate) first_on_target: bool,
     /// Bevy's bloom mips ([`bloom_mip_extents`]), where the camera blooms.
     pub(crate) bloom_mips: Vec<Extent>,
+    /// Bevy's tone mapping draws where it runs: the camera's `Tonemapping` is not `None`
+    /// (bevy_core_pipeline 0.19.1 `tonemapping` returns early on `None`).
+    pub(crate) tone_maps: bool,
 }
 
 /// Bevy's post-processing of a tile frame, priced with the stock-Bevy model (wgpu passes store
@@ -530,6 +535,7 @@ pub(crate) fn price_post_processing(
         output_format,
         first_on_target,
         bloom_mips,
+        tone_maps,
     } = frame;
     let mut g = FrameGraph::new(extent);
     let written_by_tile_pass = ImportParams {
@@ -555,6 +561,10 @@ pub(crate) fn price_post_processing(
         if [BLOOM, COLOR_GRADING, TONEMAPPING].contains(effect) {
             if *effect == BLOOM {
                 price_bloom(&mut g, &mut main, &bloom_mips)?;
+            }
+            if !tone_maps {
+                // Nothing written: the blit reads the main texture as the bloom left it.
+                continue;
             }
             g.add_raster_pass("tonemapping")
                 .sample(&main)
@@ -805,12 +815,23 @@ mod tests {
 
     /// The bytes the post-processing of a 100x100 frame moves.
     fn bytes(effects: &[&str], first_on_target: bool, bloom_mips: Vec<Extent>) -> u64 {
+        bytes_tone_mapped(effects, first_on_target, bloom_mips, true)
+    }
+
+    /// [`bytes`], with Bevy's tone mapping drawing (`tone_maps`) or not (`Tonemapping::None`).
+    fn bytes_tone_mapped(
+        effects: &[&str],
+        first_on_target: bool,
+        bloom_mips: Vec<Extent>,
+        tone_maps: bool,
+    ) -> u64 {
         let frame = PostProcessedFrame {
             extent: Extent::new(100, 100),
             main_format: Format::Rgba8Srgb,
             output_format: Format::Bgra8Srgb,
             first_on_target,
             bloom_mips,
+            tone_maps,
         };
         price_post_processing(frame, effects)
             .expect("compiles")
@@ -859,12 +880,22 @@ mod tests {
         );
         // Bloom, then FXAA after the tone mapping.
         assert_eq!(
-            bytes(&[BLOOM, FXAA], true, mips),
+            bytes(&[BLOOM, FXAA], true, mips.clone()),
             bloom + tone_mapping + 2 * 4 * pixels + blit
         );
         // A grade alone: Bevy's tone mapping and the blit.
         assert_eq!(bytes(&[COLOR_GRADING], true, vec![]), tone_mapping + blit);
         // The meshes over an HDR frame: the same.
         assert_eq!(bytes(&[TONEMAPPING], true, vec![]), tone_mapping + blit);
+        // Under `Tonemapping::None` Bevy's tone mapping draws nothing: the blit reads the light
+        // as the tile pass (and the bloom) left it.
+        assert_eq!(
+            bytes_tone_mapped(&[COLOR_GRADING], true, vec![], false),
+            blit
+        );
+        assert_eq!(
+            bytes_tone_mapped(&[BLOOM, FXAA], true, mips.clone(), false),
+            bloom + 2 * 4 * pixels + blit
+        );
     }
 }

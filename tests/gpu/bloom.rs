@@ -19,7 +19,7 @@ use bevy::{
 };
 use bevy_post_process::bloom::{Bloom, BloomPlugin};
 use bevy_tile_deferred::{
-    TileDeferred, TileRenderReports,
+    TileDeferred,
     frame_graph::Format,
     tiers::{RenderTier, TierDecision, TierSetting},
     tile_deferred::missing::TileMissing,
@@ -232,18 +232,7 @@ fn bloom_runs_after_the_tile_pass_as_bevy_runs_it() {
     for case in cases {
         let name = case.name();
         let (headless, camera, tile) = frame(case, true);
-        let world = headless.app.world();
-        let tier = world.get::<TierDecision>(camera).expect("a decision").tier;
-        assert!(tier.is_tile(), "{name}: {tier:?}");
-        let listed = world
-            .get::<TileMissing>(camera)
-            .map(|missing| missing.items.clone())
-            .unwrap_or_default();
-        assert!(listed.is_empty(), "{name}: {listed:?}");
-        let report = world
-            .resource::<TileRenderReports>()
-            .get(camera)
-            .expect("a report");
+        let report = headless.tile_report_with_nothing_missing(camera, &name);
         let effects: &[&str] = if case.fxaa {
             &["Bloom", "Fxaa"]
         } else {

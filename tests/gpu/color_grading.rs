@@ -18,10 +18,9 @@ use bevy::{
     render::view::{ColorGrading, ColorGradingGlobal, ColorGradingSection, Msaa},
 };
 use bevy_tile_deferred::{
-    TileDeferred, TileRenderReports,
+    TileDeferred,
     frame_graph::Format,
-    tiers::{RenderTier, TierDecision, TierSetting},
-    tile_deferred::missing::TileMissing,
+    tiers::{RenderTier, TierSetting},
 };
 
 const WIDTH: u32 = 256;
@@ -101,34 +100,40 @@ fn exposure_and_post_saturation_grade_the_tile_frame_as_bevy_grades_it() {
         let name = format!("grading-{name}");
         let tile_tier = Some(TierSetting::Force(RenderTier::TileDeferred));
         let (headless, camera, tile) = frame(Some(grade.clone()), hdr, tile_tier);
-        let world = headless.app.world();
-        let tier = world.get::<TierDecision>(camera).expect("a decision").tier;
-        assert!(tier.is_tile(), "{name}: {tier:?}");
-        let listed = world
-            .get::<TileMissing>(camera)
-            .map(|missing| missing.items.clone())
-            .unwrap_or_default();
-        assert!(listed.is_empty(), "{name}: {listed:?}");
+        headless.tile_report_with_nothing_missing(camera, &name);
         let (_, _, bevy) = frame(Some(grade), hdr, None);
         let (_, _, tile_plain) = frame(None, hdr, tile_tier);
         let (_, _, bevy_plain) = frame(None, hdr, None);
-        let path = tile.save_png(&name);
-        let (bevy_changed, apart) = changes_apart(&tile_plain, &tile, &bevy_plain, &bevy);
-        eprintln!(
-            "{name}: the tile camera against Bevy's: PSNR {:.2} dB; the grade changes Bevy's \
-             frame by {bevy_changed:.3}/255 per channel on average, the tile frame's change is \
-             {apart:.3}/255 from Bevy's ({})",
-            psnr(&tile, &bevy),
-            path.display()
-        );
-        assert_frames_match(&name, &tile, &bevy, 40.0, 8);
-        assert!(bevy_changed > 5.0, "{name}: the grade changes too little");
-        assert!(
-            apart < 0.05 * bevy_changed,
-            "{name}: the tile frame's change ({apart:.3}/255 from Bevy's) is not Bevy's \
-             ({bevy_changed:.3}/255)"
-        );
+        assert_graded_as_bevy(&name, [&tile, &bevy, &tile_plain, &bevy_plain], 0.05, "");
     }
+}
+
+/// Asserts that the graded tile frame is Bevy's graded frame (>= 40 dB, p99.5 <= 8/255), that
+/// the grade changes Bevy's frame (from `bevy_plain`) by more than 5/255 per channel on average,
+/// and that the tile frame's change (from `tile_plain`) is within `apart_fraction` of Bevy's;
+/// logs the figures, with `note` after them.
+fn assert_graded_as_bevy(
+    name: &str,
+    [tile, bevy, tile_plain, bevy_plain]: [&Frame; 4],
+    apart_fraction: f64,
+    note: &str,
+) {
+    let path = tile.save_png(name);
+    let (bevy_changed, apart) = changes_apart(tile_plain, tile, bevy_plain, bevy);
+    eprintln!(
+        "{name}: the tile camera against Bevy's: PSNR {:.2} dB; the grade changes Bevy's frame \
+         by {bevy_changed:.3}/255 per channel on average, the tile frame's change is \
+         {apart:.3}/255 from Bevy's{note} ({})",
+        psnr(tile, bevy),
+        path.display()
+    );
+    assert_frames_match(name, tile, bevy, 40.0, 8);
+    assert!(bevy_changed > 5.0, "{name}: the grade changes too little");
+    assert!(
+        apart < apart_fraction * bevy_changed,
+        "{name}: the tile frame's change ({apart:.3}/255 from Bevy's) is not Bevy's \
+         ({bevy_changed:.3}/255)"
+    );
 }
 
 /// HDR cameras graded beyond exposure and post-saturation (a hue rotation; a warm, contrasty
@@ -169,18 +174,7 @@ fn hdr_grading_beyond_exposure_is_graded_by_bevy_after_the_tile_pass() {
         let name = format!("hdr-grading-{name}");
         let auto = Some(TierSetting::Auto);
         let (headless, camera, tile) = frame_at(Some(grade.clone()), true, msaa, auto);
-        let world = headless.app.world();
-        let tier = world.get::<TierDecision>(camera).expect("a decision").tier;
-        assert!(tier.is_tile(), "{name}: {tier:?}");
-        let listed = world
-            .get::<TileMissing>(camera)
-            .map(|missing| missing.items.clone())
-            .unwrap_or_default();
-        assert!(listed.is_empty(), "{name}: {listed:?}");
-        let report = world
-            .resource::<TileRenderReports>()
-            .get(camera)
-            .expect("a report");
+        let report = headless.tile_report_with_nothing_missing(camera, &name);
         assert_eq!(report.post_processing, ["ColorGrading"], "{name}");
         assert_eq!(report.render_passes_recorded, 1, "{name}");
         let output = report
@@ -200,22 +194,15 @@ fn hdr_grading_beyond_exposure_is_graded_by_bevy_after_the_tile_pass() {
         let (_, _, bevy) = frame_at(Some(grade), true, msaa, None);
         let (_, _, tile_plain) = frame_at(None, true, msaa, auto);
         let (_, _, bevy_plain) = frame_at(None, true, msaa, None);
-        let path = tile.save_png(&name);
-        let (bevy_changed, apart) = changes_apart(&tile_plain, &tile, &bevy_plain, &bevy);
-        eprintln!(
-            "{name}: the tile camera against Bevy's: PSNR {:.2} dB; the grade changes Bevy's \
-             frame by {bevy_changed:.3}/255 per channel on average, the tile frame's change is \
-             {apart:.3}/255 from Bevy's; traffic: tile frame {tile_bytes} B, Bevy's tone mapping \
-             and blit after it {after_bytes} B ({})",
-            psnr(&tile, &bevy),
-            path.display()
+        let traffic = format!(
+            "; traffic: tile frame {tile_bytes} B, Bevy's tone mapping and blit after it \
+             {after_bytes} B"
         );
-        assert_frames_match(&name, &tile, &bevy, 40.0, 8);
-        assert!(bevy_changed > 5.0, "{name}: the grade changes too little");
-        assert!(
-            apart < 0.1 * bevy_changed,
-            "{name}: the tile frame's change ({apart:.3}/255 from Bevy's) is not Bevy's \
-             ({bevy_changed:.3}/255)"
+        assert_graded_as_bevy(
+            &name,
+            [&tile, &bevy, &tile_plain, &bevy_plain],
+            0.1,
+            &traffic,
         );
     }
 }

@@ -259,6 +259,15 @@ fn app(tile: bool, msaa: Msaa) -> (HeadlessApp, Entity, Vec<Entity>) {
     (headless, camera, features)
 }
 
+/// Makes `camera` of [`app`] an HDR camera.
+fn make_hdr(headless: &mut HeadlessApp, camera: Entity) {
+    headless
+        .app
+        .world_mut()
+        .entity_mut(camera)
+        .insert(bevy::camera::Hdr);
+}
+
 /// Frames rendered before a frame is compared (see `custom_materials.rs`).
 const FRAMES: u32 = 5;
 
@@ -280,11 +289,7 @@ fn standard_material_features_the_gbuffer_lacks_are_drawn_by_bevy_over_the_tile_
         let name = format!("material-features-{}x-hdr-{hdr}", msaa.samples());
         let (mut headless, camera, features) = app(true, msaa);
         if hdr {
-            headless
-                .app
-                .world_mut()
-                .entity_mut(camera)
-                .insert(bevy::camera::Hdr);
+            make_hdr(&mut headless, camera);
         }
         let tile = headless.render(FRAMES);
         let world = headless.app.world();
@@ -321,11 +326,7 @@ fn standard_material_features_the_gbuffer_lacks_are_drawn_by_bevy_over_the_tile_
 
         let (mut bevy_app, bevy_camera, _) = app(false, msaa);
         if hdr {
-            bevy_app
-                .app
-                .world_mut()
-                .entity_mut(bevy_camera)
-                .insert(bevy::camera::Hdr);
+            make_hdr(&mut bevy_app, bevy_camera);
         }
         let bevy = bevy_app.render(FRAMES);
         // Bevy's frame without the features: what the tile pass alone would draw.
@@ -357,11 +358,7 @@ fn standard_material_features_the_gbuffer_lacks_are_drawn_by_bevy_over_the_tile_
 fn standard_material_features_fall_back_on_an_hdr_camera_with_msaa() {
     let _test = GpuTest::start("standard_material_features_fall_back_on_an_hdr_camera_with_msaa");
     let (mut headless, camera, features) = app(true, Msaa::Sample4);
-    headless
-        .app
-        .world_mut()
-        .entity_mut(camera)
-        .insert(bevy::camera::Hdr);
+    make_hdr(&mut headless, camera);
     headless.render(FRAMES);
     let world = headless.app.world();
     assert_eq!(

@@ -138,18 +138,7 @@ fn fxaa_smaa_and_cas_run_after_the_tile_pass_as_bevy_runs_them() {
     for (effects, hdr, msaa) in cases {
         let name = format!("post-{effects:?}-hdr-{hdr}-{}x", msaa.samples());
         let (headless, camera, tile) = frame(effects, true, hdr, msaa);
-        let world = headless.app.world();
-        let tier = world.get::<TierDecision>(camera).expect("a decision").tier;
-        assert!(tier.is_tile(), "{name}: {tier:?}");
-        let listed = world
-            .get::<TileMissing>(camera)
-            .map(|missing| missing.items.clone())
-            .unwrap_or_default();
-        assert!(listed.is_empty(), "{name}: {listed:?}");
-        let report = world
-            .resource::<TileRenderReports>()
-            .get(camera)
-            .expect("a report");
+        let report = headless.tile_report_with_nothing_missing(camera, &name);
         assert_eq!(report.post_processing, effects.names(), "{name}");
         let priced = report
             .post_process_pass

@@ -81,11 +81,15 @@ pub(crate) const COLOR_GRADING: &str = "ColorGrading";
 /// main texture the tile pass stored before Bevy's tone mapping, as after a bloom.
 pub(crate) const TONEMAPPING: &str = "Tonemapping";
 
-/// The effects after which Bevy's tone mapping runs: the tile pass then stores the light.
+/// The effects Bevy's tone mapping runs for (after the bloom; for a grade; for the meshes over
+/// an HDR frame): the tile pass then stores the light.
+const TONE_MAPPED_AFTER: [&str; 3] = [BLOOM, COLOR_GRADING, TONEMAPPING];
+
+/// Whether Bevy's tone mapping runs after `effects`.
 fn tone_mapped_by_bevy(effects: &[&str]) -> bool {
     effects
         .iter()
-        .any(|effect| [BLOOM, COLOR_GRADING, TONEMAPPING].contains(effect))
+        .any(|effect| TONE_MAPPED_AFTER.contains(effect))
 }
 pub(crate) const FXAA: &str = "Fxaa";
 pub(crate) const SMAA: &str = "Smaa";
@@ -106,9 +110,10 @@ enum PostProcessSteps {
 
 /// The effects whose Bevy plugins the app has, of those this build can run after the tile pass.
 fn effects_with_plugins(app: &App) -> Vec<&'static str> {
+    let tone_maps = app.is_plugin_added::<TonemappingPlugin>();
     [
-        (app.is_plugin_added::<TonemappingPlugin>(), COLOR_GRADING),
-        (app.is_plugin_added::<TonemappingPlugin>(), TONEMAPPING),
+        (tone_maps, COLOR_GRADING),
+        (tone_maps, TONEMAPPING),
         #[cfg(feature = "bloom")]
         (app.is_plugin_added::<BloomPlugin>(), BLOOM),
         #[cfg(feature = "anti_alias")]
@@ -558,7 +563,7 @@ pub(crate) fn price_post_processing(
         },
     );
     for effect in effects {
-        if [BLOOM, COLOR_GRADING, TONEMAPPING].contains(effect) {
+        if TONE_MAPPED_AFTER.contains(effect) {
             if *effect == BLOOM {
                 price_bloom(&mut g, &mut main, &bloom_mips)?;
             }

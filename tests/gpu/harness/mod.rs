@@ -27,7 +27,10 @@ use bevy::{
     window::ExitCondition,
     winit::WinitPlugin,
 };
-use bevy_tile_deferred::TileDeferredPlugin;
+use bevy_tile_deferred::{
+    TileDeferredPlugin, TileRenderReports, TileViewReport, tiers::TierDecision,
+    tile_deferred::missing::TileMissing,
+};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 static GPU: Mutex<()> = Mutex::new(());
@@ -181,6 +184,23 @@ impl HeadlessApp {
     pub fn spawn_camera(&mut self, camera: impl Bundle) -> Entity {
         let target = self.render_target();
         self.app.world_mut().spawn((camera, target)).id()
+    }
+
+    /// Asserts that `camera` rendered on a tile tier with nothing listed in `TileMissing`, and
+    /// returns its last report; `name` labels the failures.
+    pub fn tile_report_with_nothing_missing(&self, camera: Entity, name: &str) -> TileViewReport {
+        let world = self.app.world();
+        let tier = world.get::<TierDecision>(camera).expect("a decision").tier;
+        assert!(tier.is_tile(), "{name}: {tier:?}");
+        let listed = world
+            .get::<TileMissing>(camera)
+            .map(|missing| missing.items.clone())
+            .unwrap_or_default();
+        assert!(listed.is_empty(), "{name}: {listed:?}");
+        world
+            .resource::<TileRenderReports>()
+            .get(camera)
+            .expect("a report")
     }
 
     fn finish_setup(&mut self) {

@@ -108,6 +108,41 @@ fn exposure_and_post_saturation_grade_the_tile_frame_as_bevy_grades_it() {
     }
 }
 
+/// An HDR camera with `Tonemapping::None`: Bevy skips its tonemapping pass, so `Core3d` neither
+/// grades nor dithers the frame, whatever its `ColorGrading`; the tile frame is Bevy's (>= 40
+/// dB, p99.5 <= 8/255), not graded by the tonemap subpass (which would have doubled it here).
+#[test]
+fn an_hdr_camera_without_tone_mapping_is_not_graded_as_in_bevy() {
+    use bevy::core_pipeline::tonemapping::Tonemapping;
+    let _test = GpuTest::start("an_hdr_camera_without_tone_mapping_is_not_graded_as_in_bevy");
+    let name = "grading-hdr-tonemapping-none";
+    let tile_tier = Some(TierSetting::Force(RenderTier::TileDeferred));
+    let render = |tier: Option<TierSetting>, graded: bool| {
+        let grade = graded.then(|| grading(1.0, 0.4, default()));
+        let (mut headless, camera, _) = frame(grade, true, tier);
+        headless
+            .app
+            .world_mut()
+            .entity_mut(camera)
+            .insert(Tonemapping::None);
+        let frame = headless.render(3);
+        (headless, camera, frame)
+    };
+    let (headless, camera, tile) = render(tile_tier, true);
+    headless.tile_report_with_nothing_missing(camera, name);
+    let (_, _, bevy) = render(None, true);
+    let (_, _, bevy_plain) = render(None, false);
+    let path = tile.save_png(name);
+    eprintln!(
+        "{name}: the tile camera against Bevy's: PSNR {:.2} dB; Bevy's against its frame without \
+         the grade: {:.2} dB ({})",
+        psnr(&tile, &bevy),
+        psnr(&bevy, &bevy_plain),
+        path.display()
+    );
+    assert_frames_match(name, &tile, &bevy, 40.0, 8);
+}
+
 /// Asserts that the graded tile frame is Bevy's graded frame (>= 40 dB, p99.5 <= 8/255), that
 /// the grade changes Bevy's frame (from `bevy_plain`) by more than 5/255 per channel on average,
 /// and that the tile frame's change (from `tile_plain`) is within `apart_fraction` of Bevy's;

@@ -89,6 +89,16 @@ impl TileViewQueryItem<'_, '_> {
             .is_some_and(|post| post.tone_mapped_by_bevy)
     }
 
+    /// The tonemap subpass grades and dithers the frame, as Bevy's tone mapping would: not
+    /// where Bevy's own tone mapping runs after the pass ([`Self::tone_mapped_by_bevy`]), nor on
+    /// an HDR camera with `Tonemapping::None`, whose tonemapping pass Bevy skips (bevy_core_pipeline
+    /// 0.19.1 `tonemapping` returns before drawing): `Core3d` neither grades nor dithers it.
+    pub(crate) fn graded_in_pass(&self) -> bool {
+        let bevy_skips_tone_mapping =
+            self.camera.hdr && self.tonemapping == Some(&Tonemapping::None);
+        !(self.tone_mapped_by_bevy() || bevy_skips_tone_mapping)
+    }
+
     /// The image the tile pass writes: the camera's output, or its main texture where Bevy's
     /// post-processing reads the frame after the pass (and its blit writes the output).
     pub(crate) fn tile_output(&self) -> Option<&TextureView> {
@@ -192,8 +202,8 @@ impl ViewFrame {
         };
         // Where Bevy tone maps after the pass (after its bloom), the pass stores the light as
         // it is: no operator, no dither, and no clamp of MSAA samples before they are averaged.
-        let tone_mapped_by_bevy = view.tone_mapped_by_bevy();
-        let (tonemapping, dither) = if tone_mapped_by_bevy {
+        // (An HDR camera with `Tonemapping::None` is not dithered either, as in `Core3d`.)
+        let (tonemapping, dither) = if !view.graded_in_pass() {
             (Tonemapping::None, DebandDither::Disabled)
         } else {
             (
@@ -222,7 +232,7 @@ impl ViewFrame {
                     tonemapping_mode(tonemapping),
                     u32::from(dither == DebandDither::Enabled),
                     u32::from(conv::needs_shader_srgb_encode(output_format)),
-                    if tone_mapped_by_bevy {
+                    if view.tone_mapped_by_bevy() {
                         tonemap_flags::HDR_BACKGROUND | tonemap_flags::STORES_LIGHT
                     } else if view.camera.hdr {
                         tonemap_flags::HDR_BACKGROUND
@@ -343,8 +353,8 @@ fn gpu_view(view: &TileViewQueryItem, scene: &TileSceneParams, viewport: UVec4) 
     );
     let frame_count = scene.frame_count.as_deref().map_or(0, |f| f.0);
     // What the tone mapping applies of the camera's grading, as Bevy's in-shader tone mapping
-    // does; nothing where Bevy's own tone mapping grades the frame after the pass.
-    let (grading_exposure, grading_post_saturation) = if view.tone_mapped_by_bevy() {
+    // does; nothing where Bevy's own tone mapping grades the frame after the pass, or skips it.
+    let (grading_exposure, grading_post_saturation) = if !view.graded_in_pass() {
         (0.0, 1.0)
     } else {
         let global = &extracted.color_grading.global;

@@ -4,9 +4,9 @@
 //!
 //! The camera stays on the tile path: its render pass draws the `StandardMaterial` meshes, and
 //! Bevy's own material pipelines then draw the custom ones over the tile frame, depth-tested
-//! against it. The log says which meshes Bevy drew and what their passes move. (On an HDR
-//! camera with MSAA, on a tile GPU, or with point lights while Bevy clusters lights on the GPU,
-//! the camera would fall back to `Core3d` instead, with the meshes listed in `TileMissing`.)
+//! against it. The log says which meshes Bevy drew and what their passes move. (On a tile GPU,
+//! or with point lights while Bevy clusters lights on the GPU, the camera would fall back to
+//! `Core3d` instead, with the meshes listed in `TileMissing`.)
 //!
 //! ```sh
 //! cargo run --release --example custom_material

@@ -195,16 +195,20 @@ pub struct TileOutputLoadedAfter;
 /// On a tile camera (main world, set each frame after visibility): the meshes in its view whose
 /// material the tile path does not draw itself (a custom `Material`, an `ExtendedMaterial`, or
 /// a `StandardMaterial` with a feature the G-buffer has no room for: clearcoat, anisotropy,
-/// a parallax depth map, a specular tint) and that Bevy's own material pipelines draw over the
-/// tile frame after the tile pass, over the tile depth, as `Core3d` would draw them (see
-/// `overlays::gizmos`). The tile path leaves them out of its own passes. In entity order;
-/// absent when there are none. Where they cannot be drawn that way (an HDR camera, for one),
+/// a parallax depth map, a specular tint, transmission) and that Bevy's own material pipelines
+/// draw over the tile frame after the tile pass, over the tile depth, as `Core3d` would draw
+/// them (see `overlays::gizmos`; transmission in Bevy's transmissive pass). The tile path leaves them out of its own passes. In entity order;
+/// absent when there are none. Where they cannot be drawn that way (on a tile GPU, for one),
 /// they are listed in [`TileMissing`](crate::TileMissing) instead.
 #[derive(Component, Clone, Debug, Default, PartialEq, Eq, Reflect)]
 #[reflect(Component, Clone, Debug, Default, PartialEq)]
 pub struct TileMaterialsOverTile {
     /// The meshes, in entity order.
     pub meshes: Vec<Entity>,
+    /// Some of them have `StandardMaterial` transmission: Bevy draws those in its transmissive
+    /// pass, which reads a copy of the frame, so Bevy draws them all into the camera's main
+    /// texture, which the tile pass then writes (at 1x only).
+    pub transmissive: bool,
 }
 
 /// Render world, on the view of a camera on the tile schedule with [`TileMaterialsOverTile`]
@@ -215,13 +219,24 @@ pub struct TileMaterialsOverTile {
 pub(crate) struct MaterialsOverTileView {
     /// The main-world meshes, in entity order ([`TileMaterialsOverTile::meshes`]).
     meshes: Vec<Entity>,
+    /// [`TileMaterialsOverTile::transmissive`].
+    transmissive: bool,
 }
 
 impl MaterialsOverTileView {
-    /// The view of a camera whose [`TileMaterialsOverTile`] lists `meshes` (in entity order).
-    pub(crate) fn new(meshes: Vec<Entity>) -> Self {
+    /// The view of a camera whose [`TileMaterialsOverTile`] lists `meshes` (in entity order),
+    /// some drawn by Bevy's transmissive pass where `transmissive`.
+    pub(crate) fn new(meshes: Vec<Entity>, transmissive: bool) -> Self {
         debug_assert!(meshes.is_sorted(), "in entity order");
-        Self { meshes }
+        Self {
+            meshes,
+            transmissive,
+        }
+    }
+
+    /// Whether some of the meshes are drawn by Bevy's transmissive pass.
+    pub(crate) fn transmissive(&self) -> bool {
+        self.transmissive
     }
 
     /// Whether Bevy draws `mesh` over the tile frame: the tile path does not.

@@ -375,9 +375,29 @@ fn custom_materials_are_drawn_over_the_tile_frame() {
             bloom: true,
             ..Case::LDR_1X
         },
+        // With MSAA the tile pass resolves its light: it is written into every sample of
+        // Bevy's multisampled texture, which Bevy's pipelines draw over before the effects.
+        Case {
+            hdr: true,
+            msaa: Msaa::Sample4,
+            ..Case::LDR_1X
+        },
+        #[cfg(feature = "bloom")]
+        Case {
+            hdr: true,
+            bloom: true,
+            msaa: Msaa::Sample4,
+            ..Case::LDR_1X
+        },
         #[cfg(feature = "anti_alias")]
         Case {
             fxaa: true,
+            ..Case::LDR_1X
+        },
+        #[cfg(feature = "anti_alias")]
+        Case {
+            fxaa: true,
+            msaa: Msaa::Sample4,
             ..Case::LDR_1X
         },
     ];
@@ -490,44 +510,20 @@ fn custom_materials_are_drawn_over_the_tile_frame() {
 }
 
 /// Where Bevy cannot draw custom materials over the tile frame, each of their meshes is listed
-/// with the reason, and `Auto` hands the camera to Bevy, whose frame is then Bevy's own: an HDR
-/// camera with MSAA (Bevy tone maps what it draws with the scene, and the tile pass resolves the
-/// light it stores), and point lights that Bevy clusters on the GPU (lavapipe), which it does
-/// only inside `Core3d`.
+/// with the reason, and `Auto` hands the camera to Bevy, whose frame is then Bevy's own: point
+/// lights that Bevy clusters on the GPU (lavapipe), which it does only inside `Core3d`.
 #[test]
 fn custom_materials_fall_back_where_bevy_cannot_draw_them_over_the_tile_frame() {
     let _test = GpuTest::start(
         "custom_materials_fall_back_where_bevy_cannot_draw_them_over_the_tile_frame",
     );
-    let cases = [
-        (
-            Case {
-                hdr: true,
-                msaa: Msaa::Sample4,
-                ..Case::LDR_1X
-            },
-            "an HDR camera",
-        ),
-        (
-            Case {
-                point_light: true,
-                ..Case::LDR_1X
-            },
-            "point or spot lights in view",
-        ),
-        // Bloomed with MSAA: the tile pass resolves into the main texture, which Bevy's
-        // multisampled pipelines cannot load, and Bevy tone maps them with the scene.
-        #[cfg(feature = "bloom")]
-        (
-            Case {
-                hdr: true,
-                bloom: true,
-                msaa: Msaa::Sample4,
-                ..Case::LDR_1X
-            },
-            "an HDR camera",
-        ),
-    ];
+    let cases = [(
+        Case {
+            point_light: true,
+            ..Case::LDR_1X
+        },
+        "point or spot lights in view",
+    )];
     for (case, why) in cases {
         let name = case.name();
         let (mut headless, camera, custom) = app(true, case);

@@ -48,6 +48,7 @@ mod tile_lifecycle;
 mod tile_msaa;
 mod tile_validation;
 mod tile_window;
+mod transmission;
 mod transparent;
 #[cfg(feature = "ui")]
 mod ui_in_pass;

@@ -61,13 +61,15 @@ const CUBE_NAME: &str = "flat magenta cube";
 /// inside `Core3d` (`custom_materials` tests the cube drawn over the tile frame).
 const CUBE_MISSING: &str = "custom Material (not a StandardMaterial), which Bevy cannot draw over this tile \
      camera: point or spot lights in view, which Bevy assigns to clusters on the GPU only inside \
-     Core3d";
+     Core3d (with GlobalClusterSettings::gpu_clustering set to None it assigns them on the CPU, \
+     as on Android, and they are drawn)";
 
 /// What `TileMissing` says of a clearcoat mesh in the same view: Bevy would draw it over the
 /// tile frame as the cube, for the same reason it cannot.
 const CLEARCOAT_MISSING: &str = "StandardMaterial clearcoat, which Bevy cannot draw over this \
      tile camera: point or spot lights in view, which Bevy assigns to clusters on the GPU only \
-     inside Core3d";
+     inside Core3d (with GlobalClusterSettings::gpu_clustering set to None it assigns them on the \
+     CPU, as on Android, and they are drawn)";
 
 /// The lit spheres with a custom-material cube at `cube_at`, and a camera (a tile camera with
 /// `tier` where given). Returns the app, the camera and the cube.
@@ -402,14 +404,14 @@ enum Wireframes {
 }
 
 /// The UI tests' scene with Bevy's `WireframePlugin`, wireframes as `wireframes` says, under a
-/// tile camera (`Auto`) or Bevy's; its frame after `frames` frames.
+/// tile camera (`tier`) or Bevy's; its frame after `frames` frames.
 fn wireframe_frame(
     wireframes: Wireframes,
-    (tile, hdr, msaa): (bool, bool, Msaa),
+    (tier, hdr, msaa): (Option<TierSetting>, bool, Msaa),
     frames: u32,
 ) -> (HeadlessApp, Entity, Frame) {
     use bevy::pbr::wireframe::{NoWireframe, Wireframe, WireframeConfig, WireframePlugin};
-    let (mut headless, camera, _) = app(tile.then_some(TierSetting::Auto), OUT_OF_VIEW);
+    let (mut headless, camera, _) = app(tier, OUT_OF_VIEW);
     headless.app.add_plugins(WireframePlugin::default());
     let world = headless.app.world_mut();
     world.entity_mut(camera).insert(msaa);
@@ -436,10 +438,12 @@ fn wireframe_frame(
 /// are drawn over an LDR tile camera after the tile pass, by Bevy's own wireframe pipelines over
 /// the tile depth (as the gizmos are): the camera stays on the tile path, nothing is listed, the
 /// gizmo pass is priced, and the frame is Bevy's (>= 36 dB, p99.5 <= 8/255), at 1x and 4x
-/// MSAA (from the second frame with wireframes on: see `overlays::gizmos`). Where that route
-/// cannot draw (an HDR camera, whose wireframes Bevy tone maps with the scene), each mesh they
-/// would cover is listed and `Auto` hands the camera to Bevy, whose frame is then Bevy's own;
-/// where `NoWireframe` leaves none, the camera stays on the tile path with nothing listed.
+/// MSAA (from the second frame with wireframes on: see `overlays::gizmos`), and over an HDR
+/// camera, whose wireframes Bevy tone maps with the scene (the tile pass stores its light and
+/// Bevy's tone mapping runs after them, from their second frame; with MSAA over the light
+/// written into every sample of Bevy's multisampled texture). Where that route cannot draw (the unmerged debug tier,
+/// which has no depth export), each mesh they would cover is listed; where `NoWireframe` leaves
+/// none, the camera stays on the tile path with nothing listed.
 #[test]
 fn wireframes_are_drawn_over_the_tile_frame_or_fall_back() {
     let _test = GpuTest::start("wireframes_are_drawn_over_the_tile_frame_or_fall_back");
@@ -449,40 +453,36 @@ fn wireframes_are_drawn_over_the_tile_frame_or_fall_back() {
         (Wireframes::Global, false, Msaa::Off),
         (Wireframes::Global, false, Msaa::Sample4),
         (Wireframes::Global, true, Msaa::Off),
+        (Wireframes::EachMesh, true, Msaa::Sample4),
     ];
     for (wireframes, hdr, msaa) in cases {
         let name = format!("wireframes-{wireframes:?}-hdr-{hdr}-{}x", msaa.samples());
-        let (headless, camera, tile) = wireframe_frame(wireframes, (true, hdr, msaa), 4);
+        let (headless, camera, tile) =
+            wireframe_frame(wireframes, (Some(TierSetting::Auto), hdr, msaa), 4);
         let tier = decision(&headless, camera).tier;
         let listed = missing(&headless, camera);
-        if hdr {
-            assert_eq!(tier, RenderTier::Forward, "{name}");
-            let meshes: Vec<_> = listed
-                .iter()
-                .filter(|item| item.what.starts_with("wireframe"))
-                .collect();
-            assert!(!meshes.is_empty(), "{name}: {listed:?}");
-        } else {
-            assert!(
-                matches!(
-                    tier,
-                    RenderTier::TileDeferred | RenderTier::TileDeferredMsaa { .. }
-                ),
-                "{name}: {tier:?} {listed:?}"
-            );
-            assert!(listed.is_empty(), "{name}: {listed:?}");
-            let report = headless
-                .app
-                .world()
-                .resource::<TileRenderReports>()
-                .get(camera)
-                .expect("a report");
-            assert!(
-                report.gizmo_pass.is_some(),
-                "{name}: the pass after the tile pass"
-            );
-        }
-        let (_, _, bevy) = wireframe_frame(wireframes, (false, hdr, msaa), 4);
+        assert!(
+            matches!(
+                tier,
+                RenderTier::TileDeferred | RenderTier::TileDeferredMsaa { .. }
+            ),
+            "{name}: {tier:?} {listed:?}"
+        );
+        assert!(listed.is_empty(), "{name}: {listed:?}");
+        let report = headless
+            .app
+            .world()
+            .resource::<TileRenderReports>()
+            .get(camera)
+            .expect("a report");
+        assert!(
+            report.gizmo_pass.is_some(),
+            "{name}: the pass after the tile pass"
+        );
+        // Bevy tone maps an HDR frame after its wireframes, as `Core3d` does.
+        let tone_mapped: &[&str] = if hdr { &["Tonemapping"] } else { &[] };
+        assert_eq!(report.post_processing, tone_mapped, "{name}");
+        let (_, _, bevy) = wireframe_frame(wireframes, (None, hdr, msaa), 4);
         let path = tile.save_png(&name);
         eprintln!(
             "{name}: the tile camera ({tier:?}) against Bevy's: PSNR {:.2} dB ({})",
@@ -491,10 +491,28 @@ fn wireframes_are_drawn_over_the_tile_frame_or_fall_back() {
         );
         assert_frames_match(&name, &tile, &bevy, 36.0, 8);
     }
-    let (headless, camera, _) =
-        wireframe_frame(Wireframes::GlobalExceptEach, (true, false, Msaa::Off), 4);
+    let (headless, camera, _) = wireframe_frame(
+        Wireframes::GlobalExceptEach,
+        (Some(TierSetting::Auto), false, Msaa::Off),
+        4,
+    );
     assert_eq!(decision(&headless, camera).tier, RenderTier::TileDeferred);
     assert!(missing(&headless, camera).is_empty());
+    // The unmerged debug tier has no depth export: each mesh with a wireframe is listed, and
+    // the forced tier keeps rendering.
+    let unmerged = RenderTier::Unmerged { samples: 1 };
+    let (headless, camera, _) = wireframe_frame(
+        Wireframes::Global,
+        (Some(TierSetting::Force(unmerged)), false, Msaa::Off),
+        4,
+    );
+    assert_eq!(decision(&headless, camera).tier, unmerged);
+    let listed = missing(&headless, camera);
+    let wireframed = listed
+        .iter()
+        .filter(|item| item.what.starts_with("wireframe"))
+        .count();
+    assert!(wireframed >= 4, "{listed:?}");
 }
 
 /// Inserts `T` on the camera, runs a frame, and returns what `TileMissing` lists after it;

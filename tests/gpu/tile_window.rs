@@ -98,6 +98,40 @@ fn child_bloom_tile_camera_with_pipelines_compiling_in_a_window() {
         WindowRunOptions {
             bloom: true,
             pipelines_compiling: true,
+            ..default()
+        },
+    );
+}
+
+/// Gizmos over a bloomed HDR tile camera with 4x MSAA in a window (feature `bloom`): the tile
+/// pass resolves the light into the main texture, the gizmo pass writes it into every sample of
+/// Bevy's multisampled texture, draws the gizmos over them and resolves into Bevy's other main
+/// texture, then Bevy's bloom, tone mapping and blit write the window's image; through the
+/// resizes, with no validation message, the window showing what Bevy's screenshot shows, with
+/// the gizmos.
+#[cfg(feature = "bloom")]
+#[test]
+fn gizmos_over_a_bloom_msaa_tile_camera_in_a_window() {
+    run_window_test_in_child_process(
+        "tile_window::child_gizmos_over_a_bloom_msaa_tile_camera_in_a_window",
+    );
+}
+
+#[cfg(feature = "bloom")]
+#[test]
+#[ignore = "run in a child process by gizmos_over_a_bloom_msaa_tile_camera_in_a_window (one \
+            winit event loop per process)"]
+fn child_gizmos_over_a_bloom_msaa_tile_camera_in_a_window() {
+    window_run_with(
+        "child_gizmos_over_a_bloom_msaa_tile_camera_in_a_window",
+        TileDeferred::default(),
+        Msaa::Sample4,
+        1,
+        false,
+        WindowRunOptions {
+            bloom: true,
+            gizmos: true,
+            ..default()
         },
     );
 }
@@ -114,6 +148,8 @@ struct WindowRunOptions {
     /// leaving the image acquired and unused (`VUID-vkAcquireNextImageKHR-semaphore-01286` on a
     /// later acquire, with or without this crate: bevy_render 0.19.1 `render_screenshot`).
     pipelines_compiling: bool,
+    /// A magenta line and sphere drawn with Bevy's gizmos every frame.
+    gizmos: bool,
 }
 
 /// Where the later Bevy camera draws (physical pixels of the 320x180 window).
@@ -142,6 +178,8 @@ struct WindowRun {
     render_passes_recorded: usize,
     /// What Bevy ran after the tile pass (the report's `post_processing`).
     post_processing: Vec<String>,
+    /// Bevy's passes over the tile frame were priced (gizmos drawn).
+    drawn_over: bool,
 }
 
 #[test]
@@ -210,6 +248,7 @@ fn window_run_with(
     let WindowRunOptions {
         bloom,
         pipelines_compiling,
+        gizmos,
     } = options;
     let test = GpuTest::start(name);
     let shared = SharedWindowRun::default();
@@ -273,7 +312,8 @@ fn window_run_with(
                 ));
             }
         })
-        .add_systems(Update, drive_window_run);
+        .add_systems(Update, drive_window_run)
+        .add_systems(Update, draw_gizmos.run_if(move || gizmos));
     // Frames whose render world drew a tile view while Bevy still had pipelines to compile.
     let frames_compiling = std::sync::Arc::new(std::sync::atomic::AtomicU32::new(0));
     let counter = frames_compiling.clone();
@@ -312,6 +352,7 @@ fn window_run_with(
         run.post_processing, post_processed,
         "run after the tile pass"
     );
+    assert_eq!(run.drawn_over, gizmos, "Bevy's pass over the tile frame");
     assert!(run.live_before_resize > 0);
     assert_eq!(
         run.live_after_resizes, run.live_before_resize,
@@ -358,6 +399,17 @@ fn window_run_with(
     }
 }
 
+/// The window run's gizmos: a magenta line across the spheres and a sphere's outline.
+fn draw_gizmos(mut gizmos: Gizmos) {
+    let magenta = Color::srgb(1.0, 0.0, 1.0);
+    gizmos.line(Vec3::new(-2.0, 0.5, 0.0), Vec3::new(2.0, 0.5, 0.0), magenta);
+    gizmos.sphere(
+        Isometry3d::from_translation(Vec3::new(0.0, 0.5, 0.0)),
+        0.9,
+        magenta,
+    );
+}
+
 fn drive_window_run(
     mut commands: Commands,
     frames: Res<FrameCount>,
@@ -384,6 +436,10 @@ fn drive_window_run(
                 .filter_map(|camera| reports.get(camera))
                 .flat_map(|report| report.post_processing)
                 .collect();
+            run.drawn_over = cameras
+                .iter()
+                .filter_map(|camera| reports.get(camera))
+                .any(|report| report.gizmo_pass.is_some());
             window.resolution.set(400.0, 240.0);
         }
         20 => window.resolution.set(320.0, 180.0),

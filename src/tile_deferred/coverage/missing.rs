@@ -3,9 +3,9 @@
 //! `find_missing` lists, on each tile camera ([`TileMissing`]):
 //! - meshes in its view the tile path does not draw, or draws without part of what Bevy draws:
 //!   a custom `Material` or `ExtendedMaterial` and material features the G-buffer has no room
-//!   for (clearcoat, anisotropy, parallax, specular tint) where Bevy cannot draw those meshes
-//!   over the tile frame instead ([`TileMaterialsOverTile`] lists those it draws there),
-//!   transmission, morph targets whose displacements the main world no longer holds (a mesh
+//!   for (clearcoat, anisotropy, parallax, specular tint, transmission) where Bevy cannot draw
+//!   those meshes over the tile frame instead ([`TileMaterialsOverTile`] lists those it draws
+//!   there; transmission at 1x only), morph targets whose displacements the main world no longer holds (a mesh
 //!   kept only in the render world), lightmaps the tile path cannot light as Bevy does
 //!   (`lightmap_missing`);
 //! - clustered decals reaching its view, and reflection probes (`LightProbe` +
@@ -275,9 +275,7 @@ fn ui_node_camera(component: ComponentId, node: EntityRef) -> Option<Entity> {
 pub use crate::tile_deferred::overlays::{EguiDrawnOverTileCameras, UiDrawnOverTileCameras};
 use crate::tile_deferred::overlays::{
     PostProcessingAfterTile,
-    post_process::{
-        bevy_grades_hdr_camera, tone_mapped_after_tile_pass, tone_maps_meshes_over_hdr,
-    },
+    post_process::{bevy_grades_hdr_camera, tone_mapped_after_tile_pass, tone_maps_draws_over_hdr},
 };
 
 /// bevy_egui's per-camera context (crate, ident), by type name where this crate does not
@@ -334,11 +332,16 @@ pub(crate) fn standard_material_missing(material: &StandardMaterial) -> Option<&
 
 /// What of a `StandardMaterial` the tile path does not draw, if Bevy's own pipeline can draw its
 /// meshes over the tile frame in the tile path's place (as it draws custom materials): every
-/// feature of [`standard_material_missing`] but transmission, which Bevy draws in a pass of its
-/// own from a copy of the opaque frame, a pass the tile frame does not have.
+/// feature of [`standard_material_missing`] (transmission in Bevy's transmissive pass, from a
+/// copy of the frame in the main texture, at 1x: [`TRANSMISSION_WITH_MSAA`]).
 pub(crate) fn standard_material_drawn_by_bevy(material: &StandardMaterial) -> Option<&'static str> {
-    standard_material_missing(material).filter(|_| !has_transmission(material))
+    standard_material_missing(material)
 }
+
+/// Why Bevy's transmissive pass cannot draw a mesh over a tile frame with MSAA: it reads a copy
+/// of the frame and draws into Bevy's multisampled texture, and the tile pass resolves the frame.
+pub(crate) const TRANSMISSION_WITH_MSAA: &str = "MSAA: Bevy's transmissive pass reads a copy of \
+     the frame, which it draws over the tile frame at 1x only";
 
 /// Whether Bevy draws a `StandardMaterial`'s meshes in its transmissive pass.
 fn has_transmission(material: &StandardMaterial) -> bool {
@@ -777,14 +780,12 @@ pub(crate) fn find_missing(
                 &assets,
                 materials_over_tile_undrawable(
                     // Bevy tone maps what it draws with the scene: drawable where Bevy's tone
-                    // mapping runs after them at 1x, after a bloom or a grade, or for these
-                    // meshes alone (`overlays::post_process`).
+                    // mapping can run after them (`overlays::post_process`), which needs
+                    // Bevy's `TonemappingPlugin` (bloom and grading need it too).
                     camera_ref.contains::<Hdr>()
-                        && !(samples == 1
-                            && post_processing.as_deref().is_some_and(|drawn| {
-                                tone_maps_meshes_over_hdr(drawn)
-                                    || tone_mapped_after_tile_pass(&camera_ref, drawn)
-                            })),
+                        && !post_processing
+                            .as_deref()
+                            .is_some_and(tone_maps_draws_over_hdr),
                     camera_ref.contains::<DepthPrepass>()
                         || camera_ref.contains::<NormalPrepass>()
                         || camera_ref.contains::<MotionVectorPrepass>()
@@ -792,19 +793,18 @@ pub(crate) fn find_missing(
                     foreign.or(device_or_tier),
                     lights_unassigned,
                 ),
+                samples,
             )
         } else {
-            (Vec::new(), Vec::new())
+            (Vec::new(), TileMaterialsOverTile::default())
         };
         let previous_over_tile = camera_ref.get::<TileMaterialsOverTile>();
-        if over_tile.is_empty() {
+        if over_tile.meshes.is_empty() {
             if previous_over_tile.is_some() {
                 commands.entity(camera).remove::<TileMaterialsOverTile>();
             }
-        } else if previous_over_tile.is_none_or(|previous| previous.meshes != over_tile) {
-            commands
-                .entity(camera)
-                .insert(TileMaterialsOverTile { meshes: over_tile });
+        } else if previous_over_tile != Some(&over_tile) {
+            commands.entity(camera).insert(over_tile);
         }
         items.extend(clusterable_items(&clustered, &clusterables, binding_arrays));
         let ui_over_camera = ui_cameras.contains_key(&camera);
@@ -846,9 +846,11 @@ fn mesh_items(
     (directional_lights, global_ambient): &LightmapSources,
     (materials, mesh_assets, images): &ViewedAssets,
     materials_over_tile: Option<&'static str>,
-) -> (Vec<MissingFeature>, Vec<Entity>) {
+    samples: u32,
+) -> (Vec<MissingFeature>, TileMaterialsOverTile) {
     let mut items = Vec::new();
     let mut over_tile = Vec::new();
+    let mut transmissive = false;
     // The blended `StandardMaterial` meshes in view, which Bevy draws too where it draws any.
     let mut blended = Vec::new();
     // What Bevy leaves out of lightmapped meshes in this view, where it differs from its
@@ -927,7 +929,11 @@ fn mesh_items(
             Some(check) => check.drawn_by_bevy,
         };
         if let Some(what) = drawn_by_bevy {
-            match materials_over_tile {
+            let transmission = check.is_some_and(|check| check.transmission);
+            let why = materials_over_tile
+                .or_else(|| (transmission && samples > 1).then_some(TRANSMISSION_WITH_MSAA));
+            transmissive |= transmission && why.is_none();
+            match why {
                 None => over_tile.push(entity),
                 Some(why) => items.push(MissingFeature {
                     entity,
@@ -962,19 +968,25 @@ fn mesh_items(
     // In entity order, as the camera's list is compared with the last frame's.
     items.sort_unstable_by_key(|item| item.entity);
     over_tile.sort_unstable();
-    (items, over_tile)
+    (
+        items,
+        TileMaterialsOverTile {
+            meshes: over_tile,
+            transmissive,
+        },
+    )
 }
 
-/// Why Bevy cannot draw custom materials over an HDR camera's tile frame: with MSAA the tile
-/// pass resolves the light it stores, which Bevy's multisampled pipelines cannot draw into.
-const HDR_UNDRAWABLE: &str = "an HDR camera with MSAA: Bevy tone maps what it draws with the \
-     scene, which after the tile pass it can do only at 1x";
+/// Why Bevy cannot draw custom materials over an HDR camera's tile frame: Bevy tone maps what
+/// it draws with the scene, and without its `TonemappingPlugin` it cannot after the tile pass.
+const HDR_UNDRAWABLE: &str = "an HDR camera in an app without Bevy's TonemappingPlugin: Bevy \
+     tone maps what it draws with the scene";
 
 /// Why Bevy's material pipelines cannot draw a mesh the tile path does not draw (a custom
 /// material, a `StandardMaterial` feature the G-buffer lacks) over a camera's tile frame, if
 /// they cannot: `hdr`, the camera is HDR and Bevy's tone mapping cannot run after them (Bevy
 /// tone maps what it draws with the scene, after its main pass; after the tile pass it does so
-/// at 1x only, `overlays::post_process`); `prepasses`, the
+/// with its `TonemappingPlugin`, `overlays::post_process`); `prepasses`, the
 /// camera has Bevy's depth, normal, motion-vector or deferred prepass, which `Core3d` renders before its main pass and the tile path does not;
 /// `undrawable_over_tile`, why the render world found the camera's draws over
 /// the tile frame undrawable last frame (`overlays::gizmos::undrawable_reason`: the tier, the
@@ -999,7 +1011,8 @@ pub(crate) fn materials_over_tile_undrawable(
     } else {
         clustered_lights_unassigned.then_some(
             "point or spot lights in view, which Bevy assigns to clusters on the GPU only inside \
-             Core3d",
+             Core3d (with GlobalClusterSettings::gpu_clustering set to None it assigns them on \
+             the CPU, as on Android, and they are drawn)",
         )
     }
 }
@@ -1680,7 +1693,8 @@ mod tests {
 
     /// A `StandardMaterial` with a feature the G-buffer lacks is drawn by Bevy over an LDR
     /// camera's tile frame, as custom materials are, and listed as missing with the reason on an
-    /// HDR one; transmission, which needs Bevy's transmissive pass, is always listed.
+    /// HDR one in an app without Bevy's tone mapping; transmission, which needs Bevy's
+    /// transmissive pass over a copy of the frame, at 1x only.
     #[test]
     fn standard_material_features_the_gbuffer_lacks_are_drawn_over_the_tile_frame() {
         let mut world = world_with_assets();
@@ -1737,22 +1751,42 @@ mod tests {
                 ..default()
             },
         );
-        assert_eq!(standard_material_drawn_by_bevy(&transmissive), None);
+        assert_eq!(
+            standard_material_drawn_by_bevy(&transmissive),
+            Some("StandardMaterial clearcoat")
+        );
+        run(&mut world);
+        assert_eq!(items(&world, tile), [], "transmission is drawn at 1x");
+        let mut in_entity_order = drawn_by_bevy.clone();
+        in_entity_order.extend([window, glass]);
+        in_entity_order.sort_unstable();
+        assert_eq!(
+            world.get::<TileMaterialsOverTile>(tile),
+            Some(&TileMaterialsOverTile {
+                meshes: in_entity_order,
+                transmissive: true,
+            })
+        );
+
+        // With MSAA the transmissive mesh is listed; the others are still drawn by Bevy.
+        world
+            .entity_mut(tile)
+            .insert(bevy::render::view::Msaa::Sample4);
         run(&mut world);
         assert_eq!(
             items(&world, tile),
-            [(glass, "StandardMaterial clearcoat".to_string())],
-            "transmission is never drawn over the tile frame"
+            [(
+                glass,
+                undrawable_over_tile("StandardMaterial clearcoat", TRANSMISSION_WITH_MSAA)
+            )]
         );
-        let mut in_entity_order = drawn_by_bevy.clone();
-        in_entity_order.push(window);
-        in_entity_order.sort_unstable();
         assert_eq!(
             world
                 .get::<TileMaterialsOverTile>(tile)
-                .map(|over| over.meshes.clone()),
-            Some(in_entity_order)
+                .map(|over| over.transmissive),
+            Some(false)
         );
+        world.entity_mut(tile).insert(bevy::render::view::Msaa::Off);
 
         // HDR: Bevy would tone map them with the scene; each is listed with the feature.
         world.entity_mut(tile).insert(Hdr);
@@ -1767,7 +1801,10 @@ mod tests {
             ])
             .map(|(&mesh, what)| (mesh, undrawable_over_tile(what, HDR_UNDRAWABLE)))
             .collect();
-        expected.push((glass, "StandardMaterial clearcoat".to_string()));
+        expected.push((
+            glass,
+            undrawable_over_tile("StandardMaterial clearcoat", HDR_UNDRAWABLE),
+        ));
         expected.sort_unstable();
         assert_eq!(
             items(&world, tile),

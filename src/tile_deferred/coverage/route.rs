@@ -301,10 +301,10 @@ pub(crate) fn route_cameras(
 ///
 /// A view that drew gizmos lately keeps the tile tier's count instead: Bevy's pipelines draw the
 /// gizmos into Bevy's textures after the tile pass (see
-/// [`GizmoMsaaViews`](crate::tile_deferred::overlays::gizmos::GizmoMsaaViews)).
+/// [`ViewsDrawnOver`](crate::tile_deferred::overlays::gizmos::ViewsDrawnOver)).
 pub(crate) fn take_over_msaa(
     mut views: Query<(Entity, &mut Msaa, Option<&TierDecision>), With<TileDeferred>>,
-    gizmo_views: Res<crate::tile_deferred::overlays::gizmos::GizmoMsaaViews>,
+    gizmo_views: Res<crate::tile_deferred::overlays::gizmos::ViewsDrawnOver>,
 ) {
     for (entity, mut msaa, decision) in &mut views {
         let tile = decision.is_none_or(|decision| decision.tier.is_tile());

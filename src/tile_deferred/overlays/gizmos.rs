@@ -33,14 +33,26 @@
 //! pass renders the opaque and alpha-mask phases first, then the `Transparent3d` items that are
 //! not the tile path's own meshes ([`MaterialsOverTileView::drawn_by_tile_path`]), as `Core3d` orders its passes.
 //!
-//! **Into the main texture.** Where Bevy post-processes the frame at 1x (bloom, FXAA, SMAA,
-//! CAS: the tile pass wrote the main texture), all of this is drawn into the main texture as
-//! the tile pass left it, before the effects ([`draw_foreign_into_main_texture`]), as `Core3d`
-//! draws it: anti-aliased, and on a bloomed HDR camera bloomed and tone mapped by Bevy with the
-//! scene. No composite, one pass ([`price_draws_into_main_texture`]).
+//! **Transmission.** Meshes with `StandardMaterial` transmission are Bevy's too, at 1x: where
+//! `Core3d` runs its transmissive pass, between the opaque and the transparent draws, the pass
+//! over the tile frame ends, the main texture is copied into Bevy's transmission texture and the
+//! `Transmissive3d` items are drawn over it, as `main_transmissive_pass_3d` does
+//! ([`draw_transmissive`]); the transparent draws follow in a pass of their own.
+//!
+//! **Into the main texture.** Where Bevy post-processes the frame (bloom, tone mapping, FXAA,
+//! SMAA, CAS: the tile pass wrote the main texture), all of this is drawn into the main texture
+//! as the tile pass left it, before the effects ([`draw_foreign_into_main_texture`]), as
+//! `Core3d` draws it: anti-aliased, and on a bloomed HDR camera bloomed and tone mapped by Bevy
+//! with the scene. No composite, one pass ([`price_draws_into_main_texture`]); with MSAA, where
+//! the tile pass resolved the frame, the pass first writes it into every sample of Bevy's
+//! multisampled texture, and resolves into Bevy's other main texture.
+//!
+//! **HDR.** Bevy tone maps an HDR camera's gizmos and wireframes with the scene. The tile pass
+//! then stores its light and Bevy's own tone mapping runs after the draws, from the frame after
+//! they first appear ([`ViewsDrawnOver`]).
 //!
 //! **Reported.** Where the tile path cannot draw them as Bevy does ([`undrawable_reason`]: an
-//! HDR camera, whose gizmos Bevy tone maps with the scene; the unmerged debug tier; MSAA without
+//! HDR camera in an app without Bevy's `TonemappingPlugin`; the unmerged debug tier; MSAA without
 //! sample-rate shading; a tiler, which is assumed to end its merged pass at a new depth
 //! attachment), the render world counts them per camera each frame ([`count_foreign_draws`])
 //! into [`ForeignTransparentDraws`], shared with the main world, where `find_missing` reports
@@ -65,18 +77,29 @@ use crate::{
 };
 use bevy::{
     camera::ClearColorConfig,
-    core_pipeline::core_3d::{AlphaMask3d, Opaque3d, Transparent3d},
+    core_pipeline::{
+        blit::{BlitPipeline, BlitPipelineKey},
+        core_3d::{AlphaMask3d, CORE_3D_DEPTH_FORMAT, Opaque3d, Transparent3d},
+    },
     ecs::system::SystemParam,
-    pbr::{DrawMaterial, RenderMaterialInstances, wireframe::Wireframe3d},
+    pbr::{
+        DrawMaterial, RenderMaterialInstances, ScreenSpaceTransmission, Transmissive3d,
+        ViewTransmissionTexture, check_views_need_specialization,
+        wireframe::{Wireframe3d, specialize_wireframes},
+    },
     platform::collections::HashMap,
     prelude::*,
     render::{
         Render, RenderApp, RenderSystems,
-        camera::ExtractedCamera,
-        render_phase::{DrawFunctions, PhaseItem, ViewBinnedRenderPhases, ViewSortedRenderPhases},
+        camera::{DirtySpecializations, DirtyWireframeSpecializations, ExtractedCamera},
+        render_phase::{
+            BinnedRenderPhase, DrawFunctions, PhaseItem, SortedRenderPhase, TrackedRenderPass,
+            ViewBinnedRenderPhases, ViewSortedRenderPhases,
+        },
         render_resource::{
-            LoadOp, Operations, PipelineCache, RenderPassDepthStencilAttachment,
-            RenderPassDescriptor, StoreOp,
+            CachedRenderPipelineId, CompareFunction, DepthBiasState, DepthStencilState, LoadOp,
+            Operations, PipelineCache, RenderPassColorAttachment, RenderPassDepthStencilAttachment,
+            RenderPassDescriptor, SpecializedRenderPipeline, StencilState, StoreOp,
         },
         renderer::{CurrentView, RenderContext, ViewQuery},
         sync_world::MainEntity,
@@ -94,6 +117,8 @@ pub(crate) const FOREIGN_TRANSPARENT_DRAWS: &str = "draws of Bevy's pipelines ov
 pub(crate) const GIZMO_PASS: &str =
     "Bevy's main passes over the tile frame (gizmos, wireframes, custom materials)";
 const GIZMO_COMPOSITE: &str = "their composite (over the output)";
+const TRANSMISSIVE_PASS: &str = "Bevy's transmissive pass over the tile frame";
+const GIZMO_PASS_AFTER_TRANSMISSION: &str = "Bevy's transparent draws after its transmissive pass";
 
 /// Shared by the main and render worlds: per tile camera (main-world entity) whose last rendered
 /// frame had draws of Bevy's pipelines over the tile frame that the tile path cannot draw, why
@@ -127,32 +152,54 @@ impl ForeignTransparentDraws {
     }
 }
 
-/// Frames a tile view keeps Bevy's MSAA after its last frame with gizmos, so that gizmos drawn
-/// on some frames only do not reallocate the view's textures and respecialise its pipelines
-/// each time.
-const KEEP_MSAA_FRAMES: u64 = 60;
+/// Frames a tile view keeps what its draws over the tile frame need (Bevy's MSAA, Bevy's tone
+/// mapping of an HDR frame) after its last frame with them, so that gizmos drawn on some frames
+/// only do not switch the view's route, reallocate its textures and respecialise its pipelines
+/// each time, nor miss the first frame of each return.
+const KEEP_ROUTE_FRAMES: u64 = 60;
 
-/// Render world: the tile views that drew gizmos lately (render-world view entity -> the
-/// frame they last did).
+/// Render world: the tile views that had draws over the tile frame lately (render-world view
+/// entity -> the frame they last did), for what their route needs from the next frame on.
 ///
-/// The tile path owns a tile camera's MSAA: Bevy's view preparation sees `Msaa::Off`
+/// **MSAA.** The tile path owns a tile camera's MSAA: Bevy's view preparation sees `Msaa::Off`
 /// (`route::take_over_msaa`) and allocates no multisampled textures. Gizmos, though, are drawn by
 /// Bevy's pipelines into Bevy's textures, specialised with the view's `Msaa`, as `Core3d` draws
 /// them: so a view with gizmos keeps the tile tier's sample count in Bevy's `Msaa`, and its main
 /// and depth textures are multisampled like the tile pass. The first frame with gizmos was
 /// queued with `Msaa::Off`; from the next one on they are drawn.
+///
+/// **HDR.** On an HDR camera Bevy tone maps its gizmos and wireframes with the scene. The tile
+/// pass can store its light instead of tone mapping it, for Bevy's own tone mapping to run
+/// after the draws (effect `Tonemapping`, `post_process::effects_of`), but extraction chose the
+/// frame's route before the render world saw the draws. So an HDR view with gizmos or
+/// wireframes takes that route from the next frame on; its first frame with them is drawn
+/// without them, as the first on an MSAA camera.
 #[derive(Resource, Default)]
-pub(crate) struct GizmoMsaaViews {
+pub(crate) struct ViewsDrawnOver {
+    /// Bevy's tone mapping can run after an HDR camera's tile pass (set by
+    /// `post_process::finish` once the app's plugins are known).
+    pub(crate) hdr_tone_mappable: bool,
     frame: u64,
     last_drawn: HashMap<Entity, u64>,
+    last_hdr_draws: HashMap<Entity, u64>,
 }
 
-impl GizmoMsaaViews {
+impl ViewsDrawnOver {
+    fn lately(last: &HashMap<Entity, u64>, view: Entity, frame: u64) -> bool {
+        last.get(&view)
+            .is_some_and(|&last| frame.saturating_sub(last) <= KEEP_ROUTE_FRAMES)
+    }
+
     /// Whether `view` keeps Bevy's MSAA this frame.
     pub(crate) fn keeps_msaa(&self, view: Entity) -> bool {
-        self.last_drawn
-            .get(&view)
-            .is_some_and(|&frame| self.frame.saturating_sub(frame) <= KEEP_MSAA_FRAMES)
+        Self::lately(&self.last_drawn, view, self.frame)
+    }
+
+    /// Whether `view`, an HDR camera, has Bevy tone map its frame after the tile pass this
+    /// frame for its gizmos or wireframes (read in extraction, before the frame's draws are
+    /// known).
+    pub(crate) fn tone_maps_draws_over_hdr(&self, view: Entity) -> bool {
+        Self::lately(&self.last_hdr_draws, view, self.frame)
     }
 }
 
@@ -171,33 +218,50 @@ pub(crate) fn build(app: &mut App) {
     };
     render_app
         .insert_resource(counts)
-        .init_resource::<GizmoMsaaViews>()
+        .init_resource::<ViewsDrawnOver>()
         .add_systems(
             Render,
             (
                 // Items are queued in `Queue` and sorted in `PhaseSort`, both before `Prepare`.
                 count_foreign_draws.in_set(RenderSystems::Prepare),
+                prepare_sample_expand_pipelines.in_set(RenderSystems::Prepare),
                 forget_gizmo_views.in_set(RenderSystems::Cleanup),
+                respecialize_wireframes_of_changed_views
+                    .after(check_views_need_specialization)
+                    .before(specialize_wireframes),
             ),
         );
+}
+
+/// Has Bevy respecialise a view's wireframes when the view's pipeline key changes, as it does
+/// its materials: bevy_pbr 0.19.1 marks such a view in `DirtySpecializations` only, so
+/// `specialize_wireframes` keeps pipelines of the old key, and a view whose MSAA changed draws
+/// its wireframes with pipelines of the old sample count (a wgpu validation error that ends the
+/// app). The tile path changes a view's MSAA as Bevy sees it whenever the camera moves between
+/// the tile path and `Core3d` (`route::take_over_msaa`); a game can too, on any camera.
+fn respecialize_wireframes_of_changed_views(
+    changed: Res<DirtySpecializations>,
+    mut wireframes: ResMut<DirtyWireframeSpecializations>,
+) {
+    wireframes.views.extend(changed.views.iter().copied());
 }
 
 /// [`GizmosOverTile`] lasts one frame; views gone are forgotten.
 fn forget_gizmo_views(
     mut commands: Commands,
     views: Query<Entity, With<GizmosOverTile>>,
-    mut msaa_views: ResMut<GizmoMsaaViews>,
+    mut drawn_over: ResMut<ViewsDrawnOver>,
 ) {
     for view in &views {
         commands
             .entity(view)
             .remove::<(GizmosOverTile, DrawsIntoMainTexture)>();
     }
-    let frame = msaa_views.frame;
-    msaa_views
-        .last_drawn
-        .retain(|_, last| frame.saturating_sub(*last) <= KEEP_MSAA_FRAMES);
-    msaa_views.frame += 1;
+    let frame = drawn_over.frame;
+    let recent = |_: &Entity, last: &mut u64| frame.saturating_sub(*last) <= KEEP_ROUTE_FRAMES;
+    drawn_over.last_drawn.retain(recent);
+    drawn_over.last_hdr_draws.retain(recent);
+    drawn_over.frame += 1;
 }
 
 /// Run condition of [`TileGizmoSystems`]: the view being rendered draws gizmos this frame, over
@@ -235,8 +299,12 @@ pub(crate) fn undrawable_reason(
 ) -> Option<&'static str> {
     if hdr {
         // Bevy draws them into the HDR main texture and tone maps them with the scene; the
-        // composite blends them over the tone-mapped output.
-        return Some("an HDR camera: Bevy tone maps its gizmos with the scene");
+        // composite would blend them over the tone-mapped output. (With Bevy's tone mapping
+        // the tile pass stores the light for it instead, `ViewsDrawnOver`.)
+        return Some(
+            "an HDR camera in an app without Bevy's TonemappingPlugin: Bevy tone maps its gizmos \
+             with the scene",
+        );
     }
     if tier.is_some_and(|decision| decision.tier.is_unmerged()) {
         return Some("the unmerged debug tier has no depth export");
@@ -314,6 +382,206 @@ impl DrawsOverTile<'_> {
     }
 }
 
+/// The `Transparent3d` items of the view that the tile path does not draw (gizmos, other
+/// plugins' draws, the meshes Bevy draws over the tile frame), then its wireframes, as `Core3d`
+/// draws them after its opaque and transmissive passes.
+fn draw_transparent<'w>(
+    world: &'w World,
+    pass: &mut TrackedRenderPass<'w>,
+    (view_entity, phase, wireframes): (
+        Entity,
+        &SortedRenderPhase<Transparent3d>,
+        Option<&BinnedRenderPhase<Wireframe3d>>,
+    ),
+    materials_over_tile: Option<&MaterialsOverTileView>,
+) {
+    let instances = world.get_resource::<RenderMaterialInstances>();
+    let draw_functions = world.resource::<DrawFunctions<Transparent3d>>();
+    let mut draw_functions = draw_functions.write();
+    draw_functions.prepare(world);
+    let mesh_draw = draw_functions.get_id::<DrawMaterial>();
+    for item in phase.items.values() {
+        // Bevy's mesh draws: those of the meshes the tile path draws itself are skipped.
+        let drawn_by_tile = Some(item.draw_function) == mesh_draw
+            && materials_over_tile.is_none_or(|over_tile| {
+                instances.is_some_and(|i| over_tile.drawn_by_tile_path(i, item.main_entity()))
+            });
+        if drawn_by_tile || item.batch_range().is_empty() {
+            continue;
+        }
+        let Some(draw) = draw_functions.get_mut(item.draw_function) else {
+            continue;
+        };
+        if let Err(error) = draw.draw(world, pass, view_entity, item) {
+            error!("bevy_tile_deferred: drawing a gizmo over a tile camera failed: {error:?}");
+        }
+    }
+    drop(draw_functions);
+    // Then the wireframes, as `Core3d` draws them after its main pass (bevy_pbr 0.19.1
+    // wireframe.rs `wireframe_3d`: the same attachments, depth-tested against the scene).
+    if let Some(wireframes) = wireframes
+        && let Err(error) = wireframes.render(pass, world, view_entity)
+    {
+        error!("bevy_tile_deferred: drawing wireframes over a tile camera failed: {error:?}");
+    }
+}
+
+/// What Bevy's transmissive pass draws over a view's tile frame: its `Transmissive3d` items,
+/// the texture they read a copy of the frame from (none with 0 steps), and the steps.
+struct TransmissiveDraws<'w> {
+    phase: &'w SortedRenderPhase<Transmissive3d>,
+    texture: Option<&'w ViewTransmissionTexture>,
+    steps: usize,
+}
+
+impl TransmissiveDraws<'_> {
+    /// The groups the items are drawn in, one per step (one without steps).
+    fn groups(&self) -> usize {
+        match self.texture {
+            Some(_) if self.steps > 0 => self.steps.min(self.phase.items.len()),
+            _ => 1,
+        }
+    }
+
+    /// The copies of the main texture into the transmission texture: one per group, none
+    /// without steps.
+    fn copies(&self) -> u32 {
+        if self.texture.is_some() && self.steps > 0 {
+            u32::try_from(self.groups()).unwrap_or(u32::MAX)
+        } else {
+            0
+        }
+    }
+}
+
+/// The view's transmissive draws, if it has any.
+fn transmissive_draws<'w>(
+    world: &'w World,
+    view_entity: Entity,
+    extracted: &ExtractedView,
+) -> Option<TransmissiveDraws<'w>> {
+    let phase = world
+        .get_resource::<ViewSortedRenderPhases<Transmissive3d>>()?
+        .get(&extracted.retained_view_entity)
+        .filter(|phase| !phase.items.is_empty())?;
+    let steps = world.get::<ScreenSpaceTransmission>(view_entity)?.steps;
+    Some(TransmissiveDraws {
+        phase,
+        texture: world.get::<ViewTransmissionTexture>(view_entity),
+        steps,
+    })
+}
+
+/// Bevy's transmissive pass over the main texture the tile pass wrote (bevy_pbr 0.19.1
+/// `main_transmissive_pass_3d`): its items back to front in `steps` groups, each after a copy of
+/// the main texture into the transmission texture they sample, in passes loading the main
+/// texture and the depth. Only the meshes Bevy draws over the tile frame are drawn.
+fn draw_transmissive(
+    world: &World,
+    ctx: &mut RenderContext,
+    (view_entity, target, camera): (Entity, &ViewTarget, &ExtractedCamera),
+    draws: &TransmissiveDraws,
+    over_tile: &MaterialsOverTileView,
+    (color, depth): (
+        &RenderPassColorAttachment,
+        &RenderPassDepthStencilAttachment,
+    ),
+) {
+    let Some(size) = camera.physical_target_size else {
+        return;
+    };
+    let items = &draws.phase.items;
+    let groups = draws.groups();
+    let draw_functions = world.resource::<DrawFunctions<Transmissive3d>>();
+    for group in 0..groups {
+        let range = items.len() * group / groups..items.len() * (group + 1) / groups;
+        if let Some(texture) = draws.texture.filter(|_| draws.steps > 0) {
+            ctx.command_encoder().copy_texture_to_texture(
+                target.main_texture().as_image_copy(),
+                texture.texture.as_image_copy(),
+                wgpu::Extent3d {
+                    width: size.x,
+                    height: size.y,
+                    depth_or_array_layers: 1,
+                },
+            );
+        }
+        let mut pass = ctx.begin_tracked_render_pass(RenderPassDescriptor {
+            label: Some("tile_deferred_transmissive"),
+            color_attachments: &[Some(color.clone())],
+            depth_stencil_attachment: Some(depth.clone()),
+            timestamp_writes: None,
+            occlusion_query_set: None,
+            multiview_mask: None,
+        });
+        if let Some(viewport) = &camera.viewport {
+            pass.set_camera_viewport(viewport);
+        }
+        let mut draw_functions = draw_functions.write();
+        draw_functions.prepare(world);
+        for item in items.values().skip(range.start).take(range.len()) {
+            if !over_tile.draws(item.main_entity().id()) || item.batch_range().is_empty() {
+                continue;
+            }
+            let Some(draw) = draw_functions.get_mut(item.draw_function()) else {
+                continue;
+            };
+            if let Err(error) = draw.draw(world, &mut pass, view_entity, item) {
+                error!(
+                    "bevy_tile_deferred: drawing a transmissive mesh over a tile camera failed: \
+                     {error:?}"
+                );
+            }
+        }
+    }
+}
+
+/// Render world, on a tile view with Bevy's MSAA: the pipeline that writes the main texture into
+/// every sample of Bevy's multisampled texture (Bevy's blit at the view's sample count, in a
+/// pass with Bevy's depth texture, which it leaves alone), for the draws over a post-processed
+/// frame ([`draw_foreign_into_main_texture`]).
+#[derive(Component)]
+pub(crate) struct SampleExpandPipeline(CachedRenderPipelineId);
+
+/// Prepares [`SampleExpandPipeline`] for the tile views with Bevy's MSAA whose frame Bevy
+/// post-processes (one pipeline per main-texture format and sample count, cached here).
+fn prepare_sample_expand_pipelines(
+    mut commands: Commands,
+    views: Query<(Entity, &ViewTarget), With<TileCameraEffects>>,
+    pipeline_cache: Res<PipelineCache>,
+    blit: Option<Res<BlitPipeline>>,
+    mut cached: Local<HashMap<(wgpu::TextureFormat, u32), CachedRenderPipelineId>>,
+) {
+    let Some(blit) = blit else {
+        return;
+    };
+    for (entity, target) in &views {
+        let Some(samples) = target.sampled_main_texture() else {
+            commands.entity(entity).remove::<SampleExpandPipeline>();
+            continue;
+        };
+        let key = (target.main_texture_format(), samples.sample_count());
+        let id = *cached.entry(key).or_insert_with(|| {
+            let mut descriptor = blit.specialize(BlitPipelineKey {
+                target_format: key.0,
+                blend_state: None,
+                samples: key.1,
+                source_space: None,
+            });
+            descriptor.label = Some("tile_deferred_sample_expand".into());
+            descriptor.depth_stencil = Some(DepthStencilState {
+                format: CORE_3D_DEPTH_FORMAT,
+                depth_write_enabled: Some(false),
+                depth_compare: Some(CompareFunction::Always),
+                stencil: StencilState::default(),
+                bias: DepthBiasState::default(),
+            });
+            pipeline_cache.queue_render_pipeline(descriptor)
+        });
+        commands.entity(entity).insert(SampleExpandPipeline(id));
+    }
+}
+
 /// What [`count_foreign_draws`] reads of a view.
 type ForeignDrawsView = (
     Entity,
@@ -333,7 +601,10 @@ type GizmoView = (
     &'static ViewTarget,
     &'static ViewDepthTexture,
     &'static MainEntity,
-    Option<&'static OverlayCompositePipeline>,
+    (
+        Option<&'static OverlayCompositePipeline>,
+        Option<&'static SampleExpandPipeline>,
+    ),
     Option<&'static MaterialsOverTileView>,
 );
 
@@ -348,8 +619,10 @@ fn count_foreign_draws(
     draws: DrawsOverTile,
     profile: Option<Res<DeviceProfile>>,
     shared: Res<ForeignTransparentDraws>,
-    mut msaa_views: ResMut<GizmoMsaaViews>,
+    mut drawn_over: ResMut<ViewsDrawnOver>,
 ) {
+    let frame = drawn_over.frame;
+    let hdr_tone_mappable = drawn_over.hdr_tone_mappable;
     let mut counts = HashMap::default();
     for (entity, main_entity, view, camera, msaa, tier, materials_over_tile, effects) in &views {
         let other_draws = draws.any(view);
@@ -357,20 +630,39 @@ fn count_foreign_draws(
             continue;
         }
         // The samples the tile pass renders with; the same as the camera's MSAA for a view
-        // that keeps Bevy's MSAA (see `GizmoMsaaViews`).
-        let samples = tier.map_or(1, |decision| decision.tier.tile_samples());
+        // that keeps Bevy's MSAA (see `ViewsDrawnOver`). A camera fallen back to `Core3d` keeps
+        // its own MSAA there, and returns to the tile path with it.
+        let samples = match tier {
+            Some(decision) if decision.tier.is_tile() => decision.tier.tile_samples(),
+            Some(_) => msaa.map_or(1, Msaa::samples),
+            None => 1,
+        };
         // What makes the tile pass keep its output (`ViewFrame::gather`), at most.
         let keeps_output = camera.viewport.is_some()
             || camera.sorted_camera_index_for_target > 0
             || matches!(camera.clear_color, ClearColorConfig::None);
-        // Where Bevy post-processes the frame at 1x, they go into the main texture before the
-        // effects, as in `Core3d`; with MSAA the tile pass resolves into the main texture,
-        // which Bevy's multisampled pipelines cannot load, so they go over the output.
-        let into_main_texture = effects.is_some() && samples == 1;
+        let drawable_but_for_hdr =
+            undrawable_reason(false, samples, keeps_output, tier, profile.as_deref()).is_none();
+        // Gizmos and wireframes on an HDR camera: Bevy tone maps the frame after them from the
+        // next frame on, as long as they last (see `ViewsDrawnOver`).
+        let hdr_route = camera.hdr && other_draws && hdr_tone_mappable;
+        if hdr_route && drawable_but_for_hdr {
+            drawn_over.last_hdr_draws.insert(entity, frame);
+        }
+        // Where Bevy post-processes the frame, they go into the main texture before the
+        // effects, as in `Core3d` (with MSAA: over its samples, see `draw_over_tile`).
+        let into_main_texture = effects.is_some();
         // An HDR camera's are tone mapped by Bevy with the scene: drawn where Bevy tone maps
         // the main texture after them.
         let hdr_unmapped = camera.hdr
             && !(into_main_texture && effects.is_some_and(|effects| effects.tone_mapped_by_bevy));
+        if hdr_unmapped && hdr_route && drawable_but_for_hdr {
+            // Their first frame: extraction chose to tone map in the tile pass before they
+            // were seen. Drawn from the next frame on (with Bevy's MSAA kept for them), neither
+            // drawn nor reported now.
+            drawn_over.last_drawn.insert(entity, frame);
+            continue;
+        }
         if let Some(why) = undrawable_reason(
             hdr_unmapped,
             samples,
@@ -381,8 +673,7 @@ fn count_foreign_draws(
             counts.insert(main_entity.id(), UndrawableOverTile { why, other_draws });
             continue;
         }
-        let frame = msaa_views.frame;
-        msaa_views.last_drawn.insert(entity, frame);
+        drawn_over.last_drawn.insert(entity, frame);
         // Drawn once Bevy's textures and the gizmo pipelines have the tile pass's samples (the
         // frame after the gizmos appear on an MSAA camera).
         if crate::tile_deferred::camera::is_tile_schedule(camera.schedule)
@@ -423,9 +714,10 @@ pub(crate) fn draw_foreign_transparent(
     );
 }
 
-/// [`draw_foreign_transparent`] for a view whose frame Bevy post-processes at 1x
+/// [`draw_foreign_transparent`] for a view whose frame Bevy post-processes
 /// ([`DrawsIntoMainTexture`]): the same draws, into the main texture the tile pass wrote
-/// (loaded), before Bevy's effects, as `Core3d` draws them; no composite.
+/// (loaded; with MSAA written into Bevy's multisampled texture first), before Bevy's effects, as
+/// `Core3d` draws them.
 pub(crate) fn draw_foreign_into_main_texture(
     world: &World,
     view: ViewQuery<GizmoView>,
@@ -459,7 +751,7 @@ fn draw_over_tile(
     into_main_texture: bool,
 ) {
     let view_entity = view.entity();
-    let (extracted, camera, target, depth, main_entity, composite, materials_over_tile) =
+    let (extracted, camera, target, depth, main_entity, (composite, expand), materials_over_tile) =
         view.into_inner();
     let Some(phase) = phases.get(&extracted.retained_view_entity) else {
         return;
@@ -467,13 +759,41 @@ fn draw_over_tile(
     let wireframes = wireframe_phases
         .and_then(|phases| phases.get(&extracted.retained_view_entity))
         .filter(|phase| !phase.is_empty());
-    let mut color = if into_main_texture {
-        target.get_unsampled_color_attachment()
-    } else {
-        target.get_color_attachment()
+    // Into the main texture with MSAA: the tile pass resolved the frame, which Bevy's
+    // multisampled pipelines cannot draw into. So the pass writes the frame into every sample
+    // of Bevy's multisampled texture first, Bevy's draws go over those samples as in `Core3d`
+    // (opaque draws replace them whatever alpha they write, blended ones blend per sample), and
+    // the samples resolve into Bevy's other main texture, which becomes the main texture.
+    let expand = match (into_main_texture, target.sampled_main_texture_view()) {
+        (true, Some(samples)) => {
+            let pipeline_cache = world.resource::<PipelineCache>();
+            // Not before the pipeline is ready: the frame would be lost.
+            let Some(pipeline) =
+                expand.and_then(|expand| pipeline_cache.get_render_pipeline(expand.0))
+            else {
+                return;
+            };
+            let write = target.post_process_write();
+            let bind_group = world
+                .resource::<bevy::core_pipeline::blit::BlitPipeline>()
+                .create_bind_group(ctx.render_device(), write.source, pipeline_cache);
+            Some((samples, write.destination, pipeline, bind_group))
+        }
+        _ => None,
     };
+    let mut color = match &expand {
+        Some((samples, destination, ..)) => RenderPassColorAttachment {
+            view: samples,
+            depth_slice: None,
+            resolve_target: Some(destination),
+            ops: Operations::default(),
+        },
+        None if into_main_texture => target.get_unsampled_color_attachment(),
+        None => target.get_color_attachment(),
+    };
+    let loads_main_texture = into_main_texture && expand.is_none();
     color.ops = Operations {
-        load: if into_main_texture {
+        load: if loads_main_texture {
             LoadOp::Load
         } else {
             LoadOp::Clear(wgpu::Color::TRANSPARENT)
@@ -488,25 +808,38 @@ fn draw_over_tile(
             StoreOp::Store
         },
     };
+    // Stored, as Bevy's transparent pass stores it: a discarded texture would be zero-filled by
+    // wgpu before the next frame's gizmo pass loads it (the depth export's write is invisible to
+    // wgpu).
+    let depth_attachment = RenderPassDepthStencilAttachment {
+        view: depth.view(),
+        depth_ops: Some(Operations {
+            load: LoadOp::Load,
+            store: StoreOp::Store,
+        }),
+        stencil_ops: None,
+    };
+    // Meshes with `StandardMaterial` transmission, at 1x into the main texture: Bevy's
+    // transmissive pass runs between the opaque and the transparent draws, as in `Core3d`.
+    let transmissive = transmissive_draws(world, view_entity, extracted)
+        .filter(|_| loads_main_texture && materials_over_tile.is_some_and(|m| m.transmissive()));
+    let mut color_loaded = color.clone();
+    color_loaded.ops.load = LoadOp::Load;
     {
         let mut pass = ctx.begin_tracked_render_pass(RenderPassDescriptor {
             label: Some("tile_deferred_gizmos"),
             color_attachments: &[Some(color)],
-            // Stored, as Bevy's transparent pass stores it: a discarded texture would be
-            // zero-filled by wgpu before the next frame's gizmo pass loads it (the depth
-            // export's write is invisible to wgpu).
-            depth_stencil_attachment: Some(RenderPassDepthStencilAttachment {
-                view: depth.view(),
-                depth_ops: Some(Operations {
-                    load: LoadOp::Load,
-                    store: StoreOp::Store,
-                }),
-                stencil_ops: None,
-            }),
+            depth_stencil_attachment: Some(depth_attachment.clone()),
             timestamp_writes: None,
             occlusion_query_set: None,
             multiview_mask: None,
         });
+        if let Some((_, _, pipeline, bind_group)) = &expand {
+            // Over the whole texture, texel for texel, before the camera's viewport is set.
+            pass.set_render_pipeline(pipeline);
+            pass.set_bind_group(0, bind_group, &[]);
+            pass.draw(0..3, 0..1);
+        }
         if let Some(viewport) = &camera.viewport {
             pass.set_camera_viewport(viewport);
         }
@@ -517,42 +850,54 @@ fn draw_over_tile(
             render_binned::<Opaque3d>(world, &mut pass, view_entity, extracted);
             render_binned::<AlphaMask3d>(world, &mut pass, view_entity, extracted);
         }
-        let instances = world.get_resource::<RenderMaterialInstances>();
-        let draw_functions = world.resource::<DrawFunctions<Transparent3d>>();
-        let mut draw_functions = draw_functions.write();
-        draw_functions.prepare(world);
-        let mesh_draw = draw_functions.get_id::<DrawMaterial>();
-        for item in phase.items.values() {
-            // Bevy's mesh draws: those of the meshes the tile path draws itself are skipped.
-            let drawn_by_tile = Some(item.draw_function) == mesh_draw
-                && materials_over_tile.is_none_or(|over_tile| {
-                    instances.is_some_and(|i| over_tile.drawn_by_tile_path(i, item.main_entity()))
-                });
-            if drawn_by_tile || item.batch_range().is_empty() {
-                continue;
-            }
-            let Some(draw) = draw_functions.get_mut(item.draw_function) else {
-                continue;
-            };
-            if let Err(error) = draw.draw(world, &mut pass, view_entity, item) {
-                error!("bevy_tile_deferred: drawing a gizmo over a tile camera failed: {error:?}");
-            }
+        if transmissive.is_none() {
+            draw_transparent(
+                world,
+                &mut pass,
+                (view_entity, phase, wireframes),
+                materials_over_tile,
+            );
         }
-        drop(draw_functions);
-        // Then the wireframes, as `Core3d` draws them after its main pass (bevy_pbr 0.19.1
-        // wireframe.rs `wireframe_3d`: the same attachments, depth-tested against the scene).
-        if let Some(wireframes) = wireframes
-            && let Err(error) = wireframes.render(&mut pass, world, view_entity)
-        {
-            error!("bevy_tile_deferred: drawing wireframes over a tile camera failed: {error:?}");
+    }
+    // (Only with meshes over the tile frame, `transmissive` above.)
+    if let (Some(transmissive), Some(over_tile)) = (&transmissive, materials_over_tile) {
+        draw_transmissive(
+            world,
+            &mut ctx,
+            (view_entity, target, camera),
+            transmissive,
+            over_tile,
+            (&color_loaded, &depth_attachment),
+        );
+        let mut pass = ctx.begin_tracked_render_pass(RenderPassDescriptor {
+            label: Some("tile_deferred_gizmos_after_transmission"),
+            color_attachments: &[Some(color_loaded)],
+            depth_stencil_attachment: Some(depth_attachment),
+            timestamp_writes: None,
+            occlusion_query_set: None,
+            multiview_mask: None,
+        });
+        if let Some(viewport) = &camera.viewport {
+            pass.set_camera_viewport(viewport);
         }
+        draw_transparent(
+            world,
+            &mut pass,
+            (view_entity, phase, wireframes),
+            materials_over_tile,
+        );
     }
     if into_main_texture {
         let post_processed = world.get::<PostProcessedAfterTile>(view_entity).is_some();
         let Some(shape) = OverlayShape::of(target, camera, post_processed) else {
             return;
         };
-        let priced = price_draws_into_main_texture(shape.extent, shape.main_format);
+        let samples = target
+            .sampled_main_texture()
+            .map_or(1, |texture| texture.sample_count());
+        let copies = transmissive.as_ref().map_or(0, TransmissiveDraws::copies);
+        let priced =
+            price_draws_into_main_texture(shape.extent, samples, shape.main_format, copies);
         reports.amend(main_entity.id(), |report| report.gizmo_pass = priced);
         return;
     }
@@ -564,7 +909,7 @@ fn draw_over_tile(
         camera,
         composite.0,
         world.resource::<PipelineCache>(),
-        world.resource::<bevy::core_pipeline::blit::BlitPipeline>(),
+        world.resource::<BlitPipeline>(),
         &mut ctx,
         "tile_deferred_gizmo_composite",
     );
@@ -675,14 +1020,17 @@ pub(crate) fn price_gizmos(
     compile_stock_bevy(&g, &DeviceCaps::desktop()).ok()
 }
 
-/// The pass that draws over the tile frame into the main texture before Bevy's effects
+/// The passes that draw over the tile frame into the main texture before Bevy's effects
 /// ([`DrawsIntoMainTexture`]), priced with the stock-Bevy model: Bevy's depth texture (written
-/// by the tile pass's depth export) and the main texture (`main_format`, written by the tile
-/// pass) each loaded and stored. None if the graph does not compile (it always does for these
-/// formats).
+/// by the tile pass's depth export, `samples` per pixel) loaded and stored; at 1x the main
+/// texture (`main_format`, written by the tile pass) loaded and stored; with MSAA the main
+/// texture sampled into Bevy's multisampled texture, which resolves on tile into the other main
+/// texture (stored). None if the graph does not compile (it always does for these formats).
 pub(crate) fn price_draws_into_main_texture(
     extent: Extent,
+    samples: u32,
     main_format: Format,
+    transmission_copies: u32,
 ) -> Option<CompiledFrame> {
     let mut g = FrameGraph::new(extent);
     let kept = ImportParams {
@@ -693,21 +1041,113 @@ pub(crate) fn price_draws_into_main_texture(
     };
     let mut depth = g.import_attachment(
         crate::tile_deferred::plan::names::VIEW_DEPTH,
-        AttachmentDesc::new(Format::Depth32Float),
+        AttachmentDesc::new(Format::Depth32Float).with_samples(samples),
         kept,
     );
     let mut main = g.import_attachment("main_texture", AttachmentDesc::new(main_format), kept);
-    g.add_raster_pass(GIZMO_PASS)
-        .color(&mut main, Access::ReadWrite, None)
-        .depth(&mut depth, Access::ReadWrite, None)
-        .finish()
-        .ok()?;
+    if samples == 1 {
+        g.add_raster_pass(GIZMO_PASS)
+            .color(&mut main, Access::ReadWrite, None)
+            .depth(&mut depth, Access::ReadWrite, None)
+            .finish()
+            .ok()?;
+        // Bevy's transmissive pass: per step, the main texture copied into the transmission
+        // texture, then a pass over both; then the transparent draws in a pass of their own.
+        if transmission_copies > 0 {
+            let mut copy = g.import_attachment(
+                "transmission_texture",
+                AttachmentDesc::new(main_format),
+                ImportParams {
+                    contents_needed: false,
+                    needed_after_frame: false,
+                    ..kept
+                },
+            );
+            for _ in 0..transmission_copies {
+                g.add_raster_pass("copy into the transmission texture")
+                    .sample(&main)
+                    .color(&mut copy, Access::WriteAll, None)
+                    .finish()
+                    .ok()?;
+                g.add_raster_pass(TRANSMISSIVE_PASS)
+                    .sample(&copy)
+                    .color(&mut main, Access::ReadWrite, None)
+                    .depth(&mut depth, Access::ReadWrite, None)
+                    .finish()
+                    .ok()?;
+            }
+            g.add_raster_pass(GIZMO_PASS_AFTER_TRANSMISSION)
+                .color(&mut main, Access::ReadWrite, None)
+                .depth(&mut depth, Access::ReadWrite, None)
+                .finish()
+                .ok()?;
+        }
+    } else {
+        let mut sampled = g.create_attachment(
+            "main_texture_samples",
+            AttachmentDesc::new(main_format).with_samples(samples),
+        );
+        // Bevy's other main texture: the main texture from then on.
+        let mut other = g.import_attachment(
+            "main_texture_other",
+            AttachmentDesc::new(main_format),
+            ImportParams {
+                contents_needed: false,
+                ..kept
+            },
+        );
+        g.add_raster_pass(GIZMO_PASS)
+            .sample(&main)
+            .color(&mut sampled, Access::Write, Some(ClearValue::BLACK))
+            .depth(&mut depth, Access::ReadWrite, None)
+            .resolve(&sampled, &mut other)
+            .finish()
+            .ok()?;
+    }
     compile_stock_bevy(&g, &DeviceCaps::desktop()).ok()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn draws_into_the_main_texture_are_priced_at_their_samples() {
+        let extent = Extent::new(100, 100);
+        let pixels = 100 * 100;
+        // 1x, an HDR main texture: the depth (4 bytes) and the main texture (8 bytes) loaded
+        // and stored by one pass.
+        let one = price_draws_into_main_texture(extent, 1, Format::Rgba16Float, 0).unwrap();
+        assert_eq!(one.render_pass_count(), 1, "{}", one.describe());
+        assert_eq!(
+            one.cost.bytes(),
+            (2 * 4 + 2 * 8) * pixels,
+            "{}",
+            one.describe()
+        );
+        // 1x with one transmission step, an LDR main texture: the pass over the frame (depth
+        // and main texture loaded and stored), the copy into the transmission texture (read and
+        // written), the transmissive pass (the copy sampled, depth and main texture loaded and
+        // stored), and the transparent draws after it (the same).
+        let glass = price_draws_into_main_texture(extent, 1, Format::Rgba8Srgb, 1).unwrap();
+        assert_eq!(glass.render_pass_count(), 4, "{}", glass.describe());
+        assert_eq!(
+            glass.cost.bytes(),
+            (16 + 8 + 20 + 16) * pixels,
+            "{}",
+            glass.describe()
+        );
+        // 4x, one pass: four depth samples loaded and stored, the main texture sampled into
+        // the samples, which resolve on tile into the other main texture (stored).
+        let four = price_draws_into_main_texture(extent, 4, Format::Rgba16Float, 0).unwrap();
+        assert_eq!(four.render_pass_count(), 1, "{}", four.describe());
+        assert_eq!(
+            four.cost.bytes(),
+            (2 * 4 * 4 + 8 + 8) * pixels,
+            "{}",
+            four.describe()
+        );
+    }
 
     #[test]
     fn gizmo_passes_load_and_store_the_depth_and_the_output() {
@@ -794,10 +1234,12 @@ mod tests {
                     None
                 );
             }
-            assert!(
-                undrawable_reason(true, 1, false, None, Some(device))
-                    .is_some_and(|r| r.contains("HDR"))
-            );
+            for samples in [1, 4] {
+                assert!(
+                    undrawable_reason(true, samples, false, None, Some(device))
+                        .is_some_and(|r| r.contains("HDR"))
+                );
+            }
         }
         assert!(
             undrawable_reason(false, 1, false, None, Some(&mali))

@@ -33,7 +33,7 @@
 //! private systems of bevy_post_process 0.19.1 (`post_processing`, `auto_exposure`): the tile
 //! schedule cannot run them, so their cameras keep the fallback.
 
-use super::PostProcessingAfterTile;
+use super::{PostProcessingAfterTile, gizmos::ViewsDrawnOver};
 use crate::frame_graph::{
     Access, AttachmentDesc, AttachmentHandle, ClearValue, CompiledFrame, DeviceCaps, Extent,
     Format, FrameGraph, ImportParams, Size, compile_stock_bevy,
@@ -59,7 +59,7 @@ use bevy::{
         camera::{CameraRenderGraph, ExtractedCamera},
         renderer::{CurrentView, ViewQuery},
         sync_world::{MainEntity, RenderEntity},
-        view::{ColorGrading, Msaa, ViewTarget},
+        view::{ColorGrading, ViewTarget},
     },
 };
 #[cfg(feature = "anti_alias")]
@@ -75,11 +75,18 @@ use bevy_post_process::bloom::{Bloom, BloomPlugin, bloom};
 pub(crate) const BLOOM: &str = "Bloom";
 /// Bevy's tone mapping grading an HDR camera without bloom ([`bevy_grades_hdr_camera`]).
 pub(crate) const COLOR_GRADING: &str = "ColorGrading";
-/// Bevy's tone mapping of an HDR camera at 1x whose tile frame Bevy draws meshes over (custom
-/// materials, the `StandardMaterial` features the G-buffer lacks: `TileMaterialsOverTile`):
-/// `Core3d` draws them into the HDR light and tone maps them with the scene, so they go into the
-/// main texture the tile pass stored before Bevy's tone mapping, as after a bloom.
+/// Bevy's tone mapping of an HDR camera whose tile frame Bevy draws over: meshes (custom
+/// materials, the `StandardMaterial` features the G-buffer lacks: `TileMaterialsOverTile`),
+/// gizmos and wireframes (`gizmos::ViewsDrawnOver`). `Core3d` draws them into the HDR light and
+/// tone maps them with the scene, so they go into the main texture the tile pass stored before
+/// Bevy's tone mapping, as after a bloom.
 pub(crate) const TONEMAPPING: &str = "Tonemapping";
+/// Bevy's transmissive pass over an LDR camera's tile frame at 1x (meshes with
+/// `StandardMaterial` transmission, `TileMaterialsOverTile::transmissive`): it reads a copy of
+/// the frame, so the tile pass writes the frame into the main texture, Bevy draws over it there,
+/// and Bevy's blit writes the output. No pass of its own (on an HDR camera [`TONEMAPPING`]
+/// routes the frame through the main texture already).
+pub(crate) const TRANSMISSION: &str = "Transmission";
 
 /// The effects Bevy's tone mapping runs for (after the bloom; for a grade; for the meshes over
 /// an HDR frame): the tile pass then stores the light.
@@ -114,6 +121,7 @@ fn effects_with_plugins(app: &App) -> Vec<&'static str> {
     [
         (tone_maps, COLOR_GRADING),
         (tone_maps, TONEMAPPING),
+        (tone_maps, TRANSMISSION),
         #[cfg(feature = "bloom")]
         (app.is_plugin_added::<BloomPlugin>(), BLOOM),
         #[cfg(feature = "anti_alias")]
@@ -140,6 +148,9 @@ pub(crate) fn finish(app: &mut App) {
     let Some(render_app) = app.get_sub_app_mut(RenderApp) else {
         return;
     };
+    if let Some(mut drawn_over) = render_app.world_mut().get_resource_mut::<ViewsDrawnOver>() {
+        drawn_over.hdr_tone_mappable = tone_maps_draws_over_hdr(&drawn);
+    }
     render_app
         .add_systems(ExtractSchedule, mark_post_processed_views)
         .configure_sets(
@@ -208,8 +219,11 @@ pub(crate) struct CameraEffects {
     /// An HDR camera whose `ColorGrading` Bevy's tone mapping applies beyond what the tonemap
     /// subpass does ([`bevy_grades_hdr_camera`]).
     pub(crate) grading: bool,
-    /// An HDR camera at 1x whose tile frame Bevy draws meshes over ([`TONEMAPPING`]).
-    pub(crate) meshes_over_hdr: bool,
+    /// An HDR camera whose tile frame Bevy draws meshes, gizmos or wireframes over
+    /// ([`TONEMAPPING`]).
+    pub(crate) drawn_over_hdr: bool,
+    /// Meshes Bevy draws in its transmissive pass over the tile frame ([`TRANSMISSION`]).
+    pub(crate) transmission: bool,
     /// `Fxaa`, enabled.
     pub(crate) fxaa: bool,
     /// `Smaa`, whenever present.
@@ -224,10 +238,10 @@ pub(crate) struct CameraEffects {
 pub(crate) fn effects_of(on: CameraEffects, drawn: &[&'static str]) -> Vec<&'static str> {
     let blooms = on.bloom && drawn.contains(&BLOOM);
     let grades = on.grading && drawn.contains(&COLOR_GRADING);
-    [
+    let mut effects: Vec<&'static str> = [
         (on.bloom, BLOOM),
         (on.grading && !blooms, COLOR_GRADING),
-        (on.meshes_over_hdr && !blooms && !grades, TONEMAPPING),
+        (on.drawn_over_hdr && !blooms && !grades, TONEMAPPING),
         (on.fxaa, FXAA),
         (on.smaa, SMAA),
         (on.cas, CAS),
@@ -235,7 +249,13 @@ pub(crate) fn effects_of(on: CameraEffects, drawn: &[&'static str]) -> Vec<&'sta
     .into_iter()
     .filter(|(on, effect)| *on && drawn.contains(effect))
     .map(|(_, effect)| effect)
-    .collect()
+    .collect();
+    // Any effect routes the frame through the main texture; the transmissive pass needs it
+    // there, and names it only where nothing else does.
+    if on.transmission && effects.is_empty() && drawn.contains(&TRANSMISSION) {
+        effects.push(TRANSMISSION);
+    }
+    effects
 }
 
 /// Bevy blooms a camera with these settings: with some intensity, on an HDR camera (what
@@ -257,8 +277,8 @@ pub(crate) fn blooms_after_tile_pass(camera: &EntityRef, drawn: &PostProcessingA
 
 /// Main world: Bevy's own tone mapping runs after the camera's tile pass and grades its frame
 /// as `Core3d` would: after its bloom, or for a grade that needs it ([`bevy_grades_hdr_camera`]).
-/// (It also runs for the meshes Bevy draws over an HDR camera's tile frame at 1x,
-/// [`tone_maps_meshes_over_hdr`], which this does not count: the main world decides those from
+/// (It also runs for the meshes Bevy draws over an HDR camera's tile frame,
+/// [`tone_maps_draws_over_hdr`], which this does not count: the main world decides those from
 /// what this says.)
 pub(crate) fn tone_mapped_after_tile_pass(
     camera: &EntityRef,
@@ -272,9 +292,10 @@ pub(crate) fn tone_mapped_after_tile_pass(
         && bevy_grades_hdr_camera(camera.contains::<Hdr>(), camera.get::<ColorGrading>())
 }
 
-/// Main world: Bevy's own tone mapping can run after the tile pass of an HDR camera at 1x whose
-/// frame Bevy draws meshes over ([`TONEMAPPING`]), so that those meshes are drawn.
-pub(crate) fn tone_maps_meshes_over_hdr(drawn: &PostProcessingAfterTile) -> bool {
+/// Bevy's own tone mapping can run after the tile pass of an HDR camera whose frame Bevy
+/// draws meshes, gizmos or wireframes over ([`TONEMAPPING`]), so that they are drawn (read by
+/// both worlds).
+pub(crate) fn tone_maps_draws_over_hdr(drawn: &PostProcessingAfterTile) -> bool {
     drawn.0.contains(&TONEMAPPING)
 }
 
@@ -320,7 +341,6 @@ type TileCameras<'w, 's> = Query<
         &'static CameraRenderGraph,
         Has<Hdr>,
         Option<&'static ColorGrading>,
-        Option<&'static Msaa>,
         Option<&'static TileMaterialsOverTile>,
     ),
     With<TileDeferred>,
@@ -347,8 +367,9 @@ fn mark_post_processed_views(
     #[cfg(feature = "bloom")] blooms_of: Extract<Query<&Bloom>>,
     #[cfg(feature = "anti_alias")] anti_aliasing_of: Extract<AntiAliasing>,
     drawn: Res<PostProcessingAfterTile>,
+    drawn_over: Res<ViewsDrawnOver>,
 ) {
-    for (entity, render_entity, camera, graph, hdr, grading, msaa, over_tile) in &cameras {
+    for (entity, render_entity, camera, graph, hdr, grading, over_tile) in &cameras {
         let Ok(mut view) = commands.get_entity(render_entity) else {
             continue;
         };
@@ -364,10 +385,12 @@ fn mark_post_processed_views(
         #[cfg(not(any(feature = "bloom", feature = "anti_alias")))]
         let _ = entity;
         on.grading = bevy_grades_hdr_camera(hdr, grading);
-        // The main world lists them only where they can be drawn (`coverage::missing`).
-        on.meshes_over_hdr = hdr
-            && msaa.is_none_or(|msaa| msaa.samples() == 1)
-            && over_tile.is_some_and(|over_tile| !over_tile.meshes.is_empty());
+        // The main world lists meshes over the tile frame only where they can be drawn
+        // (`coverage::missing`); the render world saw gizmos or wireframes lately.
+        on.transmission = over_tile.is_some_and(|over_tile| over_tile.transmissive);
+        on.drawn_over_hdr = hdr
+            && (over_tile.is_some_and(|over_tile| !over_tile.meshes.is_empty())
+                || drawn_over.tone_maps_draws_over_hdr(render_entity));
         let effects = effects_of(on, &drawn.0);
         let tone_mapped_by_bevy = tone_mapped_by_bevy(&effects);
         if camera.is_active && !effects.is_empty() {
@@ -563,6 +586,10 @@ pub(crate) fn price_post_processing(
         },
     );
     for effect in effects {
+        if *effect == TRANSMISSION {
+            // No pass: the frame is in the main texture for the blit.
+            continue;
+        }
         if TONE_MAPPED_AFTER.contains(effect) {
             if *effect == BLOOM {
                 price_bloom(&mut g, &mut main, &bloom_mips)?;
@@ -687,11 +714,20 @@ mod tests {
 
     #[test]
     fn effects_run_in_core3ds_order_and_only_where_drawn() {
-        let all = [COLOR_GRADING, TONEMAPPING, BLOOM, FXAA, SMAA, CAS];
+        let all = [
+            COLOR_GRADING,
+            TONEMAPPING,
+            TRANSMISSION,
+            BLOOM,
+            FXAA,
+            SMAA,
+            CAS,
+        ];
         let every = CameraEffects {
             bloom: true,
             grading: true,
-            meshes_over_hdr: true,
+            drawn_over_hdr: true,
+            transmission: true,
             fxaa: true,
             smaa: true,
             cas: true,
@@ -718,12 +754,43 @@ mod tests {
         );
         // Meshes over an HDR frame: Bevy's tone mapping, unless a bloom or a grade runs it.
         let meshes = CameraEffects {
-            meshes_over_hdr: true,
+            drawn_over_hdr: true,
             ..default()
         };
         assert_eq!(effects_of(meshes, &all), [TONEMAPPING]);
         assert_eq!(effects_of(every, &[TONEMAPPING, FXAA]), [TONEMAPPING, FXAA]);
         assert!(effects_of(meshes, &[COLOR_GRADING]).is_empty());
+        // Transmission needs the frame in the main texture: named only where nothing else
+        // routes it there.
+        let glass = CameraEffects {
+            transmission: true,
+            ..default()
+        };
+        assert_eq!(effects_of(glass, &all), [TRANSMISSION]);
+        let glass_fxaa = CameraEffects {
+            fxaa: true,
+            ..glass
+        };
+        assert_eq!(effects_of(glass_fxaa, &all), [FXAA]);
+        let glass_hdr = CameraEffects {
+            drawn_over_hdr: true,
+            ..glass
+        };
+        assert_eq!(effects_of(glass_hdr, &all), [TONEMAPPING]);
+    }
+
+    #[test]
+    fn transmission_alone_prices_only_the_blit() {
+        let frame = PostProcessedFrame {
+            extent: Extent::new(100, 100),
+            main_format: Format::Rgba8Srgb,
+            output_format: Format::Bgra8Srgb,
+            first_on_target: true,
+            bloom_mips: Vec::new(),
+            tone_maps: true,
+        };
+        let priced = price_post_processing(frame, &[TRANSMISSION]).unwrap();
+        assert_eq!(priced.render_pass_count(), 1, "{}", priced.describe());
     }
 
     #[test]

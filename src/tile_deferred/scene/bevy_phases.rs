@@ -86,7 +86,10 @@ pub(crate) fn leave_out_opaque_phases(
         if let Some(over_tile) = over_tile {
             commands
                 .entity(render_entity.id())
-                .insert(MaterialsOverTileView::new(over_tile.meshes.clone()));
+                .insert(MaterialsOverTileView::new(
+                    over_tile.meshes.clone(),
+                    over_tile.transmissive,
+                ));
             // A `StandardMaterial` mesh newly listed (its material gained clearcoat, say) may
             // have been taken out of Bevy's kept bins before, and Bevy queues only what it
             // sees change: have it queue the view's meshes again. Meshes that only enter the

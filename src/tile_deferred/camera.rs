@@ -197,8 +197,8 @@ pub struct TileOutputLoadedAfter;
 /// a `StandardMaterial` with a feature the G-buffer has no room for: clearcoat, anisotropy,
 /// a parallax depth map, a specular tint, transmission) and that Bevy's own material pipelines
 /// draw over the tile frame after the tile pass, over the tile depth, as `Core3d` would draw
-/// them (see `overlays::gizmos`; transmission in Bevy's transmissive pass). The tile path leaves them out of its own passes. In entity order;
-/// absent when there are none. Where they cannot be drawn that way (on a tile GPU, for one),
+/// them (see `overlays::gizmos`; transmission in Bevy's transmissive pass). The tile path
+/// leaves them out of its own passes. In entity order; absent when there are none. Where they cannot be drawn that way (on a tile GPU, for one),
 /// they are listed in [`TileMissing`](crate::TileMissing) instead.
 #[derive(Component, Clone, Debug, Default, PartialEq, Eq, Reflect)]
 #[reflect(Component, Clone, Debug, Default, PartialEq)]
@@ -207,7 +207,7 @@ pub struct TileMaterialsOverTile {
     pub meshes: Vec<Entity>,
     /// Some of them have `StandardMaterial` transmission: Bevy draws those in its transmissive
     /// pass, which reads a copy of the frame, so Bevy draws them all into the camera's main
-    /// texture, which the tile pass then writes (at 1x only).
+    /// texture, which the tile pass then writes (with MSAA, resolves).
     pub transmissive: bool,
 }
 

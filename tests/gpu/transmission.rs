@@ -1,18 +1,18 @@
 //! `StandardMaterial` transmission over the tile frame, in a scene shaped like Bevy's
 //! `transmission` example: a glass sphere (specular transmission) and a frosted cube (diffuse
 //! transmission) in front of coloured meshes. Bevy draws them in its transmissive pass, which
-//! samples a copy of the opaque frame: on a tile camera at 1x the tile pass writes its frame into
+//! samples a copy of the opaque frame: on a tile camera the tile pass writes its frame into
 //! the main texture (LDR: effect `Transmission`; HDR: `Tonemapping`), leaves the transmissive
 //! meshes out, and Bevy's transmissive pass runs over that frame between Bevy's opaque and
-//! transparent draws, as `Core3d` orders them. With MSAA each transmissive mesh is listed and
-//! `Auto` hands the camera to Bevy.
+//! transparent draws, as `Core3d` orders them. With MSAA the tile pass resolves its frame into
+//! the main texture, and Bevy's passes draw into its multisampled texture, which resolves into
+//! the main texture each pass, as in `Core3d`.
 
 use crate::harness::{GpuTest, HeadlessApp, assert_frames_match, image_compare::psnr};
-use bevy::{prelude::*, render::view::Msaa};
+use bevy::{pbr::ScreenSpaceTransmission, prelude::*, render::view::Msaa};
 use bevy_tile_deferred::{
-    TileDeferred, TileMaterialsOverTile, TileRenderReports,
-    tiers::{RenderTier, TierDecision, TierSetting},
-    tile_deferred::missing::TileMissing,
+    TileDeferred, TileMaterialsOverTile,
+    tiers::{TierDecision, TierSetting},
 };
 
 const WIDTH: u32 = 256;
@@ -24,9 +24,10 @@ const GLASS: [&str; 2] = ["glass sphere", "frosted cube"];
 /// Frames rendered before a frame is compared (see `custom_materials.rs`).
 const FRAMES: u32 = 5;
 
-/// The scene under a camera at `msaa`, HDR where `hdr`, on the tile path (`Auto`) where `tile`;
-/// its camera and the transmissive meshes in entity order.
-fn app(tile: bool, msaa: Msaa, hdr: bool) -> (HeadlessApp, Entity, Vec<Entity>) {
+/// The scene under a camera at `msaa`, HDR where `hdr`, with Bevy's transmissive pass in
+/// `steps` steps, on the tile path (`Auto`) where `tile`; its camera and the transmissive meshes
+/// in entity order.
+fn app(tile: bool, msaa: Msaa, hdr: bool, steps: usize) -> (HeadlessApp, Entity, Vec<Entity>) {
     let mut headless = HeadlessApp::new(WIDTH, HEIGHT);
     let world = headless.app.world_mut();
     let mut meshes = world.resource_mut::<Assets<Mesh>>();
@@ -102,6 +103,7 @@ fn app(tile: bool, msaa: Msaa, hdr: bool) -> (HeadlessApp, Entity, Vec<Entity>) 
         msaa,
     ));
     let mut entity = headless.app.world_mut().entity_mut(camera);
+    entity.insert(ScreenSpaceTransmission { steps, ..default() });
     if hdr {
         entity.insert(bevy::camera::Hdr);
     }
@@ -114,23 +116,32 @@ fn app(tile: bool, msaa: Msaa, hdr: bool) -> (HeadlessApp, Entity, Vec<Entity>) 
     (headless, camera, glass_meshes)
 }
 
-/// At 1x, LDR and HDR: the camera stays on the tile path with nothing listed, the transmissive
-/// meshes are Bevy's (`TileMaterialsOverTile`, transmissive), Bevy's passes over the frame are
-/// priced (the pass over the frame, the copy, the transmissive pass, the transparent draws),
-/// and the frame is Bevy's (>= 36 dB, p99.5 <= 8/255). Bevy's frame without transmission
-/// differs from it, so the comparison can fail.
+/// At 1x and 4x, LDR and HDR: the camera stays on the tile path with nothing listed, the
+/// transmissive meshes are Bevy's (`TileMaterialsOverTile`, transmissive), Bevy's passes over
+/// the frame are priced (the pass over the frame, the copy, the transmissive pass, the
+/// transparent draws), and the frame is Bevy's (>= 36 dB, p99.5 <= 8/255). Bevy's frame without
+/// transmission differs from it, so the comparison can fail.
 #[test]
 fn transmissive_meshes_are_drawn_by_bevy_over_the_tile_frame() {
     let _test = GpuTest::start("transmissive_meshes_are_drawn_by_bevy_over_the_tile_frame");
-    for hdr in [false, true] {
-        let name = format!("transmission-1x-hdr-{hdr}");
-        let (mut headless, camera, glass) = app(true, Msaa::Off, hdr);
+    // Bevy's default of one step, and two: two copies and transmissive passes, the first
+    // step's samples resolved at 4x for the second's copy. (The two meshes do not overlap on
+    // screen, so two steps draw Bevy's one-step picture; the case checks the passes, their
+    // price and their validity.)
+    for (msaa, hdr, steps) in [
+        (Msaa::Off, false, 1),
+        (Msaa::Off, true, 1),
+        (Msaa::Sample4, false, 1),
+        (Msaa::Sample4, true, 1),
+        (Msaa::Sample4, false, 2),
+    ] {
+        let name = format!("transmission-{}x-hdr-{hdr}-steps-{steps}", msaa.samples());
+        let (mut headless, camera, glass) = app(true, msaa, hdr, steps);
         let tile = headless.render(FRAMES);
+        let report = headless.tile_report_with_nothing_missing(camera, &name);
         let world = headless.app.world();
         let tier = world.get::<TierDecision>(camera).expect("a decision").tier;
-        let missing = world.get::<TileMissing>(camera).map(|m| m.items.clone());
-        assert_eq!(tier, RenderTier::TileDeferred, "{name}: {missing:#?}");
-        assert_eq!(missing.unwrap_or_default(), [], "{name}");
+        assert_eq!(tier.tile_samples(), msaa.samples(), "{name}");
         assert_eq!(
             world.get::<TileMaterialsOverTile>(camera),
             Some(&TileMaterialsOverTile {
@@ -139,19 +150,23 @@ fn transmissive_meshes_are_drawn_by_bevy_over_the_tile_frame() {
             }),
             "{name}"
         );
-        let report = world
-            .resource::<TileRenderReports>()
-            .get(camera)
-            .expect("a report");
+        assert_eq!(report.samples, msaa.samples(), "{name}");
         let effect = if hdr { "Tonemapping" } else { "Transmission" };
         assert_eq!(report.post_processing, [effect], "{name}");
         let over = report
             .gizmo_pass
             .as_ref()
             .expect("Bevy's passes over the frame are priced");
-        assert_eq!(over.render_pass_count(), 4, "{name}: {}", over.describe());
+        // The pass over the frame, a copy and a transmissive pass per step, the transparent
+        // draws.
+        assert_eq!(
+            over.render_pass_count(),
+            2 + 2 * steps,
+            "{name}: {}",
+            over.describe()
+        );
 
-        let (mut bevy_app, _, _) = app(false, Msaa::Off, hdr);
+        let (mut bevy_app, _, _) = app(false, msaa, hdr, steps);
         let bevy = bevy_app.render(FRAMES);
         // Bevy's frame without transmission: what a tile frame that drew them opaque would be.
         let world = bevy_app.app.world_mut();
@@ -171,29 +186,4 @@ fn transmissive_meshes_are_drawn_by_bevy_over_the_tile_frame() {
         );
         assert_frames_match(&name, &tile, &bevy, 36.0, 8);
     }
-}
-
-/// With MSAA Bevy's transmissive pass would draw into its multisampled texture over a copy of
-/// the frame, which the tile pass resolves: each transmissive mesh is listed with the reason,
-/// and `Auto` hands the camera to Bevy.
-#[test]
-fn transmissive_meshes_fall_back_with_msaa() {
-    let _test = GpuTest::start("transmissive_meshes_fall_back_with_msaa");
-    let (mut headless, camera, glass) = app(true, Msaa::Sample4, false);
-    headless.render(FRAMES);
-    let world = headless.app.world();
-    assert_eq!(
-        world.get::<TierDecision>(camera).expect("a decision").tier,
-        RenderTier::Forward
-    );
-    let listed = world
-        .get::<TileMissing>(camera)
-        .map(|m| m.items.clone())
-        .unwrap_or_default();
-    let listed_glass: Vec<Entity> = listed
-        .iter()
-        .filter(|item| item.what.contains("transmission") && item.what.contains("MSAA"))
-        .map(|item| item.entity)
-        .collect();
-    assert_eq!(listed_glass, glass, "{listed:#?}");
 }

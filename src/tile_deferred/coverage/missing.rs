@@ -5,7 +5,7 @@
 //!   a custom `Material` or `ExtendedMaterial` and material features the G-buffer has no room
 //!   for (clearcoat, anisotropy, parallax, specular tint, transmission) where Bevy cannot draw
 //!   those meshes over the tile frame instead ([`TileMaterialsOverTile`] lists those it draws
-//!   there; transmission at 1x only), morph targets whose displacements the main world no longer holds (a mesh
+//!   there), morph targets whose displacements the main world no longer holds (a mesh
 //!   kept only in the render world), lightmaps the tile path cannot light as Bevy does
 //!   (`lightmap_missing`);
 //! - clustered decals reaching its view, and reflection probes (`LightProbe` +
@@ -333,15 +333,10 @@ pub(crate) fn standard_material_missing(material: &StandardMaterial) -> Option<&
 /// What of a `StandardMaterial` the tile path does not draw, if Bevy's own pipeline can draw its
 /// meshes over the tile frame in the tile path's place (as it draws custom materials): every
 /// feature of [`standard_material_missing`] (transmission in Bevy's transmissive pass, from a
-/// copy of the frame in the main texture, at 1x: [`TRANSMISSION_WITH_MSAA`]).
+/// copy of the frame in the main texture).
 pub(crate) fn standard_material_drawn_by_bevy(material: &StandardMaterial) -> Option<&'static str> {
     standard_material_missing(material)
 }
-
-/// Why Bevy's transmissive pass cannot draw a mesh over a tile frame with MSAA: it reads a copy
-/// of the frame and draws into Bevy's multisampled texture, and the tile pass resolves the frame.
-pub(crate) const TRANSMISSION_WITH_MSAA: &str = "MSAA: Bevy's transmissive pass reads a copy of \
-     the frame, which it draws over the tile frame at 1x only";
 
 /// Whether Bevy draws a `StandardMaterial`'s meshes in its transmissive pass.
 fn has_transmission(material: &StandardMaterial) -> bool {
@@ -753,7 +748,6 @@ pub(crate) fn find_missing(
             settings.viewport.is_some() || matches!(settings.clear_color, ClearColorConfig::None)
         });
         let device_or_tier = crate::tile_deferred::overlays::gizmos::undrawable_reason(
-            false,
             samples,
             keeps_output,
             tier,
@@ -793,7 +787,6 @@ pub(crate) fn find_missing(
                     foreign.or(device_or_tier),
                     lights_unassigned,
                 ),
-                samples,
             )
         } else {
             (Vec::new(), TileMaterialsOverTile::default())
@@ -846,7 +839,6 @@ fn mesh_items(
     (directional_lights, global_ambient): &LightmapSources,
     (materials, mesh_assets, images): &ViewedAssets,
     materials_over_tile: Option<&'static str>,
-    samples: u32,
 ) -> (Vec<MissingFeature>, TileMaterialsOverTile) {
     let mut items = Vec::new();
     let mut over_tile = Vec::new();
@@ -929,11 +921,9 @@ fn mesh_items(
             Some(check) => check.drawn_by_bevy,
         };
         if let Some(what) = drawn_by_bevy {
-            let transmission = check.is_some_and(|check| check.transmission);
-            let why = materials_over_tile
-                .or_else(|| (transmission && samples > 1).then_some(TRANSMISSION_WITH_MSAA));
-            transmissive |= transmission && why.is_none();
-            match why {
+            transmissive |=
+                materials_over_tile.is_none() && check.is_some_and(|check| check.transmission);
+            match materials_over_tile {
                 None => over_tile.push(entity),
                 Some(why) => items.push(MissingFeature {
                     entity,
@@ -1693,8 +1683,8 @@ mod tests {
 
     /// A `StandardMaterial` with a feature the G-buffer lacks is drawn by Bevy over an LDR
     /// camera's tile frame, as custom materials are, and listed as missing with the reason on an
-    /// HDR one in an app without Bevy's tone mapping; transmission, which needs Bevy's
-    /// transmissive pass over a copy of the frame, at 1x only.
+    /// HDR one in an app without Bevy's tone mapping; transmission too (Bevy's transmissive pass
+    /// over a copy of the frame), at 1x and with MSAA.
     #[test]
     fn standard_material_features_the_gbuffer_lacks_are_drawn_over_the_tile_frame() {
         let mut world = world_with_assets();
@@ -1756,7 +1746,7 @@ mod tests {
             Some("StandardMaterial clearcoat")
         );
         run(&mut world);
-        assert_eq!(items(&world, tile), [], "transmission is drawn at 1x");
+        assert_eq!(items(&world, tile), [], "transmission is drawn");
         let mut in_entity_order = drawn_by_bevy.clone();
         in_entity_order.extend([window, glass]);
         in_entity_order.sort_unstable();
@@ -1768,23 +1758,17 @@ mod tests {
             })
         );
 
-        // With MSAA the transmissive mesh is listed; the others are still drawn by Bevy.
+        // With MSAA too: Bevy's transmissive pass draws into its multisampled texture over a
+        // copy of the resolved frame, as in `Core3d`.
+        let listed_at_1x = world.get::<TileMaterialsOverTile>(tile).cloned();
         world
             .entity_mut(tile)
             .insert(bevy::render::view::Msaa::Sample4);
         run(&mut world);
+        assert_eq!(items(&world, tile), [], "transmission is drawn with MSAA");
         assert_eq!(
-            items(&world, tile),
-            [(
-                glass,
-                undrawable_over_tile("StandardMaterial clearcoat", TRANSMISSION_WITH_MSAA)
-            )]
-        );
-        assert_eq!(
-            world
-                .get::<TileMaterialsOverTile>(tile)
-                .map(|over| over.transmissive),
-            Some(false)
+            world.get::<TileMaterialsOverTile>(tile).cloned(),
+            listed_at_1x
         );
         world.entity_mut(tile).insert(bevy::render::view::Msaa::Off);
 

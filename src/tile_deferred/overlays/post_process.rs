@@ -81,10 +81,10 @@ pub(crate) const COLOR_GRADING: &str = "ColorGrading";
 /// tone maps them with the scene, so they go into the main texture the tile pass stored before
 /// Bevy's tone mapping, as after a bloom.
 pub(crate) const TONEMAPPING: &str = "Tonemapping";
-/// Bevy's transmissive pass over an LDR camera's tile frame at 1x (meshes with
-/// `StandardMaterial` transmission, `TileMaterialsOverTile::transmissive`): it reads a copy of
-/// the frame, so the tile pass writes the frame into the main texture, Bevy draws over it there,
-/// and Bevy's blit writes the output. No pass of its own (on an HDR camera [`TONEMAPPING`]
+/// Bevy's transmissive pass over an LDR camera's tile frame (meshes with `StandardMaterial`
+/// transmission, `TileMaterialsOverTile::transmissive`): it reads a copy of the frame, so the
+/// tile pass writes (with MSAA, resolves) the frame into the main texture, Bevy draws over it
+/// there, and Bevy's blit writes the output. No pass of its own (on an HDR camera [`TONEMAPPING`]
 /// routes the frame through the main texture already).
 pub(crate) const TRANSMISSION: &str = "Transmission";
 

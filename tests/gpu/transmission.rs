@@ -4,7 +4,7 @@
 //! samples a copy of the opaque frame: on a tile camera the tile pass writes its frame into
 //! the main texture (LDR: effect `Transmission`; HDR: `Tonemapping`), leaves the transmissive
 //! meshes out, and Bevy's transmissive pass runs over that frame between Bevy's opaque and
-//! transparent draws, as `Core3d` orders them. With MSAA the tile pass resolves its frame into
+//! transparent draws (where there are any), as `Core3d` orders them. With MSAA the tile pass resolves its frame into
 //! the main texture, and Bevy's passes draw into its multisampled texture, which resolves into
 //! the main texture each pass, as in `Core3d`.
 
@@ -25,9 +25,13 @@ const GLASS: [&str; 2] = ["glass sphere", "frosted cube"];
 const FRAMES: u32 = 5;
 
 /// The scene under a camera at `msaa`, HDR where `hdr`, with Bevy's transmissive pass in
-/// `steps` steps, on the tile path (`Auto`) where `tile`; its camera and the transmissive meshes
-/// in entity order.
-fn app(tile: bool, msaa: Msaa, hdr: bool, steps: usize) -> (HeadlessApp, Entity, Vec<Entity>) {
+/// `steps` steps, and a blended pane in front where `pane`, on the tile path (`Auto`) where
+/// `tile`; its camera and the meshes Bevy draws over the tile frame in entity order.
+fn app(
+    tile: bool,
+    msaa: Msaa,
+    (hdr, steps, pane): (bool, usize, bool),
+) -> (HeadlessApp, Entity, Vec<Entity>) {
     let mut headless = HeadlessApp::new(WIDTH, HEIGHT);
     let world = headless.app.world_mut();
     let mut meshes = world.resource_mut::<Assets<Mesh>>();
@@ -85,6 +89,27 @@ fn app(tile: bool, msaa: Msaa, hdr: bool, steps: usize) -> (HeadlessApp, Entity,
             ))
             .id(),
     ];
+    if pane {
+        // Blended: Bevy draws it after the transmissive pass, where it draws any mesh.
+        let pane_mesh = meshes_for_pane(world);
+        let pane_material =
+            world
+                .resource_mut::<Assets<StandardMaterial>>()
+                .add(StandardMaterial {
+                    base_color: Color::srgba(0.2, 0.9, 0.3, 0.4),
+                    alpha_mode: AlphaMode::Blend,
+                    ..default()
+                });
+        glass_meshes.push(
+            world
+                .spawn((
+                    Mesh3d(pane_mesh),
+                    MeshMaterial3d(pane_material),
+                    Transform::from_xyz(-0.2, 0.6, 1.6),
+                ))
+                .id(),
+        );
+    }
     glass_meshes.sort_unstable();
     world.spawn((
         DirectionalLight {
@@ -128,15 +153,21 @@ fn transmissive_meshes_are_drawn_by_bevy_over_the_tile_frame() {
     // step's samples resolved at 4x for the second's copy. (The two meshes do not overlap on
     // screen, so two steps draw Bevy's one-step picture; the case checks the passes, their
     // price and their validity.)
-    for (msaa, hdr, steps) in [
-        (Msaa::Off, false, 1),
-        (Msaa::Off, true, 1),
-        (Msaa::Sample4, false, 1),
-        (Msaa::Sample4, true, 1),
-        (Msaa::Sample4, false, 2),
+    // With a blended pane in front, Bevy's transparent draws follow in a pass of their own;
+    // without, there is none, as in `Core3d`.
+    for (msaa, hdr, steps, pane) in [
+        (Msaa::Off, false, 1, false),
+        (Msaa::Off, true, 1, true),
+        (Msaa::Sample4, false, 1, false),
+        (Msaa::Sample4, true, 1, false),
+        (Msaa::Sample4, false, 1, true),
+        (Msaa::Sample4, false, 2, false),
     ] {
-        let name = format!("transmission-{}x-hdr-{hdr}-steps-{steps}", msaa.samples());
-        let (mut headless, camera, glass) = app(true, msaa, hdr, steps);
+        let name = format!(
+            "transmission-{}x-hdr-{hdr}-steps-{steps}-pane-{pane}",
+            msaa.samples()
+        );
+        let (mut headless, camera, glass) = app(true, msaa, (hdr, steps, pane));
         let tile = headless.render(FRAMES);
         let report = headless.tile_report_with_nothing_missing(camera, &name);
         let world = headless.app.world();
@@ -157,16 +188,16 @@ fn transmissive_meshes_are_drawn_by_bevy_over_the_tile_frame() {
             .gizmo_pass
             .as_ref()
             .expect("Bevy's passes over the frame are priced");
-        // The pass over the frame, a copy and a transmissive pass per step, the transparent
-        // draws.
+        // The pass over the frame, a copy and a transmissive pass per step, and the transparent
+        // draws where there are any.
         assert_eq!(
             over.render_pass_count(),
-            2 + 2 * steps,
+            1 + 2 * steps + usize::from(pane),
             "{name}: {}",
             over.describe()
         );
 
-        let (mut bevy_app, _, _) = app(false, msaa, hdr, steps);
+        let (mut bevy_app, _, _) = app(false, msaa, (hdr, steps, pane));
         let bevy = bevy_app.render(FRAMES);
         // Bevy's frame without transmission: what a tile frame that drew them opaque would be.
         let world = bevy_app.app.world_mut();
@@ -186,4 +217,11 @@ fn transmissive_meshes_are_drawn_by_bevy_over_the_tile_frame() {
         );
         assert_frames_match(&name, &tile, &bevy, 36.0, 8);
     }
+}
+
+/// A pane 1.2 m wide facing the camera.
+fn meshes_for_pane(world: &mut World) -> Handle<Mesh> {
+    world
+        .resource_mut::<Assets<Mesh>>()
+        .add(Cuboid::new(1.2, 0.8, 0.02))
 }

@@ -487,6 +487,7 @@ fn draw_transmissive(
         &RenderPassColorAttachment,
         &RenderPassDepthStencilAttachment,
     ),
+    last: Option<&RenderPassColorAttachment>,
 ) {
     let Some(size) = camera.physical_target_size else {
         return;
@@ -508,10 +509,14 @@ fn draw_transmissive(
             );
         }
         // With MSAA each group's samples resolve into the main texture for the next group's
-        // copy; the last group's need not (the transparent draws after it resolve them).
+        // copy; the last group's only where no transparent draws follow to resolve them
+        // (`last`, the attachment of the frame's last pass).
         let mut color = color.clone();
         if group + 1 == groups {
-            color.resolve_target = None;
+            match last {
+                Some(last) => color = last.clone(),
+                None => color.resolve_target = None,
+            }
         }
         let mut pass = ctx.begin_tracked_render_pass(RenderPassDescriptor {
             label: Some("tile_deferred_transmissive"),
@@ -873,7 +878,10 @@ fn draw_over_tile(
             );
         }
     }
-    // (Only with meshes over the tile frame, `transmissive` above.)
+    // (Only with meshes over the tile frame, `transmissive` above.) The transparent draws after
+    // them run where there are any, as `Core3d` skips an empty transparent phase (a RenderDoc
+    // capture at 4x showed 47.9 MB a 720p frame moved by the empty pass).
+    let transparent_after = wireframes.is_some() || !phase.items.is_empty();
     if let (Some(transmissive), Some(over_tile)) = (&transmissive, materials_over_tile) {
         draw_transmissive(
             world,
@@ -882,24 +890,27 @@ fn draw_over_tile(
             transmissive,
             over_tile,
             (&color_loaded, &depth_attachment),
+            (!transparent_after).then_some(&color_last),
         );
-        let mut pass = ctx.begin_tracked_render_pass(RenderPassDescriptor {
-            label: Some("tile_deferred_gizmos_after_transmission"),
-            color_attachments: &[Some(color_last)],
-            depth_stencil_attachment: Some(depth_attachment),
-            timestamp_writes: None,
-            occlusion_query_set: None,
-            multiview_mask: None,
-        });
-        if let Some(viewport) = &camera.viewport {
-            pass.set_camera_viewport(viewport);
+        if transparent_after {
+            let mut pass = ctx.begin_tracked_render_pass(RenderPassDescriptor {
+                label: Some("tile_deferred_gizmos_after_transmission"),
+                color_attachments: &[Some(color_last)],
+                depth_stencil_attachment: Some(depth_attachment),
+                timestamp_writes: None,
+                occlusion_query_set: None,
+                multiview_mask: None,
+            });
+            if let Some(viewport) = &camera.viewport {
+                pass.set_camera_viewport(viewport);
+            }
+            draw_transparent(
+                world,
+                &mut pass,
+                (view_entity, phase, wireframes),
+                materials_over_tile,
+            );
         }
-        draw_transparent(
-            world,
-            &mut pass,
-            (view_entity, phase, wireframes),
-            materials_over_tile,
-        );
     }
     if into_main_texture {
         let post_processed = world.get::<PostProcessedAfterTile>(view_entity).is_some();
@@ -909,9 +920,12 @@ fn draw_over_tile(
         let samples = target
             .sampled_main_texture()
             .map_or(1, |texture| texture.sample_count());
-        let copies = transmissive.as_ref().map(TransmissiveDraws::copies);
+        let transmission = transmissive.as_ref().map(|draws| TransmissionPasses {
+            copies: draws.copies(),
+            transparent_after,
+        });
         let priced =
-            price_draws_into_main_texture(shape.extent, samples, shape.main_format, copies);
+            price_draws_into_main_texture(shape.extent, samples, shape.main_format, transmission);
         reports.amend(main_entity.id(), |report| report.gizmo_pass = priced);
         return;
     }
@@ -1046,7 +1060,7 @@ pub(crate) fn price_draws_into_main_texture(
     extent: Extent,
     samples: u32,
     main_format: Format,
-    transmission_copies: Option<u32>,
+    transmission: Option<TransmissionPasses>,
 ) -> Option<CompiledFrame> {
     let mut g = FrameGraph::new(extent);
     let kept = ImportParams {
@@ -1072,7 +1086,7 @@ pub(crate) fn price_draws_into_main_texture(
             (&mut main, main_format),
             None,
             &mut depth,
-            transmission_copies,
+            transmission,
         )?;
     } else {
         let mut sampled = g.create_attachment(
@@ -1100,25 +1114,39 @@ pub(crate) fn price_draws_into_main_texture(
             (&mut other, main_format),
             Some(&mut sampled),
             &mut depth,
-            transmission_copies,
+            transmission,
         )?;
     }
     compile_stock_bevy(&g, &DeviceCaps::desktop()).ok()
 }
 
-/// Bevy's transmissive pass in [`price_draws_into_main_texture`], where it runs (`copies`, its
-/// copies of the frame): per copy, `main` copied into the transmission texture, then a pass over
-/// both (without copies, with `ScreenSpaceTransmission::steps` 0, one pass); then the
-/// transparent draws in a pass of their own. With MSAA (`samples`) these passes draw into
-/// Bevy's multisampled texture, loaded (so stored by the pass before) and resolved into `main`.
+/// Bevy's transmissive pass over a tile frame, as priced by [`price_draws_into_main_texture`].
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct TransmissionPasses {
+    /// Its copies of the frame into the transmission texture, one per step (none with
+    /// `ScreenSpaceTransmission::steps` 0).
+    pub(crate) copies: u32,
+    /// Transparent draws (or wireframes) follow it, in a pass of their own.
+    pub(crate) transparent_after: bool,
+}
+
+/// Bevy's transmissive pass in [`price_draws_into_main_texture`], where it runs: per copy,
+/// `main` copied into the transmission texture, then a pass over both (without copies, one
+/// pass); then, where there are any, the transparent draws in a pass of their own. With MSAA
+/// (`samples`) these passes draw into Bevy's multisampled texture, loaded (so stored by the
+/// pass before) and resolved into `main`.
 fn price_transmission(
     g: &mut FrameGraph,
     (main, main_format): (&mut AttachmentHandle, Format),
     mut samples: Option<&mut AttachmentHandle>,
     depth: &mut AttachmentHandle,
-    copies: Option<u32>,
+    transmission: Option<TransmissionPasses>,
 ) -> Option<()> {
-    let Some(copies) = copies else {
+    let Some(TransmissionPasses {
+        copies,
+        transparent_after,
+    }) = transmission
+    else {
         return Some(());
     };
     // Bevy's transmission texture, where the frame is copied into it.
@@ -1139,7 +1167,9 @@ fn price_transmission(
         0 | 1 => name.to_string(),
         _ => format!("{name} (step {} of {copies})", step + 1),
     };
-    let passes = (0..copies.max(1)).map(Some).chain([None]);
+    let passes = (0..copies.max(1))
+        .map(Some)
+        .chain(transparent_after.then_some(None));
     for transmissive in passes {
         let mut pass = match (transmissive, copy.as_mut()) {
             (Some(n), Some(copy)) => {
@@ -1168,6 +1198,14 @@ fn price_transmission(
 mod tests {
     use super::*;
 
+    /// Bevy's transmissive pass in `copies` steps, with transparent draws after it.
+    fn with_glass(copies: u32) -> Option<TransmissionPasses> {
+        Some(TransmissionPasses {
+            copies,
+            transparent_after: true,
+        })
+    }
+
     #[test]
     fn draws_into_the_main_texture_are_priced_at_their_samples() {
         let extent = Extent::new(100, 100);
@@ -1186,7 +1224,8 @@ mod tests {
         // and main texture loaded and stored), the copy into the transmission texture (read and
         // written), the transmissive pass (the copy sampled, depth and main texture loaded and
         // stored), and the transparent draws after it (the same).
-        let glass = price_draws_into_main_texture(extent, 1, Format::Rgba8Srgb, Some(1)).unwrap();
+        let glass =
+            price_draws_into_main_texture(extent, 1, Format::Rgba8Srgb, with_glass(1)).unwrap();
         assert_eq!(glass.render_pass_count(), 4, "{}", glass.describe());
         assert_eq!(
             glass.cost.bytes(),
@@ -1210,7 +1249,7 @@ mod tests {
         // stored, no resolve: the next pass's replaces it); the transparent draws (depth and
         // samples loaded, depth stored, the resolve stored, the samples discarded).
         let glass_four =
-            price_draws_into_main_texture(extent, 4, Format::Rgba8Srgb, Some(1)).unwrap();
+            price_draws_into_main_texture(extent, 4, Format::Rgba8Srgb, with_glass(1)).unwrap();
         assert_eq!(
             glass_four.render_pass_count(),
             4,
@@ -1223,9 +1262,25 @@ mod tests {
             "{}",
             glass_four.describe()
         );
+        // Nothing transparent after it: no pass for the transparent draws; the transmissive
+        // pass resolves its samples (the resolve stored) and discards them.
+        let alone = TransmissionPasses {
+            copies: 1,
+            transparent_after: false,
+        };
+        let alone = price_draws_into_main_texture(extent, 4, Format::Rgba8Srgb, Some(alone));
+        let alone = alone.unwrap();
+        assert_eq!(alone.render_pass_count(), 3, "{}", alone.describe());
+        assert_eq!(
+            alone.cost.bytes(),
+            ((2 * 16 + 4 + 4 + 16) + 8 + (4 + 16 + 2 * 16 + 4)) * pixels,
+            "{}",
+            alone.describe()
+        );
         // No steps: one transmissive pass, no copy.
         for samples in [1, 4] {
-            let none = price_draws_into_main_texture(extent, samples, Format::Rgba8Srgb, Some(0));
+            let none =
+                price_draws_into_main_texture(extent, samples, Format::Rgba8Srgb, with_glass(0));
             assert_eq!(
                 none.map(|none| none.render_pass_count()),
                 Some(3),
@@ -1235,7 +1290,8 @@ mod tests {
         // Two steps: a copy and a transmissive pass each; at 4x the first step's samples
         // resolve for the second's copy.
         for samples in [1, 4] {
-            let two = price_draws_into_main_texture(extent, samples, Format::Rgba8Srgb, Some(2));
+            let two =
+                price_draws_into_main_texture(extent, samples, Format::Rgba8Srgb, with_glass(2));
             assert_eq!(
                 two.map(|two| two.render_pass_count()),
                 Some(6),
@@ -1244,7 +1300,8 @@ mod tests {
         }
         // At 4x: as with one step, plus a copy and a transmissive pass whose resolve is stored
         // (4) for the second copy.
-        let two = price_draws_into_main_texture(extent, 4, Format::Rgba8Srgb, Some(2)).unwrap();
+        let two =
+            price_draws_into_main_texture(extent, 4, Format::Rgba8Srgb, with_glass(2)).unwrap();
         assert_eq!(
             two.cost.bytes(),
             glass_four.cost.bytes() + (8 + 72) * pixels,

@@ -20,6 +20,8 @@ mod custom_materials;
 mod debug_views;
 mod device_loss;
 mod device_probe;
+#[cfg(feature = "effect_stack")]
+mod effect_stack;
 mod faults;
 mod forward_reference;
 #[cfg(feature = "serde")]

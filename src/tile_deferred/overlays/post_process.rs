@@ -1,17 +1,20 @@
 //! Bevy's own post-processing after the tile pass (issue 32): colour grading on HDR cameras
-//! (Bevy's tone mapping, always), bloom (feature `bloom`), FXAA, SMAA and contrast-adaptive
-//! sharpening (feature `anti_alias`) run on the tile frame instead of sending the camera to
-//! `Core3d`.
+//! (Bevy's tone mapping, always), bloom (feature `bloom`), chromatic aberration, vignette and
+//! lens distortion (feature `effect_stack`, [`super::effect_stack`]), FXAA, SMAA and
+//! contrast-adaptive sharpening (feature `anti_alias`) run on the tile frame instead of sending
+//! the camera to `Core3d`.
 //!
 //! `Core3d` runs these effects on the camera's main texture (`ViewTarget`): bloom on the HDR
-//! light before tone mapping (it adds its blurred mips back into the main texture), then
+//! light before tone mapping (it adds its blurred mips back into the main texture), the effect
+//! stack (one pass for chromatic aberration, vignette and lens distortion), then
 //! `tonemapping` (reads the main texture, writes the other one; on an HDR camera it also applies
 //! the `ColorGrading` that Bevy's in-shader tone mapping leaves out: hue, white balance and the
 //! sections), then FXAA, SMAA and CAS, each reading the current main texture and writing the
 //! other one, and `upscaling` last blits the result to the camera's output. On a tile camera
 //! with one of them, the tile pass writes the main texture instead of the output (the frame is
 //! still one render pass that stores one image), and the tile schedule runs Bevy's own systems
-//! after it, in `Core3d`'s order. With bloom, or with such a grade, the pass stores the light as
+//! after it, in `Core3d`'s order. With bloom, the effect stack on an HDR camera, or such a grade,
+//! the pass stores the light as
 //! Bevy's main pass would (exposed, fogged, MSAA samples averaged, not tone mapped or dithered)
 //! and Bevy's own tone mapping follows; otherwise the pass tone maps as before. What they load
 //! and store is priced apart from the tile frame ([`price_post_processing`],
@@ -24,14 +27,16 @@
 //! pass, not in its `ui` subpass, since the effects would otherwise filter them.
 //!
 //! An effect is drawn this way only where the app has its Bevy plugin (`TonemappingPlugin`,
-//! which Bevy's `Core3d` always has, `BloomPlugin`, `FxaaPlugin`, `SmaaPlugin`, `CasPlugin`, in
-//! Bevy's `DefaultPlugins` with its `bevy_post_process` and `bevy_anti_alias` features);
+//! which Bevy's `Core3d` always has, `BloomPlugin`, `EffectStackPlugin`, `FxaaPlugin`,
+//! `SmaaPlugin`, `CasPlugin`, in Bevy's `DefaultPlugins` with its `bevy_post_process` and
+//! `bevy_anti_alias` features);
 //! without this crate's feature for it, or without the plugin, the camera falls back as before
 //! and `TileMissing` says why.
 //!
-//! Chromatic aberration and auto exposure, which `Core3d` also runs on the HDR light, are
-//! private systems of bevy_post_process 0.19.1 (`post_processing`, `auto_exposure`): the tile
-//! schedule cannot run them, so their cameras keep the fallback.
+//! Auto exposure, which `Core3d` also runs on the HDR light, is a private system of
+//! bevy_post_process 0.19.1 (`auto_exposure`) whose histogram and per-view state buffers are
+//! private too: the tile schedule cannot run it, so its cameras keep the fallback. (The effect
+//! stack's system is private as well, but its pipeline is not: [`super::effect_stack`].)
 
 use super::{PostProcessingAfterTile, gizmos::ViewsDrawnOver};
 use crate::frame_graph::{
@@ -70,6 +75,10 @@ use bevy_anti_alias::{
 };
 #[cfg(feature = "bloom")]
 use bevy_post_process::bloom::{Bloom, BloomPlugin, bloom};
+#[cfg(feature = "effect_stack")]
+use bevy_post_process::effect_stack::{
+    ChromaticAberration, EffectStackPlugin, LensDistortion, Vignette,
+};
 
 /// The effects, by the name of their camera component, in the order `Core3d` runs them.
 pub(crate) const BLOOM: &str = "Bloom";
@@ -87,6 +96,17 @@ pub(crate) const TONEMAPPING: &str = "Tonemapping";
 /// there, and Bevy's blit writes the output. No pass of its own (on an HDR camera [`TONEMAPPING`]
 /// routes the frame through the main texture already).
 pub(crate) const TRANSMISSION: &str = "Transmission";
+/// Bevy's effect stack (`EffectStackPlugin`): one pass for the three effects below, after the
+/// bloom and before the tone mapping ([`super::effect_stack`]). On an HDR camera it reads the
+/// light, and Bevy's tone mapping follows it ([`TONEMAPPING`], unless a bloom or a grade runs
+/// it already).
+pub(crate) const EFFECT_STACK: &str = "EffectStack";
+/// The effect stack's camera components, by name: drawn where [`EFFECT_STACK`] is.
+#[cfg_attr(
+    not(feature = "effect_stack"),
+    allow(dead_code, reason = "named only where the effect stack can be drawn")
+)]
+const EFFECT_STACK_COMPONENTS: [&str; 3] = ["ChromaticAberration", "Vignette", "LensDistortion"];
 
 /// The effects Bevy's tone mapping runs for (after the bloom; for a grade; for the meshes over
 /// an HDR frame): the tile pass then stores the light.
@@ -107,6 +127,7 @@ pub(crate) const CAS: &str = "ContrastAdaptiveSharpening";
 #[derive(SystemSet, Clone, Copy, Debug, PartialEq, Eq, Hash)]
 enum PostProcessSteps {
     Bloom,
+    EffectStack,
     ToneMap,
     Fxaa,
     Smaa,
@@ -124,6 +145,8 @@ fn effects_with_plugins(app: &App) -> Vec<&'static str> {
         (tone_maps, TRANSMISSION),
         #[cfg(feature = "bloom")]
         (app.is_plugin_added::<BloomPlugin>(), BLOOM),
+        #[cfg(feature = "effect_stack")]
+        (app.is_plugin_added::<EffectStackPlugin>(), EFFECT_STACK),
         #[cfg(feature = "anti_alias")]
         (app.is_plugin_added::<FxaaPlugin>(), FXAA),
         #[cfg(feature = "anti_alias")]
@@ -132,7 +155,16 @@ fn effects_with_plugins(app: &App) -> Vec<&'static str> {
         (app.is_plugin_added::<CasPlugin>(), CAS),
     ]
     .into_iter()
-    .filter_map(|(added, effect)| added.then_some(effect))
+    .filter(|(added, _)| *added)
+    .flat_map(|(_, effect)| {
+        // The stack's components are what `TileMissing` would name.
+        let components: &[&'static str] = if effect == EFFECT_STACK {
+            &EFFECT_STACK_COMPONENTS
+        } else {
+            &[]
+        };
+        std::iter::once(effect).chain(components.iter().copied())
+    })
     .collect()
 }
 
@@ -157,6 +189,7 @@ pub(crate) fn finish(app: &mut App) {
             TileDeferredGraph,
             (
                 PostProcessSteps::Bloom,
+                PostProcessSteps::EffectStack,
                 PostProcessSteps::ToneMap,
                 PostProcessSteps::Fxaa,
                 PostProcessSteps::Smaa,
@@ -187,6 +220,8 @@ pub(crate) fn finish(app: &mut App) {
     if drawn.0.contains(&BLOOM) {
         render_app.add_systems(TileDeferredGraph, bloom.in_set(PostProcessSteps::Bloom));
     }
+    #[cfg(feature = "effect_stack")]
+    let stack = drawn.0.contains(&EFFECT_STACK);
     if tone_mapped_by_bevy(&drawn.0) {
         render_app.add_systems(
             TileDeferredGraph,
@@ -209,6 +244,10 @@ pub(crate) fn finish(app: &mut App) {
         }
     }
     render_app.insert_resource(drawn);
+    #[cfg(feature = "effect_stack")]
+    if stack {
+        super::effect_stack::add(app, PostProcessSteps::EffectStack);
+    }
 }
 
 /// Which effects Bevy would run on a camera, each as its extraction and its system decide.
@@ -216,6 +255,11 @@ pub(crate) fn finish(app: &mut App) {
 pub(crate) struct CameraEffects {
     /// `Bloom` with some intensity on an HDR camera (Bevy's `bloom` skips the others).
     pub(crate) bloom: bool,
+    /// Chromatic aberration, a vignette or lens distortion that Bevy's effect stack draws
+    /// (`effect_stack::draws`).
+    pub(crate) effect_stack: bool,
+    /// The camera is HDR: its effect stack reads the light, and Bevy's tone mapping follows.
+    pub(crate) hdr: bool,
     /// An HDR camera whose `ColorGrading` Bevy's tone mapping applies beyond what the tonemap
     /// subpass does ([`bevy_grades_hdr_camera`]).
     pub(crate) grading: bool,
@@ -234,14 +278,20 @@ pub(crate) struct CameraEffects {
 
 /// The effects Bevy runs on a camera (`on`), among those the app draws after the tile pass
 /// (`drawn`), in the order they run. Bevy's tone mapping is named once, by the first reason for
-/// it: after a bloom, for a grade, for the meshes Bevy draws over an HDR frame. Pure.
+/// it: after a bloom, for a grade, after the effect stack or for the meshes Bevy draws over an
+/// HDR frame. Pure.
 pub(crate) fn effects_of(on: CameraEffects, drawn: &[&'static str]) -> Vec<&'static str> {
     let blooms = on.bloom && drawn.contains(&BLOOM);
     let grades = on.grading && drawn.contains(&COLOR_GRADING);
+    let stack_reads_light = on.effect_stack && on.hdr && drawn.contains(&EFFECT_STACK);
     let mut effects: Vec<&'static str> = [
         (on.bloom, BLOOM),
+        (on.effect_stack, EFFECT_STACK),
         (on.grading && !blooms, COLOR_GRADING),
-        (on.drawn_over_hdr && !blooms && !grades, TONEMAPPING),
+        (
+            (on.drawn_over_hdr || stack_reads_light) && !blooms && !grades,
+            TONEMAPPING,
+        ),
         (on.fxaa, FXAA),
         (on.smaa, SMAA),
         (on.cas, CAS),
@@ -276,7 +326,8 @@ pub(crate) fn blooms_after_tile_pass(camera: &EntityRef, drawn: &PostProcessingA
 }
 
 /// Main world: Bevy's own tone mapping runs after the camera's tile pass and grades its frame
-/// as `Core3d` would: after its bloom, or for a grade that needs it ([`bevy_grades_hdr_camera`]).
+/// as `Core3d` would: after its bloom or its effect stack on an HDR camera, or for a grade that
+/// needs it ([`bevy_grades_hdr_camera`]).
 /// (It also runs for the meshes Bevy draws over an HDR camera's tile frame,
 /// [`tone_maps_draws_over_hdr`], which this does not count: the main world decides those from
 /// what this says.)
@@ -286,6 +337,10 @@ pub(crate) fn tone_mapped_after_tile_pass(
 ) -> bool {
     #[cfg(feature = "bloom")]
     if blooms_after_tile_pass(camera, drawn) {
+        return true;
+    }
+    #[cfg(feature = "effect_stack")]
+    if drawn.0.contains(&EFFECT_STACK) && camera.contains::<Hdr>() && effect_stack_on(camera) {
         return true;
     }
     drawn.0.contains(&COLOR_GRADING)
@@ -358,6 +413,28 @@ type AntiAliasing<'w, 's> = Query<
     ),
 >;
 
+/// The effect-stack components of the cameras.
+#[cfg(feature = "effect_stack")]
+type EffectStacks<'w, 's> = Query<
+    'w,
+    's,
+    (
+        Option<&'static ChromaticAberration>,
+        Option<&'static Vignette>,
+        Option<&'static LensDistortion>,
+    ),
+>;
+
+/// Main world: Bevy's effect stack draws on the camera (feature `effect_stack`).
+#[cfg(feature = "effect_stack")]
+fn effect_stack_on(camera: &EntityRef) -> bool {
+    super::effect_stack::draws(
+        camera.get::<ChromaticAberration>(),
+        camera.get::<Vignette>(),
+        camera.get::<LensDistortion>(),
+    )
+}
+
 /// Marks, each frame, the tile views whose effects run after the tile pass
 /// ([`PostProcessedAfterTile`]), before anything in `Render` reads them (the UI routes decide
 /// on it in `Queue`, the tile pass writes the main texture for it).
@@ -366,6 +443,7 @@ fn mark_post_processed_views(
     cameras: Extract<TileCameras>,
     #[cfg(feature = "bloom")] blooms_of: Extract<Query<&Bloom>>,
     #[cfg(feature = "anti_alias")] anti_aliasing_of: Extract<AntiAliasing>,
+    #[cfg(feature = "effect_stack")] effect_stacks_of: Extract<EffectStacks>,
     drawn: Res<PostProcessingAfterTile>,
     drawn_over: Res<ViewsDrawnOver>,
 ) {
@@ -382,8 +460,15 @@ fn mark_post_processed_views(
         {
             on.bloom = blooms_of.get(entity).is_ok_and(|bloom| blooms(bloom, hdr));
         }
-        #[cfg(not(any(feature = "bloom", feature = "anti_alias")))]
+        #[cfg(feature = "effect_stack")]
+        {
+            on.effect_stack = effect_stacks_of
+                .get(entity)
+                .is_ok_and(|(ca, vignette, ld)| super::effect_stack::draws(ca, vignette, ld));
+        }
+        #[cfg(not(any(feature = "bloom", feature = "anti_alias", feature = "effect_stack")))]
         let _ = entity;
+        on.hdr = hdr;
         on.grading = bevy_grades_hdr_camera(hdr, grading);
         // The main world lists meshes over the tile frame only where they can be drawn
         // (`coverage::missing`); the render world saw gizmos or wireframes lately.
@@ -585,6 +670,26 @@ pub(crate) fn price_post_processing(
             ..written_by_tile_pass
         },
     );
+    // Bevy's tone mapping runs after the effects that read the light (the bloom, the effect
+    // stack), before the others.
+    let mut tone_mapping_due = false;
+    let tone_map = |g: &mut FrameGraph,
+                    main: &mut AttachmentHandle,
+                    other: &mut AttachmentHandle,
+                    due: &mut bool|
+     -> Option<()> {
+        // Under `Tonemapping::None` nothing is written: the blit reads the main texture as
+        // the effects before left it.
+        if std::mem::take(due) && tone_maps {
+            g.add_raster_pass("tonemapping")
+                .sample(main)
+                .color(other, Access::WriteAll, None)
+                .finish()
+                .ok()?;
+            std::mem::swap(main, other);
+        }
+        Some(())
+    };
     for effect in effects {
         if *effect == TRANSMISSION {
             // No pass: the frame is in the main texture for the blit.
@@ -594,16 +699,13 @@ pub(crate) fn price_post_processing(
             if *effect == BLOOM {
                 price_bloom(&mut g, &mut main, &bloom_mips)?;
             }
-            if !tone_maps {
-                // Nothing written: the blit reads the main texture as the bloom left it.
-                continue;
-            }
-            g.add_raster_pass("tonemapping")
-                .sample(&main)
-                .color(&mut other, Access::WriteAll, None)
-                .finish()
-                .ok()?;
-        } else if *effect == SMAA {
+            tone_mapping_due = true;
+            continue;
+        }
+        if *effect != EFFECT_STACK {
+            tone_map(&mut g, &mut main, &mut other, &mut tone_mapping_due)?;
+        }
+        if *effect == SMAA {
             let mut edges =
                 g.create_attachment("smaa_edges", AttachmentDesc::new(Format::Rg8Unorm));
             let mut weights =
@@ -633,6 +735,7 @@ pub(crate) fn price_post_processing(
         }
         std::mem::swap(&mut main, &mut other);
     }
+    tone_map(&mut g, &mut main, &mut other, &mut tone_mapping_due)?;
     let mut output = g.import_attachment(
         names::OUTPUT,
         AttachmentDesc::new(output_format),
@@ -719,12 +822,15 @@ mod tests {
             TONEMAPPING,
             TRANSMISSION,
             BLOOM,
+            EFFECT_STACK,
             FXAA,
             SMAA,
             CAS,
         ];
         let every = CameraEffects {
             bloom: true,
+            effect_stack: true,
+            hdr: true,
             grading: true,
             drawn_over_hdr: true,
             transmission: true,
@@ -732,7 +838,10 @@ mod tests {
             smaa: true,
             cas: true,
         };
-        assert_eq!(effects_of(every, &all), [BLOOM, FXAA, SMAA, CAS]);
+        assert_eq!(
+            effects_of(every, &all),
+            [BLOOM, EFFECT_STACK, FXAA, SMAA, CAS]
+        );
         let cas = CameraEffects {
             cas: true,
             ..default()
@@ -777,6 +886,69 @@ mod tests {
             ..glass
         };
         assert_eq!(effects_of(glass_hdr, &all), [TONEMAPPING]);
+    }
+
+    #[test]
+    fn the_effect_stack_is_tone_mapped_by_bevy_only_on_hdr_cameras() {
+        let all = [COLOR_GRADING, TONEMAPPING, BLOOM, EFFECT_STACK, FXAA];
+        let ldr = CameraEffects {
+            effect_stack: true,
+            ..default()
+        };
+        // An LDR camera's stack reads the tone-mapped frame: nothing follows it.
+        assert_eq!(effects_of(ldr, &all), [EFFECT_STACK]);
+        assert!(!tone_mapped_by_bevy(&effects_of(ldr, &all)));
+        // An HDR camera's reads the light: Bevy's tone mapping follows, named once.
+        let hdr = CameraEffects { hdr: true, ..ldr };
+        assert_eq!(effects_of(hdr, &all), [EFFECT_STACK, TONEMAPPING]);
+        assert!(tone_mapped_by_bevy(&effects_of(hdr, &all)));
+        let bloomed = CameraEffects { bloom: true, ..hdr };
+        assert_eq!(effects_of(bloomed, &all), [BLOOM, EFFECT_STACK]);
+        let graded = CameraEffects {
+            grading: true,
+            ..hdr
+        };
+        assert_eq!(effects_of(graded, &all), [EFFECT_STACK, COLOR_GRADING]);
+        // Without `EffectStackPlugin` the camera falls back: nothing is run for it.
+        assert!(effects_of(hdr, &[COLOR_GRADING, TONEMAPPING]).is_empty());
+    }
+
+    #[test]
+    fn the_effect_stack_runs_before_bevys_tone_mapping() {
+        let frame = PostProcessedFrame {
+            extent: Extent::new(100, 100),
+            main_format: Format::Rgba16Float,
+            output_format: Format::Bgra8Srgb,
+            first_on_target: true,
+            bloom_mips: vec![Extent::new(40, 20), Extent::new(20, 10)],
+            tone_maps: true,
+        };
+        let names = |effects: &[&str], frame: PostProcessedFrame| -> Vec<String> {
+            let priced = price_post_processing(frame, effects).expect("compiles");
+            priced
+                .native_passes
+                .iter()
+                .map(|pass| pass.name.clone())
+                .filter(|name| !name.starts_with("bloom"))
+                .collect()
+        };
+        let same = || PostProcessedFrame {
+            bloom_mips: frame.bloom_mips.clone(),
+            ..frame
+        };
+        assert_eq!(
+            names(&[EFFECT_STACK, TONEMAPPING, FXAA], same()),
+            [EFFECT_STACK, "tonemapping", FXAA, "upscaling"]
+        );
+        assert_eq!(
+            names(&[BLOOM, EFFECT_STACK, FXAA], same()),
+            [EFFECT_STACK, "tonemapping", FXAA, "upscaling"]
+        );
+        assert_eq!(names(&[EFFECT_STACK], same()), [EFFECT_STACK, "upscaling"]);
+        assert_eq!(
+            names(&[COLOR_GRADING, FXAA], same()),
+            ["tonemapping", FXAA, "upscaling"]
+        );
     }
 
     #[test]

@@ -14,7 +14,6 @@
 //! wrote: the HDR light on an HDR camera (Bevy's tone mapping then follows, as in `Core3d`),
 //! the tone-mapped frame on an LDR one.
 
-use super::post_process::EFFECT_STACK;
 use crate::tile_deferred::camera::PostProcessedAfterTile;
 use bevy::{
     asset::RenderAssetUsages,
@@ -200,17 +199,20 @@ pub(super) fn add(app: &mut App, step: impl SystemSet) {
         );
 }
 
-/// The tile views whose effect stack runs after their tile pass this frame.
+/// The tile views whose effects run after their tile pass this frame, with the effect stack's
+/// components (Bevy extracts each only where it draws: [`draws`]). Where one is present, the
+/// stack is among the view's effects (`post_process::EFFECT_STACK`): the app has
+/// `EffectStackPlugin`, or these systems would not run.
 type EffectStackViews<'w, 's> = Query<
     'w,
     's,
     (
         Entity,
-        &'static PostProcessedAfterTile,
         Option<&'static ChromaticAberration>,
         Option<&'static Vignette>,
         Option<&'static LensDistortion>,
     ),
+    With<PostProcessedAfterTile>,
 >;
 
 /// Writes each such view's settings, as Bevy's `prepare_post_processing_uniforms` writes them
@@ -226,8 +228,8 @@ fn prepare_effect_stack_uniforms(
     uniforms.chromatic_aberration.clear();
     uniforms.vignette.clear();
     uniforms.lens_distortion.clear();
-    for (view, post, chromatic_aberration, vignette, lens_distortion) in &views {
-        if !post.effects.contains(&EFFECT_STACK) {
+    for (view, chromatic_aberration, vignette, lens_distortion) in &views {
+        if !draws(chromatic_aberration, vignette, lens_distortion) {
             commands.entity(view).remove::<EffectStackOffsets>();
             continue;
         }

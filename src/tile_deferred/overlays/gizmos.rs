@@ -742,6 +742,71 @@ pub(crate) fn draw_foreign_into_main_texture(
     );
 }
 
+/// The colour attachment of each pass that draws over the tile frame into Bevy's texture
+/// (with MSAA, Bevy's multisampled texture, resolved into the main texture).
+struct PassColors<'a> {
+    /// The first pass's: it clears Bevy's texture, or loads the main texture the tile pass
+    /// wrote (1x, post-processed).
+    first: RenderPassColorAttachment<'a>,
+    /// The passes between (the transmissive groups): they load what the pass before drew and
+    /// store it for the next.
+    between: RenderPassColorAttachment<'a>,
+    /// The frame's last pass (the transparent draws after the transmissive ones): it loads what
+    /// the pass before drew and keeps it only at 1x.
+    last: RenderPassColorAttachment<'a>,
+}
+
+impl<'a> PassColors<'a> {
+    /// From the first pass's attachment (its ops aside), whether the first pass loads the main
+    /// texture, and whether a later pass loads what it draws.
+    fn new(
+        first: RenderPassColorAttachment<'a>,
+        loads_main_texture: bool,
+        loaded_later: bool,
+    ) -> Self {
+        // With MSAA the passes resolve Bevy's multisampled texture into the main texture, which
+        // is all that is read after them: the samples are stored only where a later pass loads
+        // them (a RenderDoc capture of `custom_material` at 4x showed them stored, 14.75 MB a
+        // 720p frame the price did not count).
+        let resolves = first.resolve_target.is_some();
+        let samples_store = |loaded_later: bool| {
+            if resolves && !loaded_later {
+                StoreOp::Discard
+            } else {
+                StoreOp::Store
+            }
+        };
+        let loaded = |store| Operations {
+            load: LoadOp::Load,
+            store,
+        };
+        let between = RenderPassColorAttachment {
+            ops: loaded(StoreOp::Store),
+            ..first.clone()
+        };
+        let last = RenderPassColorAttachment {
+            ops: loaded(samples_store(false)),
+            ..first.clone()
+        };
+        let first = RenderPassColorAttachment {
+            ops: Operations {
+                load: if loads_main_texture {
+                    LoadOp::Load
+                } else {
+                    LoadOp::Clear(wgpu::Color::TRANSPARENT)
+                },
+                store: samples_store(loaded_later),
+            },
+            ..first
+        };
+        Self {
+            first,
+            between,
+            last,
+        }
+    }
+}
+
 /// The draws over the tile frame of one view: into the main texture cleared to transparent,
 /// then composited over the output, or (`into_main_texture`) into the main texture as the tile
 /// pass left it.
@@ -787,7 +852,7 @@ fn draw_over_tile(
         }
         _ => None,
     };
-    let mut color = match &expand {
+    let color = match &expand {
         Some((samples, destination, ..)) => RenderPassColorAttachment {
             view: samples,
             depth_slice: None,
@@ -804,28 +869,7 @@ fn draw_over_tile(
     // resolves into it).
     let transmissive = transmissive_draws(world, view_entity, extracted)
         .filter(|_| into_main_texture && materials_over_tile.is_some_and(|m| m.transmissive()));
-    // With MSAA, Bevy's multisampled texture is stored only where a later pass loads it (the
-    // transmissive pass and the transparent draws after it).
-    let resolves = color.resolve_target.is_some();
-    let samples_store = move |loaded_later: bool| {
-        if resolves && !loaded_later {
-            StoreOp::Discard
-        } else {
-            StoreOp::Store
-        }
-    };
-    color.ops = Operations {
-        load: if loads_main_texture {
-            LoadOp::Load
-        } else {
-            LoadOp::Clear(wgpu::Color::TRANSPARENT)
-        },
-        // With MSAA the pass clears Bevy's multisampled texture and resolves it into the main
-        // texture, which is all the composite reads: the samples are not stored (a RenderDoc
-        // capture of `custom_material` at 4x showed them stored, 14.75 MB a 720p frame the
-        // price did not count), unless the transmissive pass loads them next.
-        store: samples_store(transmissive.is_some()),
-    };
+    let color = PassColors::new(color, loads_main_texture, transmissive.is_some());
     // Stored, as Bevy's transparent pass stores it: a discarded texture would be zero-filled by
     // wgpu before the next frame's gizmo pass loads it (the depth export's write is invisible to
     // wgpu).
@@ -837,17 +881,10 @@ fn draw_over_tile(
         }),
         stencil_ops: None,
     };
-    // The passes after the first load what it drew; the transmissive ones keep their samples
-    // for the transparent draws after them, which keep them only at 1x.
-    let mut color_loaded = color.clone();
-    color_loaded.ops.load = LoadOp::Load;
-    let mut color_last = color_loaded.clone();
-    color_loaded.ops.store = StoreOp::Store;
-    color_last.ops.store = samples_store(false);
     {
         let mut pass = ctx.begin_tracked_render_pass(RenderPassDescriptor {
             label: Some("tile_deferred_gizmos"),
-            color_attachments: &[Some(color)],
+            color_attachments: &[Some(color.first)],
             depth_stencil_attachment: Some(depth_attachment.clone()),
             timestamp_writes: None,
             occlusion_query_set: None,
@@ -889,13 +926,13 @@ fn draw_over_tile(
             (view_entity, target, camera),
             transmissive,
             over_tile,
-            (&color_loaded, &depth_attachment),
-            (!transparent_after).then_some(&color_last),
+            (&color.between, &depth_attachment),
+            (!transparent_after).then_some(&color.last),
         );
         if transparent_after {
             let mut pass = ctx.begin_tracked_render_pass(RenderPassDescriptor {
                 label: Some("tile_deferred_gizmos_after_transmission"),
-                color_attachments: &[Some(color_last)],
+                color_attachments: &[Some(color.last)],
                 depth_stencil_attachment: Some(depth_attachment),
                 timestamp_writes: None,
                 occlusion_query_set: None,

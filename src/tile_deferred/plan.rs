@@ -612,23 +612,25 @@ fn declare_ui(
 /// The sample count a view renders with, and why it differs from the request.
 ///
 /// Highest count not above `requested` that the device supports for colour and depth
-/// attachments; 1 when the output must keep its contents (the multisampled colour would have to
-/// be loaded from the single-sample output, which defeats the point).
+/// attachments; 1 when the camera draws over what its output holds inside its viewport
+/// (`ClearColorConfig::None`: the multisampled colour would have to be loaded from the
+/// single-sample output). An output kept only outside the render area (a viewport, another
+/// camera on the target) does not lower it: the resolve writes only the render area.
 pub(crate) fn sample_count(
     requested: u32,
     supported: crate::device::SampleCounts,
-    keep_output: bool,
+    draws_over_output: bool,
 ) -> (u32, Option<String>) {
     if requested <= 1 {
         return (1, None);
     }
-    if keep_output {
+    if draws_over_output {
         return (
             1,
             Some(format!(
-                "{requested}x MSAA with an output that keeps its contents (viewport, \
-                 ClearColorConfig::None or a second camera on the target) is not supported on \
-                 the tile path; rendering without MSAA"
+                "{requested}x MSAA on a camera that draws over its output \
+                 (ClearColorConfig::None) is not supported on the tile path; rendering without \
+                 MSAA"
             )),
         );
     }
@@ -1484,6 +1486,54 @@ mod tests {
         assert!(!fits(4, DeviceCaps::mali_valhall()));
     }
 
+    /// A viewport, or another camera before this one on the target, keeps the output outside
+    /// the render area: with MSAA the frame is still one render pass, and its in-pass resolve
+    /// writes the whole render area, so the output is not loaded (nothing is read inside it)
+    /// and is kept outside it by its layout: a swapchain image another camera drew into is
+    /// taken from `PRESENT_SRC_KHR`, not from `UNDEFINED`, which would discard that drawing.
+    #[test]
+    fn msaa_frames_keep_an_output_they_share_with_other_viewports() {
+        use crate::vulkan::render_pass::{OutputKind, describe_frame};
+        use ash::vk;
+        let frame_desc = ViewFrameDesc {
+            keep_output: true,
+            ..desc(4)
+        };
+        let frame = compile(&declare(&frame_desc).unwrap(), &DeviceCaps::desktop()).unwrap();
+        check_shape(&frame, &frame_desc).unwrap();
+        assert_eq!(frame.render_pass_count(), 1, "{}", frame.describe());
+        assert_eq!(frame.native_passes[0].samples, 4);
+        let output = frame.attachment_named(names::OUTPUT).unwrap().id;
+        let position = frame.native_passes[0]
+            .attachments
+            .iter()
+            .position(|a| a.resource == output)
+            .unwrap();
+        let ops = &frame.native_passes[0].attachments[position];
+        assert_eq!(
+            (ops.load, ops.store),
+            (LoadOp::DontCare, StoreOp::Store),
+            "{}",
+            frame.describe()
+        );
+        assert_eq!(frame.cost.total.loaded, 0);
+        let initial_layout =
+            |kind| describe_frame(&frame, (output, kind))[0].attachments[position].initial_layout;
+        assert_eq!(
+            initial_layout(OutputKind::Swapchain { kept: true }),
+            vk::ImageLayout::PRESENT_SRC_KHR
+        );
+        // The first camera on a window keeps nothing: the image may be discarded.
+        assert_eq!(
+            initial_layout(OutputKind::Swapchain { kept: false }),
+            vk::ImageLayout::UNDEFINED
+        );
+        assert_eq!(
+            initial_layout(OutputKind::TrackedImage),
+            vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL
+        );
+    }
+
     #[test]
     fn sample_count_follows_the_device() {
         let lavapipe = SampleCounts(0b101); // 1 and 4
@@ -1497,7 +1547,7 @@ mod tests {
         assert!(why.is_some());
         let (samples, why) = sample_count(4, lavapipe, true);
         assert_eq!(samples, 1);
-        assert!(why.unwrap().contains("keeps its contents"));
+        assert!(why.unwrap().contains("draws over its output"));
     }
 
     /// The poison view clears every `DONT_CARE` load to the marker (colour, depth) and keeps

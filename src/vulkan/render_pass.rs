@@ -15,7 +15,12 @@ use ash::vk;
 pub(crate) enum OutputKind {
     /// A swapchain image: wgpu leaves it in `PRESENT_SRC_KHR` after every command buffer that
     /// uses it (Bevy's, which claims it before the raw pass).
-    Swapchain,
+    Swapchain {
+        /// Another camera drew into it before this frame's pass: the pass takes it from
+        /// `PRESENT_SRC_KHR` even where it does not load it (an MSAA frame's resolve writes
+        /// only its render area), so that what lies outside the render area is kept.
+        kept: bool,
+    },
     /// An image wgpu tracks, transitioned by wgpu to `COLOR_ATTACHMENT_OPTIMAL` beforehand.
     TrackedImage,
 }
@@ -202,8 +207,8 @@ pub(crate) fn describe(
             let used = last_layout[i].unwrap_or(vk::ImageLayout::GENERAL);
             let output_kind = output.filter(|(id, _)| *id == a.resource).map(|(_, k)| k);
             let (initial, final_layout) = match output_kind {
-                Some(OutputKind::Swapchain) => (
-                    if loads {
+                Some(OutputKind::Swapchain { kept }) => (
+                    if loads || kept {
                         vk::ImageLayout::PRESENT_SRC_KHR
                     } else {
                         vk::ImageLayout::UNDEFINED

@@ -44,6 +44,34 @@ fn bevy_camera_over_a_tile_camera_in_a_window() {
     );
 }
 
+/// Split screen in a window with 4x MSAA: a second tile camera draws after the first over a
+/// viewport of the same swapchain image, keeping its samples. Its in-pass resolve writes only
+/// its render area, so it does not load the image, and it takes the image from
+/// `PRESENT_SRC_KHR` (not `UNDEFINED`), so that the first camera's drawing around it is kept.
+#[test]
+fn msaa_tile_camera_over_a_tile_camera_in_a_window() {
+    run_window_test_in_child_process(
+        "tile_window::child_msaa_tile_camera_over_a_tile_camera_in_a_window",
+    );
+}
+
+#[test]
+#[ignore = "run in a child process by msaa_tile_camera_over_a_tile_camera_in_a_window (one \
+            winit event loop per process)"]
+fn child_msaa_tile_camera_over_a_tile_camera_in_a_window() {
+    window_run_with(
+        "child_msaa_tile_camera_over_a_tile_camera_in_a_window",
+        TileDeferred::default(),
+        Msaa::Sample4,
+        2,
+        true,
+        WindowRunOptions {
+            inset_on_tile: true,
+            ..default()
+        },
+    );
+}
+
 /// Bloom in a window (feature `bloom`): the tile pass writes the camera's main texture and
 /// Bevy's bloom, tone mapping and blit write the window's image, through resizes, with no
 /// validation message, and the window shows what Bevy's screenshot of it shows.
@@ -150,6 +178,9 @@ struct WindowRunOptions {
     pipelines_compiling: bool,
     /// A magenta line and sphere drawn with Bevy's gizmos every frame.
     gizmos: bool,
+    /// The later camera over [`INSET`] is a tile camera with the first camera's MSAA, instead
+    /// of a Bevy camera without MSAA.
+    inset_on_tile: bool,
 }
 
 /// Where the later Bevy camera draws (physical pixels of the 320x180 window).
@@ -176,6 +207,8 @@ struct WindowRun {
     /// The presented window and the screenshot (none where `presented_only`).
     captured: Option<(Frame, Option<Frame>)>,
     render_passes_recorded: usize,
+    /// The samples each tile camera's frame was planned with.
+    samples: Vec<u32>,
     /// What Bevy ran after the tile pass (the report's `post_processing`).
     post_processing: Vec<String>,
     /// Bevy's passes over the tile frame were priced (gizmos drawn).
@@ -249,6 +282,7 @@ fn window_run_with(
         bloom,
         pipelines_compiling,
         gizmos,
+        inset_on_tile,
     } = options;
     let test = GpuTest::start(name);
     let shared = SharedWindowRun::default();
@@ -287,7 +321,7 @@ fn window_run_with(
             #[cfg(not(feature = "bloom"))]
             let _ = (&mut camera, bloom);
             if inset {
-                world.spawn((
+                let mut inset = world.spawn((
                     Camera3d::default(),
                     Camera {
                         order: 1,
@@ -310,6 +344,9 @@ fn window_run_with(
                     DebandDither::Disabled,
                     Msaa::Off,
                 ));
+                if inset_on_tile {
+                    inset.insert((msaa, tile.clone()));
+                }
             }
         })
         .add_systems(Update, drive_window_run)
@@ -344,6 +381,13 @@ fn window_run_with(
     assert_eq!(
         run.render_passes_recorded, render_passes,
         "render passes recorded per frame"
+    );
+    // Every tile camera keeps the camera's MSAA, a later one over a viewport too.
+    let tile_cameras = if inset_on_tile { 2 } else { 1 };
+    assert_eq!(
+        run.samples,
+        vec![msaa.samples(); tile_cameras],
+        "planned samples"
     );
     let errors = test.take_errors();
     assert!(errors.is_empty(), "errors in the window run: {errors:#?}");
@@ -431,6 +475,16 @@ fn drive_window_run(
                 .filter_map(|camera| reports.get(camera))
                 .map(|report| report.render_passes_recorded)
                 .sum();
+            run.samples = cameras
+                .iter()
+                .filter_map(|camera| reports.get(camera))
+                .filter_map(|report| {
+                    report
+                        .compiled
+                        .attachment_named("depth")
+                        .map(|depth| depth.samples)
+                })
+                .collect();
             run.post_processing = cameras
                 .iter()
                 .filter_map(|camera| reports.get(camera))

@@ -68,7 +68,7 @@ pub(crate) fn mark_window_output_written(
 ) {
     // The first camera on the window, and `clear_output_like_bevy` recorded no clear (which
     // would have written the image for wgpu).
-    let untouched = frame.output_kind == OutputKind::Swapchain
+    let untouched = matches!(frame.output_kind, OutputKind::Swapchain { .. })
         && !frame.desc.keep_output
         && (frame.covers_target || frame.output_clear.is_none());
     if !untouched || !scene.output_loaded_after(frame.entity) {

@@ -219,7 +219,7 @@ fn framebuffer(
         "creating a framebuffer",
         context.create_framebuffer(render_pass, &views, frame.target_extent),
     )?;
-    if writes_output && frame.output_kind == OutputKind::Swapchain {
+    if writes_output && matches!(frame.output_kind, OutputKind::Swapchain { .. }) {
         graveyard.retire(Box::new(move |c: &VulkanContext| {
             c.destroy_framebuffer(framebuffer)
         }));

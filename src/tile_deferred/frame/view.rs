@@ -159,11 +159,7 @@ impl ViewFrame {
             height: texture.height(),
         };
         let viewport = clamp_viewport(view.view.viewport, target_extent)?;
-        let output_kind = if is_swapchain(scene, output_view) {
-            OutputKind::Swapchain
-        } else {
-            OutputKind::TrackedImage
-        };
+        let swapchain = is_swapchain(scene, output_view);
         let clear = camera_clear(view.camera, scene);
         let drew_before = view.camera.sorted_camera_index_for_target > 0;
         // A freshly acquired swapchain image has no contents to keep unless another camera drew
@@ -171,16 +167,25 @@ impl ViewFrame {
         // `ClearColorConfig::None`. The main texture is the camera's own, and Bevy's blit reads
         // only the viewport of it: it keeps its contents only under `ClearColorConfig::None`,
         // as Bevy's main pass loads it then.
-        let keep_output = match output_kind {
-            _ if view.post_processed() => clear.is_none(),
-            OutputKind::Swapchain => drew_before,
-            OutputKind::TrackedImage => {
-                drew_before || clear.is_none() || view.camera.viewport.is_some()
-            }
+        let keep_output = if view.post_processed() {
+            clear.is_none()
+        } else if swapchain {
+            drew_before
+        } else {
+            drew_before || clear.is_none() || view.camera.viewport.is_some()
+        };
+        let output_kind = if swapchain {
+            OutputKind::Swapchain { kept: keep_output }
+        } else {
+            OutputKind::TrackedImage
         };
         let requested_samples = view.tier.map_or(1, |decision| decision.tier.tile_samples());
         let supported = supported_sample_counts(scene);
-        let (samples, msaa_note) = plan::sample_count(requested_samples, supported, keep_output);
+        // Only `ClearColorConfig::None` needs the output's pixels inside the viewport: a
+        // viewport, or another camera before this one, keeps what is outside the render area,
+        // which the in-pass resolve does not touch.
+        let (samples, msaa_note) =
+            plan::sample_count(requested_samples, supported, clear.is_none());
         let desc = ViewFrameDesc {
             extent: Extent::new(viewport.z, viewport.w),
             output_format,

@@ -310,9 +310,14 @@ pub(crate) fn undrawable_reason(
         return Some("the unmerged debug tier has no depth export");
     }
     if samples > 1 && keeps_output {
-        // The tile pass then renders without MSAA (`plan::sample_count`), while Bevy's textures
-        // and the gizmo pipelines would have the camera's samples.
-        return Some("MSAA with an output that keeps its contents");
+        // The tile pass resolves its samples into a part of the output only (its viewport),
+        // or renders without MSAA under `ClearColorConfig::None` (`plan::sample_count`); the
+        // route over the frame (Bevy's multisampled textures, the composite) is not built for
+        // either.
+        return Some(
+            "MSAA with an output that keeps its contents (a viewport, another camera before it \
+             on the target, ClearColorConfig::None)",
+        );
     }
     let profile = profile?;
     if !profile.frame_graph_caps().depth_change_merges {
@@ -1440,8 +1445,8 @@ mod tests {
             None
         );
         assert!(undrawable_reason(4, false, None, Some(&no_sample_shading)).is_some());
-        // A viewport (or a second camera on the target) makes the tile pass drop MSAA: at 4x the
-        // gizmos are not drawn over it, at 1x they are.
+        // A viewport (or a second camera on the target): at 4x the gizmos are not drawn over
+        // it, at 1x they are.
         assert!(undrawable_reason(4, true, None, Some(&nvidia)).is_some());
         assert_eq!(undrawable_reason(1, true, None, Some(&nvidia)), None);
     }

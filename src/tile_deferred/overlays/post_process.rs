@@ -13,12 +13,11 @@
 //! other one, and `upscaling` last blits the result to the camera's output. On a tile camera
 //! with one of them, the tile pass writes the main texture instead of the output (the frame is
 //! still one render pass that stores one image), and the tile schedule runs Bevy's own systems
-//! after it, in `Core3d`'s order. With bloom, the effect stack on an HDR camera, or such a grade,
-//! the pass stores the light as
-//! Bevy's main pass would (exposed, fogged, MSAA samples averaged, not tone mapped or dithered)
-//! and Bevy's own tone mapping follows; otherwise the pass tone maps as before. What they load
-//! and store is priced apart from the tile frame ([`price_post_processing`],
-//! `TileViewReport::post_process_pass`).
+//! after it, in `Core3d`'s order. With bloom, the effect stack on an HDR camera, or such a
+//! grade, the pass stores the light as Bevy's main pass would (exposed, fogged, MSAA samples
+//! averaged, not tone mapped or dithered) and Bevy's own tone mapping follows; otherwise the
+//! pass tone maps as before. What they load and store is priced apart from the tile frame
+//! ([`price_post_processing`], `TileViewReport::post_process_pass`).
 //!
 //! What Bevy draws after the tile pass (bevy_ui, egui, gizmos and wireframes) is drawn after the
 //! blit, over the output: Bevy too draws its UI after these effects, so bevy_ui and egui look as

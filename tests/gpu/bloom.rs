@@ -6,8 +6,8 @@
 
 use crate::{
     harness::{
-        Frame, GpuTest, HeadlessApp, assert_frames_match,
-        image_compare::{changes_apart, psnr},
+        Frame, GpuTest, HeadlessApp,
+        image_compare::{EffectBounds, assert_effect_as_in_bevy},
     },
     scenes,
 };
@@ -259,24 +259,15 @@ fn bloom_runs_after_the_tile_pass_as_bevy_runs_it() {
         let (_, _, bevy) = frame(case, false);
         let (_, _, tile_plain) = frame(case.without_tested_effect(), true);
         let (_, _, bevy_plain) = frame(case.without_tested_effect(), false);
-        let path = tile.save_png(&name);
-        let (bevy_changed, apart) = changes_apart(&tile_plain, &tile, &bevy_plain, &bevy);
-        eprintln!(
-            "{name}: the tile camera against Bevy's: PSNR {:.2} dB; the bloom (or the grading) \
-             changes Bevy's frame by {bevy_changed:.3}/255 per channel on average, the tile frame's change is \
-             {apart:.3}/255 from Bevy's ({})",
-            psnr(&tile, &bevy),
-            path.display()
-        );
-        assert_frames_match(&name, &tile, &bevy, 40.0, 8);
-        assert!(
-            bevy_changed > 1.0,
-            "{name}: the effect changes too little to test"
-        );
-        assert!(
-            apart < 0.2 * bevy_changed,
-            "{name}: the tile frame's change ({apart:.3}/255 from Bevy's) is not Bevy's \
-             ({bevy_changed:.3}/255)"
+        assert_effect_as_in_bevy(
+            &name,
+            "the bloom (or the grading)",
+            [&tile, &bevy, &tile_plain, &bevy_plain],
+            EffectBounds {
+                min_bevy_change: 1.0,
+                apart_fraction: 0.2,
+            },
+            "",
         );
     }
 }

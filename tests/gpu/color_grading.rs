@@ -8,7 +8,7 @@
 use crate::{
     harness::{
         Frame, GpuTest, HeadlessApp, assert_frames_match,
-        image_compare::{changes_apart, psnr},
+        image_compare::{EffectBounds, assert_effect_as_in_bevy, psnr},
     },
     scenes,
 };
@@ -104,7 +104,8 @@ fn exposure_and_post_saturation_grade_the_tile_frame_as_bevy_grades_it() {
         let (_, _, bevy) = frame(Some(grade), hdr, None);
         let (_, _, tile_plain) = frame(None, hdr, tile_tier);
         let (_, _, bevy_plain) = frame(None, hdr, None);
-        assert_graded_as_bevy(&name, [&tile, &bevy, &tile_plain, &bevy_plain], 0.05, "");
+        let frames = [&tile, &bevy, &tile_plain, &bevy_plain];
+        assert_effect_as_in_bevy(&name, "the grade", frames, graded(0.05), "");
     }
 }
 
@@ -143,32 +144,13 @@ fn an_hdr_camera_without_tone_mapping_is_not_graded_as_in_bevy() {
     assert_frames_match(name, &tile, &bevy, 40.0, 8);
 }
 
-/// Asserts that the graded tile frame is Bevy's graded frame (>= 40 dB, p99.5 <= 8/255), that
-/// the grade changes Bevy's frame (from `bevy_plain`) by more than 5/255 per channel on average,
-/// and that the tile frame's change (from `tile_plain`) is within `apart_fraction` of Bevy's;
-/// logs the figures, with `note` after them.
-fn assert_graded_as_bevy(
-    name: &str,
-    [tile, bevy, tile_plain, bevy_plain]: [&Frame; 4],
-    apart_fraction: f64,
-    note: &str,
-) {
-    let path = tile.save_png(name);
-    let (bevy_changed, apart) = changes_apart(tile_plain, tile, bevy_plain, bevy);
-    eprintln!(
-        "{name}: the tile camera against Bevy's: PSNR {:.2} dB; the grade changes Bevy's frame \
-         by {bevy_changed:.3}/255 per channel on average, the tile frame's change is \
-         {apart:.3}/255 from Bevy's{note} ({})",
-        psnr(tile, bevy),
-        path.display()
-    );
-    assert_frames_match(name, tile, bevy, 40.0, 8);
-    assert!(bevy_changed > 5.0, "{name}: the grade changes too little");
-    assert!(
-        apart < apart_fraction * bevy_changed,
-        "{name}: the tile frame's change ({apart:.3}/255 from Bevy's) is not Bevy's \
-         ({bevy_changed:.3}/255)"
-    );
+/// The grades' bounds: a grade changes Bevy's frame by more than 5/255 per channel on average,
+/// and the tile frame's change is within `apart_fraction` of Bevy's.
+fn graded(apart_fraction: f64) -> EffectBounds {
+    EffectBounds {
+        min_bevy_change: 5.0,
+        apart_fraction,
+    }
 }
 
 /// HDR cameras graded beyond exposure and post-saturation (a hue rotation; a warm, contrasty
@@ -233,11 +215,7 @@ fn hdr_grading_beyond_exposure_is_graded_by_bevy_after_the_tile_pass() {
             "; traffic: tile frame {tile_bytes} B, Bevy's tone mapping and blit after it \
              {after_bytes} B"
         );
-        assert_graded_as_bevy(
-            &name,
-            [&tile, &bevy, &tile_plain, &bevy_plain],
-            0.1,
-            &traffic,
-        );
+        let frames = [&tile, &bevy, &tile_plain, &bevy_plain];
+        assert_effect_as_in_bevy(&name, "the grade", frames, graded(0.1), &traffic);
     }
 }

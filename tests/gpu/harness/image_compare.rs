@@ -83,6 +83,49 @@ pub fn changes_apart(
     (bevy_changed, apart)
 }
 
+/// How far an effect's run on the tile frame may be from its run on Bevy's
+/// ([`assert_effect_as_in_bevy`]).
+pub struct EffectBounds {
+    /// Bevy's frame must change by more than this (per channel on average, in 1/255): less is
+    /// too little to tell whether the effect ran on the tile frame.
+    pub min_bevy_change: f64,
+    /// The tile frame's change must be within this fraction of Bevy's whole change from it.
+    pub apart_fraction: f64,
+}
+
+/// Asserts that an effect (`what`, for the log) ran on the tile frame as on Bevy's: the tile
+/// frame is Bevy's (>= 40 dB, p99.5 <= 8/255), the effect changes Bevy's frame (from
+/// `bevy_plain`) by more than `bounds.min_bevy_change`, and the tile frame's change (from
+/// `tile_plain`) is within `bounds.apart_fraction` of Bevy's. Saves the tile frame and logs the
+/// figures, with `note` after them.
+pub fn assert_effect_as_in_bevy(
+    name: &str,
+    what: &str,
+    [tile, bevy, tile_plain, bevy_plain]: [&Frame; 4],
+    bounds: EffectBounds,
+    note: &str,
+) {
+    let path = tile.save_png(name);
+    let (bevy_changed, apart) = changes_apart(tile_plain, tile, bevy_plain, bevy);
+    eprintln!(
+        "{name}: the tile camera against Bevy's: PSNR {:.2} dB; {what} changes Bevy's frame by \
+         {bevy_changed:.3}/255 per channel on average, the tile frame's change is \
+         {apart:.3}/255 from Bevy's{note} ({})",
+        psnr(tile, bevy),
+        path.display()
+    );
+    assert_frames_match(name, tile, bevy, 40.0, 8);
+    assert!(
+        bevy_changed > bounds.min_bevy_change,
+        "{name}: {what} changes too little to test"
+    );
+    assert!(
+        apart < bounds.apart_fraction * bevy_changed,
+        "{name}: the tile frame's change ({apart:.3}/255 from Bevy's) is not Bevy's \
+         ({bevy_changed:.3}/255)"
+    );
+}
+
 /// Per channel, `after - before`.
 fn change(before: &Frame, after: &Frame) -> Vec<i16> {
     before

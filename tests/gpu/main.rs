@@ -9,6 +9,8 @@ mod harness;
 mod scenes;
 
 mod animated;
+#[cfg(feature = "auto_exposure")]
+mod auto_exposure;
 mod bad_values;
 mod best_practices;
 #[cfg(feature = "bloom")]

@@ -1,9 +1,11 @@
 //! What Bevy draws over a tile camera after the tile pass, with wgpu: the shared composite
-//! (`composite`, also used by the inspector), Bevy's tone mapping of graded HDR cameras, bloom, FXAA, SMAA and CAS (`post_process`), Bevy's effect stack (`effect_stack`), other
+//! (`composite`, also used by the inspector), Bevy's tone mapping of graded HDR cameras, bloom, FXAA, SMAA and CAS (`post_process`), Bevy's effect stack (`effect_stack`) and auto exposure (`auto_exposure`), other
 //! plugins' gizmos (`gizmos`) and bevy_ui (`ui`); and bevy_ui and egui drawn inside the tile pass instead (`ui_in_pass`, its gradients
 //! `ui_gradients`, `egui_in_pass`), by the rules they share (`in_pass`). It may use the camera types, `plan`
 //! and `report`, never `frame` or `scene`.
 
+#[cfg(feature = "auto_exposure")]
+mod auto_exposure;
 pub(crate) mod composite;
 #[cfg(feature = "effect_stack")]
 mod effect_stack;
@@ -37,9 +39,9 @@ pub struct EguiDrawnOverTileCameras;
 
 /// Main-world and render-world resource: the camera effects (by component name: `ColorGrading`,
 /// `Bloom`, `ChromaticAberration`, `Vignette`, `LensDistortion`, `Fxaa`, `Smaa`,
-/// `ContrastAdaptiveSharpening`; and `EffectStack` for the pass of the three before it) that
-/// Bevy runs after the tile pass (colour grading with Bevy's `TonemappingPlugin`; the others
-/// with features `bloom`, `effect_stack` and `anti_alias` and the effect's Bevy plugin in the
-/// app), so `find_missing` (in `coverage`) does not report them. Absent when there are none.
+/// `ContrastAdaptiveSharpening`, `AutoExposure`; and `EffectStack` for the pass of the three
+/// before it) that Bevy runs after the tile pass (colour grading with Bevy's
+/// `TonemappingPlugin`; the others with features `bloom`, `effect_stack`, `auto_exposure` and
+/// `anti_alias` and the effect's Bevy plugin in the app), so `find_missing` (in `coverage`) does not report them. Absent when there are none.
 #[derive(Resource, Clone, Debug, Default)]
 pub(crate) struct PostProcessingAfterTile(pub Vec<&'static str>);

@@ -1,20 +1,21 @@
 //! Bevy's own post-processing after the tile pass (issue 32): colour grading on HDR cameras
 //! (Bevy's tone mapping, always), bloom (feature `bloom`), chromatic aberration, vignette and
-//! lens distortion (feature `effect_stack`, [`super::effect_stack`]), FXAA, SMAA and
-//! contrast-adaptive sharpening (feature `anti_alias`) run on the tile frame instead of sending
-//! the camera to `Core3d`.
+//! lens distortion (feature `effect_stack`, [`super::effect_stack`]), auto exposure (feature
+//! `auto_exposure`, [`super::auto_exposure`]), FXAA, SMAA and contrast-adaptive sharpening
+//! (feature `anti_alias`) run on the tile frame instead of sending the camera to `Core3d`.
 //!
 //! `Core3d` runs these effects on the camera's main texture (`ViewTarget`): bloom on the HDR
 //! light before tone mapping (it adds its blurred mips back into the main texture), the effect
-//! stack (one pass for chromatic aberration, vignette and lens distortion), then
+//! stack (one pass for chromatic aberration, vignette and lens distortion), auto exposure
+//! (compute passes that meter the light and set the exposure Bevy's tone mapping applies), then
 //! `tonemapping` (reads the main texture, writes the other one; on an HDR camera it also applies
 //! the `ColorGrading` that Bevy's in-shader tone mapping leaves out: hue, white balance and the
 //! sections), then FXAA, SMAA and CAS, each reading the current main texture and writing the
 //! other one, and `upscaling` last blits the result to the camera's output. On a tile camera
 //! with one of them, the tile pass writes the main texture instead of the output (the frame is
 //! still one render pass that stores one image), and the tile schedule runs Bevy's own systems
-//! after it, in `Core3d`'s order. With bloom, the effect stack on an HDR camera, or such a
-//! grade, the pass stores the light as Bevy's main pass would (exposed, fogged, MSAA samples
+//! after it, in `Core3d`'s order. With bloom, the effect stack on an HDR camera, auto exposure
+//! or such a grade, the pass stores the light as Bevy's main pass would (exposed, fogged, MSAA samples
 //! averaged, not tone mapped or dithered) and Bevy's own tone mapping follows; otherwise the
 //! pass tone maps as before. What they load and store is priced apart from the tile frame
 //! ([`price_post_processing`], `TileViewReport::post_process_pass`).
@@ -28,14 +29,15 @@
 //! An effect is drawn this way only where the app has its Bevy plugin (`TonemappingPlugin`,
 //! which Bevy's `Core3d` always has, `BloomPlugin`, `EffectStackPlugin`, `FxaaPlugin`,
 //! `SmaaPlugin`, `CasPlugin`, in Bevy's `DefaultPlugins` with its `bevy_post_process` and
-//! `bevy_anti_alias` features);
+//! `bevy_anti_alias` features; `AutoExposurePlugin`, which the game adds itself);
 //! without this crate's feature for it, or without the plugin, the camera falls back as before
 //! and `TileMissing` says why.
 //!
-//! Auto exposure, which `Core3d` also runs on the HDR light, is a private system of
-//! bevy_post_process 0.19.1 (`auto_exposure`) whose histogram and per-view state buffers are
-//! private too: the tile schedule cannot run it, so its cameras keep the fallback. (The effect
-//! stack's system is private as well, but its pipeline is not: [`super::effect_stack`].)
+//! The effect stack's and auto exposure's systems are private in bevy_post_process 0.19.1, so
+//! the tile schedule runs their shaders with resources of its own ([`super::effect_stack`],
+//! [`super::auto_exposure`]). Bevy 0.19.1 does not order auto exposure against the bloom (both
+//! only before `tonemapping`); here it meters after the bloom and the effect stack, on the
+//! light as the tone mapping will see it.
 
 use super::{PostProcessingAfterTile, gizmos::ViewsDrawnOver};
 use crate::frame_graph::{
@@ -72,6 +74,8 @@ use bevy_anti_alias::{
     fxaa::{Fxaa, FxaaPlugin, fxaa},
     smaa::{Smaa, SmaaPlugin, smaa},
 };
+#[cfg(feature = "auto_exposure")]
+use bevy_post_process::auto_exposure::{AutoExposure, AutoExposurePlugin};
 #[cfg(feature = "bloom")]
 use bevy_post_process::bloom::{Bloom, BloomPlugin, bloom};
 #[cfg(feature = "effect_stack")]
@@ -100,6 +104,10 @@ pub(crate) const TRANSMISSION: &str = "Transmission";
 /// light, and Bevy's tone mapping follows it ([`TONEMAPPING`], unless a bloom or a grade runs
 /// it already).
 pub(crate) const EFFECT_STACK: &str = "EffectStack";
+/// Bevy's auto exposure (`AutoExposurePlugin`) on an HDR camera: compute passes meter the light
+/// after the bloom and the effect stack ([`super::auto_exposure`]), and Bevy's tone mapping,
+/// which applies the exposure, follows ([`TONEMAPPING`], unless a bloom or a grade runs it).
+pub(crate) const AUTO_EXPOSURE: &str = "AutoExposure";
 /// The effect stack's camera components, by name: drawn where [`EFFECT_STACK`] is.
 #[cfg_attr(
     not(feature = "effect_stack"),
@@ -127,6 +135,7 @@ pub(crate) const CAS: &str = "ContrastAdaptiveSharpening";
 enum PostProcessSteps {
     Bloom,
     EffectStack,
+    AutoExposure,
     ToneMap,
     Fxaa,
     Smaa,
@@ -146,6 +155,8 @@ fn effects_with_plugins(app: &App) -> Vec<&'static str> {
         (app.is_plugin_added::<BloomPlugin>(), BLOOM),
         #[cfg(feature = "effect_stack")]
         (app.is_plugin_added::<EffectStackPlugin>(), EFFECT_STACK),
+        #[cfg(feature = "auto_exposure")]
+        (app.is_plugin_added::<AutoExposurePlugin>(), AUTO_EXPOSURE),
         #[cfg(feature = "anti_alias")]
         (app.is_plugin_added::<FxaaPlugin>(), FXAA),
         #[cfg(feature = "anti_alias")]
@@ -189,6 +200,7 @@ pub(crate) fn finish(app: &mut App) {
             (
                 PostProcessSteps::Bloom,
                 PostProcessSteps::EffectStack,
+                PostProcessSteps::AutoExposure,
                 PostProcessSteps::ToneMap,
                 PostProcessSteps::Fxaa,
                 PostProcessSteps::Smaa,
@@ -221,6 +233,8 @@ pub(crate) fn finish(app: &mut App) {
     }
     #[cfg(feature = "effect_stack")]
     let stack = drawn.0.contains(&EFFECT_STACK);
+    #[cfg(feature = "auto_exposure")]
+    let exposes = drawn.0.contains(&AUTO_EXPOSURE);
     if tone_mapped_by_bevy(&drawn.0) {
         render_app.add_systems(
             TileDeferredGraph,
@@ -247,6 +261,10 @@ pub(crate) fn finish(app: &mut App) {
     if stack {
         super::effect_stack::add(app, PostProcessSteps::EffectStack);
     }
+    #[cfg(feature = "auto_exposure")]
+    if exposes {
+        super::auto_exposure::add(app, PostProcessSteps::AutoExposure);
+    }
 }
 
 /// Which effects Bevy would run on a camera, each as its extraction and its system decide.
@@ -259,6 +277,8 @@ pub(crate) struct CameraEffects {
     pub(crate) effect_stack: bool,
     /// The camera is HDR: its effect stack reads the light, and Bevy's tone mapping follows.
     pub(crate) hdr: bool,
+    /// `AutoExposure` on the camera (metered where it is HDR: `auto_exposure::meters`).
+    pub(crate) auto_exposure: bool,
     /// An HDR camera whose `ColorGrading` Bevy's tone mapping applies beyond what the tonemap
     /// subpass does ([`bevy_grades_hdr_camera`]).
     pub(crate) grading: bool,
@@ -277,18 +297,20 @@ pub(crate) struct CameraEffects {
 
 /// The effects Bevy runs on a camera (`on`), among those the app draws after the tile pass
 /// (`drawn`), in the order they run. Bevy's tone mapping is named once, by the first reason for
-/// it: after a bloom, for a grade, after the effect stack or for the meshes Bevy draws over an
-/// HDR frame. Pure.
+/// it: after a bloom, for a grade, after the effect stack or auto exposure, or for the meshes
+/// Bevy draws over an HDR frame. Pure.
 pub(crate) fn effects_of(on: CameraEffects, drawn: &[&'static str]) -> Vec<&'static str> {
     let blooms = on.bloom && drawn.contains(&BLOOM);
     let grades = on.grading && drawn.contains(&COLOR_GRADING);
     let stack_reads_light = on.effect_stack && on.hdr && drawn.contains(&EFFECT_STACK);
+    let exposes = on.auto_exposure && on.hdr && drawn.contains(&AUTO_EXPOSURE);
     let mut effects: Vec<&'static str> = [
         (on.bloom, BLOOM),
         (on.effect_stack, EFFECT_STACK),
+        (on.auto_exposure && on.hdr, AUTO_EXPOSURE),
         (on.grading && !blooms, COLOR_GRADING),
         (
-            (on.drawn_over_hdr || stack_reads_light) && !blooms && !grades,
+            (on.drawn_over_hdr || stack_reads_light || exposes) && !blooms && !grades,
             TONEMAPPING,
         ),
         (on.fxaa, FXAA),
@@ -325,8 +347,8 @@ pub(crate) fn blooms_after_tile_pass(camera: &EntityRef, drawn: &PostProcessingA
 }
 
 /// Main world: Bevy's own tone mapping runs after the camera's tile pass and grades its frame
-/// as `Core3d` would: after its bloom or its effect stack on an HDR camera, or for a grade that
-/// needs it ([`bevy_grades_hdr_camera`]).
+/// as `Core3d` would: after its bloom, its effect stack or its auto exposure on an HDR camera,
+/// or for a grade that needs it ([`bevy_grades_hdr_camera`]).
 /// (It also runs for the meshes Bevy draws over an HDR camera's tile frame,
 /// [`tone_maps_draws_over_hdr`], which this does not count: the main world decides those from
 /// what this says.)
@@ -340,6 +362,12 @@ pub(crate) fn tone_mapped_after_tile_pass(
     }
     #[cfg(feature = "effect_stack")]
     if drawn.0.contains(&EFFECT_STACK) && camera.contains::<Hdr>() && effect_stack_on(camera) {
+        return true;
+    }
+    #[cfg(feature = "auto_exposure")]
+    if drawn.0.contains(&AUTO_EXPOSURE)
+        && super::auto_exposure::meters(camera.get::<AutoExposure>(), camera.contains::<Hdr>())
+    {
         return true;
     }
     drawn.0.contains(&COLOR_GRADING)
@@ -443,6 +471,7 @@ fn mark_post_processed_views(
     #[cfg(feature = "bloom")] blooms_of: Extract<Query<&Bloom>>,
     #[cfg(feature = "anti_alias")] anti_aliasing_of: Extract<AntiAliasing>,
     #[cfg(feature = "effect_stack")] effect_stacks_of: Extract<EffectStacks>,
+    #[cfg(feature = "auto_exposure")] auto_exposures: Extract<Query<(), With<AutoExposure>>>,
     drawn: Res<PostProcessingAfterTile>,
     drawn_over: Res<ViewsDrawnOver>,
 ) {
@@ -465,7 +494,16 @@ fn mark_post_processed_views(
                 .get(entity)
                 .is_ok_and(|(ca, vignette, ld)| super::effect_stack::draws(ca, vignette, ld));
         }
-        #[cfg(not(any(feature = "bloom", feature = "anti_alias", feature = "effect_stack")))]
+        #[cfg(feature = "auto_exposure")]
+        {
+            on.auto_exposure = auto_exposures.contains(entity);
+        }
+        #[cfg(not(any(
+            feature = "bloom",
+            feature = "anti_alias",
+            feature = "effect_stack",
+            feature = "auto_exposure"
+        )))]
         let _ = entity;
         on.hdr = hdr;
         on.grading = bevy_grades_hdr_camera(hdr, grading);
@@ -631,6 +669,7 @@ pub(crate) struct PostProcessedFrame {
 ///   main texture; tone mapping then samples the main texture and writes the other one (as it
 ///   does alone for a grade, [`COLOR_GRADING`], and for the meshes over an HDR frame,
 ///   [`TONEMAPPING`]);
+/// - auto exposure reads the light in compute passes and writes no attachment;
 /// - each other effect samples the current main texture and writes the other one (SMAA in its
 ///   three passes: edges, blending weights, then the blend; its stencil is left out);
 /// - the blit samples the last and writes the output, overwriting it where the camera is the
@@ -670,7 +709,7 @@ pub(crate) fn price_post_processing(
         },
     );
     // Bevy's tone mapping runs after the effects that read the light (the bloom, the effect
-    // stack), before the others.
+    // stack, auto exposure), before the others.
     let mut tone_mapping_due = false;
     let tone_map = |g: &mut FrameGraph,
                     main: &mut AttachmentHandle,
@@ -699,6 +738,16 @@ pub(crate) fn price_post_processing(
                 price_bloom(&mut g, &mut main, &bloom_mips)?;
             }
             tone_mapping_due = true;
+            continue;
+        }
+        if *effect == AUTO_EXPOSURE {
+            // Compute passes that read the light and write no attachment; the tone mapping
+            // after them applies the exposure.
+            g.add_compute_pass("auto_exposure")
+                .read(&main)
+                .side_effects()
+                .finish()
+                .ok()?;
             continue;
         }
         if *effect != EFFECT_STACK {
@@ -830,6 +879,7 @@ mod tests {
             bloom: true,
             effect_stack: true,
             hdr: true,
+            auto_exposure: true,
             grading: true,
             drawn_over_hdr: true,
             transmission: true,
@@ -910,6 +960,67 @@ mod tests {
         assert_eq!(effects_of(graded, &all), [EFFECT_STACK, COLOR_GRADING]);
         // Without `EffectStackPlugin` the camera falls back: nothing is run for it.
         assert!(effects_of(hdr, &[COLOR_GRADING, TONEMAPPING]).is_empty());
+    }
+
+    #[test]
+    fn auto_exposure_meters_hdr_light_before_bevys_tone_mapping() {
+        let all = [
+            COLOR_GRADING,
+            TONEMAPPING,
+            BLOOM,
+            EFFECT_STACK,
+            AUTO_EXPOSURE,
+            FXAA,
+        ];
+        let hdr = CameraEffects {
+            auto_exposure: true,
+            hdr: true,
+            ..default()
+        };
+        // Bevy's tone mapping applies the exposure: it follows, named once.
+        assert_eq!(effects_of(hdr, &all), [AUTO_EXPOSURE, TONEMAPPING]);
+        assert!(tone_mapped_by_bevy(&effects_of(hdr, &all)));
+        let everything = CameraEffects {
+            bloom: true,
+            effect_stack: true,
+            fxaa: true,
+            ..hdr
+        };
+        assert_eq!(
+            effects_of(everything, &all),
+            [BLOOM, EFFECT_STACK, AUTO_EXPOSURE, FXAA]
+        );
+        // An LDR camera is not metered (Bevy's tone mapping does not run after its pass).
+        let ldr = CameraEffects { hdr: false, ..hdr };
+        assert!(effects_of(ldr, &all).is_empty());
+        // Without `AutoExposurePlugin` the camera falls back: nothing is run for it.
+        assert!(effects_of(hdr, &[COLOR_GRADING, TONEMAPPING]).is_empty());
+
+        // Priced: a compute pass that reads the light, then the tone mapping and the blit.
+        let frame = || PostProcessedFrame {
+            extent: Extent::new(100, 100),
+            main_format: Format::Rgba16Float,
+            output_format: Format::Bgra8Srgb,
+            first_on_target: true,
+            bloom_mips: Vec::new(),
+            tone_maps: true,
+        };
+        let priced =
+            price_post_processing(frame(), &[AUTO_EXPOSURE, TONEMAPPING]).expect("compiles");
+        let passes: Vec<&str> = priced
+            .native_passes
+            .iter()
+            .map(|pass| pass.name.as_str())
+            .collect();
+        assert_eq!(passes, ["auto_exposure", "tonemapping", "upscaling"]);
+        let without = price_post_processing(frame(), &[TONEMAPPING]).expect("compiles");
+        // It loads and stores nothing more: it reads the light once (100 x 100 x 8 bytes).
+        let (with, without) = (priced.cost.total, without.cost.total);
+        assert_eq!(
+            (with.loaded, with.stored, with.written),
+            (without.loaded, without.stored, without.written)
+        );
+        assert_eq!(with.sampled - without.sampled, 100 * 100 * 8);
     }
 
     #[test]

@@ -145,6 +145,12 @@ pub struct AttachmentPlan {
     pub samples: u32,
     /// Imported (owned outside the graph).
     pub imported: bool,
+    /// Imported with its contents from before the frame needed
+    /// ([`ImportParams::contents_needed`](super::ImportParams)): what the frame does not
+    /// overwrite survives it. Not always a load: a multisampled frame's resolve writes only
+    /// the render area, and loads nothing.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub keeps_contents: bool,
     /// Native passes that use it, in order (empty: unused after culling,
     /// needs no image at all).
     pub native_passes: Vec<usize>,
@@ -743,6 +749,7 @@ fn plan_attachments(
                 extent: r.extent.unwrap_or_default(),
                 samples: r.desc.samples,
                 imported: r.import.is_some(),
+                keeps_contents: r.import.as_ref().is_some_and(|i| i.contents_needed),
                 native_passes,
                 transient,
                 memoryless: transient && caps.lazily_allocated_memory,

@@ -192,15 +192,11 @@ fn transparent_pass_of(frame: &crate::frame_graph::CompiledFrame) -> Transparent
 /// The view description a compiled tile frame was declared from (the inverse of
 /// `plan::declare`), so that its counterfactuals describe exactly the same view.
 pub(crate) fn view_desc_of(frame: &crate::frame_graph::CompiledFrame) -> Option<ViewFrameDesc> {
-    use crate::frame_graph::LoadOp;
     let output = frame.attachment_named(names::OUTPUT)?;
     let light = frame.attachment_named(names::LIGHT)?;
     let depth = frame.attachment_named(names::DEPTH)?;
-    let keep_output = frame
-        .native_passes
-        .iter()
-        .find_map(|n| n.attachment(output.id))
-        .is_some_and(|a| a.load == LoadOp::Load);
+    // From the import, not the load op: with MSAA a kept output is not loaded.
+    let keep_output = output.keeps_contents;
     let stencil_split = depth.samples > 1 && depth.format.has_stencil();
     Some(ViewFrameDesc {
         extent: output.extent,

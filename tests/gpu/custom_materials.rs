@@ -547,3 +547,53 @@ fn custom_materials_fall_back_where_bevy_cannot_draw_them_over_the_tile_frame() 
         }
     }
 }
+
+/// With MSAA, a tile camera drawn after another camera on its target keeps what that camera
+/// drew, and the route over the tile frame is not built for an output that keeps its contents:
+/// the custom meshes are listed with that reason from the camera's first frame (the main world
+/// finds the camera before it on the target as the render world does, which hears of the meshes
+/// only a frame later), and `Auto` falls back. Alone on its target, the same camera draws them.
+#[test]
+fn custom_materials_after_another_camera_with_msaa_are_listed_from_the_first_frame() {
+    let _test = GpuTest::start(
+        "custom_materials_after_another_camera_with_msaa_are_listed_from_the_first_frame",
+    );
+    let case = Case {
+        msaa: Msaa::Sample4,
+        ..Case::LDR_1X
+    };
+    for camera_before in [false, true] {
+        let name = format!("{}-camera-before-{camera_before}", case.name());
+        let (mut headless, camera, custom) = app(true, case);
+        if camera_before {
+            headless.spawn_camera((
+                Camera3d::default(),
+                Camera {
+                    order: -1,
+                    ..default()
+                },
+                Transform::from_xyz(0.0, 6.0, 6.0).looking_at(Vec3::ZERO, Vec3::Y),
+                Msaa::Sample4,
+            ));
+        }
+        headless.update();
+        let listed = missing(&headless, camera);
+        if !camera_before {
+            assert!(listed.is_empty(), "{name}: {listed:#?}");
+            assert_eq!(over_tile(&headless, camera), custom, "{name}");
+            continue;
+        }
+        let listed_custom: Vec<Entity> = listed
+            .iter()
+            .filter(|item| {
+                item.what.starts_with("custom Material")
+                    && item.what.contains("another camera before it on the target")
+            })
+            .map(|item| item.entity)
+            .collect();
+        assert_eq!(listed_custom, custom, "{name}: {listed:#?}");
+        assert!(over_tile(&headless, camera).is_empty(), "{name}");
+        headless.render(FRAMES);
+        assert_eq!(tier(&headless, camera), RenderTier::Forward, "{name}");
+    }
+}

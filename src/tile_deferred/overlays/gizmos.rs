@@ -297,6 +297,18 @@ pub(crate) struct DrawsIntoMainTextureSystems;
 const HDR_UNTONEMAPPED: &str = "an HDR camera in an app without Bevy's TonemappingPlugin: Bevy \
      tone maps its gizmos with the scene";
 
+/// Whether the tile pass keeps what its output held (`ViewFrame::gather`), at most: a viewport,
+/// another camera before it on the target, or `ClearColorConfig::None`. The render world reads
+/// it from the extracted camera, the main world from the cameras on the target; the two must
+/// agree on what can be drawn over the frame ([`undrawable_reason`]). Pure.
+pub(crate) fn keeps_output(
+    viewport: bool,
+    camera_before_on_target: bool,
+    clear_color: &ClearColorConfig,
+) -> bool {
+    viewport || camera_before_on_target || matches!(clear_color, ClearColorConfig::None)
+}
+
 /// Why the tile path cannot draw other plugins' `Transparent3d` items for a camera, if it
 /// cannot, whatever its HDR: what the depth export and the composite need of the device, the
 /// tier and the samples.
@@ -654,10 +666,11 @@ fn count_foreign_draws(
             Some(_) => msaa.map_or(1, Msaa::samples),
             None => 1,
         };
-        // What makes the tile pass keep its output (`ViewFrame::gather`), at most.
-        let keeps_output = camera.viewport.is_some()
-            || camera.sorted_camera_index_for_target > 0
-            || matches!(camera.clear_color, ClearColorConfig::None);
+        let keeps_output = keeps_output(
+            camera.viewport.is_some(),
+            camera.sorted_camera_index_for_target > 0,
+            &camera.clear_color,
+        );
         let device_reason = undrawable_reason(samples, keeps_output, tier, profile.as_deref());
         let drawable_but_for_hdr = device_reason.is_none();
         // Gizmos and wireframes on an HDR camera: Bevy tone maps the frame after them from the

@@ -29,6 +29,10 @@ const WARM_FRAMES: u32 = 20;
 /// Frames after a capture before counting objects: a screenshot frame's framebuffer and the
 /// retired per-frame objects are destroyed a few frames after their last use.
 const SETTLE_FRAMES: u32 = 10;
+/// At most this many frames after the capture on resuming, while the live objects differ from
+/// before the suspension: under load (every window test at once) a retired framebuffer can
+/// outlast `SETTLE_FRAMES` before the GPU is done with it. A leak never settles, and fails.
+const MAX_SETTLE_FRAMES: u32 = 120;
 /// Frames the app runs while suspended (more than the tile path keeps an unused view).
 const SUSPENDED_FRAMES: u32 = 20;
 
@@ -217,7 +221,14 @@ fn drive(
             }
             None => Phase::CapturingAfter,
         },
-        Phase::SettlingAfter(n) if n < SETTLE_FRAMES => Phase::SettlingAfter(n + 1),
+        Phase::SettlingAfter(n)
+            if n < SETTLE_FRAMES
+                || (n < MAX_SETTLE_FRAMES
+                    && reports.resource_counts().vulkan_objects()
+                        != seen.counts_before.vulkan_objects()) =>
+        {
+            Phase::SettlingAfter(n + 1)
+        }
         Phase::SettlingAfter(_) => {
             seen.counts_after = reports.resource_counts();
             seen.report_frame_after = report_frame();

@@ -91,7 +91,6 @@ pub use tiers::{
     MeasureOn, RenderTier, TierChangeReason, TierDecision, TierMeasurement, TierSetting,
     TileAutoMeasure, TileTierChanged,
 };
-pub use tile_deferred::TileCpuLightAssignment;
 #[cfg(feature = "ui")]
 pub use tile_deferred::TileUiSystems;
 pub use tile_deferred::{
@@ -104,6 +103,7 @@ pub use tile_deferred::{
     },
     validation::{TileValidation, TileValidationReport},
 };
+pub use tile_deferred::{TileCpuLightAssignment, TileKeepGpuLightClustering};
 #[doc(hidden)]
 pub use tile_deferred::{TileFaultInjection, TileNoStencilSplit};
 pub use vulkan::ResourceCounts as TileResourceCounts;
@@ -140,6 +140,7 @@ impl Plugin for TileDeferredPlugin {
             .register_type::<tile_deferred::missing::UiDrawnOverTileCameras>()
             .register_type::<tile_deferred::missing::EguiDrawnOverTileCameras>()
             .register_type::<TileCpuLightAssignment>()
+            .register_type::<TileKeepGpuLightClustering>()
             .register_type::<TileNoStencilSplit>()
             .register_type::<tiers::TileAutoMeasure>()
             .init_resource::<tiers::TileAutoMeasure>();

@@ -44,11 +44,12 @@ pub use camera::{
     MsaaShading, POISON_COLOR, POISON_DEPTH_STENCIL, TileDebugView, TileDeferred,
     TileDeferredGraph, TileDeferredSystems, TileMaterialsOverTile, TileOutputLoadedAfter,
 };
+#[doc(hidden)]
+pub use coverage::light_clustering::TileKeepGpuLightClustering;
 pub use coverage::{missing, validation};
 pub use overlays::gizmos::TileGizmoSystems;
 #[cfg(feature = "ui")]
 pub use overlays::ui::TileUiSystems;
-#[doc(hidden)]
 pub use scene::params::{TileCpuLightAssignment, TileFaultInjection, TileNoStencilSplit};
 
 use gpu::backend::TileBackend;
@@ -72,6 +73,15 @@ pub(crate) fn build(app: &mut App) {
     .insert_resource(reports.clone());
     overlays::gizmos::build(app);
     coverage::timing::build(app);
+    app.init_resource::<coverage::light_clustering::LightClusteringForMaterials>()
+        .add_systems(
+            PostUpdate,
+            // After `find_missing` has found what needs Bevy's clusters this frame, before
+            // Bevy assigns lights to them.
+            coverage::light_clustering::switch_light_clustering
+                .after(coverage::missing::find_missing)
+                .before(bevy::light::SimulationLightSystems::AssignLightsToClusters),
+        );
     app.add_systems(
         PostUpdate,
         (

@@ -5,8 +5,9 @@
 //! tile depth: the camera stays on the tile path, the meshes are listed in
 //! `TileMaterialsOverTile`, the pass is priced, and the frame is Bevy's; on an HDR camera at 1x,
 //! into the light the tile pass stores, tone mapped with it by Bevy. Where Bevy cannot draw them
-//! there (an HDR camera with MSAA; point lights Bevy clusters on the GPU), each mesh is listed
-//! in `TileMissing` and `Auto` falls back.
+//! there (a camera after another on its target with MSAA; point lights Bevy clusters on the GPU
+//! in an app that keeps that, `TileKeepGpuLightClustering`), each mesh is listed in
+//! `TileMissing` and `Auto` falls back.
 
 use crate::harness::{GpuTest, HeadlessApp, assert_frames_match, image_compare::psnr};
 use bevy::{
@@ -20,7 +21,7 @@ use bevy::{
     shader::ShaderRef,
 };
 use bevy_tile_deferred::{
-    TileDeferred, TileFrameReportParam, TileMaterialsOverTile,
+    TileDeferred, TileFrameReportParam, TileKeepGpuLightClustering, TileMaterialsOverTile,
     frame_graph::{DeviceCaps, Extent, Format, compile_stock_bevy, stock_bevy_forward},
     tiers::{RenderTier, TierDecision, TierSetting},
     tile_deferred::missing::{MissingFeature, TileMissing},
@@ -357,6 +358,12 @@ fn custom_materials_are_drawn_over_the_tile_frame() {
             cpu_clustering: true,
             ..Case::LDR_1X
         },
+        // Where Bevy clusters on the GPU (lavapipe, desktops): the crate has it cluster on the
+        // CPU while the meshes are drawn over the tile frame.
+        Case {
+            point_light: true,
+            ..Case::LDR_1X
+        },
         // Into the main texture before Bevy's effects, as `Core3d` draws them: tone mapped
         // by Bevy with the scene on an HDR camera, bloomed or graded too where it has those,
         // and anti-aliased by FXAA.
@@ -464,7 +471,27 @@ fn custom_materials_are_drawn_over_the_tile_frame() {
             })
             .collect();
         assert_eq!(camera_report.drawn_over_tile, expected_lines, "{name}");
-        let (mut bevy_app, ..) = app(false, case);
+        if case.point_light {
+            let gpu_clustering = headless
+                .app
+                .world()
+                .resource::<bevy::light::cluster::GlobalClusterSettings>()
+                .gpu_clustering
+                .is_some();
+            assert!(
+                !gpu_clustering,
+                "{name}: Bevy clusters the lights on the CPU"
+            );
+        }
+        // Bevy's frame with its lights clustered on the CPU: its GPU clustering now and then
+        // leaves a light out of its frame on lavapipe.
+        let (mut bevy_app, ..) = app(
+            false,
+            Case {
+                cpu_clustering: case.cpu_clustering || case.point_light,
+                ..case
+            },
+        );
         let bevy = bevy_app.render(FRAMES);
         // Bevy's frame without the custom meshes: what a tile frame that lost them would be.
         let world = bevy_app.app.world_mut();
@@ -497,7 +524,8 @@ fn custom_materials_are_drawn_over_the_tile_frame() {
 
 /// Where Bevy cannot draw custom materials over the tile frame, each of their meshes is listed
 /// with the reason, and `Auto` hands the camera to Bevy, whose frame is then Bevy's own: point
-/// lights that Bevy clusters on the GPU (lavapipe), which it does only inside `Core3d`.
+/// lights that Bevy clusters on the GPU (lavapipe), which it does only inside `Core3d`, in an
+/// app that keeps Bevy's GPU clustering.
 #[test]
 fn custom_materials_fall_back_where_bevy_cannot_draw_them_over_the_tile_frame() {
     let _test = GpuTest::start(
@@ -513,6 +541,8 @@ fn custom_materials_fall_back_where_bevy_cannot_draw_them_over_the_tile_frame() 
     for (case, why) in cases {
         let name = case.name();
         let (mut headless, camera, custom) = app(true, case);
+        // The app keeps Bevy's GPU clustering, which Bevy runs only inside `Core3d`.
+        headless.app.insert_resource(TileKeepGpuLightClustering);
         let tile = headless.render(FRAMES);
         assert_eq!(tier(&headless, camera), RenderTier::Forward, "{name}");
         let listed = missing(&headless, camera);

@@ -15,7 +15,7 @@ use bevy::{
     shader::ShaderRef,
 };
 use bevy_tile_deferred::{
-    TileDeferred, TileRenderReports,
+    TileDeferred, TileKeepGpuLightClustering, TileRenderReports,
     tiers::{MISSING_RETURN_FRAMES, RenderTier, TierDecision, TierSetting},
     tile_deferred::missing::{MissingFeature, TileMissing},
 };
@@ -57,19 +57,20 @@ const OUT_OF_VIEW: Vec3 = Vec3::new(200.0, 0.0, 0.0);
 const CUBE_NAME: &str = "flat magenta cube";
 
 /// What `TileMissing` says of the cube: Bevy would draw it over the tile frame, but the scene's
-/// point light is in view, and on lavapipe Bevy assigns lights to clusters on the GPU, only
-/// inside `Core3d` (`custom_materials` tests the cube drawn over the tile frame).
+/// point light is in view, on lavapipe Bevy assigns lights to clusters on the GPU, only inside
+/// `Core3d`, and the app keeps Bevy's GPU clustering (`TileKeepGpuLightClustering`; without it
+/// the crate has Bevy cluster on the CPU and the cube is drawn, as `custom_materials` tests).
 const CUBE_MISSING: &str = "custom Material (not a StandardMaterial), which Bevy cannot draw over this tile \
      camera: point or spot lights in view, which Bevy assigns to clusters on the GPU only inside \
-     Core3d (with GlobalClusterSettings::gpu_clustering set to None it assigns them on the CPU, \
-     as on Android, and they are drawn)";
+     Core3d, and the app keeps Bevy's GPU clustering (TileKeepGpuLightClustering; without it \
+     Bevy assigns them on the CPU, as on Android, and they are drawn)";
 
 /// What `TileMissing` says of a clearcoat mesh in the same view: Bevy would draw it over the
 /// tile frame as the cube, for the same reason it cannot.
 const CLEARCOAT_MISSING: &str = "StandardMaterial clearcoat, which Bevy cannot draw over this \
      tile camera: point or spot lights in view, which Bevy assigns to clusters on the GPU only \
-     inside Core3d (with GlobalClusterSettings::gpu_clustering set to None it assigns them on the \
-     CPU, as on Android, and they are drawn)";
+     inside Core3d, and the app keeps Bevy's GPU clustering (TileKeepGpuLightClustering; without \
+     it Bevy assigns them on the CPU, as on Android, and they are drawn)";
 
 /// The lit spheres with a custom-material cube at `cube_at`, and a camera (a tile camera with
 /// `tier` where given). Returns the app, the camera and the cube.
@@ -77,7 +78,10 @@ fn app(tier: Option<TierSetting>, cube_at: Vec3) -> (HeadlessApp, Entity, Entity
     let mut headless = HeadlessApp::new(WIDTH, HEIGHT);
     headless
         .app
-        .add_plugins(MaterialPlugin::<FlatColorMaterial>::default());
+        .add_plugins(MaterialPlugin::<FlatColorMaterial>::default())
+        // The cube stays undrawable over the tile frame while the point light is in view (see
+        // `CUBE_MISSING`): these tests follow `Auto` falling back and returning.
+        .insert_resource(TileKeepGpuLightClustering);
     let world = headless.app.world_mut();
     world
         .resource_mut::<Assets<Shader>>()

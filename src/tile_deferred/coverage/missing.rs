@@ -30,6 +30,7 @@
 //! The tables below are the tile path's feature coverage: remove a row when the tile path
 //! learns to draw it.
 
+use super::light_clustering::{LightClusteringForMaterials, TileKeepGpuLightClustering};
 use crate::tiers::TierDecision;
 use crate::tile_deferred::{
     camera::{TileDeferred, TileMaterialsOverTile},
@@ -716,14 +717,18 @@ pub(crate) fn find_missing(
     clusterables: ViewedClusterables,
     lightmap_sources: LightmapSources,
     wireframes: Wireframes,
-    entities: Query<EntityRef>,
+    entities: Query<EntityRef, Without<bevy::ecs::resource::IsResource>>,
     assets: ViewedAssets,
     components: &Components,
     archetypes: &Archetypes,
     (ui_drawn, egui_drawn, post_processing): DrawnAfterTilePass,
     (foreign_draws, cluster_settings, profile): OverTileInputs,
     device: Option<Res<RenderDevice>>,
-    camera_targets: CameraTargets,
+    (camera_targets, mut clustering, keep_gpu_clustering): (
+        CameraTargets,
+        Option<ResMut<LightClusteringForMaterials>>,
+        Option<Res<TileKeepGpuLightClustering>>,
+    ),
     mut lookups: Local<Option<Lookups>>,
 ) {
     let binding_arrays = device
@@ -789,13 +794,17 @@ pub(crate) fn find_missing(
         let foreign_other = undrawable
             .filter(|undrawable| undrawable.other_draws)
             .map(|undrawable| undrawable.why);
+        let lights_in_clusters = meshes_to_check
+            && clustered.iter().any(|&entity| {
+                clusterables
+                    .get(entity)
+                    .is_ok_and(|(_, _, point, spot, ..)| point.is_some() || spot.is_some())
+            });
         let (mut items, over_tile) = if meshes_to_check {
-            let lights_unassigned = gpu_clustering
-                && clustered.iter().any(|&entity| {
-                    clusterables
-                        .get(entity)
-                        .is_ok_and(|(_, _, point, spot, ..)| point.is_some() || spot.is_some())
-                });
+            // Unless the app keeps Bevy's GPU clustering, Bevy assigns them on the CPU this very
+            // frame (`light_clustering` switches it after this, before Bevy assigns).
+            let switched_to_cpu = clustering.is_some() && keep_gpu_clustering.is_none();
+            let lights_unassigned = gpu_clustering && lights_in_clusters && !switched_to_cpu;
             mesh_items(
                 &camera_ref,
                 visible,
@@ -823,6 +832,14 @@ pub(crate) fn find_missing(
         } else {
             (Vec::new(), TileMaterialsOverTile::default())
         };
+        // Bevy's pipelines light the meshes it draws over the frame from Bevy's clusters.
+        if let Some(clustering) = clustering.as_deref_mut() {
+            clustering.needed |= lights_in_clusters
+                && (!over_tile.meshes.is_empty()
+                    || items
+                        .iter()
+                        .any(|item| item.what.ends_with(GPU_CLUSTERED_LIGHTS)));
+        }
         let previous_over_tile = camera_ref.get::<TileMaterialsOverTile>();
         if over_tile.meshes.is_empty() {
             if previous_over_tile.is_some() {
@@ -1031,13 +1048,17 @@ pub(crate) fn materials_over_tile_undrawable(
     } else if let Some(why) = undrawable_over_tile {
         Some(why)
     } else {
-        clustered_lights_unassigned.then_some(
-            "point or spot lights in view, which Bevy assigns to clusters on the GPU only inside \
-             Core3d (with GlobalClusterSettings::gpu_clustering set to None it assigns them on \
-             the CPU, as on Android, and they are drawn)",
-        )
+        clustered_lights_unassigned.then_some(GPU_CLUSTERED_LIGHTS)
     }
 }
+
+/// Why Bevy cannot draw meshes over a tile camera's frame while it assigns lights to clusters
+/// on the GPU: the app keeps that (`coverage::light_clustering` has Bevy assign them on the CPU
+/// otherwise).
+pub(crate) const GPU_CLUSTERED_LIGHTS: &str = "point or spot lights in view, which Bevy assigns \
+     to clusters on the GPU only inside Core3d, and the app keeps Bevy's GPU clustering \
+     (TileKeepGpuLightClustering; without it Bevy assigns them on the CPU, as on Android, and \
+     they are drawn)";
 
 /// The decals and light probes in the camera's clusters the tile path does not draw.
 fn clusterable_items(
@@ -1148,7 +1169,7 @@ impl CameraItems<'_> {
 fn visible_ui_nodes_by_camera(
     ui_target_camera: Option<ComponentId>,
     archetypes: &Archetypes,
-    entities: &Query<EntityRef>,
+    entities: &Query<EntityRef, Without<bevy::ecs::resource::IsResource>>,
 ) -> HashMap<Entity, usize> {
     let mut by_camera = HashMap::default();
     let Some(component) = ui_target_camera else {

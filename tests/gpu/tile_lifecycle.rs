@@ -12,7 +12,9 @@ use bevy::{
         screenshot::{Screenshot, ScreenshotCaptured},
     },
 };
-use bevy_tile_deferred::{TileDeferred, TileRenderReports};
+use bevy_tile_deferred::{
+    TileDeferred, TileKeepGpuLightClustering, TileMaterialsOverTile, TileRenderReports,
+};
 use std::sync::{Arc, Mutex};
 
 const WIDTH: u32 = 256;
@@ -194,48 +196,74 @@ fn despawned_cameras_leak_nothing() {
 }
 
 /// Meshes the tile path cannot draw are reported once, by entity and name, and never vanish
-/// silently; the rest of the frame renders.
+/// silently; the rest of the frame renders. A clearcoat mesh under the scene's point lights, in
+/// an app that keeps Bevy's GPU light clustering (`TileKeepGpuLightClustering`): Bevy cannot
+/// draw it over the tile frame, so it is reported. Without that, the crate has Bevy cluster the
+/// lights on the CPU and Bevy draws it over the tile frame: nothing is reported.
 #[test]
 fn unsupported_settings_are_reported_not_hidden() {
     let test = GpuTest::start("unsupported_settings_are_reported_not_hidden");
-    let mut headless = HeadlessApp::new(WIDTH, HEIGHT);
-    scenes::spawn_lit_spheres(headless.app.world_mut());
-    let glass = headless
-        .app
-        .world_mut()
-        .resource_mut::<Assets<StandardMaterial>>()
-        .add(StandardMaterial {
-            clearcoat: 1.0,
-            ..default()
-        });
-    let sphere = headless
-        .app
-        .world_mut()
-        .resource_mut::<Assets<Mesh>>()
-        .add(Sphere::new(0.5));
-    headless.app.world_mut().spawn((
-        Name::new("glass ball"),
-        Mesh3d(sphere),
-        MeshMaterial3d(glass),
-        Transform::from_xyz(0.0, 2.5, 0.0),
-    ));
-    headless.spawn_camera((
-        Camera3d::default(),
-        scenes::reference_camera(),
-        scenes::reference_camera_transform(),
-        Msaa::Sample4,
-        TileDeferred::default(),
-    ));
-    let frame = headless.render(3);
-    assert!(
-        frame.rgba.chunks_exact(4).any(|p| p[0] > 100),
-        "the frame was rendered"
-    );
-    let warnings = test.take_warnings();
-    let about = |needle: &str| warnings.iter().filter(|w| w.contains(needle)).count();
-    assert_eq!(
-        about("\"glass ball\""),
-        1,
-        "the clearcoat mesh reported once by name: {warnings:#?}"
-    );
+    for keep_gpu_clustering in [true, false] {
+        let mut headless = HeadlessApp::new(WIDTH, HEIGHT);
+        if keep_gpu_clustering {
+            headless.app.insert_resource(TileKeepGpuLightClustering);
+        }
+        scenes::spawn_lit_spheres(headless.app.world_mut());
+        let glass = headless
+            .app
+            .world_mut()
+            .resource_mut::<Assets<StandardMaterial>>()
+            .add(StandardMaterial {
+                clearcoat: 1.0,
+                ..default()
+            });
+        let sphere = headless
+            .app
+            .world_mut()
+            .resource_mut::<Assets<Mesh>>()
+            .add(Sphere::new(0.5));
+        let ball = headless
+            .app
+            .world_mut()
+            .spawn((
+                Name::new("glass ball"),
+                Mesh3d(sphere),
+                MeshMaterial3d(glass),
+                Transform::from_xyz(0.0, 2.5, 0.0),
+            ))
+            .id();
+        let camera = headless.spawn_camera((
+            Camera3d::default(),
+            scenes::reference_camera(),
+            scenes::reference_camera_transform(),
+            Msaa::Sample4,
+            TileDeferred::default(),
+        ));
+        let frame = headless.render(3);
+        assert!(
+            frame.rgba.chunks_exact(4).any(|p| p[0] > 100),
+            "the frame was rendered"
+        );
+        let warnings = test.take_warnings();
+        let about = |needle: &str| warnings.iter().filter(|w| w.contains(needle)).count();
+        let drawn_over_tile = headless
+            .app
+            .world()
+            .get::<TileMaterialsOverTile>(camera)
+            .is_some_and(|over_tile| over_tile.meshes.contains(&ball));
+        if keep_gpu_clustering {
+            assert_eq!(
+                about("\"glass ball\""),
+                1,
+                "the clearcoat mesh reported once by name: {warnings:#?}"
+            );
+            assert!(!drawn_over_tile);
+        } else {
+            assert_eq!(about("\"glass ball\""), 0, "{warnings:#?}");
+            assert!(
+                drawn_over_tile,
+                "Bevy draws the clearcoat mesh over the tile frame"
+            );
+        }
+    }
 }

@@ -67,7 +67,7 @@ pub mod prelude {
     pub use crate::tile_deferred::TileUiSystems;
     pub use crate::{
         DeviceProfile, MsaaShading, TileDebugView, TileDeferred, TileDeferredPlugin,
-        TileDeferredSystems, TileGizmoSystems, TileMaterialsOverTile,
+        TileDeferredSystems, TileGizmoSystems, TileKeepGpuLightClustering, TileMaterialsOverTile,
         frame_report::{TileCameraReport, TileFrameReport, TileFrameReportParam},
         tiers::{
             MeasureOn, RenderTier, TierChangeReason, TierDecision, TierMeasurement, TierSetting,

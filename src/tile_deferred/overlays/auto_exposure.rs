@@ -19,7 +19,7 @@
 //! `GpuAutoExposureCompensationCurve` makes them). So the exposure is computed by Bevy's own
 //! shader from the light the tile pass stored, and written where Bevy's tone mapping reads it.
 
-use crate::tile_deferred::camera::PostProcessedAfterTile;
+use crate::tile_deferred::camera::{PostProcessedAfterTile, TileDeferred};
 use bevy::{
     ecs::entity::EntityHashMap,
     platform::collections::HashMap,
@@ -262,11 +262,12 @@ fn queue_auto_exposure_pipelines(
     });
 }
 
-/// Reads, each frame, the compensation curve of every camera with `AutoExposure` from the main
-/// world's assets (a curve still loading is left out: its cameras are not metered, as in Bevy).
+/// Reads, each frame, the compensation curve of every tile camera with `AutoExposure` from the
+/// main world's assets (a curve still loading is left out: its cameras are not metered, as in
+/// Bevy). `Core3d` cameras' curves are Bevy's own business.
 fn extract_compensation_curves(
     mut extracted: ResMut<ExtractedCurves>,
-    cameras: Extract<Query<&AutoExposure>>,
+    cameras: Extract<Query<&AutoExposure, With<TileDeferred>>>,
     curves: Extract<Res<Assets<AutoExposureCompensationCurve>>>,
 ) {
     extracted.0.clear();

@@ -30,6 +30,7 @@ mod forward_reference;
 mod frame_report;
 #[cfg(feature = "gizmos")]
 mod gizmos;
+mod gltf_animation;
 #[cfg(feature = "inspector")]
 mod inspector;
 mod light_assignment;

@@ -99,6 +99,18 @@ struct Case {
     /// A hue rotation in the camera's `ColorGrading`, which Bevy's tone mapping applies after
     /// the tile pass on an HDR camera.
     graded: bool,
+    /// The camera's output keeps what is outside its frame: `Keep::Viewport`, a viewport (the
+    /// lower right part of the target); `Keep::CameraBefore`, the same viewport over a Bevy
+    /// camera that drew the whole target before it (split screen, picture in picture).
+    keeps: Keep,
+}
+
+/// What a camera's output keeps besides its own frame.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Keep {
+    Nothing,
+    Viewport,
+    CameraBefore,
 }
 
 impl Case {
@@ -110,6 +122,7 @@ impl Case {
         bloom: false,
         fxaa: false,
         graded: false,
+        keeps: Keep::Nothing,
     };
 
     fn name(self) -> String {
@@ -120,8 +133,13 @@ impl Case {
             (false, false) => "",
         };
         let graded = if self.graded { "-graded" } else { "" };
+        let keeps = match self.keeps {
+            Keep::Nothing => "",
+            Keep::Viewport => "-viewport",
+            Keep::CameraBefore => "-camera-before",
+        };
         format!(
-            "custom-materials-{}x-hdr-{}-point-{}-cpu-clusters-{}{effects}{graded}",
+            "custom-materials-{}x-hdr-{}-point-{}-cpu-clusters-{}{effects}{graded}{keeps}",
             self.msaa.samples(),
             self.hdr,
             self.point_light,
@@ -266,10 +284,28 @@ fn app(tile: bool, case: Case) -> (HeadlessApp, Entity, Vec<Entity>) {
             Transform::from_xyz(1.5, 3.0, 2.5),
         ));
     }
+    if case.keeps == Keep::CameraBefore {
+        headless.spawn_camera((
+            Camera3d::default(),
+            Camera {
+                order: -1,
+                clear_color: ClearColorConfig::Custom(Color::srgb(0.3, 0.1, 0.1)),
+                ..default()
+            },
+            Transform::from_xyz(0.0, 6.0, 6.0).looking_at(Vec3::ZERO, Vec3::Y),
+            Msaa::Sample4,
+        ));
+    }
+    let viewport = (case.keeps != Keep::Nothing).then(|| bevy::camera::Viewport {
+        physical_position: UVec2::new(WIDTH / 4, HEIGHT / 8),
+        physical_size: UVec2::new(WIDTH * 3 / 4, HEIGHT * 7 / 8),
+        ..default()
+    });
     let camera = headless.spawn_camera((
         Camera3d::default(),
         Camera {
             clear_color: ClearColorConfig::Custom(Color::srgb(0.1, 0.12, 0.16)),
+            viewport,
             ..default()
         },
         Transform::from_xyz(0.0, 3.2, 7.0).looking_at(Vec3::new(0.0, 0.7, 0.0), Vec3::Y),
@@ -405,6 +441,25 @@ fn custom_materials_are_drawn_over_the_tile_frame() {
         Case {
             fxaa: true,
             msaa: Msaa::Sample4,
+            ..Case::LDR_1X
+        },
+        // With MSAA where the output keeps what is outside the camera's frame (a viewport,
+        // another camera before it: Bevy's `split_screen`): the tile pass resolves into its
+        // render area, Bevy draws over it in the same viewport.
+        Case {
+            msaa: Msaa::Sample4,
+            keeps: Keep::Viewport,
+            ..Case::LDR_1X
+        },
+        Case {
+            msaa: Msaa::Sample4,
+            keeps: Keep::CameraBefore,
+            ..Case::LDR_1X
+        },
+        Case {
+            hdr: true,
+            msaa: Msaa::Sample4,
+            keeps: Keep::Viewport,
             ..Case::LDR_1X
         },
     ];
@@ -578,38 +633,40 @@ fn custom_materials_fall_back_where_bevy_cannot_draw_them_over_the_tile_frame() 
     }
 }
 
-/// With MSAA, a tile camera drawn after another camera on its target keeps what that camera
-/// drew, and the route over the tile frame is not built for an output that keeps its contents:
-/// the custom meshes are listed with that reason from the camera's first frame (the main world
-/// finds the camera before it on the target as the render world does, which hears of the meshes
-/// only a frame later), and `Auto` falls back. Alone on its target, the same camera draws them.
+/// With MSAA, a tile camera in a viewport after another camera on its target (Bevy's
+/// `split_screen`) has Bevy draw its custom meshes over the tile frame from its first frame, as
+/// alone on its target; the main world and the render world agree. Under
+/// `ClearColorConfig::None` the tile pass renders without MSAA, which the route over the frame
+/// does not match: the meshes are listed with that reason from the first frame, and `Auto`
+/// falls back.
 #[test]
-fn custom_materials_after_another_camera_with_msaa_are_listed_from_the_first_frame() {
+fn custom_materials_with_msaa_over_a_kept_output_are_drawn_or_listed_from_the_first_frame() {
     let _test = GpuTest::start(
-        "custom_materials_after_another_camera_with_msaa_are_listed_from_the_first_frame",
+        "custom_materials_with_msaa_over_a_kept_output_are_drawn_or_listed_from_the_first_frame",
     );
-    let case = Case {
-        msaa: Msaa::Sample4,
-        ..Case::LDR_1X
-    };
-    for camera_before in [false, true] {
-        let name = format!("{}-camera-before-{camera_before}", case.name());
+    for draws_over_output in [false, true] {
+        let case = Case {
+            msaa: Msaa::Sample4,
+            keeps: Keep::CameraBefore,
+            ..Case::LDR_1X
+        };
+        let name = format!("{}-clear-none-{draws_over_output}", case.name());
         let (mut headless, camera, custom) = app(true, case);
-        if camera_before {
-            headless.spawn_camera((
-                Camera3d::default(),
-                Camera {
-                    order: -1,
-                    ..default()
-                },
-                Transform::from_xyz(0.0, 6.0, 6.0).looking_at(Vec3::ZERO, Vec3::Y),
-                Msaa::Sample4,
-            ));
+        if draws_over_output {
+            headless
+                .app
+                .world_mut()
+                .get_mut::<Camera>(camera)
+                .expect("the tile camera")
+                .clear_color = ClearColorConfig::None;
         }
         headless.update();
         let listed = missing(&headless, camera);
-        if !camera_before {
+        if !draws_over_output {
             assert!(listed.is_empty(), "{name}: {listed:#?}");
+            assert_eq!(over_tile(&headless, camera), custom, "{name}");
+            headless.render(FRAMES);
+            assert!(tier(&headless, camera).is_tile(), "{name}");
             assert_eq!(over_tile(&headless, camera), custom, "{name}");
             continue;
         }
@@ -617,7 +674,7 @@ fn custom_materials_after_another_camera_with_msaa_are_listed_from_the_first_fra
             .iter()
             .filter(|item| {
                 item.what.starts_with("custom Material")
-                    && item.what.contains("another camera before it on the target")
+                    && item.what.contains("draws over its output")
             })
             .map(|item| item.entity)
             .collect();

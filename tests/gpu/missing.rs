@@ -412,13 +412,37 @@ enum Wireframes {
 fn wireframe_frame(
     wireframes: Wireframes,
     (tier, hdr, msaa): (Option<TierSetting>, bool, Msaa),
+    split_screen: bool,
     frames: u32,
 ) -> (HeadlessApp, Entity, Frame) {
     use bevy::pbr::wireframe::{NoWireframe, Wireframe, WireframeConfig, WireframePlugin};
     let (mut headless, camera, _) = app(tier, OUT_OF_VIEW);
     headless.app.add_plugins(WireframePlugin::default());
+    if split_screen {
+        // Bevy's camera draws the whole target first (with the wireframes too); the camera
+        // under test draws its viewport, the lower right part, over it.
+        headless.spawn_camera((
+            Camera3d::default(),
+            Camera {
+                order: -1,
+                ..default()
+            },
+            Transform::from_xyz(0.0, 6.0, 6.0).looking_at(Vec3::ZERO, Vec3::Y),
+            msaa,
+        ));
+    }
     let world = headless.app.world_mut();
     world.entity_mut(camera).insert(msaa);
+    if split_screen {
+        world
+            .get_mut::<Camera>(camera)
+            .expect("the camera under test")
+            .viewport = Some(bevy::camera::Viewport {
+            physical_position: UVec2::new(WIDTH / 4, HEIGHT / 8),
+            physical_size: UVec2::new(WIDTH * 3 / 4, HEIGHT * 7 / 8),
+            ..default()
+        });
+    }
     if hdr {
         world.entity_mut(camera).insert(bevy::camera::Hdr);
     }
@@ -445,24 +469,32 @@ fn wireframe_frame(
 /// MSAA (from the second frame with wireframes on: see `overlays::gizmos`), and over an HDR
 /// camera, whose wireframes Bevy tone maps with the scene (the tile pass stores its light and
 /// Bevy's tone mapping runs after them, from their second frame; with MSAA over the light
-/// written into every sample of Bevy's multisampled texture). Where that route cannot draw (the unmerged debug tier,
+/// written into every sample of Bevy's multisampled texture), and with MSAA in a viewport over
+/// another camera's frame (Bevy's `split_screen`). Where that route cannot draw (the unmerged debug tier,
 /// which has no depth export), each mesh they would cover is listed; where `NoWireframe` leaves
 /// none, the camera stays on the tile path with nothing listed.
 #[test]
 fn wireframes_are_drawn_over_the_tile_frame_or_fall_back() {
     let _test = GpuTest::start("wireframes_are_drawn_over_the_tile_frame_or_fall_back");
+    // (wireframes, HDR, MSAA, a viewport over another camera's frame: Bevy's split screen)
     let cases = [
-        (Wireframes::EachMesh, false, Msaa::Off),
-        (Wireframes::EachMesh, true, Msaa::Off),
-        (Wireframes::Global, false, Msaa::Off),
-        (Wireframes::Global, false, Msaa::Sample4),
-        (Wireframes::Global, true, Msaa::Off),
-        (Wireframes::EachMesh, true, Msaa::Sample4),
+        (Wireframes::EachMesh, false, Msaa::Off, false),
+        (Wireframes::EachMesh, true, Msaa::Off, false),
+        (Wireframes::Global, false, Msaa::Off, false),
+        (Wireframes::Global, false, Msaa::Sample4, false),
+        (Wireframes::Global, true, Msaa::Off, false),
+        (Wireframes::EachMesh, true, Msaa::Sample4, false),
+        (Wireframes::Global, false, Msaa::Sample4, true),
+        (Wireframes::EachMesh, true, Msaa::Sample4, true),
     ];
-    for (wireframes, hdr, msaa) in cases {
-        let name = format!("wireframes-{wireframes:?}-hdr-{hdr}-{}x", msaa.samples());
+    for (wireframes, hdr, msaa, split) in cases {
+        let split_name = if split { "-split-screen" } else { "" };
+        let name = format!(
+            "wireframes-{wireframes:?}-hdr-{hdr}-{}x{split_name}",
+            msaa.samples()
+        );
         let (headless, camera, tile) =
-            wireframe_frame(wireframes, (Some(TierSetting::Auto), hdr, msaa), 4);
+            wireframe_frame(wireframes, (Some(TierSetting::Auto), hdr, msaa), split, 4);
         let report = headless.tile_report_with_nothing_missing(camera, &name);
         let tier = decision(&headless, camera).tier;
         assert!(
@@ -472,7 +504,7 @@ fn wireframes_are_drawn_over_the_tile_frame_or_fall_back() {
         // Bevy tone maps an HDR frame after its wireframes, as `Core3d` does.
         let tone_mapped: &[&str] = if hdr { &["Tonemapping"] } else { &[] };
         assert_eq!(report.post_processing, tone_mapped, "{name}");
-        let (_, _, bevy) = wireframe_frame(wireframes, (None, hdr, msaa), 4);
+        let (_, _, bevy) = wireframe_frame(wireframes, (None, hdr, msaa), split, 4);
         let path = tile.save_png(&name);
         eprintln!(
             "{name}: the tile camera ({tier:?}) against Bevy's: PSNR {:.2} dB ({})",
@@ -484,6 +516,7 @@ fn wireframes_are_drawn_over_the_tile_frame_or_fall_back() {
     let (headless, camera, _) = wireframe_frame(
         Wireframes::GlobalExceptEach,
         (Some(TierSetting::Auto), false, Msaa::Off),
+        false,
         4,
     );
     assert_eq!(decision(&headless, camera).tier, RenderTier::TileDeferred);
@@ -494,6 +527,7 @@ fn wireframes_are_drawn_over_the_tile_frame_or_fall_back() {
     let (headless, camera, _) = wireframe_frame(
         Wireframes::Global,
         (Some(TierSetting::Force(unmerged)), false, Msaa::Off),
+        false,
         4,
     );
     assert_eq!(decision(&headless, camera).tier, unmerged);

@@ -680,33 +680,6 @@ type OverTileInputs<'w> = (
     Option<Res<'w, crate::device::DeviceProfile>>,
 );
 
-/// Every camera with its target: which cameras render into a tile camera's target before it.
-type CameraTargets<'w, 's> = Query<'w, 's, (Entity, &'static Camera, &'static RenderTarget)>;
-
-/// What a render target is compared by: its normalized form, or `None` for the primary window
-/// (which normalizes only with the primary window's entity, and this crate does not compile
-/// bevy_window). A camera that names the primary window by its entity is taken for one on
-/// another window.
-fn target_key(target: &RenderTarget) -> Option<bevy::camera::NormalizedRenderTarget> {
-    target.normalize(None)
-}
-
-/// Whether another active camera renders into `camera`'s target before it, as Bevy's
-/// `sort_cameras` orders them (by `order`; a tie, which Bevy warns of, counts as before: the
-/// frame may keep the other's drawing).
-fn camera_before_on_target(camera: Entity, cameras: &CameraTargets) -> bool {
-    let Ok((_, own, target)) = cameras.get(camera) else {
-        return false;
-    };
-    let key = target_key(target);
-    cameras.iter().any(|(other, other_camera, other_target)| {
-        other != camera
-            && other_camera.is_active
-            && other_camera.order <= own.order
-            && target_key(other_target) == key
-    })
-}
-
 /// Lists on every tile camera what it sees this frame that the tile path cannot draw
 /// ([`TileMissing`]); runs after visibility, before the router.
 pub(crate) fn find_missing(
@@ -724,8 +697,7 @@ pub(crate) fn find_missing(
     (ui_drawn, egui_drawn, post_processing): DrawnAfterTilePass,
     (foreign_draws, cluster_settings, profile): OverTileInputs,
     device: Option<Res<RenderDevice>>,
-    (camera_targets, mut clustering, keep_gpu_clustering): (
-        CameraTargets,
+    (mut clustering, keep_gpu_clustering): (
         Option<ResMut<LightClusteringForMaterials>>,
         Option<Res<TileKeepGpuLightClustering>>,
     ),
@@ -777,16 +749,12 @@ pub(crate) fn find_missing(
         let samples = camera_ref
             .get::<bevy::render::view::Msaa>()
             .map_or(1, |msaa| msaa.samples());
-        let keeps_output = camera_settings.is_some_and(|settings| {
-            crate::tile_deferred::overlays::gizmos::keeps_output(
-                settings.viewport.is_some(),
-                camera_before_on_target(camera, &camera_targets),
-                &settings.clear_color,
-            )
+        let draws_over_output = camera_settings.is_some_and(|settings| {
+            crate::tile_deferred::overlays::gizmos::draws_over_output(&settings.clear_color)
         });
         let device_or_tier = crate::tile_deferred::overlays::gizmos::undrawable_reason(
             samples,
-            keeps_output,
+            draws_over_output,
             tier,
             profile.as_deref(),
         );

@@ -55,7 +55,7 @@
 //!
 //! **Reported.** Where the tile path cannot draw them as Bevy does ([`undrawable_reason`]: an
 //! HDR camera in an app without Bevy's `TonemappingPlugin`; the unmerged debug tier; MSAA without
-//! sample-rate shading; a tiler, which is assumed to end its merged pass at a new depth
+//! sample-rate shading; MSAA under `ClearColorConfig::None`; a tiler, which is assumed to end its merged pass at a new depth
 //! attachment), the render world counts them per camera each frame ([`count_foreign_draws`])
 //! into [`ForeignTransparentDraws`], shared with the main world, where `find_missing` reports
 //! them on the camera on the next frame it runs: an `Auto` camera falls back to `Core3d` (which
@@ -297,16 +297,14 @@ pub(crate) struct DrawsIntoMainTextureSystems;
 const HDR_UNTONEMAPPED: &str = "an HDR camera in an app without Bevy's TonemappingPlugin: Bevy \
      tone maps its gizmos with the scene";
 
-/// Whether the tile pass keeps what its output held (`ViewFrame::gather`), at most: a viewport,
-/// another camera before it on the target, or `ClearColorConfig::None`. The render world reads
-/// it from the extracted camera, the main world from the cameras on the target; the two must
-/// agree on what can be drawn over the frame ([`undrawable_reason`]). Pure.
-pub(crate) fn keeps_output(
-    viewport: bool,
-    camera_before_on_target: bool,
-    clear_color: &ClearColorConfig,
-) -> bool {
-    viewport || camera_before_on_target || matches!(clear_color, ClearColorConfig::None)
+/// Whether the camera draws over what its output held (`ClearColorConfig::None`): the tile pass
+/// then renders without MSAA (`plan::sample_count`), while Bevy's textures keep the camera's
+/// samples. (A viewport, or another camera before it on the target, keeps what is outside the
+/// render area, and the tile pass keeps its samples: its resolve, Bevy's draws and the
+/// composite all stay inside the viewport.) The render world and the main world both ask it of
+/// the camera, so they agree on what can be drawn over the frame ([`undrawable_reason`]). Pure.
+pub(crate) fn draws_over_output(clear_color: &ClearColorConfig) -> bool {
+    matches!(clear_color, ClearColorConfig::None)
 }
 
 /// Why the tile path cannot draw other plugins' `Transparent3d` items for a camera, if it
@@ -314,21 +312,19 @@ pub(crate) fn keeps_output(
 /// tier and the samples.
 pub(crate) fn undrawable_reason(
     samples: u32,
-    keeps_output: bool,
+    draws_over_output: bool,
     tier: Option<&TierDecision>,
     profile: Option<&DeviceProfile>,
 ) -> Option<&'static str> {
     if tier.is_some_and(|decision| decision.tier.is_unmerged()) {
         return Some("the unmerged debug tier has no depth export");
     }
-    if samples > 1 && keeps_output {
-        // The tile pass resolves its samples into a part of the output only (its viewport),
-        // or renders without MSAA under `ClearColorConfig::None` (`plan::sample_count`); the
-        // route over the frame (Bevy's multisampled textures, the composite) is not built for
-        // either.
+    if samples > 1 && draws_over_output {
+        // The tile pass renders this camera without MSAA; Bevy's multisampled textures, which
+        // its draws over the frame use, would not match the exported depth.
         return Some(
-            "MSAA with an output that keeps its contents (a viewport, another camera before it \
-             on the target, ClearColorConfig::None)",
+            "MSAA on a camera that draws over its output (ClearColorConfig::None), which the \
+             tile pass renders without MSAA",
         );
     }
     let profile = profile?;
@@ -666,12 +662,12 @@ fn count_foreign_draws(
             Some(_) => msaa.map_or(1, Msaa::samples),
             None => 1,
         };
-        let keeps_output = keeps_output(
-            camera.viewport.is_some(),
-            camera.sorted_camera_index_for_target > 0,
-            &camera.clear_color,
+        let device_reason = undrawable_reason(
+            samples,
+            draws_over_output(&camera.clear_color),
+            tier,
+            profile.as_deref(),
         );
-        let device_reason = undrawable_reason(samples, keeps_output, tier, profile.as_deref());
         let drawable_but_for_hdr = device_reason.is_none();
         // Gizmos and wireframes on an HDR camera: Bevy tone maps the frame after them from the
         // next frame on, as long as they last (see `ViewsDrawnOver`).
@@ -1458,9 +1454,15 @@ mod tests {
             None
         );
         assert!(undrawable_reason(4, false, None, Some(&no_sample_shading)).is_some());
-        // A viewport (or a second camera on the target): at 4x the gizmos are not drawn over
-        // it, at 1x they are.
+        // `ClearColorConfig::None`: at 4x the gizmos are not drawn over the frame (the tile
+        // pass renders it at 1x), at 1x they are. A viewport or another camera before it on
+        // the target keeps MSAA (`draws_over_output` is false for them).
         assert!(undrawable_reason(4, true, None, Some(&nvidia)).is_some());
         assert_eq!(undrawable_reason(1, true, None, Some(&nvidia)), None);
+        assert!(draws_over_output(&ClearColorConfig::None));
+        assert!(!draws_over_output(&ClearColorConfig::Default));
+        assert!(!draws_over_output(&ClearColorConfig::Custom(
+            bevy::color::Color::BLACK
+        )));
     }
 }

@@ -462,6 +462,22 @@ fn custom_materials_are_drawn_over_the_tile_frame() {
             keeps: Keep::Viewport,
             ..Case::LDR_1X
         },
+        // Into the main texture before Bevy's effects, in a viewport with MSAA.
+        #[cfg(feature = "bloom")]
+        Case {
+            hdr: true,
+            bloom: true,
+            msaa: Msaa::Sample4,
+            keeps: Keep::CameraBefore,
+            ..Case::LDR_1X
+        },
+        #[cfg(feature = "anti_alias")]
+        Case {
+            fxaa: true,
+            msaa: Msaa::Sample4,
+            keeps: Keep::Viewport,
+            ..Case::LDR_1X
+        },
     ];
     for case in cases {
         let name = case.name();

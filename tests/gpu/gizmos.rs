@@ -517,3 +517,94 @@ fn gizmos_over_a_tile_camera_are_drawn_or_never_silently_missing() {
         "Bevy draws no gizmos there either"
     );
 }
+
+/// Gizmos on a tile camera with 4x MSAA in a viewport drawn over another camera's frame (Bevy's
+/// `split_screen`, at Bevy's default MSAA): the camera stays on the tile path with nothing
+/// listed, and Bevy draws its gizmos over the tile frame inside the viewport, as over Bevy's
+/// own frame on the same scene (>= 34 dB, the MSAA bar, whole frame and the gizmos' region;
+/// the magenta shows). Before session 37 such a camera fell back for them.
+#[test]
+fn gizmos_with_msaa_in_a_split_screen_viewport_are_drawn() {
+    let _test = GpuTest::start("gizmos_with_msaa_in_a_split_screen_viewport_are_drawn");
+    let mut headless = HeadlessApp::new(WIDTH, HEIGHT);
+    headless
+        .app
+        .insert_resource(DrawGizmos(true))
+        .add_systems(Update, draw_gizmos);
+    headless.update();
+    spawn_scene(headless.app.world_mut());
+    let viewport = bevy::camera::Viewport {
+        physical_position: UVec2::new(WIDTH / 4, HEIGHT / 8),
+        physical_size: UVec2::new(WIDTH * 3 / 4, HEIGHT * 7 / 8),
+        ..default()
+    };
+    let mut targets = Vec::new();
+    let mut tile_camera = None;
+    for tile in [true, false] {
+        let target = headless.add_target(WIDTH, HEIGHT);
+        let world = headless.app.world_mut();
+        // Bevy's camera draws the whole target first, from another side.
+        world.spawn((
+            Camera3d::default(),
+            Transform::from_xyz(3.0, 4.0, -4.0).looking_at(Vec3::ZERO, Vec3::Y),
+            RenderTarget::Image(target.clone().into()),
+            Msaa::Sample4,
+        ));
+        let mut camera = world.spawn((
+            Camera3d::default(),
+            Camera {
+                order: 1,
+                viewport: Some(viewport.clone()),
+                ..default()
+            },
+            Transform::from_xyz(-2.5, 3.0, 5.0).looking_at(Vec3::new(0.0, 0.4, 0.0), Vec3::Y),
+            RenderTarget::Image(target.clone().into()),
+            Msaa::Sample4,
+        ));
+        if tile {
+            camera.insert(TileDeferred {
+                tier: TierSetting::Auto,
+                ..default()
+            });
+            tile_camera = Some(camera.id());
+        }
+        targets.push(target);
+    }
+    let camera = tile_camera.expect("the tile camera");
+    for _ in 0..6 {
+        headless.update();
+    }
+    let d = decision(&headless, camera);
+    assert!(d.tier.is_tile() && !d.tier.is_unmerged(), "{}", d.summary());
+    assert_eq!(d.tier.tile_samples(), 4, "{}", d.summary());
+    let listed = missing(&headless, camera);
+    assert!(listed.is_empty(), "{listed:?}");
+    let reports = headless.app.world().resource::<TileRenderReports>();
+    let report = reports.get(camera).expect("a tile report");
+    assert!(report.gizmo_pass.is_some(), "the gizmo passes are priced");
+
+    let frames = headless.read_images(&targets);
+    let (tile, bevy) = (&frames[0], &frames[1]);
+    let (expected_count, region) = gizmo_pixels(bevy);
+    let (actual_count, _) = gizmo_pixels(tile);
+    eprintln!("gizmos-split-screen-4x: gizmo pixels {actual_count} (Bevy {expected_count})");
+    assert!(expected_count >= 300, "Bevy draws the gizmos");
+    assert!(
+        actual_count * 10 >= expected_count * 9,
+        "the tile camera shows the gizmos ({actual_count} of {expected_count})"
+    );
+    let region = region.expect("Bevy's gizmos");
+    let failures: Vec<String> = [
+        compare("gizmos-split-screen-4x", tile, bevy, MIN_PSNR_MSAA),
+        compare(
+            "gizmos-split-screen-4x-region",
+            &crop(tile, region),
+            &crop(bevy, region),
+            MIN_PSNR_MSAA,
+        ),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

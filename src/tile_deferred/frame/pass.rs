@@ -30,7 +30,7 @@ use crate::tile_deferred::{
     error::{TileError, TileResult},
     gpu::{
         backend::{TileBackend, ViewResources},
-        pipelines::{LightingKey, PassesKey, SampledShadows},
+        pipelines::{IndirectSources, LightingKey, PassesKey, SampledShadows},
         record::{RecordedPass, Recording, UiRecording, record},
         ui::{TileUiDraws, UiBuffers},
     },
@@ -361,7 +361,11 @@ fn prepare_passes(
     planned: &PlannedFrame,
     drawn: &DrawList,
 ) -> TileResult<PreparedPasses> {
-    let lighting = LightingKey::new(frame.gpu_view.counts[2], samples_shadows(frame, drawn));
+    let lighting = LightingKey::new(
+        frame.gpu_view.counts[2],
+        samples_shadows(frame, drawn),
+        indirect_sources(inputs),
+    );
     let descriptions =
         render_pass::describe_frame(&planned.compiled, (planned.output, frame.output_kind));
     let key =
@@ -817,6 +821,16 @@ fn samples_shadows(frame: &ViewFrame, drawn: &DrawList) -> SampledShadows {
     SampledShadows {
         directional: directional_cascades(frame) > 0,
         clustered: drawn.lights.iter().any(|light| light.shadow[3] >= 0.0),
+    }
+}
+
+/// The indirect light sources the view's surfaces may sample besides the ambient light: those
+/// the camera has, as Bevy specialises on them. The view's uniform (written at stage 6, once
+/// their images are known to be loaded) says whether each is sampled this frame.
+fn indirect_sources(inputs: &ViewInputs) -> IndirectSources {
+    IndirectSources {
+        environment_map: inputs.environment_map.is_some(),
+        irradiance_volumes: inputs.irradiance_volumes.is_some(),
     }
 }
 

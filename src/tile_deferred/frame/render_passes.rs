@@ -348,8 +348,9 @@ impl ScreenSlot {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum ScreenConstants {
     None,
-    /// The lighting's (`LightingKey::constants`: the shadow filter and which kinds of light
-    /// sample shadow maps; the tonemap's fog inscattering is shadowed too).
+    /// The lighting's (`LightingKey::constants`: the shadow filter, which kinds of light
+    /// sample shadow maps, and the view's indirect light sources; the tonemap's fog
+    /// inscattering is shadowed too).
     Lighting,
     /// The lighting's, then the light finish's KIND.
     LightFinish(u32),
@@ -542,18 +543,24 @@ fn create_screen_pipelines(
     lighting_key: LightingKey,
     pass: &mut PassResources,
 ) -> Result<(), vk::Result> {
-    let [shadow_filter, shadows] = lighting_key.constants();
+    let lighting = lighting_key.constants();
+    let [shadow_filter, shadows, _] = lighting;
     let fullscreen = shaders.stage(ShaderId::FullscreenVert, Variant::BASE);
     for spec in screen_pipeline_specs(compiled, shape) {
-        let constants: &[u32] = match spec.constants {
-            ScreenConstants::None => &[],
-            ScreenConstants::Lighting => &[shadow_filter, shadows],
-            ScreenConstants::LightFinish(kind) => &[shadow_filter, shadows, kind],
+        let light_finish;
+        let (ids, constants): (&[u32], &[u32]) = match spec.constants {
+            ScreenConstants::None => (&[], &[]),
+            ScreenConstants::Lighting => (&LightingKey::IDS, &lighting),
+            ScreenConstants::LightFinish(kind) => {
+                light_finish = [shadow_filter, shadows, kind];
+                (&[0, 1, 2], &light_finish)
+            }
         };
-        let entries: Vec<_> = (0..constants.len() as u32)
-            .map(|id| vk::SpecializationMapEntry {
+        let entries: Vec<_> = (0u32..)
+            .zip(ids)
+            .map(|(slot, &id)| vk::SpecializationMapEntry {
                 constant_id: id,
-                offset: id * 4,
+                offset: slot * 4,
                 size: 4,
             })
             .collect();

@@ -215,7 +215,7 @@ pub(crate) struct MeshConstants {
     /// gbuffer.vert's ids [`Self::VERTEX_IDS`] (gbuffer.frag takes the first six).
     pub(crate) vertex: [u32; 8],
     /// forward.frag's ids [`Self::FORWARD_IDS`].
-    pub(crate) forward: [u32; 9],
+    pub(crate) forward: [u32; 10],
     /// Alpha to coverage replaces the alpha mask's discard (with MSAA only).
     pub(crate) alpha_to_coverage: bool,
 }
@@ -224,9 +224,9 @@ impl MeshConstants {
     /// Ids 0..5 of gbuffer.vert and gbuffer.frag (the optional attributes and the alpha mask),
     /// then gbuffer.vert's 6 SKINNED and 7 MORPHED.
     pub(crate) const VERTEX_IDS: [u32; 8] = [0, 1, 2, 3, 4, 5, 6, 7];
-    /// forward.frag: shadows.glsl's 0 and 1, then the mesh's constants at 10..15, with the
-    /// blend mode in place of the alpha mask, and 16 INTO_LIGHT.
-    pub(crate) const FORWARD_IDS: [u32; 9] = [0, 1, 10, 11, 12, 13, 14, 15, 16];
+    /// forward.frag: the lighting's ([`LightingKey::IDS`]), then the mesh's constants at
+    /// 10..15, with the blend mode in place of the alpha mask, and 16 INTO_LIGHT.
+    pub(crate) const FORWARD_IDS: [u32; 10] = [0, 1, 3, 10, 11, 12, 13, 14, 15, 16];
 
     pub(crate) fn of(key: &GbufferPipelineKey, lighting: LightingKey) -> Self {
         let alpha_to_coverage =
@@ -241,10 +241,11 @@ impl MeshConstants {
             u32::from(key.skin.is_some()),
             u32::from(key.morph),
         ];
-        let [shadow_filter, shadows] = lighting.constants();
+        let [shadow_filter, shadows, indirect] = lighting.constants();
         let forward = [
             shadow_filter,
             shadows,
+            indirect,
             vertex[0],
             vertex[1],
             vertex[2],
@@ -558,17 +559,36 @@ impl VulkanContext {
     }
 }
 
-/// What the lighting pipelines are specialised for (`shaders/shadows.glsl`'s constants): the
-/// camera's shadow filter, and which kinds of light sample a shadow map this frame. A frame
-/// without shadows gets lighting pipelines without shadow code, and one whose point and spot
-/// lights cast none gets them without the point and spot shadow code: a GPU sizes its
-/// registers for the largest path of a shader, and llvmpipe runs every branch under a lane
-/// mask.
+/// What the lighting pipelines are specialised for (`shaders/shadows.glsl`'s and
+/// `shaders/surface_lighting.glsl`'s constants): the camera's shadow filter, which kinds of
+/// light sample a shadow map this frame, and which indirect light sources the view has. A frame
+/// without shadows gets lighting pipelines without shadow code, one whose point and spot lights
+/// cast none gets them without the point and spot shadow code, and a view without an environment
+/// map or irradiance volumes gets them without that code (as Bevy specialises its mesh pipelines
+/// on a view's light probes): a GPU sizes its registers for the largest path of a shader, and
+/// llvmpipe runs every branch under a lane mask.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub(crate) struct LightingKey {
     /// `gpu_types::shadow_filter`; 0 without shadows.
     shadow_filter: u32,
     shadows: SampledShadows,
+    indirect: IndirectSources,
+}
+
+/// The indirect light a view's surfaces get besides the ambient light.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub(crate) struct IndirectSources {
+    /// The camera's `EnvironmentMapLight`.
+    pub environment_map: bool,
+    /// Irradiance volumes in the view.
+    pub irradiance_volumes: bool,
+}
+
+impl IndirectSources {
+    /// `INDIRECT_SOURCES`: bit 0 the environment map, bit 1 irradiance volumes.
+    fn bits(self) -> u32 {
+        u32::from(self.environment_map) | u32::from(self.irradiance_volumes) << 1
+    }
 }
 
 /// Which lights of a frame sample shadow maps.
@@ -593,17 +613,32 @@ impl SampledShadows {
 }
 
 impl LightingKey {
-    /// The specialisation for `shadow_filter` and the lights that sample shadow maps.
-    pub(crate) fn new(shadow_filter: u32, shadows: SampledShadows) -> Self {
+    /// The constant ids of [`Self::constants`]: shadows.glsl's SHADOW_FILTER (0) and
+    /// SHADOW_KINDS (1), surface_lighting.glsl's INDIRECT_SOURCES (3; light_finish.frag, which
+    /// shares shadows.glsl, has its own 2).
+    pub(crate) const IDS: [u32; 3] = [0, 1, 3];
+
+    /// The specialisation for `shadow_filter`, the lights that sample shadow maps and the
+    /// view's indirect light.
+    pub(crate) fn new(
+        shadow_filter: u32,
+        shadows: SampledShadows,
+        indirect: IndirectSources,
+    ) -> Self {
         Self {
             shadow_filter: if shadows.any() { shadow_filter } else { 0 },
             shadows,
+            indirect,
         }
     }
 
-    /// Specialisation constants 0 (SHADOW_FILTER) and 1 (SHADOW_KINDS), as 32-bit words.
-    pub(crate) fn constants(self) -> [u32; 2] {
-        [self.shadow_filter, self.shadows.bits()]
+    /// The values of constants [`Self::IDS`], as 32-bit words.
+    pub(crate) fn constants(self) -> [u32; 3] {
+        [
+            self.shadow_filter,
+            self.shadows.bits(),
+            self.indirect.bits(),
+        ]
     }
 }
 
@@ -741,7 +776,7 @@ mod tests {
     /// Alpha to coverage needs samples to cover: without MSAA the alpha mask applies.
     #[test]
     fn alpha_to_coverage_replaces_the_mask_only_with_msaa() {
-        let lighting = LightingKey::new(0, SampledShadows::default());
+        let lighting = LightingKey::new(0, SampledShadows::default(), IndirectSources::default());
         let single = MeshConstants::of(&mesh_key(), lighting);
         assert!(!single.alpha_to_coverage);
         assert_eq!(single.vertex[3], 1, "alpha mask at 0.5 without MSAA");
@@ -755,7 +790,7 @@ mod tests {
         assert!(msaa.alpha_to_coverage);
         assert_eq!(msaa.vertex[3], 0);
         assert_eq!(single.vertex[..3], [1, 1, 0], "normal and uv0, no tangent");
-        assert_eq!(single.forward[2..5], single.vertex[..3]);
+        assert_eq!(single.forward[3..6], single.vertex[..3]);
     }
 
     /// A frame's shadow code is specialised on which lights sample maps (shadows.glsl's
@@ -769,29 +804,71 @@ mod tests {
                     directional,
                     clustered,
                 },
+                IndirectSources::default(),
             )
             .constants()
         };
-        assert_eq!(kinds(false, false), [0, 0], "no shadow code, no filter");
-        assert_eq!(kinds(true, false), [2, 1], "a sun's cascades alone");
-        assert_eq!(kinds(false, true), [2, 2], "point or spot maps alone");
-        assert_eq!(kinds(true, true), [2, 3]);
+        assert_eq!(kinds(false, false), [0, 0, 0], "no shadow code, no filter");
+        assert_eq!(kinds(true, false), [2, 1, 0], "a sun's cascades alone");
+        assert_eq!(kinds(false, true), [2, 2, 0], "point or spot maps alone");
+        assert_eq!(kinds(true, true), [2, 3, 0]);
         assert_ne!(
             LightingKey::new(
                 2,
                 SampledShadows {
                     directional: true,
                     clustered: false
-                }
+                },
+                IndirectSources::default(),
             ),
             LightingKey::new(
                 2,
                 SampledShadows {
                     directional: true,
                     clustered: true
-                }
+                },
+                IndirectSources::default(),
             ),
             "pipelines are cached per kind"
+        );
+    }
+
+    /// The environment map's and the irradiance volumes' code is specialised on whether the
+    /// view has them (surface_lighting.glsl's INDIRECT_SOURCES bits), whatever the shadows.
+    #[test]
+    fn lighting_constants_name_the_indirect_sources() {
+        let indirect = |environment_map, irradiance_volumes| {
+            LightingKey::new(
+                0,
+                SampledShadows::default(),
+                IndirectSources {
+                    environment_map,
+                    irradiance_volumes,
+                },
+            )
+            .constants()[2]
+        };
+        assert_eq!(indirect(false, false), 0, "ambient light alone");
+        assert_eq!(indirect(true, false), 1, "an environment map");
+        assert_eq!(indirect(false, true), 2, "irradiance volumes");
+        assert_eq!(indirect(true, true), 3);
+        let forward = MeshConstants::of(
+            &mesh_key(),
+            LightingKey::new(
+                0,
+                SampledShadows::default(),
+                IndirectSources {
+                    environment_map: true,
+                    irradiance_volumes: false,
+                },
+            ),
+        )
+        .forward;
+        let slot = MeshConstants::FORWARD_IDS.iter().position(|&id| id == 3);
+        assert_eq!(
+            slot.map(|slot| forward[slot]),
+            Some(1),
+            "transparent surfaces too"
         );
     }
 }

@@ -11,6 +11,14 @@
 #ifndef TILE_DEFERRED_SURFACE_LIGHTING_GLSL
 #define TILE_DEFERRED_SURFACE_LIGHTING_GLSL
 
+// Which indirect light sources the view has (pipelines.rs `IndirectSources`): bit 0 an environment
+// map, bit 1 irradiance volumes. Specialised as shadows.glsl's SHADOW_KINDS is: a view without
+// them is lit without their code (Bevy, likewise, compiles its light probes' code only into the
+// mesh pipelines of views that have them). The view uniform still says what each has.
+layout(constant_id = 3) const uint INDIRECT_SOURCES = 3u;
+const bool ENVIRONMENT_MAP = (INDIRECT_SOURCES & 1u) != 0u;
+const bool IRRADIANCE_VOLUMES = (INDIRECT_SOURCES & 2u) != 0u;
+
 vec3 surface_light(LightingInput lighting_input, vec3 world_position, vec3 shadow_normal,
                    bool shadow_receiver, vec2 frag_coord, uint cluster, vec3 base_color,
                    float metallic, float reflectance, float perceptual_roughness,
@@ -23,8 +31,13 @@ vec3 surface_light(LightingInput lighting_input, vec3 world_position, vec3 shado
     vec3 direct_light = vec3(0.0);
     uint n_directional_lights = min(view.counts.x, uint(MAX_DIRECTIONAL_LIGHTS));
     for (uint i = 0u; i < n_directional_lights; i = i + 1u) {
+        // directional_light() is its BRDF times saturate(N.L): a surface facing away from the
+        // light gets nothing from it, so its shadow (up to 18 filtered taps where cascades
+        // blend) is not fetched.
+        bool faces_light =
+            dot(lighting_input.N, view.directional_lights[i].direction_to_light.xyz) > 0.0;
         float shadow = 1.0;
-        if (DIRECTIONAL_SHADOWS && shadow_receiver
+        if (DIRECTIONAL_SHADOWS && shadow_receiver && faces_light
                 && view.directional_lights[i].shadow_cascades.x > 0u) {
             shadow = fetch_directional_shadow(i, world_position, shadow_normal, view_z, frag_coord);
         }
@@ -44,16 +57,17 @@ vec3 surface_light(LightingInput lighting_input, vec3 world_position, vec3 shado
                 continue;
             }
             bool spot = light.spot_scale_offset_kind.z > 0.5;
+            vec3 light_reaching = spot ? spot_light(light, lighting_input)
+                                       : point_light(light, lighting_input);
+            // The shadow only scales the light: where none arrives (the surface faces away,
+            // or lies outside a spot's cone) its eight cube or nine map taps are not fetched.
             float shadow = 1.0;
-            if (CLUSTERED_SHADOWS && shadow_receiver && light.shadow.w >= 0.0) {
+            if (CLUSTERED_SHADOWS && shadow_receiver && light.shadow.w >= 0.0
+                    && any(notEqual(light_reaching, vec3(0.0)))) {
                 shadow = spot ? fetch_spot_shadow(light, world_position, shadow_normal, frag_coord)
                               : fetch_point_shadow(light, world_position, shadow_normal, frag_coord);
             }
-            if (spot) {
-                direct_light += spot_light(light, lighting_input) * shadow;
-            } else {
-                direct_light += point_light(light, lighting_input) * shadow;
-            }
+            direct_light += light_reaching * shadow;
         }
     }
 
@@ -66,15 +80,17 @@ vec3 surface_light(LightingInput lighting_input, vec3 world_position, vec3 shado
     // Irradiance volumes (indirect): where the view has any, Bevy's IRRADIANCE_VOLUME path
     // gives the diffuse indirect light (zero outside every volume) and the environment map
     // adds no diffuse light anywhere in the view.
-    bool found_diffuse_indirect = view.irradiance_volume_count.x > 0u;
+    bool found_diffuse_indirect = IRRADIANCE_VOLUMES && view.irradiance_volume_count.x > 0u;
     if (found_diffuse_indirect) {
         indirect_light += irradiance_volume_light(world_position, lighting_input.N) *
             lighting_input.diffuse_color * diffuse_occlusion;
     }
 
     // Environment map light (indirect), before the ambient light as in apply_pbr_lighting.
-    indirect_light += environment_map_light(lighting_input, vec3(diffuse_occlusion),
-                                            found_diffuse_indirect);
+    if (ENVIRONMENT_MAP) {
+        indirect_light += environment_map_light(lighting_input, vec3(diffuse_occlusion),
+                                                found_diffuse_indirect);
+    }
 
     return direct_light + indirect_light;
 }

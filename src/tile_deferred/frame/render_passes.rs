@@ -11,7 +11,7 @@ use crate::tile_deferred::{
         pipelines::{
             LIGHT_FINISH_FOG_ADD, LIGHT_FINISH_FOG_MULTIPLY, LIGHT_FINISH_SKY, LightingKey,
             PassesKey, PipelineTarget, SPLIT_CLASSIFY, SPLIT_EDGES, ScreenBlend, ScreenDepth,
-            ScreenState, ScreenStencil, screen_variants,
+            ScreenState, ScreenStencil, screen_variants, specialization_entries,
         },
         shaders::{ShaderId, TileLayouts, TileShaders, Variant},
     },
@@ -556,14 +556,7 @@ fn create_screen_pipelines(
                 (&[0, 1, 2], &light_finish)
             }
         };
-        let entries: Vec<_> = (0u32..)
-            .zip(ids)
-            .map(|(slot, &id)| vk::SpecializationMapEntry {
-                constant_id: id,
-                offset: slot * 4,
-                size: 4,
-            })
-            .collect();
+        let entries = specialization_entries(ids);
         let specialization = vk::SpecializationInfo::default()
             .map_entries(&entries)
             .data(bytemuck::cast_slice(constants));

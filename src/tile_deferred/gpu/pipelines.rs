@@ -368,26 +368,15 @@ impl VulkanContext {
         lighting: LightingKey,
     ) -> Result<vk::Pipeline, vk::Result> {
         let constants = MeshConstants::of(key, lighting);
-        let entries = |ids: &[u32]| -> Vec<vk::SpecializationMapEntry> {
-            ids.iter()
-                .enumerate()
-                .map(|(slot, &id)| {
-                    vk::SpecializationMapEntry::default()
-                        .constant_id(id)
-                        .offset(slot as u32 * 4)
-                        .size(4)
-                })
-                .collect()
-        };
-        let vertex_entries = entries(&MeshConstants::VERTEX_IDS);
+        let vertex_entries = specialization_entries(&MeshConstants::VERTEX_IDS);
         let vertex_specialization = vk::SpecializationInfo::default()
             .map_entries(&vertex_entries)
             .data(bytemuck::cast_slice(&constants.vertex));
-        let mesh_entries = entries(&MeshConstants::VERTEX_IDS[..6]);
+        let mesh_entries = specialization_entries(&MeshConstants::VERTEX_IDS[..6]);
         let mesh_specialization = vk::SpecializationInfo::default()
             .map_entries(&mesh_entries)
             .data(bytemuck::cast_slice(&constants.vertex[..6]));
-        let forward_entries = entries(&MeshConstants::FORWARD_IDS);
+        let forward_entries = specialization_entries(&MeshConstants::FORWARD_IDS);
         let forward_specialization = vk::SpecializationInfo::default()
             .map_entries(&forward_entries)
             .data(bytemuck::cast_slice(&constants.forward));
@@ -589,6 +578,20 @@ impl IndirectSources {
     fn bits(self) -> u32 {
         u32::from(self.environment_map) | u32::from(self.irradiance_volumes) << 1
     }
+}
+
+/// The map entries of specialisation data laid out as one 32-bit word per constant, in the
+/// order of `ids`.
+pub(crate) fn specialization_entries(ids: &[u32]) -> Vec<vk::SpecializationMapEntry> {
+    (0u32..)
+        .zip(ids)
+        .map(|(slot, &id)| {
+            vk::SpecializationMapEntry::default()
+                .constant_id(id)
+                .offset(slot * 4)
+                .size(4)
+        })
+        .collect()
 }
 
 /// Which lights of a frame sample shadow maps.

@@ -33,7 +33,6 @@ use bevy::{
         sync_world::{MainEntity, MainEntityHashMap, RenderEntity},
         view::{ExtractedView, RenderVisibleEntities},
     },
-    utils::Parallel,
 };
 use std::sync::Arc;
 
@@ -427,7 +426,6 @@ pub(crate) fn extract_tile_meshes(
     (transforms, morph_weights, bindposes, mesh_assets, mut mesh_events): AnimationSources,
     (images, mut image_events, default_sampler): ImageSources,
     mut instances: ResMut<TileMeshInstances>,
-    mut queues: Local<Parallel<ExtractionQueue>>,
 ) {
     let instances = &mut *instances;
     instances.extraction += 1;
@@ -475,74 +473,33 @@ pub(crate) fn extract_tile_meshes(
         mesh_assets: &mesh_assets,
         images: &image_context,
     };
-    // Skinned and morphed meshes every frame; lightmapped ones while their image loads, or when
-    // an image changed; and the removed ones. These are few: looked up and extracted one by one
-    // after the others (a moving skinned mesh is also among the changed ones).
-    let mut looked_up: EntityHashSet = if instances.populated {
-        every_frame
-            .iter()
-            .filter(|(_, skinned, morphed, lightmap)| {
-                *skinned
-                    || *morphed
-                    || lightmap.is_some_and(|map| images_changed || !images.contains(&map.image))
-            })
-            .map(|(entity, ..)| entity)
-            .chain(removed)
-            .collect()
-    } else {
-        EntityHashSet::default()
-    };
-    // The plain instances are extracted on the task pool, as Bevy's
-    // `extract_meshes_for_gpu_building` extracts its own: the first frame with a tile camera
-    // every mesh, later frames the changed ones (10,000 a frame with 10% of 100,000 moving).
-    // Their joints and weights append to shared buffers, so animated ones are queued for the
-    // one-by-one pass.
-    let queue_extraction = |queue: &mut ExtractionQueue, item: StandardMeshItem| {
-        let (entity, .., skin, morph, _) = item;
-        if looked_up.contains(&entity) {
-            return;
+    if !instances.populated {
+        // The first frame with a tile camera: everything visible.
+        for item in &meshes {
+            instances.update(item.0, Some(item), &sources);
         }
-        if skin.is_some() || morph.is_some() {
-            queue.animated.push(entity);
-        } else {
-            queue
-                .plain
-                .push((entity, plain_instance(item, &image_context)));
-        }
-    };
-    if instances.populated {
-        changed.par_iter().for_each_init(
-            || queues.borrow_local_mut(),
-            |queue, item| queue_extraction(queue, item),
-        );
-    } else {
-        meshes.par_iter().for_each_init(
-            || queues.borrow_local_mut(),
-            |queue, item| queue_extraction(queue, item),
-        );
         instances.populated = true;
+        return;
     }
-    // Applied in one thread: the instance map, the material counts and the batch layout are
-    // shared. The order does not matter: each entity is queued at most once, and the views
-    // batch in their own order.
-    for queue in queues.iter_mut() {
-        for (entity, instance) in queue.plain.drain(..) {
-            instances.apply(MainEntity::from(entity), instance);
-        }
-        looked_up.extend(queue.animated.drain(..));
+    // Skinned and morphed meshes every frame; lightmapped ones while their image loads, or when
+    // an image changed.
+    let animated_or_lightmapped = every_frame
+        .iter()
+        .filter(|(_, skinned, morphed, lightmap)| {
+            *skinned
+                || *morphed
+                || lightmap.is_some_and(|map| images_changed || !images.contains(&map.image))
+        })
+        .map(|(entity, ..)| entity);
+    // These are few: looked up one by one, and each extracted once (a moving skinned mesh is
+    // also among the changed ones).
+    let looked_up: EntityHashSet = animated_or_lightmapped.chain(removed).collect();
+    for item in changed.iter().filter(|item| !looked_up.contains(&item.0)) {
+        instances.update(item.0, Some(item), &sources);
     }
     for entity in looked_up {
         instances.update(entity, meshes.get(entity).ok(), &sources);
     }
-}
-
-/// One task's share of [`extract_tile_meshes`]'s parallel pass.
-#[derive(Default)]
-pub(crate) struct ExtractionQueue {
-    /// Entities and their instance (`None`: hidden).
-    plain: Vec<(Entity, Option<TileMeshInstance>)>,
-    /// Skinned or morphed entities, extracted after the pass.
-    animated: Vec<Entity>,
 }
 
 /// What extracting one instance reads besides its entity.
@@ -556,20 +513,16 @@ struct InstanceSources<'a, 'w, 's> {
 
 impl TileMeshInstances {
     /// Extracts `entity` again from `item` (`None`: it is no mesh with a `StandardMaterial`
-    /// any more) and applies it.
+    /// any more): inserts, rewrites or removes its instance, and notes whether the views'
+    /// batches or only their instance data change.
     fn update(
         &mut self,
         entity: Entity,
         item: Option<StandardMeshItem>,
         sources: &InstanceSources,
     ) {
+        let main = MainEntity::from(entity);
         let extracted = item.and_then(|item| self.extract(item, sources));
-        self.apply(MainEntity::from(entity), extracted);
-    }
-
-    /// Inserts, rewrites or removes (`None`) the instance of `main`, and notes whether the
-    /// views' batches or only their instance data change.
-    fn apply(&mut self, main: MainEntity, extracted: Option<TileMeshInstance>) {
         let (old, new_key) = match extracted {
             Some(instance) => {
                 let key = instance.batch_key();
@@ -609,12 +562,13 @@ impl TileMeshInstances {
     /// appended to this frame's.
     fn extract(
         &mut self,
-        item: StandardMeshItem,
+        (_, mesh, material, transform, visibility, not_shadow_receiver, skin, morph, lightmap): StandardMeshItem,
         sources: &InstanceSources,
     ) -> Option<TileMeshInstance> {
-        let mut instance = plain_instance(item, sources.images)?;
-        let (_, mesh, .., skin, morph, _) = item;
-        instance.skin = skin.map(|skin| {
+        if !visibility.get() {
+            return None;
+        }
+        let skin = skin.map(|skin| {
             let start = self.joints.len() as u32;
             let bindposes = sources.bindposes.get(&skin.inverse_bindposes);
             self.joints.extend(joint_matrices(
@@ -626,7 +580,7 @@ impl TileMeshInstances {
         });
         // As Bevy's `extract_morphs`: the weights of the mesh, or of the entity it refers to
         // (none where that entity has no `MorphWeights`).
-        instance.morph_weights = morph.and_then(|morph| {
+        let morph_weights = morph.and_then(|morph| {
             let weights = match morph {
                 MeshMorphWeights::Reference(entity) => {
                     sources.morph_weights.get(*entity).ok()?.weights()
@@ -637,7 +591,7 @@ impl TileMeshInstances {
             self.morph_weights.extend_from_slice(weights);
             Some((start, weights.len() as u32))
         });
-        if instance.morph_weights.is_some() && !self.morph_targets.contains_key(&mesh.id()) {
+        if morph_weights.is_some() && !self.morph_targets.contains_key(&mesh.id()) {
             // A mesh kept only in the render world has no displacements here any more
             // (`missing.rs` reports it); it is drawn undisplaced.
             let targets = sources.mesh_assets.get(&mesh.0).and_then(|mesh| {
@@ -657,36 +611,22 @@ impl TileMeshInstances {
                 );
             }
         }
-        Some(instance)
-    }
-}
-
-/// The instance of a visible mesh (`None` for a hidden one) without its animation: `skin` and
-/// `morph_weights` are `None`, since their data goes into buffers shared by all instances.
-/// Reads nothing mutable, so the changed meshes are extracted with it on any thread.
-fn plain_instance(
-    (_, mesh, material, transform, visibility, not_shadow_receiver, _, _, lightmap): StandardMeshItem,
-    images: &ImageContext,
-) -> Option<TileMeshInstance> {
-    if !visibility.get() {
-        return None;
-    }
-    let lightmap = lightmap.and_then(|lightmap| {
-        Some(TileLightmap {
-            texture: texture(&Some(lightmap.image.clone()), images)?,
-            uv_rect: pack_lightmap_uv_rect(lightmap.uv_rect),
-            bicubic: lightmap.bicubic_sampling,
+        Some(TileMeshInstance {
+            mesh: mesh.id(),
+            material: material.id(),
+            world_from_local: transform.affine(),
+            shadow_receiver: !not_shadow_receiver,
+            skin,
+            morph_weights,
+            lightmap: lightmap.and_then(|lightmap| {
+                Some(TileLightmap {
+                    texture: texture(&Some(lightmap.image.clone()), sources.images)?,
+                    uv_rect: pack_lightmap_uv_rect(lightmap.uv_rect),
+                    bicubic: lightmap.bicubic_sampling,
+                })
+            }),
         })
-    });
-    Some(TileMeshInstance {
-        mesh: mesh.id(),
-        material: material.id(),
-        world_from_local: transform.affine(),
-        shadow_receiver: !not_shadow_receiver,
-        skin: None,
-        morph_weights: None,
-        lightmap,
-    })
+    }
 }
 
 /// Whether Bevy draws anything of `mesh`: vertices, and indices where it is indexed.

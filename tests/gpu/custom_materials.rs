@@ -9,7 +9,9 @@
 //! in an app that keeps that, `TileKeepGpuLightClustering`), each mesh is listed in
 //! `TileMissing` and `Auto` falls back.
 
-use crate::harness::{GpuTest, HeadlessApp, assert_frames_match, image_compare::psnr};
+use crate::harness::{
+    GpuTest, HeadlessApp, assert_frames_match, image_compare::psnr, lower_right_viewport,
+};
 use bevy::{
     asset::uuid_handle,
     pbr::{ExtendedMaterial, MaterialExtension, MaterialPlugin},
@@ -296,11 +298,7 @@ fn app(tile: bool, case: Case) -> (HeadlessApp, Entity, Vec<Entity>) {
             Msaa::Sample4,
         ));
     }
-    let viewport = (case.keeps != Keep::Nothing).then(|| bevy::camera::Viewport {
-        physical_position: UVec2::new(WIDTH / 4, HEIGHT / 8),
-        physical_size: UVec2::new(WIDTH * 3 / 4, HEIGHT * 7 / 8),
-        ..default()
-    });
+    let viewport = (case.keeps != Keep::Nothing).then(|| lower_right_viewport(WIDTH, HEIGHT));
     let camera = headless.spawn_camera((
         Camera3d::default(),
         Camera {

@@ -20,7 +20,7 @@
 //! p99.5 <= 8/255; 4x: >= 34 dB, the MSAA bar; the whole frame and the gizmos' region) and show
 //! the gizmos (magenta pixels), so that a pass that did not draw them could not pass.
 
-use crate::harness::{Frame, GpuTest, HeadlessApp, image_compare};
+use crate::harness::{Frame, GpuTest, HeadlessApp, image_compare, lower_right_viewport};
 use bevy::{
     camera::{Hdr, RenderTarget, visibility::RenderLayers},
     gizmos::config::{DefaultGizmoConfigGroup, GizmoConfigStore},
@@ -533,11 +533,7 @@ fn gizmos_with_msaa_in_a_split_screen_viewport_are_drawn() {
         .add_systems(Update, draw_gizmos);
     headless.update();
     spawn_scene(headless.app.world_mut());
-    let viewport = bevy::camera::Viewport {
-        physical_position: UVec2::new(WIDTH / 4, HEIGHT / 8),
-        physical_size: UVec2::new(WIDTH * 3 / 4, HEIGHT * 7 / 8),
-        ..default()
-    };
+    let viewport = lower_right_viewport(WIDTH, HEIGHT);
     let mut targets = Vec::new();
     let mut tile_camera = None;
     for tile in [true, false] {

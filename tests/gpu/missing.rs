@@ -4,7 +4,9 @@
 //! it leaves; a forced tier keeps rendering, logs it once and lists it.
 
 use crate::{
-    harness::{Frame, GpuTest, HeadlessApp, assert_frames_match, image_compare::psnr},
+    harness::{
+        Frame, GpuTest, HeadlessApp, assert_frames_match, image_compare::psnr, lower_right_viewport,
+    },
     scenes,
 };
 use bevy::{
@@ -437,11 +439,7 @@ fn wireframe_frame(
         world
             .get_mut::<Camera>(camera)
             .expect("the camera under test")
-            .viewport = Some(bevy::camera::Viewport {
-            physical_position: UVec2::new(WIDTH / 4, HEIGHT / 8),
-            physical_size: UVec2::new(WIDTH * 3 / 4, HEIGHT * 7 / 8),
-            ..default()
-        });
+            .viewport = Some(lower_right_viewport(WIDTH, HEIGHT));
     }
     if hdr {
         world.entity_mut(camera).insert(bevy::camera::Hdr);

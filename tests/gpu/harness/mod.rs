@@ -126,6 +126,17 @@ pub fn test_plugins_compiling(
     }
 }
 
+/// The viewport of the camera under test in the split-screen tests: the lower-right three
+/// quarters by seven eighths of a `width` x `height` target, drawn over a camera that filled the
+/// whole target first (as in Bevy's `split_screen`) or over the output the camera keeps.
+pub fn lower_right_viewport(width: u32, height: u32) -> bevy::camera::Viewport {
+    bevy::camera::Viewport {
+        physical_position: UVec2::new(width / 4, height / 8),
+        physical_size: UVec2::new(width * 3 / 4, height * 7 / 8),
+        ..default()
+    }
+}
+
 /// A Bevy app with no window that renders cameras into an image and reads it back.
 pub struct HeadlessApp {
     /// The app; add systems, resources and entities freely before the first `render`.

@@ -9,7 +9,7 @@
 
 use super::{
     keys::SamplerKey,
-    pipelines::PipelineTarget,
+    pipelines::{PipelineTarget, specialization_entries},
     shaders::{ShaderId, TileLayouts, TileShaders, Variant},
 };
 use crate::vulkan::{VulkanContext, pipeline::GraphicsPipelineDesc};
@@ -404,12 +404,7 @@ impl VulkanContext {
             .line_width(1.0);
         let multisample =
             vk::PipelineMultisampleStateCreateInfo::default().rasterization_samples(target.samples);
-        let entries = [0, 1].map(|id| {
-            vk::SpecializationMapEntry::default()
-                .constant_id(id)
-                .offset(id * 4)
-                .size(4)
-        });
+        let entries = specialization_entries(&[0, 1]);
         let multisampled = target.samples != vk::SampleCountFlags::TYPE_1;
         let data = [constant, vk::Bool32::from(multisampled)];
         let specialization = vk::SpecializationInfo::default()

@@ -186,11 +186,8 @@ impl RetainedDraws {
             // A mesh prepared again (a new layout) or placed elsewhere keeps its id: the
             // pipelines are checked each frame, a handful of draws.
             && self.draws.iter().all(|draw| {
-                let key = &draw.pipeline_key;
-                let (skinned, lightmapped) = (key.skin.is_some(), draw.lightmap.is_some());
-                drawable(scene, draw.mesh, draw.material, samples, skinned, lightmapped)
-                    .as_ref()
-                    == Some(key)
+                drawable(scene, draw.mesh, draw.material, samples, draw.pipeline_key.skin.is_some())
+                    == Some(draw.pipeline_key.clone())
             })
     }
 
@@ -240,8 +237,8 @@ impl RetainedDraws {
         // can.
         let mut keyed: Vec<(GbufferPipelineKey, BatchKey, Vec<MainEntity>)> = Vec::new();
         for (key, entities) in batches {
-            let (mesh, material, skinned, lightmap) = key;
-            match drawable(scene, mesh, material, samples, skinned, lightmap.is_some()) {
+            let (mesh, material, skinned, _) = key;
+            match drawable(scene, mesh, material, samples, skinned) {
                 Some(pipeline_key) => keyed.push((pipeline_key, key, entities)),
                 None => retained.complete = false,
             }
@@ -386,15 +383,8 @@ impl DrawList {
                 let instance = &instances.by_entity[entity];
                 let material = scene.materials.by_id.get(&instance.material)?;
                 let skinned = instance.skin.is_some();
-                let lightmapped = instance.lightmap.is_some();
-                let pipeline_key = drawable(
-                    scene,
-                    instance.mesh,
-                    instance.material,
-                    samples,
-                    skinned,
-                    lightmapped,
-                )?;
+                let pipeline_key =
+                    drawable(scene, instance.mesh, instance.material, samples, skinned)?;
                 let mut gpu = gpu_instance(scene, instance);
                 let (joints, morph) = animation.push_instance(scene, instance);
                 gpu.flags[1] = joints;
@@ -686,7 +676,6 @@ fn drawable(
     material_id: AssetId<StandardMaterial>,
     samples: vk::SampleCountFlags,
     skinned: bool,
-    lightmapped: bool,
 ) -> Option<GbufferPipelineKey> {
     let mesh = scene.meshes.get(mesh_id)?;
     // Bevy draws nothing of a mesh without vertices or with an empty index list, and the
@@ -704,7 +693,7 @@ fn drawable(
     {
         return None;
     }
-    pipeline_key_for(mesh, material, samples, skinned, lightmapped)
+    pipeline_key_for(mesh, material, samples, skinned)
 }
 
 /// Vertex attributes the G-buffer shader reads, in location order (Bevy's mesh pipeline reads
@@ -726,14 +715,12 @@ const SKIN_ATTRIBUTES: [MeshVertexAttribute; 2] =
 /// The G-buffer pipeline a mesh's layout and a material's state need, or `None` for a mesh
 /// the G-buffer subpass cannot draw (no positions, a vertex format Vulkan has no equivalent
 /// for). A `skinned` instance is skinned where its mesh has joint indices and weights (Bevy's
-/// `SKINNED` asks for both, and draws it unskinned otherwise). A `lightmapped` instance puts its
-/// lightmap's light into the light attachment.
+/// `SKINNED` asks for both, and draws it unskinned otherwise).
 fn pipeline_key_for(
     mesh: &RenderMesh,
     material: &TileMaterial,
     samples: vk::SampleCountFlags,
     skinned: bool,
-    lightmapped: bool,
 ) -> Option<GbufferPipelineKey> {
     let layout = mesh.layout.0.layout();
     let ids = mesh.layout.0.attribute_ids();
@@ -784,7 +771,6 @@ fn pipeline_key_for(
             depth_bias: material.depth_bias as i32,
             into_light: false,
         }),
-        emits_light: lightmapped || material.emits_light(),
     })
 }
 

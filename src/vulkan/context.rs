@@ -215,6 +215,11 @@ pub(crate) struct VulkanContext {
     pub(crate) descriptor_sets: Mutex<DescriptorSetLedger>,
     /// Test hook: the fault armed for the view being rendered (`TileFaultInjection`).
     pub(crate) faults: super::faults::FaultHook,
+    /// What the driver compiled for the crate's pipelines, so that one built again (a mesh
+    /// pipeline that was retired while unused, a pass rebuilt for a new size or tier) skips the
+    /// compiler. Null where the driver could not create one: pipelines are then compiled each
+    /// time. In memory only: nothing is written to disk.
+    pub(crate) pipeline_cache: vk::PipelineCache,
 }
 
 impl VulkanContext {
@@ -283,6 +288,20 @@ impl VulkanContext {
                 bevy::log::error!("bevy_tile_deferred: cannot create a memory allocator: {error}")
             })
             .ok()?;
+        let live = Arc::<LiveObjects>::default();
+        // SAFETY: `device` is wgpu's live device (kept alive by `render_device`); the create
+        // info has no initial data. The cache is destroyed in `drop`, before the device goes.
+        let pipeline_cache = unsafe {
+            device.create_pipeline_cache(&vk::PipelineCacheCreateInfo::default(), None)
+        }
+        .inspect(|_| LiveObjects::created(&live.other))
+        .unwrap_or_else(|error| {
+            bevy::log::debug!(
+                "bevy_tile_deferred: no pipeline cache ({error}): pipelines built again are \
+                 compiled again"
+            );
+            vk::PipelineCache::null()
+        });
         Some(Self {
             allocator: ManuallyDrop::new(Mutex::new(allocator)),
             leak_memory: false,
@@ -292,9 +311,10 @@ impl VulkanContext {
             limits,
             timestamp_valid_bits,
             depth_stencil_formats,
-            live: Arc::default(),
+            live,
             descriptor_sets: Mutex::default(),
             faults: Default::default(),
+            pipeline_cache,
         })
     }
 
@@ -347,6 +367,17 @@ impl VulkanContext {
 
 impl Drop for VulkanContext {
     fn drop(&mut self) {
+        if self.pipeline_cache != vk::PipelineCache::null() {
+            // SAFETY: created by this device, which is still alive (`render_device` is dropped
+            // after this). `&mut self`: no pipeline is being created with it. The GPU never
+            // reads a pipeline cache, so this is sound even where the crate's last frame did not
+            // finish and its other objects are leaked.
+            unsafe {
+                self.device
+                    .destroy_pipeline_cache(self.pipeline_cache, None)
+            };
+            LiveObjects::destroyed(&self.live.other);
+        }
         if !self.leak_memory {
             // SAFETY: dropped once, here, and never used after (the context is going).
             unsafe { ManuallyDrop::drop(&mut self.allocator) };

@@ -101,10 +101,11 @@ impl VulkanContext {
         }
         self.create_one_pipeline(|| {
             // SAFETY: the create info references live shader modules, layouts and render pass,
-            // and all its state structs outlive this call.
+            // and all its state structs outlive this call. The pipeline cache is this device's
+            // (or null) and internally synchronised: other threads may create pipelines with it.
             unsafe {
                 self.device.create_graphics_pipelines(
-                    vk::PipelineCache::null(),
+                    self.pipeline_cache,
                     std::slice::from_ref(&info),
                     None,
                 )
@@ -127,10 +128,10 @@ impl VulkanContext {
             .layout(layout);
         self.create_one_pipeline(|| {
             // SAFETY: the module and layout are live objects of this device; the create info
-            // outlives the call.
+            // outlives the call. The pipeline cache is as in `create_graphics_pipeline`.
             unsafe {
                 self.device.create_compute_pipelines(
-                    vk::PipelineCache::null(),
+                    self.pipeline_cache,
                     std::slice::from_ref(&info),
                     None,
                 )

@@ -195,6 +195,80 @@ fn despawned_cameras_leak_nothing() {
     }
 }
 
+/// A mesh pipeline lives while something draws with it: a double-sided cube (a pipeline of its
+/// own: no back-face culling) hidden for longer than the 60 frames the crate keeps an unused
+/// pipeline gives its pipeline back, and shown again gets it built again, drawn as before.
+#[test]
+fn a_mesh_pipeline_unused_for_a_while_is_destroyed_and_built_again() {
+    let _test = GpuTest::start("a_mesh_pipeline_unused_for_a_while_is_destroyed_and_built_again");
+    let mut headless = HeadlessApp::new(WIDTH, HEIGHT);
+    scenes::spawn_lit_spheres(headless.app.world_mut());
+    headless.spawn_camera(tile_camera());
+    headless.render(3);
+    let reports = headless.app.world().resource::<TileRenderReports>().clone();
+    let pipelines = || reports.resource_counts().pipelines;
+    let without_cube = pipelines();
+
+    let world = headless.app.world_mut();
+    let mesh = world
+        .resource_mut::<Assets<Mesh>>()
+        .add(Cuboid::new(0.8, 0.8, 0.8));
+    let material = world
+        .resource_mut::<Assets<StandardMaterial>>()
+        .add(StandardMaterial {
+            base_color: Color::srgb(0.9, 0.5, 0.2),
+            cull_mode: None,
+            double_sided: true,
+            ..default()
+        });
+    let cube = world
+        .spawn((
+            Name::new("double-sided cube"),
+            Mesh3d(mesh),
+            MeshMaterial3d(material),
+            Transform::from_xyz(0.0, 0.6, 1.5).with_rotation(Quat::from_rotation_y(0.6)),
+        ))
+        .id();
+    let shown = headless.render(3);
+    assert_eq!(
+        pipelines(),
+        without_cube + 1,
+        "the cube's pipeline was built"
+    );
+
+    headless
+        .app
+        .world_mut()
+        .entity_mut(cube)
+        .insert(Visibility::Hidden);
+    for _ in 0..70 {
+        headless.update();
+    }
+    let hidden = headless.read_target();
+    assert_eq!(
+        pipelines(),
+        without_cube,
+        "the hidden cube's pipeline was destroyed after 60 frames unused"
+    );
+    assert!(
+        crate::harness::image_compare::psnr(&hidden, &shown) < 40.0,
+        "hiding the cube changed the picture"
+    );
+
+    headless
+        .app
+        .world_mut()
+        .entity_mut(cube)
+        .insert(Visibility::Inherited);
+    let shown_again = headless.render(3);
+    assert_eq!(
+        pipelines(),
+        without_cube + 1,
+        "the cube's pipeline was built again"
+    );
+    assert_frames_match("pipeline-built-again", &shown_again, &shown, 60.0, 0);
+}
+
 /// Meshes the tile path cannot draw are reported once, by entity and name, and never vanish
 /// silently; the rest of the frame renders. A clearcoat mesh under the scene's point lights, in
 /// an app that keeps Bevy's GPU light clustering (`TileKeepGpuLightClustering`): Bevy cannot

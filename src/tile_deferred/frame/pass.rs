@@ -292,7 +292,13 @@ fn render_view(
 
     // 7. Pipelines for every (mesh layout, material state) drawn.
     let shared = state.shared;
-    render_passes::ensure_mesh_pipelines(shared, state.passes(&passes.key)?, drawn.all())?;
+    let frame_number = state.frame;
+    render_passes::ensure_mesh_pipelines(
+        shared,
+        state.passes(&passes.key)?,
+        drawn.all(),
+        frame_number,
+    )?;
 
     // 8-9. The wgpu side on Bevy's encoder, then the raw pass on an encoder of its own.
     let to_record = FrameToRecord {
@@ -988,6 +994,9 @@ pub(crate) fn end_frame(
     for key in stale_passes {
         let pass = backend.render_passes.remove(&key).unwrap();
         backend.retire_pass(pass);
+    }
+    for pass in backend.render_passes.values_mut() {
+        pass.retire_stale_mesh_pipelines(frame, &mut backend.graveyard);
     }
     backend
         .initialized_outputs

@@ -155,7 +155,7 @@ fn recorded_draws(
         .zip(bindings)
         .filter_map(|(draw, binding)| {
             Some(RecordedDraw {
-                pipeline: *pass.mesh_pipelines.get(&draw.pipeline_key)?,
+                pipeline: pass.mesh_pipelines.get(&draw.pipeline_key)?.pipeline,
                 material_set: materials.get(&draw.material_set_key())?.set,
                 binding,
                 first_instance: draw.first_instance,

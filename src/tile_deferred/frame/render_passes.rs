@@ -7,7 +7,7 @@ use super::state::{FrameState, SharedObjects};
 use crate::tile_deferred::{
     error::{TileError, TileResult, step},
     gpu::{
-        backend::{PassResources, StencilSplitPipelines, retire_pass},
+        backend::{MeshPipeline, PassResources, StencilSplitPipelines, retire_pass},
         pipelines::{
             LIGHT_FINISH_FOG_ADD, LIGHT_FINISH_FOG_MULTIPLY, LIGHT_FINISH_SKY, LightingKey,
             PassesKey, PipelineTarget, SPLIT_CLASSIFY, SPLIT_EDGES, ScreenBlend, ScreenDepth,
@@ -50,11 +50,13 @@ pub(crate) fn ensure_render_passes(
 }
 
 /// A pipeline in `pass` for every draw's (mesh layout, material state): G-buffer pipelines
-/// for opaque draws, transparent-pass pipelines for transparent ones.
+/// for opaque draws, transparent-pass pipelines for transparent ones; each marked used in
+/// `frame`.
 pub(crate) fn ensure_mesh_pipelines<'a>(
     shared: SharedObjects,
     pass: &mut PassResources,
     draws: impl IntoIterator<Item = &'a Draw>,
+    frame: u64,
 ) -> TileResult<()> {
     for draw in draws {
         let key = &draw.pipeline_key;
@@ -67,17 +69,24 @@ pub(crate) fn ensure_mesh_pipelines<'a>(
                 "creating a transparent pipeline",
             ),
         };
-        if let Entry::Vacant(slot) = pass.mesh_pipelines.entry(key.clone()) {
-            slot.insert(step(
-                what,
-                shared.context.create_mesh_pipeline(
-                    shared.layouts,
-                    shared.shaders,
-                    target,
-                    key,
-                    pass.lighting_key,
-                ),
-            )?);
+        match pass.mesh_pipelines.entry(key.clone()) {
+            Entry::Occupied(mut built) => built.get_mut().last_used = frame,
+            Entry::Vacant(slot) => {
+                let pipeline = step(
+                    what,
+                    shared.context.create_mesh_pipeline(
+                        shared.layouts,
+                        shared.shaders,
+                        target,
+                        key,
+                        pass.lighting_key,
+                    ),
+                )?;
+                slot.insert(MeshPipeline {
+                    pipeline,
+                    last_used: frame,
+                });
+            }
         }
     }
     Ok(())

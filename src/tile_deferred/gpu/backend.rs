@@ -107,9 +107,10 @@ pub(crate) struct PassResources {
     pub transparent_target: Option<PipelineTarget>,
     /// The lighting specialisation the transparent pipelines are built with (the pass's key).
     pub lighting_key: LightingKey,
-    /// The G-buffer and transparent pipelines built so far (`GbufferPipelineKey::transparent`
-    /// tells them apart).
-    pub mesh_pipelines: HashMap<GbufferPipelineKey, vk::Pipeline>,
+    /// The G-buffer and transparent pipelines built and drawn with lately
+    /// (`GbufferPipelineKey::transparent` tells them apart); one unused for
+    /// [`KEEP_MESH_PIPELINE_FRAMES`] goes ([`PassResources::retire_stale_mesh_pipelines`]).
+    pub mesh_pipelines: HashMap<GbufferPipelineKey, MeshPipeline>,
     /// The one lighting draw (with the stencil split: of the interior pixels, once each).
     pub lighting: vk::Pipeline,
     pub tonemap: vk::Pipeline,
@@ -140,6 +141,47 @@ pub(crate) struct PassResources {
     /// null until then).
     pub ui_gradient_pipelines: [vk::Pipeline; 2],
     pub last_used: u64,
+}
+
+/// A G-buffer or transparent pipeline, and the last frame a draw used it.
+pub(crate) struct MeshPipeline {
+    pub pipeline: vk::Pipeline,
+    pub last_used: u64,
+}
+
+/// Frames a mesh pipeline stays after its last draw, as a material's set does: long enough
+/// that an object that comes and goes (a pickup, an effect) keeps its pipeline, short enough
+/// that a pass holds only the pipelines of what its scene draws now. Each pipeline is keyed by
+/// mesh layout and material state, so a game that streams content would otherwise keep one for
+/// every combination it ever drew. One built again is cheap: the context's pipeline cache
+/// keeps what the driver compiled.
+pub(crate) const KEEP_MESH_PIPELINE_FRAMES: u64 = 60;
+
+impl PassResources {
+    /// Queues the mesh pipelines no draw used since `frame - KEEP_MESH_PIPELINE_FRAMES` for
+    /// destruction once the GPU is done with the frames that did.
+    pub fn retire_stale_mesh_pipelines(&mut self, frame: u64, graveyard: &mut Graveyard) {
+        let stale = take_stale_mesh_pipelines(&mut self.mesh_pipelines, frame);
+        if !stale.is_empty() {
+            graveyard.retire(Box::new(move |c: &VulkanContext| {
+                stale
+                    .into_iter()
+                    .for_each(|pipeline| c.destroy_pipeline(pipeline));
+            }));
+        }
+    }
+}
+
+/// Takes out of `mesh_pipelines` the pipelines no draw used since
+/// `frame - KEEP_MESH_PIPELINE_FRAMES`.
+fn take_stale_mesh_pipelines<K: std::hash::Hash + Eq>(
+    mesh_pipelines: &mut HashMap<K, MeshPipeline>,
+    frame: u64,
+) -> Vec<vk::Pipeline> {
+    mesh_pipelines
+        .extract_if(|_, mesh| frame.saturating_sub(mesh.last_used) > KEEP_MESH_PIPELINE_FRAMES)
+        .map(|(_, mesh)| mesh.pipeline)
+        .collect()
 }
 
 /// The lighting subpass's last draws before an HDR camera's transparent pass
@@ -365,7 +407,8 @@ pub(crate) fn retire_pass(pass: PassResources, graveyard: &mut Graveyard) {
         let split = pass.stencil_split.unwrap_or_default();
         let finish = pass.light_finish.unwrap_or_default();
         let box_shadows = pass.box_shadow_pipelines.into_values();
-        for pipeline in pass.mesh_pipelines.into_values().chain(box_shadows).chain([
+        let meshes = pass.mesh_pipelines.into_values().map(|mesh| mesh.pipeline);
+        for pipeline in meshes.chain(box_shadows).chain([
             finish.sky,
             finish.fog_multiply,
             finish.fog_add,
@@ -460,4 +503,39 @@ pub(crate) struct ViewDevice<'a> {
     pub(crate) attachment_sampler: vk::Sampler,
     pub(crate) shadow_sampler: vk::Sampler,
     pub(crate) pending_updates: &'a mut Vec<crate::tile_deferred::gpu::upload::BufferUpload>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ash::vk::Handle;
+
+    /// A mesh pipeline goes once no draw has used it for more than
+    /// [`KEEP_MESH_PIPELINE_FRAMES`]; one drawn within them stays.
+    #[test]
+    fn mesh_pipelines_unused_for_the_keep_window_are_taken() {
+        let pipeline = |raw: u64, last_used: u64| MeshPipeline {
+            pipeline: vk::Pipeline::from_raw(raw),
+            last_used,
+        };
+        let frame = 200;
+        let mut pipelines: HashMap<&str, MeshPipeline> = HashMap::default();
+        pipelines.insert("drawn now", pipeline(1, frame));
+        pipelines.insert(
+            "at the edge",
+            pipeline(2, frame - KEEP_MESH_PIPELINE_FRAMES),
+        );
+        pipelines.insert("gone", pipeline(3, frame - KEEP_MESH_PIPELINE_FRAMES - 1));
+        pipelines.insert("long gone", pipeline(4, 0));
+        let mut taken: Vec<u64> = take_stale_mesh_pipelines(&mut pipelines, frame)
+            .into_iter()
+            .map(|p| p.as_raw())
+            .collect();
+        taken.sort();
+        assert_eq!(taken, [3, 4]);
+        let mut kept: Vec<&str> = pipelines.keys().copied().collect();
+        kept.sort();
+        assert_eq!(kept, ["at the edge", "drawn now"]);
+        assert!(take_stale_mesh_pipelines(&mut pipelines, frame).is_empty());
+    }
 }

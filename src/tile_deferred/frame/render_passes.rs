@@ -411,7 +411,7 @@ fn screen_pipeline_specs(compiled: &CompiledFrame, shape: &ScreenShape) -> Vec<S
         blend: if lighting_tonemaps {
             ScreenBlend::Replace
         } else {
-            ScreenBlend::Additive
+            ScreenBlend::AddOrReplace
         },
         depth: untested,
         stencil,
@@ -625,7 +625,7 @@ mod tests {
         });
         assert_eq!(slots(&specs), [ScreenSlot::Lighting, ScreenSlot::Tonemap]);
         assert!(!specs[0].variant.tonemap);
-        assert_eq!(specs[0].state.blend, ScreenBlend::Additive);
+        assert_eq!(specs[0].state.blend, ScreenBlend::AddOrReplace);
         assert_eq!(specs[1].pass, names::TONEMAP);
     }
 

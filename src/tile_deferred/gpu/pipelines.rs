@@ -39,6 +39,40 @@ pub(crate) struct GbufferPipelineKey {
     /// `Some`: a transparent mesh, lit and blended in the transparent pass (`forward.frag`)
     /// instead of written to the G-buffer.
     pub transparent: Option<TransparentPipeline>,
+    /// The mesh puts light into the light attachment in the G-buffer subpass: its material is
+    /// emissive or unlit, or it has a lightmap (`gbuffer.frag`). A mesh that emits none leaves
+    /// the attachment unwritten, and marks its pixels `GBUFFER_NO_LIGHT` for the lighting.
+    pub emits_light: bool,
+}
+
+/// The G-buffer subpass's colour attachment that `gbuffer.frag` writes its light to (location 3,
+/// after albedo, normal and material; `plan::declare_gbuffer` declares them in that order).
+const GBUFFER_LIGHT_ATTACHMENT: usize = 3;
+
+impl GbufferPipelineKey {
+    /// The colour blend state of each of the pipeline's `color_attachments`: a transparent
+    /// mesh's blend, else plain writes, the light's masked off for a mesh that emits none. On an
+    /// immediate-mode GPU every attachment a fragment writes costs fill rate: on an H100 at
+    /// 3840x2160, each of the G-buffer's colour writes took about 0.4 ms of the 1x G-buffer
+    /// subpass and 1.5 ms of the 4x one. The lighting replaces what such pixels hold
+    /// ([`ScreenBlend::AddOrReplace`]) rather than clearing the light first, which cost that
+    /// GPU more than the write (docs/measurements.md, session 40).
+    fn blend_attachments(
+        &self,
+        color_attachments: u32,
+    ) -> Vec<vk::PipelineColorBlendAttachmentState> {
+        (0..color_attachments as usize)
+            .map(|attachment| match self.transparent {
+                Some(transparent) => transparent.blend.attachment_state(),
+                None if attachment == GBUFFER_LIGHT_ATTACHMENT && !self.emits_light => {
+                    vk::PipelineColorBlendAttachmentState::default()
+                        .color_write_mask(vk::ColorComponentFlags::empty())
+                }
+                None => vk::PipelineColorBlendAttachmentState::default()
+                    .color_write_mask(vk::ColorComponentFlags::RGBA),
+            })
+            .collect()
+    }
 }
 
 /// How a transparent material blends into the tone-mapped colour: Bevy's blend states for its
@@ -112,10 +146,42 @@ pub(crate) enum ScreenBlend {
     Replace,
     /// Add (ONE + ONE): light accumulation.
     Additive,
+    /// The lighting's blend into the light the G-buffer subpass left: add (ONE +
+    /// ONE_MINUS_SRC_ALPHA, the shader's alpha 0) to the light of a mesh that emits some, replace
+    /// (alpha 1) where a mesh that emits none left the attachment unwritten (`GBUFFER_NO_LIGHT`).
+    AddOrReplace,
     /// No colour writes (the stencil marking draw).
     NoColorWrites,
     /// Multiply by the source colour (ZERO + SRC_COLOR): the fog's extinction on the light.
     Multiply,
+}
+
+impl ScreenBlend {
+    /// The Vulkan blend state (the alpha factors matter only where the attachment has alpha).
+    fn attachment_state(self) -> vk::PipelineColorBlendAttachmentState {
+        use vk::BlendFactor as F;
+        let blended = |[src_color, dst_color, src_alpha, dst_alpha]: [F; 4]| {
+            vk::PipelineColorBlendAttachmentState::default()
+                .blend_enable(true)
+                .src_color_blend_factor(src_color)
+                .dst_color_blend_factor(dst_color)
+                .color_blend_op(vk::BlendOp::ADD)
+                .src_alpha_blend_factor(src_alpha)
+                .dst_alpha_blend_factor(dst_alpha)
+                .alpha_blend_op(vk::BlendOp::ADD)
+                .color_write_mask(vk::ColorComponentFlags::RGBA)
+        };
+        match self {
+            Self::Replace => vk::PipelineColorBlendAttachmentState::default()
+                .color_write_mask(vk::ColorComponentFlags::RGBA),
+            Self::Additive => blended([F::ONE; 4]),
+            // The shader's alpha says add or replace; the attachment's alpha is kept.
+            Self::AddOrReplace => blended([F::ONE, F::ONE_MINUS_SRC_ALPHA, F::ZERO, F::ONE]),
+            Self::NoColorWrites => vk::PipelineColorBlendAttachmentState::default()
+                .color_write_mask(vk::ColorComponentFlags::empty()),
+            Self::Multiply => blended([F::ZERO, F::SRC_COLOR, F::ZERO, F::ONE]),
+        }
+    }
 }
 
 /// The stencil state of a screen pipeline.
@@ -422,14 +488,7 @@ impl VulkanContext {
             .depth_test_enable(true)
             .depth_write_enable(key.transparent.is_none())
             .depth_compare_op(vk::CompareOp::GREATER_OR_EQUAL);
-        let blend_attachments: Vec<vk::PipelineColorBlendAttachmentState> = (0..target
-            .color_attachments)
-            .map(|_| match key.transparent {
-                Some(transparent) => transparent.blend.attachment_state(),
-                None => vk::PipelineColorBlendAttachmentState::default()
-                    .color_write_mask(vk::ColorComponentFlags::RGBA),
-            })
-            .collect();
+        let blend_attachments = key.blend_attachments(target.color_attachments);
         let multisample =
             vk::PipelineMultisampleStateCreateInfo::default().rasterization_samples(target.samples);
         self.create_graphics_pipeline(&GraphicsPipelineDesc {
@@ -462,35 +521,7 @@ impl VulkanContext {
             .cull_mode(vk::CullModeFlags::NONE)
             .front_face(vk::FrontFace::COUNTER_CLOCKWISE)
             .line_width(1.0);
-        let blend = if state.blend == ScreenBlend::Multiply {
-            vk::PipelineColorBlendAttachmentState::default()
-                .blend_enable(true)
-                .src_color_blend_factor(vk::BlendFactor::ZERO)
-                .dst_color_blend_factor(vk::BlendFactor::SRC_COLOR)
-                .color_blend_op(vk::BlendOp::ADD)
-                .src_alpha_blend_factor(vk::BlendFactor::ZERO)
-                .dst_alpha_blend_factor(vk::BlendFactor::ONE)
-                .alpha_blend_op(vk::BlendOp::ADD)
-                .color_write_mask(vk::ColorComponentFlags::RGBA)
-        } else if state.blend == ScreenBlend::Additive {
-            vk::PipelineColorBlendAttachmentState::default()
-                .blend_enable(true)
-                .src_color_blend_factor(vk::BlendFactor::ONE)
-                .dst_color_blend_factor(vk::BlendFactor::ONE)
-                .color_blend_op(vk::BlendOp::ADD)
-                .src_alpha_blend_factor(vk::BlendFactor::ONE)
-                .dst_alpha_blend_factor(vk::BlendFactor::ONE)
-                .alpha_blend_op(vk::BlendOp::ADD)
-                .color_write_mask(vk::ColorComponentFlags::RGBA)
-        } else {
-            vk::PipelineColorBlendAttachmentState::default().color_write_mask(
-                if state.blend == ScreenBlend::NoColorWrites {
-                    vk::ColorComponentFlags::empty()
-                } else {
-                    vk::ColorComponentFlags::RGBA
-                },
-            )
-        };
+        let blend = state.blend.attachment_state();
         let blend_attachments = vec![blend; target.color_attachments as usize];
         let stencil_op = |compare_op, pass_op, write_mask, reference| {
             vk::StencilOpState::default()
@@ -740,7 +771,36 @@ mod tests {
             alpha_to_coverage: true,
             samples: vk::SampleCountFlags::TYPE_1,
             transparent: None,
+            emits_light: false,
         }
+    }
+
+    /// A G-buffer pipeline masks off the light only for a mesh that emits none; transparent
+    /// pipelines keep their blend on every attachment.
+    #[test]
+    fn the_light_is_written_only_by_meshes_that_emit_it() {
+        let writes = |key: &GbufferPipelineKey| {
+            key.blend_attachments(5)
+                .iter()
+                .map(|a| !a.color_write_mask.is_empty())
+                .collect::<Vec<_>>()
+        };
+        let dark = mesh_key();
+        assert_eq!(writes(&dark), [true, true, true, false, true]);
+        let emissive = GbufferPipelineKey {
+            emits_light: true,
+            ..mesh_key()
+        };
+        assert_eq!(writes(&emissive), [true; 5]);
+        let transparent = GbufferPipelineKey {
+            transparent: Some(TransparentPipeline {
+                blend: TransparentBlend::Alpha,
+                depth_bias: 0,
+                into_light: false,
+            }),
+            ..mesh_key()
+        };
+        assert!(transparent.blend_attachments(1)[0].blend_enable != 0);
     }
 
     /// Every location is fed once: the mesh's attributes from binding 0, the ones it lacks

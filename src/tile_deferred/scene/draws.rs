@@ -186,8 +186,11 @@ impl RetainedDraws {
             // A mesh prepared again (a new layout) or placed elsewhere keeps its id: the
             // pipelines are checked each frame, a handful of draws.
             && self.draws.iter().all(|draw| {
-                drawable(scene, draw.mesh, draw.material, samples, draw.pipeline_key.skin.is_some())
-                    == Some(draw.pipeline_key.clone())
+                let key = &draw.pipeline_key;
+                let (skinned, lightmapped) = (key.skin.is_some(), draw.lightmap.is_some());
+                drawable(scene, draw.mesh, draw.material, samples, skinned, lightmapped)
+                    .as_ref()
+                    == Some(key)
             })
     }
 
@@ -237,8 +240,8 @@ impl RetainedDraws {
         // can.
         let mut keyed: Vec<(GbufferPipelineKey, BatchKey, Vec<MainEntity>)> = Vec::new();
         for (key, entities) in batches {
-            let (mesh, material, skinned, _) = key;
-            match drawable(scene, mesh, material, samples, skinned) {
+            let (mesh, material, skinned, lightmap) = key;
+            match drawable(scene, mesh, material, samples, skinned, lightmap.is_some()) {
                 Some(pipeline_key) => keyed.push((pipeline_key, key, entities)),
                 None => retained.complete = false,
             }
@@ -383,8 +386,15 @@ impl DrawList {
                 let instance = &instances.by_entity[entity];
                 let material = scene.materials.by_id.get(&instance.material)?;
                 let skinned = instance.skin.is_some();
-                let pipeline_key =
-                    drawable(scene, instance.mesh, instance.material, samples, skinned)?;
+                let lightmapped = instance.lightmap.is_some();
+                let pipeline_key = drawable(
+                    scene,
+                    instance.mesh,
+                    instance.material,
+                    samples,
+                    skinned,
+                    lightmapped,
+                )?;
                 let mut gpu = gpu_instance(scene, instance);
                 let (joints, morph) = animation.push_instance(scene, instance);
                 gpu.flags[1] = joints;
@@ -676,6 +686,7 @@ fn drawable(
     material_id: AssetId<StandardMaterial>,
     samples: vk::SampleCountFlags,
     skinned: bool,
+    lightmapped: bool,
 ) -> Option<GbufferPipelineKey> {
     let mesh = scene.meshes.get(mesh_id)?;
     // Bevy draws nothing of a mesh without vertices or with an empty index list, and the
@@ -693,7 +704,7 @@ fn drawable(
     {
         return None;
     }
-    pipeline_key_for(mesh, material, samples, skinned)
+    pipeline_key_for(mesh, material, samples, skinned, lightmapped)
 }
 
 /// Vertex attributes the G-buffer shader reads, in location order (Bevy's mesh pipeline reads
@@ -715,12 +726,14 @@ const SKIN_ATTRIBUTES: [MeshVertexAttribute; 2] =
 /// The G-buffer pipeline a mesh's layout and a material's state need, or `None` for a mesh
 /// the G-buffer subpass cannot draw (no positions, a vertex format Vulkan has no equivalent
 /// for). A `skinned` instance is skinned where its mesh has joint indices and weights (Bevy's
-/// `SKINNED` asks for both, and draws it unskinned otherwise).
+/// `SKINNED` asks for both, and draws it unskinned otherwise). A `lightmapped` instance puts its
+/// lightmap's light into the light attachment.
 fn pipeline_key_for(
     mesh: &RenderMesh,
     material: &TileMaterial,
     samples: vk::SampleCountFlags,
     skinned: bool,
+    lightmapped: bool,
 ) -> Option<GbufferPipelineKey> {
     let layout = mesh.layout.0.layout();
     let ids = mesh.layout.0.attribute_ids();
@@ -771,6 +784,7 @@ fn pipeline_key_for(
             depth_bias: material.depth_bias as i32,
             into_light: false,
         }),
+        emits_light: lightmapped || material.emits_light(),
     })
 }
 

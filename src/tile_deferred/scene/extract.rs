@@ -183,6 +183,17 @@ pub(crate) struct TileMaterial {
     pub generation: u64,
 }
 
+impl TileMaterial {
+    /// The G-buffer subpass writes light for the material without a lightmap: it is emissive
+    /// (`gbuffer.frag` multiplies the emissive texture by the colour, so a black colour emits
+    /// nothing whatever the texture) or unlit (its base colour is its light).
+    pub(crate) fn emits_light(&self) -> bool {
+        let [r, g, b, _] = self.uniform.emissive;
+        [r, g, b].iter().any(|&channel| channel != 0.0)
+            || self.uniform.flags[0] & material_flags::UNLIT != 0
+    }
+}
+
 /// Extracted materials by asset id.
 #[derive(Resource, Default)]
 pub(crate) struct TileMaterials {

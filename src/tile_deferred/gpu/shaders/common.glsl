@@ -105,12 +105,16 @@ struct ClusterableLight {
 // gbuffer_material_code). Bits 0..1, the category: what the lighting subpass does with the pixel
 // (unlit pixels keep what subpass 0 wrote; lit ones receive shadows unless the mesh has
 // NotShadowReceiver). Bit 2, GBUFFER_NO_FOG: the material has fog_enabled = false, so the
-// camera's distance fog leaves the pixel alone (Bevy's FOG_ENABLED material flag).
+// camera's distance fog leaves the pixel alone (Bevy's FOG_ENABLED material flag). Bit 3,
+// GBUFFER_NO_LIGHT: a lit mesh that emits no light (no emissive colour, no lightmap) left the
+// light attachment unwritten (its pipeline masks the write off, pipelines.rs), so what the pixel
+// holds there is not its light: the lighting replaces it instead of adding to it.
 #define GBUFFER_LIT_SHADOW_RECEIVER 0u
 #define GBUFFER_LIT_NO_SHADOWS 1u
 #define GBUFFER_UNLIT 2u
 #define GBUFFER_CATEGORY_MASK 3u
 #define GBUFFER_NO_FOG (1u << 2)
+#define GBUFFER_NO_LIGHT (1u << 3)
 
 float gbuffer_material_alpha(uint code) {
     return float(code) / 255.0;
@@ -118,6 +122,11 @@ float gbuffer_material_alpha(uint code) {
 
 uint gbuffer_material_code(float material_a) {
     return uint(round(material_a * 255.0));
+}
+
+// The G-buffer subpass wrote this surface pixel's light (see GBUFFER_NO_LIGHT).
+bool gbuffer_light_written(float material_a) {
+    return (gbuffer_material_code(material_a) & GBUFFER_NO_LIGHT) == 0u;
 }
 
 bool gbuffer_no_fog(float material_a) {

@@ -117,6 +117,12 @@ void main() {
             * lightmap_light(in_uv_b, in_instance_lightmap, bicubic) * diffuse_color;
     }
 
+    // A mesh without emissive colour or lightmap emits nothing, and its pipeline does not write
+    // the light (TileMaterial::emits_light, GbufferPipelineKey::blend_attachments): same test.
+    bool emits_light = any(notEqual(material.emissive.rgb, vec3(0.0)))
+        || (in_instance_flags & INSTANCE_LIGHTMAPPED) != 0u;
+    uint no_light = emits_light ? 0u : GBUFFER_NO_LIGHT;
+
     out_albedo_occlusion = vec4(base_color.rgb, surface.diffuse_occlusion);
     out_normal = octahedral_encode(N);
     out_material = vec4(surface.perceptual_roughness, surface.metallic, surface.reflectance,
@@ -124,7 +130,7 @@ void main() {
                             ((in_instance_flags & INSTANCE_SHADOW_RECEIVER) != 0u
                                  ? GBUFFER_LIT_SHADOW_RECEIVER
                                  : GBUFFER_LIT_NO_SHADOWS)
-                            | no_fog));
+                            | no_fog | no_light));
     out_light = vec4(clamp(emissive_light, vec3(0.0), vec3(LIGHT_ATTACHMENT_MAX)), 1.0);
     if (params.msaa.w != DEBUG_VIEW_NONE && params.msaa.w != DEBUG_VIEW_LIGHT) {
         out_light = vec4(0.0, 0.0, 0.0, 1.0); // debug views show only what they name

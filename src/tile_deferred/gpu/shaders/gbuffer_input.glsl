@@ -43,6 +43,7 @@ struct GbufferSample {
     vec3 world_position;
     vec3 V;
     bool shadow_receiver;       // the mesh has no NotShadowReceiver
+    bool light_written;         // the G-buffer subpass wrote its light (GBUFFER_NO_LIGHT unset)
 };
 
 // Returns false for pixels the lighting subpass must leave alone: background (depth == 0.0, the
@@ -69,6 +70,7 @@ bool load_gbuffer(out GbufferSample s) {
     s.world_position = vec3(0.0);
     s.V = vec3(0.0, 0.0, 1.0);
     s.shadow_receiver = false;
+    s.light_written = true;
 
     float depth = GBUFFER_LOAD(gbuffer_depth).r;
     if (depth == 0.0) {
@@ -80,6 +82,7 @@ bool load_gbuffer(out GbufferSample s) {
         return false;
     }
     s.shadow_receiver = category == GBUFFER_LIT_SHADOW_RECEIVER;
+    s.light_written = gbuffer_light_written(material.a);
     vec4 albedo_occlusion = GBUFFER_LOAD(gbuffer_albedo_occlusion);
     vec2 encoded_normal = GBUFFER_LOAD(gbuffer_normal).xy;
 

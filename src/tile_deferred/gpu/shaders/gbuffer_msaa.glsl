@@ -222,7 +222,7 @@ bool load_gbuffer(out GbufferSample s) {
     int sample_index = int(msaa_params.msaa.x);
     bool per_sample = (msaa_params.msaa.z & MSAA_FLAG_PER_SAMPLE) != 0u;
     s = GbufferSample(vec3(0.0), 1.0, vec3(0.0, 0.0, 1.0), 1.0, 0.0, 0.5, vec3(0.0),
-                      vec3(0.0, 0.0, 1.0), false);
+                      vec3(0.0, 0.0, 1.0), false, true);
 
     if (sample_index >= sample_count
         || (sample_index > 0 && TILE_READ_SAMPLE(gbuffer_depth, sample_index).r == 0.0)) {

@@ -1,10 +1,12 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 
-// Subpass 1, drawn with fullscreen.vert, blend ONE + ONE into the light attachment: the whole
-// lighting of a pixel (or, on MSAA edges, of a sample) in one draw: surface_light()
-// (surface_lighting.glsl) of the G-buffer's surface, times the view exposure as apply_pbr_lighting
-// does: exposure * (direct + indirect). Emissive was written in subpass 0.
+// Subpass 1, drawn with fullscreen.vert, blended into the light attachment (ONE +
+// ONE_MINUS_SRC_ALPHA): the whole lighting of a pixel (or, on MSAA edges, of a sample) in one
+// draw: surface_light() (surface_lighting.glsl) of the G-buffer's surface, times the view exposure
+// as apply_pbr_lighting does: exposure * (direct + indirect). Added (alpha 0) to the emissive
+// light subpass 0 wrote, or replacing (alpha 1) what the attachment holds where subpass 0 wrote
+// none (GBUFFER_NO_LIGHT: a mesh that emits no light).
 //
 // Compiled once per variant of the table in mod.rs (`ShaderId::Lighting`), with -D defines:
 // none (single-sample); MSAA (gbuffer_input.glsl then reads the multisampled G-buffer and
@@ -68,11 +70,13 @@ vec3 gbuffer_debug_value(GbufferSample s, uint debug_view) {
 }
 
 // The light this pass adds to the pixel (or sample): false where it adds none (background and
-// unlit pixels keep what subpass 0 wrote).
-bool added_light(out vec3 added) {
+// unlit pixels keep what subpass 0 wrote). `light_written`: subpass 0 wrote the pixel's light.
+bool added_light(out vec3 added, out bool light_written) {
     added = vec3(0.0);
     GbufferSample s;
-    if (!load_gbuffer(s)) {
+    bool surface = load_gbuffer(s);
+    light_written = s.light_written;
+    if (!surface) {
         return false;
     }
     uint debug_view = msaa_params.msaa.w;
@@ -105,10 +109,11 @@ bool added_light(out vec3 added) {
 #ifndef TONEMAP_IN_LIGHTING
 void main() {
     vec3 added;
-    if (!added_light(added)) {
+    bool light_written;
+    if (!added_light(added, light_written)) {
         discard; // background or unlit: keep what subpass 0 wrote
     }
-    out_light = vec4(added, 0.0);
+    out_light = vec4(added, light_written ? 0.0 : 1.0);
 }
 #elif !defined(MSAA)
 // The tonemap pass's single-sample main (tonemap_pass.glsl) on the light attachment plus the
@@ -120,9 +125,11 @@ void main() {
         out_color = background_output();
         return;
     }
-    vec3 light = TILE_READ(light_accumulation).rgb;
     vec3 added;
-    if (added_light(added)) {
+    bool light_written;
+    bool lit = added_light(added, light_written);
+    vec3 light = light_written ? TILE_READ(light_accumulation).rgb : vec3(0.0);
+    if (lit) {
         light += added;
     }
     bool fog = tonemap_fogs() && fogs_surface(TILE_READ(material_input).a);
@@ -134,7 +141,8 @@ void main() {
 // written to every sample of the multisampled output (resolved at the end of the subpass).
 void main() {
     vec3 added;
-    if (!added_light(added)) {
+    bool light_written;
+    if (!added_light(added, light_written)) {
         added = vec3(0.0);
     }
     out_color = encoded_output(msaa_pixel_display(added));
@@ -146,7 +154,8 @@ void main() {
 // encoded in the shader, see plan::ViewFrameDesc::lighting_tonemaps).
 void main() {
     vec3 added;
-    if (!added_light(added)) {
+    bool light_written;
+    if (!added_light(added, light_written)) {
         added = vec3(0.0);
     }
     vec3 clear_rgb = background_color(pixel_centre(), params.clear_color.rgb);

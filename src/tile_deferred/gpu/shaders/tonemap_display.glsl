@@ -144,6 +144,18 @@ vec3 debug_edge_tint(vec3 color) {
     return color;
 }
 
+// The light subpass 0 left in surface sample i. Where the lighting tone maps, it reads that light
+// itself, and a mesh that emits none left it unwritten (GBUFFER_NO_LIGHT): zero. (The tonemap
+// pass reads the light after the lighting has replaced it there.)
+vec3 surface_light_sample(int i) {
+#ifdef TONEMAP_IN_LIGHTING
+    if (!gbuffer_light_written(TILE_READ_SAMPLE(material_input, i).a)) {
+        return vec3(0.0);
+    }
+#endif
+    return TILE_READ_SAMPLE(light_accumulation, i).rgb;
+}
+
 int tonemap_sample_count() {
     return int(clamp(params.msaa.y, 1u, uint(MSAA_MAX_SAMPLES)));
 }
@@ -154,15 +166,14 @@ int tonemap_sample_count() {
 // Bevy tone maps after the pass (TONEMAP_FLAG_STORES_LIGHT, mode.w bit 3), nothing is clamped:
 // Bevy resolves its HDR main texture's samples as they are, before its bloom and tone mapping.
 vec3 msaa_sample_display(int i, vec3 added, vec3 clear_rgb) {
-    vec3 light = TILE_READ_SAMPLE(light_accumulation, i).rgb;
     float depth = TILE_READ_SAMPLE(depth_input, i).r;
     vec3 color;
     if (depth == 0.0) {
-        color = background_display(clear_rgb, light);
+        color = background_display(clear_rgb, TILE_READ_SAMPLE(light_accumulation, i).rgb);
     } else {
         bool fog = tonemap_fogs() && fogs_surface(TILE_READ_SAMPLE(material_input, i).a);
         vec2 at = floor(gl_FragCoord.xy) + msaa_sample_location(tonemap_sample_count(), i);
-        color = display_color(fogged_light(light + added, depth, at, fog));
+        color = display_color(fogged_light(surface_light_sample(i) + added, depth, at, fog));
     }
     if ((params.mode.w & TONEMAP_FLAG_STORES_LIGHT) != 0u) {
         return color;
@@ -198,10 +209,8 @@ vec3 msaa_pixel_display(vec3 added) {
 
     float depth0 = TILE_READ_SAMPLE(depth_input, 0).r;
     bool background0 = depth0 == 0.0;
-    vec3 light0 = TILE_READ_SAMPLE(light_accumulation, 0).rgb;
-    if (!background0) {
-        light0 += added;
-    }
+    vec3 light0 = background0 ? TILE_READ_SAMPLE(light_accumulation, 0).rgb
+                              : surface_light_sample(0) + added;
     // The material is read only for surface samples (a background sample's is undefined) and
     // only where the pass fogs.
     bool fogs = tonemap_fogs();
@@ -210,10 +219,8 @@ vec3 msaa_pixel_display(vec3 added) {
     for (int i = 1; i < sample_count; ++i) {
         bool background = TILE_READ_SAMPLE(depth_input, i).r == 0.0;
         bool lit = !background || background_in_light();
-        vec3 light = TILE_READ_SAMPLE(light_accumulation, i).rgb;
-        if (!background) {
-            light += added;
-        }
+        vec3 light = background ? TILE_READ_SAMPLE(light_accumulation, i).rgb
+                                : surface_light_sample(i) + added;
         if (background != background0
             || (lit && any(notEqual(light, light0)))
             || (fogs && !background

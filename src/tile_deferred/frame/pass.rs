@@ -70,6 +70,13 @@ use bevy::{
 const KEEP_FRAMES: u64 = 3;
 /// Frames a material's set stays after its last use (materials come back often).
 const KEEP_MATERIAL_FRAMES: u64 = 60;
+/// Frames a mesh pipeline stays after its last draw, as a material's set does: long enough that
+/// an object that comes and goes (a pickup, an effect) keeps its pipeline, short enough that a
+/// pass holds only the pipelines of what its scene draws now. Each is keyed by mesh layout and
+/// material state, so a game that streams content would otherwise keep one for every
+/// combination it ever drew. One built again is cheap: the context's pipeline cache keeps what
+/// the driver compiled.
+const KEEP_MESH_PIPELINE_FRAMES: u64 = 60;
 
 /// Renders one tile-deferred camera.
 pub(crate) fn tile_deferred_pass(
@@ -996,7 +1003,7 @@ pub(crate) fn end_frame(
         backend.retire_pass(pass);
     }
     for pass in backend.render_passes.values_mut() {
-        pass.retire_stale_mesh_pipelines(frame, &mut backend.graveyard);
+        pass.retire_stale_mesh_pipelines(frame, KEEP_MESH_PIPELINE_FRAMES, &mut backend.graveyard);
     }
     backend
         .initialized_outputs

@@ -108,8 +108,8 @@ pub(crate) struct PassResources {
     /// The lighting specialisation the transparent pipelines are built with (the pass's key).
     pub lighting_key: LightingKey,
     /// The G-buffer and transparent pipelines built and drawn with lately
-    /// (`GbufferPipelineKey::transparent` tells them apart); one unused for
-    /// [`KEEP_MESH_PIPELINE_FRAMES`] goes ([`PassResources::retire_stale_mesh_pipelines`]).
+    /// (`GbufferPipelineKey::transparent` tells them apart); one unused for a while goes
+    /// ([`PassResources::retire_stale_mesh_pipelines`]).
     pub mesh_pipelines: HashMap<GbufferPipelineKey, MeshPipeline>,
     /// The one lighting draw (with the stencil split: of the interior pixels, once each).
     pub lighting: vk::Pipeline,
@@ -149,19 +149,16 @@ pub(crate) struct MeshPipeline {
     pub last_used: u64,
 }
 
-/// Frames a mesh pipeline stays after its last draw, as a material's set does: long enough
-/// that an object that comes and goes (a pickup, an effect) keeps its pipeline, short enough
-/// that a pass holds only the pipelines of what its scene draws now. Each pipeline is keyed by
-/// mesh layout and material state, so a game that streams content would otherwise keep one for
-/// every combination it ever drew. One built again is cheap: the context's pipeline cache
-/// keeps what the driver compiled.
-pub(crate) const KEEP_MESH_PIPELINE_FRAMES: u64 = 60;
-
 impl PassResources {
-    /// Queues the mesh pipelines no draw used since `frame - KEEP_MESH_PIPELINE_FRAMES` for
-    /// destruction once the GPU is done with the frames that did.
-    pub fn retire_stale_mesh_pipelines(&mut self, frame: u64, graveyard: &mut Graveyard) {
-        let stale = take_stale_mesh_pipelines(&mut self.mesh_pipelines, frame);
+    /// Queues the mesh pipelines no draw used since `frame - keep` for destruction once the GPU
+    /// is done with the frames that did.
+    pub fn retire_stale_mesh_pipelines(
+        &mut self,
+        frame: u64,
+        keep: u64,
+        graveyard: &mut Graveyard,
+    ) {
+        let stale = take_stale_mesh_pipelines(&mut self.mesh_pipelines, frame, keep);
         if !stale.is_empty() {
             graveyard.retire(Box::new(move |c: &VulkanContext| {
                 stale
@@ -172,14 +169,14 @@ impl PassResources {
     }
 }
 
-/// Takes out of `mesh_pipelines` the pipelines no draw used since
-/// `frame - KEEP_MESH_PIPELINE_FRAMES`.
+/// Takes out of `mesh_pipelines` the pipelines no draw used since `frame - keep`.
 fn take_stale_mesh_pipelines<K: std::hash::Hash + Eq>(
     mesh_pipelines: &mut HashMap<K, MeshPipeline>,
     frame: u64,
+    keep: u64,
 ) -> Vec<vk::Pipeline> {
     mesh_pipelines
-        .extract_if(|_, mesh| frame.saturating_sub(mesh.last_used) > KEEP_MESH_PIPELINE_FRAMES)
+        .extract_if(|_, mesh| frame.saturating_sub(mesh.last_used) > keep)
         .map(|(_, mesh)| mesh.pipeline)
         .collect()
 }
@@ -510,24 +507,21 @@ mod tests {
     use super::*;
     use ash::vk::Handle;
 
-    /// A mesh pipeline goes once no draw has used it for more than
-    /// [`KEEP_MESH_PIPELINE_FRAMES`]; one drawn within them stays.
+    /// A mesh pipeline goes once no draw has used it for more than the keep window; one drawn
+    /// within it stays.
     #[test]
     fn mesh_pipelines_unused_for_the_keep_window_are_taken() {
         let pipeline = |raw: u64, last_used: u64| MeshPipeline {
             pipeline: vk::Pipeline::from_raw(raw),
             last_used,
         };
-        let frame = 200;
+        let (frame, keep) = (200, 60);
         let mut pipelines: HashMap<&str, MeshPipeline> = HashMap::default();
         pipelines.insert("drawn now", pipeline(1, frame));
-        pipelines.insert(
-            "at the edge",
-            pipeline(2, frame - KEEP_MESH_PIPELINE_FRAMES),
-        );
-        pipelines.insert("gone", pipeline(3, frame - KEEP_MESH_PIPELINE_FRAMES - 1));
+        pipelines.insert("at the edge", pipeline(2, frame - keep));
+        pipelines.insert("gone", pipeline(3, frame - keep - 1));
         pipelines.insert("long gone", pipeline(4, 0));
-        let mut taken: Vec<u64> = take_stale_mesh_pipelines(&mut pipelines, frame)
+        let mut taken: Vec<u64> = take_stale_mesh_pipelines(&mut pipelines, frame, keep)
             .into_iter()
             .map(|p| p.as_raw())
             .collect();
@@ -536,6 +530,6 @@ mod tests {
         let mut kept: Vec<&str> = pipelines.keys().copied().collect();
         kept.sort();
         assert_eq!(kept, ["at the edge", "drawn now"]);
-        assert!(take_stale_mesh_pipelines(&mut pipelines, frame).is_empty());
+        assert!(take_stale_mesh_pipelines(&mut pipelines, frame, keep).is_empty());
     }
 }

@@ -104,7 +104,8 @@
 //! Flags: `--width W --height H` (1920x1080), `--lights 1,16,256,1024`, `--meshes M` (64; a
 //! list switches to the mesh-scaling mode), `--frames N` (100) measured after `--warmup N`
 //! (20), `--paths tile,tilecpu,tile4x,tile4xall,unmerged,forward,forward4x,deferred`
-//! (`tilecpu`: 1x with the lights assigned on the CPU, `TileCpuLightAssignment`; `tile4xdraws`:
+//! (`tilecpu`: 1x with the lights assigned on the CPU, `TileCpuLightAssignment`; `tiledirect`:
+//! 1x with one `vkCmdDraw*` per mesh draw, `TileDeferred::indirect_draws` off; `tile4xdraws`:
 //! 4x edge-selective with per-sample-index draws, `TileNoStencilSplit`; `tile4x`: 4x
 //! edge-selective, `tile4xall`: 4x every sample; `auto`, `auto4x`: an `Auto` camera, which
 //! measures on GPUs that are not tilers), `--range R` (metres), `--sun`, `--shadows`
@@ -160,7 +161,7 @@ fn main() {
 
 const USAGE: &str = "usage: bench [--width W] [--height H] [--lights 1,16,256,1024] \
                      [--meshes M | --meshes 1000,10000] [--frames N] [--warmup N] \
-                     [--paths tile,tilecpu,tile4x,tile4xall,tile4xdraws,unmerged,forward,forward4x,deferred] \
+                     [--paths tile,tilecpu,tiledirect,tile4x,tile4xall,tile4xdraws,unmerged,forward,forward4x,deferred] \
                      [--range METRES] [--sun] [--shadows | --sun-shadows] \
                      [--filter hardware|gaussian|temporal] [--moving PERCENT] \
                      [--scene grid|dense] [--plans]";
@@ -333,7 +334,7 @@ fn mesh_scaling(options: &Options, log: &mut bool) {
         options.frames,
         options.warmup
     );
-    let paths: Vec<PathKind> = [PathKind::Tile, PathKind::Forward]
+    let paths: Vec<PathKind> = [PathKind::Tile, PathKind::TileDirect, PathKind::Forward]
         .into_iter()
         .filter(|p| options.paths.contains(p))
         .collect();
@@ -352,6 +353,7 @@ fn mesh_scaling(options: &Options, log: &mut bool) {
         "CPU ms",
         "crate CPU ms",
         "draws",
+        "calls",
         "instances",
         "batches kept",
         "wall ms",
@@ -365,6 +367,7 @@ fn mesh_scaling(options: &Options, log: &mut bool) {
             opt_ms(run.timing.as_ref().map(|t| t.cpu_ms)),
             opt_ms(tile.map(|t| t.crate_cpu_ms)),
             tile.map_or("-".into(), |t| t.draws.to_string()),
+            tile.map_or("-".into(), |t| t.draw_calls.to_string()),
             tile.map_or("-".into(), |t| t.instances.to_string()),
             tile.map_or("-".into(), |t| t.batches_kept.clone()),
             opt_ms(run.timing.as_ref().map(|t| t.wall_ms)),
@@ -433,6 +436,9 @@ enum PathKind {
     /// The tile path without MSAA, the lights assigned to the clusters on the CPU
     /// (`TileCpuLightAssignment`) rather than by the GPU's compute dispatch.
     TileCpuAssign,
+    /// The tile path without MSAA, each mesh draw a `vkCmdDraw*` of its own
+    /// (`TileDeferred::indirect_draws` off). Not in the default list.
+    TileDirect,
     /// The tile path at 4x MSAA, edges lit per sample and interiors once
     /// (`MsaaShading::EdgeSelective`).
     Tile4xEdge,
@@ -471,6 +477,7 @@ impl PathKind {
         match self {
             PathKind::Tile => "tile 1x",
             PathKind::TileCpuAssign => "tile 1x, CPU assignment",
+            PathKind::TileDirect => "tile 1x, direct draws",
             PathKind::Tile4xEdge => "tile 4x edge-selective",
             PathKind::Tile4xEvery => "tile 4x every sample",
             PathKind::Tile4xDraws => "tile 4x per-sample draws",
@@ -487,6 +494,7 @@ impl PathKind {
         match self {
             PathKind::Tile => "tile",
             PathKind::TileCpuAssign => "tilecpu",
+            PathKind::TileDirect => "tiledirect",
             PathKind::Tile4xEdge => "tile4x",
             PathKind::Tile4xEvery => "tile4xall",
             PathKind::Tile4xDraws => "tile4xdraws",
@@ -503,6 +511,7 @@ impl PathKind {
         match name {
             "tile" => Some(PathKind::Tile),
             "tilecpu" => Some(PathKind::TileCpuAssign),
+            "tiledirect" => Some(PathKind::TileDirect),
             "tile4x" | "tile4x-edge" => Some(PathKind::Tile4xEdge),
             "tile4xall" | "tile4x-every" => Some(PathKind::Tile4xEvery),
             "tile4xdraws" => Some(PathKind::Tile4xDraws),
@@ -521,6 +530,7 @@ impl PathKind {
         match self {
             PathKind::Tile
             | PathKind::TileCpuAssign
+            | PathKind::TileDirect
             | PathKind::Tile4xEdge
             | PathKind::Tile4xEvery
             | PathKind::Tile4xDraws
@@ -560,6 +570,10 @@ impl PathKind {
             PathKind::Tile | PathKind::TileCpuAssign | PathKind::Auto | PathKind::Auto4x => {
                 Some(TileDeferred::default())
             }
+            PathKind::TileDirect => Some(TileDeferred {
+                indirect_draws: false,
+                ..default()
+            }),
             PathKind::Tile4xEdge | PathKind::Tile4xDraws => Some(TileDeferred {
                 msaa_shading: MsaaShading::EdgeSelective,
                 ..default()
@@ -790,6 +804,8 @@ struct TileStats {
     gpu_ms: Option<[f64; 3]>,
     crate_cpu_ms: f64,
     draws: usize,
+    /// The `vkCmdDraw*` calls of those draws (fewer where indirect calls draw several).
+    draw_calls: usize,
     instances: usize,
     /// Measured frames that kept the last frame's draws, of those reported ("18/20").
     batches_kept: String,
@@ -1137,6 +1153,7 @@ struct TileAccumulator {
     gpu: Vec<[f64; 3]>,
     crate_cpu: Vec<f64>,
     draws: usize,
+    draw_calls: usize,
     instances: usize,
     /// Measured frames that kept the last frame's instanced draws (`TileInstanceBatches`).
     batches_kept: usize,
@@ -1168,6 +1185,7 @@ impl TileAccumulator {
         }
         self.crate_cpu.push(report.cpu_ms);
         self.draws = report.draws;
+        self.draw_calls = report.mesh_draw_calls;
         self.instances = report.instances;
         if matches!(report.instance_batches, TileInstanceBatches::Kept { .. }) {
             self.batches_kept += 1;
@@ -1204,6 +1222,7 @@ impl TileAccumulator {
             gpu_ms,
             crate_cpu_ms: median(&mut self.crate_cpu),
             draws: self.draws,
+            draw_calls: self.draw_calls,
             instances: self.instances,
             batches_kept: format!("{}/{}", self.batches_kept, self.crate_cpu.len()),
             clustered_lights: self.clustered_lights,

@@ -98,8 +98,8 @@ pub use tile_deferred::{
     TileGizmoSystems, TileMaterialsOverTile, TileOutputLoadedAfter,
     missing::{MissingFeature, TileMissing},
     report::{
-        TileClusterStats, TileEguiInPass, TileGpuTimes, TileInstanceBatches, TileRenderReports,
-        TileUiInPass, TileViewReport,
+        TileClusterStats, TileEguiInPass, TileGpuTimes, TileInstanceBatches, TileMeshDrawMode,
+        TileRenderReports, TileUiInPass, TileViewReport,
     },
     validation::{TileValidation, TileValidationReport},
 };

@@ -4,6 +4,7 @@
 use super::{InspectorHistory, TileInspector, TileInspectorPanels};
 use crate::{
     TileClusterStats, TileDeferred, TileFrameReportParam, TileGpuTimes, TileInstanceBatches,
+    TileMeshDrawMode,
     frame_graph::{
         Access, AttachmentDesc, CompiledFrame, DEFAULT_MW_PER_GBPS, DeviceCaps, Extent, Format,
         FrameGraph, ImportParams, LoadOp, NativePass, ShadowMaps, StockBevyOptions, StockBevyPath,
@@ -127,6 +128,8 @@ pub struct CameraPanel {
     /// Instances and instanced draws of the last frame, and whether their batches were kept
     /// from the frame before.
     pub instances: Option<(usize, usize, TileInstanceBatches)>,
+    /// How those draws were recorded: "12 mesh draws in 3 indirect calls".
+    pub mesh_draws: Option<String>,
     /// Fraction of pixels lit per sample (MSAA edges).
     pub per_sample_fraction: Option<f32>,
     /// The light clusters of the last frame, with the lights in them.
@@ -366,6 +369,7 @@ pub(crate) fn update_panels(
             gpu_times: None,
             cpu_ms: None,
             instances: None,
+            mesh_draws: None,
             per_sample_fraction: None,
             clusters: None,
             settings: camera.settings.clone(),
@@ -518,6 +522,11 @@ fn tile_panel(
     panel.gpu_times = report.gpu_times;
     panel.cpu_ms = Some(report.cpu_ms);
     panel.instances = Some((report.instances, report.draws, report.instance_batches));
+    panel.mesh_draws = Some(mesh_draws_line(
+        &report.mesh_draws,
+        report.draws,
+        report.mesh_draw_calls,
+    ));
     panel.per_sample_fraction = report.per_sample_fraction;
     panel.clusters = Some((report.clusters, report.clustered_lights));
     panel.render_passes_recorded = Some(report.render_passes_recorded);
@@ -851,9 +860,40 @@ fn ui_route(report: &crate::TileViewReport) -> Option<String> {
     (!parts.is_empty()).then(|| parts.join("; "))
 }
 
+/// "12 draws in 3 indirect calls", or "12 draws, each a call: the device has no
+/// drawIndirectFirstInstance".
+pub(crate) fn mesh_draws_line(mode: &TileMeshDrawMode, draws: usize, calls: usize) -> String {
+    match mode {
+        TileMeshDrawMode::Indirect { .. } => {
+            format!("{draws} mesh draws in {calls} indirect calls")
+        }
+        TileMeshDrawMode::Direct { why } => {
+            format!("{draws} mesh draws, each a call of its own: {why}")
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_mesh_draws_line_says_how_many_calls_and_why_direct() {
+        let indirect = TileMeshDrawMode::Indirect {
+            max_draws_per_call: 1 << 16,
+        };
+        assert_eq!(
+            mesh_draws_line(&indirect, 12, 3),
+            "12 mesh draws in 3 indirect calls"
+        );
+        let direct = TileMeshDrawMode::Direct {
+            why: "the device has no drawIndirectFirstInstance".into(),
+        };
+        assert_eq!(
+            mesh_draws_line(&direct, 12, 12),
+            "12 mesh draws, each a call of its own: the device has no drawIndirectFirstInstance"
+        );
+    }
 
     fn desc(samples: u32) -> ViewFrameDesc {
         ViewFrameDesc::new(Extent::new(1280, 720), Format::Bgra8Srgb, samples)

@@ -793,6 +793,9 @@ fn gpu_times(ui: &mut egui::Ui, panel: &CameraPanel) {
     if let Some(line) = panel.instances.map(instances_line) {
         ui.label(line);
     }
+    if let Some(line) = &panel.mesh_draws {
+        ui.label(line);
+    }
 }
 
 /// "1000 instances in 9 draws, kept from the last frame (30 rewritten in 9 copies)".

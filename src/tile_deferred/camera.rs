@@ -34,6 +34,12 @@ pub struct TileDeferred {
     /// as on frames without UI. Off: Bevy's UI pass and bevy_egui's pass draw them after the
     /// tile pass, which loads and stores the output again (A/B comparison).
     pub ui_in_pass: bool,
+    /// Record the G-buffer's and transparent pass's mesh draws as indirect draws where the
+    /// device can (`drawIndirectFirstInstance`): the draws that bind the same pipeline,
+    /// material and mesh buffers one after the other are then one call where the device has
+    /// `multiDrawIndirect`. Off: one `vkCmdDraw*` per draw (A/B comparison).
+    /// [`TileViewReport::mesh_draws`](crate::TileViewReport::mesh_draws) says which was used.
+    pub indirect_draws: bool,
 }
 
 impl Default for TileDeferred {
@@ -44,6 +50,7 @@ impl Default for TileDeferred {
             debug_view: TileDebugView::None,
             tier: TierSetting::Auto,
             ui_in_pass: true,
+            indirect_draws: true,
         }
     }
 }

@@ -120,6 +120,32 @@ pub enum TileInstanceBatches {
     },
 }
 
+/// How a tile camera records its mesh draws (`TileDeferred::indirect_draws`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub enum TileMeshDrawMode {
+    /// Each draw is a command in the view's indirect buffer; consecutive draws that bind the
+    /// same pipeline, material and mesh buffers share one call.
+    Indirect {
+        /// The most draws one call draws: the device's `maxDrawIndirectCount`, or 1 where it
+        /// has no `multiDrawIndirect`.
+        max_draws_per_call: u32,
+    },
+    /// `vkCmdDraw` and `vkCmdDrawIndexed`, one per draw.
+    Direct {
+        /// Why not indirectly: the camera's setting, or what the device lacks.
+        why: String,
+    },
+}
+
+impl Default for TileMeshDrawMode {
+    fn default() -> Self {
+        Self::Direct {
+            why: "nothing drawn yet".into(),
+        }
+    }
+}
+
 /// A camera's last tile-deferred frame.
 ///
 /// `compiled`, `priced`, `shadow_maps`, `ui_pass` and `gizmo_pass` hold the frame-graph
@@ -143,8 +169,13 @@ pub struct TileViewReport {
     pub subpass_count: usize,
     /// `VkRenderPass` objects recorded for this camera in that frame.
     pub render_passes_recorded: usize,
-    /// Instanced draws and instances in the G-buffer subpass.
+    /// Instanced mesh draws of the G-buffer subpass and the transparent pass.
     pub draws: usize,
+    /// How those draws were recorded.
+    pub mesh_draws: TileMeshDrawMode,
+    /// The `vkCmdDraw*` calls that recorded them: as many as `draws` when drawn directly, fewer
+    /// where one indirect call draws several.
+    pub mesh_draw_calls: usize,
     /// Mesh instances drawn.
     pub instances: usize,
     /// Whether the G-buffer's instanced draws were batched again this frame or last frame's

@@ -192,6 +192,21 @@ impl DescriptorSetLedger {
     }
 }
 
+/// What the device offers for indirect draws, read once when the context is made.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct IndirectDrawSupport {
+    /// The `drawIndirectFirstInstance` feature is enabled (wgpu enables it with
+    /// `Features::INDIRECT_FIRST_INSTANCE`, which Bevy requests where the adapter has it).
+    /// Without it every indirect command's first instance must be 0, and the tile path's
+    /// instanced draws start at their batch's first instance.
+    pub(crate) first_instance: bool,
+    /// The `multiDrawIndirect` feature (wgpu enables it wherever the device has it): one call
+    /// may draw more than one command.
+    pub(crate) multi_draw: bool,
+    /// `maxDrawIndirectCount`: the most commands one call may draw.
+    pub(crate) max_draw_count: u32,
+}
+
 /// The raw device the crate records on, with what it needs to allocate memory.
 pub(crate) struct VulkanContext {
     /// Sub-allocates buffers and non-transient images; dropped (freeing its blocks) before the
@@ -220,6 +235,8 @@ pub(crate) struct VulkanContext {
     /// compiler. Null where the driver could not create one: pipelines are then compiled each
     /// time. In memory only: nothing is written to disk.
     pub(crate) pipeline_cache: vk::PipelineCache,
+    /// What the device offers for indirect draws.
+    pub(crate) indirect: IndirectDrawSupport,
 }
 
 impl VulkanContext {
@@ -244,6 +261,15 @@ impl VulkanContext {
             unsafe { instance.get_physical_device_queue_family_properties(physical_device) }
                 .get(queue_family_index as usize)
                 .map_or(0, |family| family.timestamp_valid_bits);
+        // SAFETY: as above.
+        let physical_features = unsafe { instance.get_physical_device_features(physical_device) };
+        let indirect = IndirectDrawSupport {
+            first_instance: render_device
+                .features()
+                .contains(wgpu::Features::INDIRECT_FIRST_INSTANCE),
+            multi_draw: physical_features.multi_draw_indirect == vk::TRUE,
+            max_draw_count: limits.max_draw_indirect_count,
+        };
         // D32_SFLOAT_S8_UINT first: the same 32-bit float depth as the single-sample path.
         let depth_stencil_formats = [
             vk::Format::D32_SFLOAT_S8_UINT,
@@ -315,6 +341,7 @@ impl VulkanContext {
             descriptor_sets: Mutex::default(),
             faults: Default::default(),
             pipeline_cache,
+            indirect,
         })
     }
 

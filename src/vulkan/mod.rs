@@ -37,7 +37,7 @@
 pub(crate) mod context;
 pub(crate) mod memory;
 
-pub(crate) use context::{Graveyard, VulkanContext};
+pub(crate) use context::{Graveyard, IndirectDrawSupport, VulkanContext};
 pub use context::{LiveObjects, ResourceCounts};
 pub(crate) mod conv;
 pub(crate) mod descriptors;

@@ -31,6 +31,7 @@ mod frame_report;
 #[cfg(feature = "gizmos")]
 mod gizmos;
 mod gltf_animation;
+mod indirect_draws;
 #[cfg(feature = "inspector")]
 mod inspector;
 mod light_assignment;

@@ -326,6 +326,7 @@ fn render_view(
         started,
         assignment_ms: lights.assignment_ms,
         draw_count: recorded.draw_count,
+        draw_calls: recorded.draw_calls,
         queries: recorded.queries,
         ui: inputs
             .ui
@@ -421,6 +422,8 @@ fn prepare_lights_and_materials(
 /// Stages 8-9's result: what the recorded frame drew and the queries it wrote.
 struct RecordedFrame {
     draw_count: usize,
+    /// The `vkCmdDraw*` calls of those draws.
+    draw_calls: usize,
     queries: FrameQueries,
 }
 
@@ -487,9 +490,14 @@ fn record_frame(
     };
     let recording = recording::build(state, scene, frame, key, drawn, parts)?;
     let draw_count = recording.draws.len() + recording.transparent_draws.len();
+    let draw_calls = recording
+        .indirect
+        .as_ref()
+        .map_or(draw_count, |(_, indirect)| indirect.call_count());
     submit(state, recording, ctx)?;
     Ok(RecordedFrame {
         draw_count,
+        draw_calls,
         queries,
     })
 }
@@ -707,6 +715,7 @@ struct Measured {
     started: std::time::Instant,
     assignment_ms: f64,
     draw_count: usize,
+    draw_calls: usize,
     queries: FrameQueries,
     /// What the `ui` subpass drew of bevy_ui.
     ui: Option<TileUiInPass>,
@@ -740,6 +749,8 @@ fn view_report(
         subpass_count: descriptions.iter().map(|d| d.subpasses.len()).sum(),
         render_passes_recorded: descriptions.len(),
         draws: measured.draw_count,
+        mesh_draws: frame.mesh_draws.clone(),
+        mesh_draw_calls: measured.draw_calls,
         instances: drawn.instance_count,
         instance_batches: drawn.batches,
         clustered_lights: drawn.lights.len(),

@@ -5,20 +5,24 @@
 use crate::tile_deferred::{
     error::{TileError, TileResult},
     frame::{
-        resources::ViewBindings,
+        resources::{self, BufferSlot, ViewBindings},
         state::{FrameState, SharedObjects},
         view::ViewFrame,
     },
     gpu::{
         backend::PassResources,
+        indirect::IndirectDraws,
         keys::MaterialSetKey,
         material_sets::MaterialResources,
+        mesh_draw::{MeshBinding, RecordedDraw},
         pipelines::PassesKey,
         queries::FrameQueries,
-        record::{MeshBinding, RecordedDraw, RecordedPass, Recording, Step, UiRecording},
+        record::{RecordedPass, Recording, Step, UiRecording},
         types::{GpuTonemapParams, tonemap_flags},
+        upload::BufferUpload,
     },
     plan::{PlannedFrame, TransparentPass},
+    report::TileMeshDrawMode,
     scene::{
         draws::{self, DrawList},
         params::TileSceneParams,
@@ -55,6 +59,18 @@ pub(crate) fn build(
     let missing = |step| TileError::Missing { step };
     let mesh_bindings = draws::mesh_bindings(scene, &drawn.draws)?;
     let transparent_bindings = draws::mesh_bindings(scene, &drawn.transparent)?;
+    let (opaque_draws, transparent_draws) = {
+        let pass = state
+            .render_passes
+            .get(key)
+            .ok_or(missing("finding the frame's render passes"))?;
+        let materials = &state.materials.by_key;
+        (
+            recorded_draws(materials, pass, &drawn.draws, mesh_bindings),
+            recorded_draws(materials, pass, &drawn.transparent, transparent_bindings),
+        )
+    };
+    let indirect = indirect_draws(state, frame, &opaque_draws, &transparent_draws)?;
     let pass = state
         .render_passes
         .get(key)
@@ -91,15 +107,11 @@ pub(crate) fn build(
         instance_buffer: parts.bindings.instance_buffer,
         updates: std::mem::take(state.pending_updates),
         staged: None,
-        draws: recorded_draws(&state.materials.by_key, pass, &drawn.draws, mesh_bindings),
+        draws: opaque_draws,
+        indirect,
         lighting_tonemaps: desc.lighting_tonemaps(),
         transparent_pass: desc.transparent,
-        transparent_draws: recorded_draws(
-            &state.materials.by_key,
-            pass,
-            &drawn.transparent,
-            transparent_bindings,
-        ),
+        transparent_draws,
         timestamps: parts.queries.timestamps,
         samples: desc.samples,
         msaa_flags: frame.msaa_flags,
@@ -140,6 +152,33 @@ fn tonemap_params(frame: &ViewFrame, into_light: bool, fog: bool) -> GpuTonemapP
         mode,
         ..frame.tonemap
     }
+}
+
+/// The frame's mesh draws as indirect commands and calls, where the camera draws indirectly:
+/// the view's indirect buffer grown to hold them and their upload queued with the frame's
+/// others (the buffer is rewritten each frame: a few bytes per draw, and the draws are the
+/// batches, not the instances).
+fn indirect_draws(
+    state: &mut FrameState,
+    frame: &ViewFrame,
+    opaque: &[RecordedDraw],
+    transparent: &[RecordedDraw],
+) -> TileResult<Option<(vk::Buffer, IndirectDraws)>> {
+    let TileMeshDrawMode::Indirect { max_draws_per_call } = frame.mesh_draws else {
+        return Ok(None);
+    };
+    if opaque.is_empty() && transparent.is_empty() {
+        return Ok(None);
+    }
+    let draws = IndirectDraws::of(opaque, transparent, max_draws_per_call);
+    let (mut device, view) = state.view_device();
+    resources::ensure_buffer_capacity(&mut device, view, BufferSlot::Indirect, draws.bytes())?;
+    let buffer = view.indirect_buffer.buffer;
+    state.pending_updates.push(BufferUpload::whole(
+        buffer,
+        bytemuck::cast_slice(&draws.commands).to_vec(),
+    ));
+    Ok(Some((buffer, draws)))
 }
 
 /// `draws` resolved to their pipelines and material sets (a draw whose pipeline or material set

@@ -45,7 +45,7 @@ pub(super) fn ensure_view<'a>(
 ) -> TileResult<&'a mut ViewResources> {
     if !views.contains_key(&entity) {
         // On an error, what was created so far is destroyed (nothing has used it yet).
-        let mut created: Vec<DeviceBuffer> = Vec::with_capacity(9);
+        let mut created: Vec<DeviceBuffer> = Vec::with_capacity(10);
         let release = |created: Vec<DeviceBuffer>| {
             created
                 .into_iter()
@@ -92,6 +92,11 @@ pub(super) fn ensure_view<'a>(
                 ANIMATION_INITIAL_BYTES,
                 vk::BufferUsageFlags::STORAGE_BUFFER,
             ),
+            (
+                "tile indirect draws",
+                INDIRECT_INITIAL_BYTES,
+                vk::BufferUsageFlags::INDIRECT_BUFFER,
+            ),
         ] {
             match context.create_device_buffer(name, size, usage) {
                 Ok(buffer) => created.push(buffer),
@@ -128,10 +133,11 @@ pub(super) fn ensure_view<'a>(
             instance_buffer,
             animation_buffer,
             displacement_buffer,
+            indirect_buffer,
             stats_buffer,
-        ]: [DeviceBuffer; 9] = created
+        ]: [DeviceBuffer; 10] = created
             .try_into()
-            .unwrap_or_else(|_| unreachable!("nine buffers were created"));
+            .unwrap_or_else(|_| unreachable!("ten buffers were created"));
         let view = ViewResources {
             graph_cache: FrameGraphCache::default(),
             priced_cache: FrameGraphCache::default(),
@@ -150,6 +156,7 @@ pub(super) fn ensure_view<'a>(
             animation_buffer,
             displacement_buffer,
             displacements_uploaded: None,
+            indirect_buffer,
             pool,
             view_set: sets[0],
             gbuffer_set: sets[1],
@@ -183,11 +190,17 @@ pub(crate) enum BufferSlot {
     Animation,
     /// Morph target displacements (`draws::AnimationData::morph_meshes`).
     Displacements,
+    /// Indirect draw commands (`gpu::indirect`).
+    Indirect,
 }
 
 /// The animation and displacement buffers' first size: 64 joint matrices (a storage buffer may
 /// not be empty).
 const ANIMATION_INITIAL_BYTES: u64 = 64 * 64;
+
+/// The indirect buffer's first size: 256 draw commands.
+const INDIRECT_INITIAL_BYTES: u64 =
+    256 * crate::tile_deferred::gpu::indirect::COMMAND_STRIDE as u64;
 
 /// Grows a per-view buffer; the old buffer and the view's descriptor pool are retired (the
 /// sets may be in use by a frame in flight), and new sets are allocated and written.
@@ -205,6 +218,7 @@ pub(crate) fn ensure_buffer_capacity(
         BufferSlot::Instances => view.instance_buffer.size,
         BufferSlot::Animation => view.animation_buffer.size,
         BufferSlot::Displacements => view.displacement_buffer.size,
+        BufferSlot::Indirect => view.indirect_buffer.size,
     };
     if needed <= current {
         return Ok(());
@@ -221,6 +235,7 @@ pub(crate) fn ensure_buffer_capacity(
             "tile morph displacements",
             vk::BufferUsageFlags::STORAGE_BUFFER,
         ),
+        BufferSlot::Indirect => ("tile indirect draws", vk::BufferUsageFlags::INDIRECT_BUFFER),
     };
     let growing = match slot {
         BufferSlot::Lights => "growing the view's light buffer",
@@ -230,6 +245,7 @@ pub(crate) fn ensure_buffer_capacity(
         BufferSlot::Instances => "growing the view's instance buffer",
         BufferSlot::Animation => "growing the view's animation buffer",
         BufferSlot::Displacements => "growing the view's morph displacement buffer",
+        BufferSlot::Indirect => "growing the view's indirect draw buffer",
     };
     let buffer = step(
         growing,
@@ -247,6 +263,7 @@ pub(crate) fn ensure_buffer_capacity(
             view.displacements_uploaded = None;
             std::mem::replace(&mut view.displacement_buffer, buffer)
         }
+        BufferSlot::Indirect => std::mem::replace(&mut view.indirect_buffer, buffer),
     };
     device.graveyard.retire(Box::new(move |c: &VulkanContext| {
         c.destroy_device_buffer(old)

@@ -3,9 +3,13 @@
 
 use crate::tile_deferred::{
     camera::{MsaaShading, TileDebugView, TileDeferred},
-    gpu::types::{GpuTonemapParams, GpuView, msaa_flags, tonemap_flags},
+    gpu::{
+        indirect,
+        types::{GpuTonemapParams, GpuView, msaa_flags, tonemap_flags},
+    },
     lighting::shadows,
     plan::{self, ViewFrameDesc},
+    report::TileMeshDrawMode,
     scene::params::TileSceneParams,
 };
 use crate::{
@@ -128,6 +132,8 @@ pub(crate) struct ViewFrame {
     pub(crate) msaa_note: Option<String>,
     pub(crate) msaa_flags: u32,
     pub(crate) debug_view: TileDebugView,
+    /// How the mesh draws are recorded (`TileDeferred::indirect_draws` and the device).
+    pub(crate) mesh_draws: TileMeshDrawMode,
     /// The camera is HDR (`Hdr`): Bevy tone maps its whole main texture, background included.
     pub(crate) hdr: bool,
     pub(crate) output_kind: OutputKind,
@@ -223,6 +229,7 @@ impl ViewFrame {
             msaa_note,
             msaa_flags: shader_msaa_flags(view.settings),
             debug_view: view.settings.debug_view,
+            mesh_draws: indirect::mesh_draw_mode(view.settings.indirect_draws, context.indirect),
             hdr: view.camera.hdr,
             output_kind,
             target_extent,

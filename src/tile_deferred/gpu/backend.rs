@@ -233,6 +233,8 @@ pub(crate) struct ViewResources {
     /// Which displacements `displacement_buffer` holds (their generations, in order), once
     /// uploaded; `None`: nothing valid.
     pub displacements_uploaded: Option<Vec<u64>>,
+    /// The frame's indirect draw commands (`gpu::indirect`), written each frame they are used.
+    pub indirect_buffer: DeviceBuffer,
     pub pool: vk::DescriptorPool,
     pub view_set: vk::DescriptorSet,
     pub gbuffer_set: vk::DescriptorSet,
@@ -374,6 +376,7 @@ impl TileBackend {
                 view.instance_buffer,
                 view.animation_buffer,
                 view.displacement_buffer,
+                view.indirect_buffer,
             ],
         );
         let ui_buffers = view

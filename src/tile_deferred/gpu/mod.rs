@@ -5,8 +5,10 @@
 
 pub(super) mod backend;
 pub(super) mod cluster_stats;
+pub(super) mod indirect;
 pub(super) mod keys;
 pub(super) mod material_sets;
+pub(super) mod mesh_draw;
 pub(super) mod pipelines;
 pub(super) mod queries;
 pub(super) mod record;

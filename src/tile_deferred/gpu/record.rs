@@ -3,6 +3,8 @@
 
 use super::{
     backend::{LightFinishPipelines, StencilSplitPipelines},
+    indirect::{COMMAND_STRIDE, IndirectCall, IndirectDraws},
+    mesh_draw::RecordedDraw,
     types::{GpuClusterAssignParams, GpuPushConstants, GpuTonemapParams},
 };
 use crate::tile_deferred::plan::TransparentPass;
@@ -14,21 +16,23 @@ use bevy::render::{
 };
 use wgpu::hal::{self, api::Vulkan};
 
-/// A mesh's buffers as the hal encoder binds them.
-pub(crate) struct MeshBinding {
-    pub(crate) vertex_buffer: *const hal::vulkan::Buffer,
-    pub(crate) first_vertex: i32,
-    pub(crate) index: Option<(*const hal::vulkan::Buffer, u32, u32, IndexFormat)>,
-    pub(crate) vertex_count: u32,
+/// What the mesh draws last bound (null and none before the first).
+struct BoundMesh {
+    pipeline: vk::Pipeline,
+    material_set: vk::DescriptorSet,
+    vertex_buffer: *const hal::vulkan::Buffer,
+    index: Option<(*const hal::vulkan::Buffer, IndexFormat)>,
 }
 
-/// One instanced G-buffer draw, resolved to Vulkan handles.
-pub(crate) struct RecordedDraw {
-    pub(crate) pipeline: vk::Pipeline,
-    pub(crate) material_set: vk::DescriptorSet,
-    pub(crate) binding: MeshBinding,
-    pub(crate) first_instance: u32,
-    pub(crate) instance_count: u32,
+impl Default for BoundMesh {
+    fn default() -> Self {
+        Self {
+            pipeline: vk::Pipeline::null(),
+            material_set: vk::DescriptorSet::null(),
+            vertex_buffer: std::ptr::null(),
+            index: None,
+        }
+    }
 }
 
 /// A logical pass of the frame, in the order the compiled plan runs them (each a subpass of the
@@ -131,6 +135,9 @@ pub(crate) struct Recording {
     /// just before recording, and when there is nothing to copy).
     pub(crate) staged: Option<super::staging::StagedUploads>,
     pub(crate) draws: Vec<RecordedDraw>,
+    /// Where the draws are recorded indirectly: the view's indirect buffer (which this frame's
+    /// uploads fill with the commands) and the calls of the G-buffer and transparent draws.
+    pub(crate) indirect: Option<(vk::Buffer, IndirectDraws)>,
     /// Where the plan has its transparent pass, if it has one.
     pub(crate) transparent_pass: TransparentPass,
     /// The transparent pass's draws, back to front.
@@ -262,7 +269,8 @@ impl Recorder<'_> {
         }
         // The light assignment reads its inputs in the compute stage, and an earlier frame's
         // assignment wrote the statistics slot this frame zeroes.
-        let readers = vk::PipelineStageFlags::VERTEX_INPUT
+        let readers = vk::PipelineStageFlags::DRAW_INDIRECT
+            | vk::PipelineStageFlags::VERTEX_INPUT
             | vk::PipelineStageFlags::VERTEX_SHADER
             | vk::PipelineStageFlags::FRAGMENT_SHADER
             | vk::PipelineStageFlags::COMPUTE_SHADER;
@@ -272,7 +280,8 @@ impl Recorder<'_> {
         let after = vk::MemoryBarrier::default()
             .src_access_mask(vk::AccessFlags::TRANSFER_WRITE)
             .dst_access_mask(
-                vk::AccessFlags::VERTEX_ATTRIBUTE_READ
+                vk::AccessFlags::INDIRECT_COMMAND_READ
+                    | vk::AccessFlags::VERTEX_ATTRIBUTE_READ
                     | vk::AccessFlags::INDEX_READ
                     | vk::AccessFlags::UNIFORM_READ
                     | vk::AccessFlags::SHADER_READ
@@ -512,62 +521,121 @@ impl Recorder<'_> {
             // The G-buffer shader reads the debug view (debug views write no emissive).
             self.push_constants(&push);
             device.cmd_bind_vertex_buffers(cb, 1, &[r.zero_buffer, r.instance_buffer], &[0, 0]);
-            self.mesh_draws(hal_encoder, &r.draws);
+            let calls = r
+                .indirect
+                .as_ref()
+                .map(|(buffer, d)| (*buffer, &d.opaque[..]));
+            self.mesh_draws(hal_encoder, &r.draws, calls);
             self.mark(1, vk::PipelineStageFlags::BOTTOM_OF_PIPE);
         }
         push
     }
 
-    /// Instanced mesh draws, binding each pipeline and material set only when it changes.
+    /// Instanced mesh draws, binding each pipeline, material set and mesh buffer only when it
+    /// changes: one `vkCmdDraw*` per draw, or, with `indirect` (the view's indirect buffer and
+    /// the calls of `draws`), one `vkCmdDraw*Indirect` per call.
     unsafe fn mesh_draws(
         &self,
         hal_encoder: &mut hal::vulkan::CommandEncoder,
         draws: &[RecordedDraw],
+        indirect: Option<(vk::Buffer, &[IndirectCall])>,
+    ) {
+        let mut bound = BoundMesh::default();
+        // SAFETY: see `record_into`; the mesh buffers behind the bindings' pointers are alive
+        // while the render system runs (see `draws::mesh_bindings`), and the indirect buffer's
+        // commands were copied in by this command buffer's uploads, before the render pass.
+        unsafe {
+            match indirect {
+                Some((buffer, calls)) => {
+                    for call in calls {
+                        let draw = &draws[call.first_draw];
+                        self.bind_mesh(hal_encoder, &mut bound, draw);
+                        if draw.binding.index.is_some() {
+                            self.device.cmd_draw_indexed_indirect(
+                                self.cb,
+                                buffer,
+                                call.offset(),
+                                call.count,
+                                COMMAND_STRIDE,
+                            );
+                        } else {
+                            self.device.cmd_draw_indirect(
+                                self.cb,
+                                buffer,
+                                call.offset(),
+                                call.count,
+                                COMMAND_STRIDE,
+                            );
+                        }
+                    }
+                }
+                None => {
+                    for draw in draws {
+                        self.bind_mesh(hal_encoder, &mut bound, draw);
+                        let b = &draw.binding;
+                        match b.index {
+                            Some((_, first_index, count, _)) => self.device.cmd_draw_indexed(
+                                self.cb,
+                                count,
+                                draw.instance_count,
+                                first_index,
+                                b.first_vertex,
+                                draw.first_instance,
+                            ),
+                            None => self.device.cmd_draw(
+                                self.cb,
+                                b.vertex_count,
+                                draw.instance_count,
+                                b.first_vertex as u32,
+                                draw.first_instance,
+                            ),
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Binds what `draw` draws with, where it differs from what `bound` says is bound.
+    ///
+    /// # Safety
+    /// As `mesh_draws`: the command buffer is recording inside a subpass, and the buffers behind
+    /// the binding's pointers are alive.
+    unsafe fn bind_mesh(
+        &self,
+        hal_encoder: &mut hal::vulkan::CommandEncoder,
+        bound: &mut BoundMesh,
+        draw: &RecordedDraw,
     ) {
         use hal::CommandEncoder as _;
-        let (device, cb) = (self.device, self.cb);
-        // SAFETY: see `record_into`; the mesh buffers behind the bindings' pointers are alive
-        // while the render system runs (see `draws::mesh_bindings`).
+        // SAFETY: the caller's guarantees; the pointers are only read.
         unsafe {
-            let mut bound_pipeline = vk::Pipeline::null();
-            let mut bound_material = vk::DescriptorSet::null();
-            for draw in draws {
-                if draw.pipeline != bound_pipeline {
-                    device.cmd_bind_pipeline(cb, vk::PipelineBindPoint::GRAPHICS, draw.pipeline);
-                    bound_pipeline = draw.pipeline;
-                }
-                if draw.material_set != bound_material {
-                    self.bind_set(1, draw.material_set);
-                    bound_material = draw.material_set;
-                }
-                let b = &draw.binding;
+            if draw.pipeline != bound.pipeline {
+                self.device.cmd_bind_pipeline(
+                    self.cb,
+                    vk::PipelineBindPoint::GRAPHICS,
+                    draw.pipeline,
+                );
+                bound.pipeline = draw.pipeline;
+            }
+            if draw.material_set != bound.material_set {
+                self.bind_set(1, draw.material_set);
+                bound.material_set = draw.material_set;
+            }
+            let b = &draw.binding;
+            if !std::ptr::eq(b.vertex_buffer, bound.vertex_buffer) {
                 hal_encoder.set_vertex_buffer(
                     0,
                     hal::BufferBinding::new_unchecked(&*b.vertex_buffer, 0, None),
                 );
-                match b.index {
-                    Some((buffer, first_index, count, format)) => {
-                        hal_encoder.set_index_buffer(
-                            hal::BufferBinding::new_unchecked(&*buffer, 0, None),
-                            format,
-                        );
-                        device.cmd_draw_indexed(
-                            cb,
-                            count,
-                            draw.instance_count,
-                            first_index,
-                            b.first_vertex,
-                            draw.first_instance,
-                        );
-                    }
-                    None => device.cmd_draw(
-                        cb,
-                        b.vertex_count,
-                        draw.instance_count,
-                        b.first_vertex as u32,
-                        draw.first_instance,
-                    ),
-                }
+                bound.vertex_buffer = b.vertex_buffer;
+            }
+            if let Some((buffer, _, _, format)) = b.index
+                && bound.index != Some((buffer, format))
+            {
+                hal_encoder
+                    .set_index_buffer(hal::BufferBinding::new_unchecked(&*buffer, 0, None), format);
+                bound.index = Some((buffer, format));
             }
         }
     }
@@ -681,7 +749,8 @@ impl Recorder<'_> {
                 &[self.r.zero_buffer, self.r.instance_buffer],
                 &[0, 0],
             );
-            self.mesh_draws(hal_encoder, &self.r.transparent_draws);
+            let calls = (self.r.indirect.as_ref()).map(|(buffer, d)| (*buffer, &d.transparent[..]));
+            self.mesh_draws(hal_encoder, &self.r.transparent_draws, calls);
         }
     }
 

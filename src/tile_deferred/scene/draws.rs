@@ -13,8 +13,8 @@ use crate::tile_deferred::gpu::keys::{MaterialSetKey, MaterialTexture};
 use crate::tile_deferred::{
     error::{TileError, TileResult},
     gpu::{
+        mesh_draw::MeshBinding,
         pipelines::{GBUFFER_ATTRIBUTES, GbufferPipelineKey, TransparentPipeline},
-        record::MeshBinding,
         transforms::transform_axis,
         types::{GpuClusterableLight, GpuInstance, instance_flags},
     },

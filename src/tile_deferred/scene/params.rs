@@ -118,6 +118,7 @@ pub(crate) fn forget_failed_view_updates(backend: &mut TileBackend, view: Entity
         view.instance_buffer.buffer,
         view.animation_buffer.buffer,
         view.displacement_buffer.buffer,
+        view.indirect_buffer.buffer,
     ];
     let ui = view
         .ui_buffers

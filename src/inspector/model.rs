@@ -860,8 +860,8 @@ fn ui_route(report: &crate::TileViewReport) -> Option<String> {
     (!parts.is_empty()).then(|| parts.join("; "))
 }
 
-/// "12 draws in 3 indirect calls", or "12 draws, each a call: the device has no
-/// drawIndirectFirstInstance".
+/// "12 mesh draws in 3 indirect calls", or "12 mesh draws, each a call of its own: the device
+/// has no drawIndirectFirstInstance".
 pub(crate) fn mesh_draws_line(mode: &TileMeshDrawMode, draws: usize, calls: usize) -> String {
     match mode {
         TileMeshDrawMode::Indirect { .. } => {

@@ -138,14 +138,6 @@ pub enum TileMeshDrawMode {
     },
 }
 
-impl Default for TileMeshDrawMode {
-    fn default() -> Self {
-        Self::Direct {
-            why: "nothing drawn yet".into(),
-        }
-    }
-}
-
 /// A camera's last tile-deferred frame.
 ///
 /// `compiled`, `priced`, `shadow_maps`, `ui_pass` and `gizmo_pass` hold the frame-graph

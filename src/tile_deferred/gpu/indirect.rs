@@ -9,7 +9,6 @@ use super::mesh_draw::{MeshBinding, RecordedDraw};
 use crate::tile_deferred::report::TileMeshDrawMode;
 use crate::vulkan::IndirectDrawSupport;
 use ash::vk;
-use bevy::render::render_resource::IndexFormat;
 
 /// How a camera's mesh draws are recorded: `requested` is `TileDeferred::indirect_draws`.
 pub(crate) fn mesh_draw_mode(requested: bool, support: IndirectDrawSupport) -> TileMeshDrawMode {
@@ -101,16 +100,10 @@ fn mesh_buffer_change(a: &MeshBinding, b: &MeshBinding) -> Option<&'static str> 
     if !std::ptr::eq(a.vertex_buffer, b.vertex_buffer) {
         return Some("vertex buffer");
     }
-    let index = |binding: &MeshBinding| {
-        binding
-            .index
-            .map(|(buffer, _, _, format)| (buffer, format == IndexFormat::Uint32))
-    };
-    match (index(a), index(b)) {
-        (None, None) => None,
-        (Some((a, a32)), Some((b, b32))) if std::ptr::eq(a, b) && a32 == b32 => None,
-        _ => Some("index buffer"),
+    if a.index_buffer() != b.index_buffer() {
+        return Some("index buffer");
     }
+    None
 }
 
 /// Appends the commands of `draws` to `commands`, and returns the calls that draw them in order:
@@ -181,6 +174,7 @@ impl IndirectDraws {
 mod tests {
     use super::*;
     use ash::vk::Handle;
+    use bevy::render::render_resource::IndexFormat;
     use wgpu::hal;
 
     /// A hal buffer pointer told apart by its address only: the grouping compares pointers and

@@ -13,6 +13,14 @@ pub(crate) struct MeshBinding {
     pub(crate) vertex_count: u32,
 }
 
+impl MeshBinding {
+    /// The index buffer and format it binds (`None`: not indexed): what tells one bound index
+    /// buffer from another, for the recorder's redundant-bind check and the indirect calls.
+    pub(crate) fn index_buffer(&self) -> Option<(*const hal::vulkan::Buffer, IndexFormat)> {
+        self.index.map(|(buffer, _, _, format)| (buffer, format))
+    }
+}
+
 /// One instanced G-buffer draw, resolved to Vulkan handles.
 pub(crate) struct RecordedDraw {
     pub(crate) pipeline: vk::Pipeline,

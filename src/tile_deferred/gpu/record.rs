@@ -630,7 +630,7 @@ impl Recorder<'_> {
                 );
                 bound.vertex_buffer = b.vertex_buffer;
             }
-            if let Some((buffer, _, _, format)) = b.index
+            if let Some((buffer, format)) = b.index_buffer()
                 && bound.index != Some((buffer, format))
             {
                 hal_encoder

@@ -4,6 +4,11 @@
 // no shadows, no DFG LUT (bevy's `dfg_lut` feature is off, so F_AB is the polynomial fit).
 //
 // Every function keeps Bevy's constants, clamps and order of operations; do not "simplify".
+// The exceptions, each equal to Bevy's maths within rounding and there because the point-light
+// loop is most of a frame's shading: pow(x, 5.0) is pow5(), point_light() takes the direction
+// and the distance from one inversesqrt, and a light of radius 0 skips the representative-point
+// maths that reduces to the identity for it. LightingInput also carries the BRDF terms that
+// depend on the surface alone (the same operations, done once per pixel, not once per light).
 // Requires common.glsl to be included first.
 
 #ifndef TILE_DEFERRED_PBR_LIGHTING_GLSL
@@ -25,6 +30,14 @@ struct LightingInput {
     vec3 F0_dielectric;
     vec3 F0_metallic;
     vec2 F_ab;
+    // The per-light BRDF's terms that depend on the surface alone, computed once per pixel by
+    // make_lighting_input() rather than once per light (the same operations in the same order,
+    // so the same values as Bevy's inline ones; a mobile shader compiler may not hoist them
+    // out of the light loop itself):
+    vec3 F0;                    // specular(): mix(F0_dielectric, F0_metallic, metallic)
+    float F90;                  // fresnel(): saturate(dot(F0, vec3(50.0 * 0.33)))
+    vec3 energy_compensation;   // specular_multiscatter(): 1.0 + F0 * (1.0 / (F_ab.x + F_ab.y) - 1.0)
+    float view_fresnel;         // Fd_Burley()'s viewScatter: pow(1.0 - NdotV, 5.0)
 };
 
 struct DerivedLightingInput {
@@ -62,24 +75,35 @@ float V_SmithGGXCorrelated(float roughness, float NdotV, float NdotL) {
     return v;
 }
 
+// Bevy's pow(1.0 - x, 5.0) as three multiplies. A pow is a log2 and an exp2 on the GPU's
+// transcendental unit, which issues at a quarter of the multiply rate or less (NVIDIA, Mali,
+// Adreno), and the point-light loop evaluates three per light and pixel. The product is within
+// rounding of the pow for x in [0, 1], the only inputs here (saturated dot products).
+float pow5(float x) {
+    float x2 = x * x;
+    return x2 * x2 * x;
+}
+
 vec3 F_Schlick_vec(vec3 f0, float f90, float VdotH) {
     // not using mix to keep the vec3 and float versions identical
-    return f0 + (f90 - f0) * pow(1.0 - VdotH, 5.0);
+    return f0 + (f90 - f0) * pow5(1.0 - VdotH);
 }
 
 float F_Schlick(float f0, float f90, float VdotH) {
-    return f0 + (f90 - f0) * pow(1.0 - VdotH, 5.0);
+    return f0 + (f90 - f0) * pow5(1.0 - VdotH);
 }
 
-vec3 fresnel(vec3 f0, float LdotH) {
-    // f_90 suitable for ambient occlusion
-    float f90 = saturate(dot(f0, vec3(50.0 * 0.33)));
+// Bevy's fresnel(f0, LdotH) with its f_90 (saturate(dot(f0, vec3(50.0 * 0.33))), suitable for
+// ambient occlusion) precomputed: LightingInput.F90.
+vec3 fresnel(vec3 f0, float f90, float LdotH) {
     return F_Schlick_vec(f0, f90, LdotH);
 }
 
-vec3 specular_multiscatter(float D, float V, vec3 F, vec3 F0, vec2 F_ab, float specular_intensity) {
+// Bevy's specular_multiscatter with its energy compensation precomputed:
+// LightingInput.energy_compensation.
+vec3 specular_multiscatter(float D, float V, vec3 F, vec3 energy_compensation, float specular_intensity) {
     vec3 Fr = (specular_intensity * D * V) * F;
-    Fr *= 1.0 + F0 * (1.0 / (F_ab.x + F_ab.y) - 1.0);
+    Fr *= energy_compensation;
     return Fr;
 }
 
@@ -117,28 +141,27 @@ vec4 compute_specular_layer_values_for_point_light(
 
 vec3 specular(LightingInput i, DerivedLightingInput d, float roughness, float specular_intensity) {
     float NdotV = i.NdotV;
-    vec3 F0 = mix(i.F0_dielectric, i.F0_metallic, i.metallic);
     float NdotL = d.NdotL;
     float NdotH = d.NdotH;
     float LdotH = d.LdotH;
 
     float D = D_GGX(roughness, NdotH);
     float V = V_SmithGGXCorrelated(roughness, NdotV, NdotL);
-    vec3 F = fresnel(F0, LdotH);
+    vec3 F = fresnel(i.F0, i.F90, LdotH);
 
-    vec3 Fr = specular_multiscatter(D, V, F, F0, i.F_ab, specular_intensity);
+    vec3 Fr = specular_multiscatter(D, V, F, i.energy_compensation, specular_intensity);
     return Fr;
 }
 
 float Fd_Burley(LightingInput i, DerivedLightingInput d) {
     float roughness = i.roughness;
-    float NdotV = i.NdotV;
     float NdotL = d.NdotL;
     float LdotH = d.LdotH;
 
     float f90 = 0.5 + 2.0 * roughness * LdotH * LdotH;
     float lightScatter = F_Schlick(1.0, f90, NdotL);
-    float viewScatter = F_Schlick(1.0, f90, NdotV);
+    // F_Schlick(1.0, f90, NdotV), its pow precomputed (LightingInput.view_fresnel).
+    float viewScatter = 1.0 + (f90 - 1.0) * i.view_fresnel;
     return lightScatter * viewScatter * (1.0 / PI);
 }
 
@@ -175,37 +198,51 @@ vec3 point_light(ClusterableLight light, LightingInput i) {
     vec3 V = i.V;
 
     vec3 light_to_frag = light.position_radius.xyz - P;
-    vec3 L = normalize(light_to_frag);
     float distance_square = dot(light_to_frag, light_to_frag);
-    float distance_ = sqrt(distance_square);
+    // normalize() and sqrt() from one reciprocal square root: a transcendental op less per light.
+    float inverse_distance = inversesqrt(distance_square);
+    vec3 L = light_to_frag * inverse_distance;
+    float distance_ = distance_square * inverse_distance;
     float rangeAttenuation = getDistanceAttenuation(distance_square, light.color_inverse_square_range.w);
 
+    DerivedLightingInput derived_input = derive_lighting_input(N, V, L);
     float a = i.roughness;
-    vec4 specular_L_a_prime = compute_specular_layer_values_for_point_light(
-        i, light_to_frag, light.position_radius.w, distance_);
-    vec3 L_spec = specular_L_a_prime.xyz;
-    float a_prime = specular_L_a_prime.w;
-    DerivedLightingInput specular_derived_input = derive_lighting_input(N, V, L_spec);
-
-    float normalizationFactor = a / a_prime;
-    float specular_intensity = normalizationFactor * normalizationFactor;
-
-    float brdf_roughness = mix(a, a_prime, specular_fix_remap(a));
-
-    vec3 specular_light = specular(i, specular_derived_input, brdf_roughness, specular_intensity);
-
-    // Sphere area light visibility (solid-angle attenuation)
     float light_radius = light.position_radius.w;
+    vec3 specular_light;
+    float specular_NdotL;
     if (light_radius > 0.0) {
+        vec4 specular_L_a_prime = compute_specular_layer_values_for_point_light(
+            i, light_to_frag, light_radius, distance_);
+        vec3 L_spec = specular_L_a_prime.xyz;
+        float a_prime = specular_L_a_prime.w;
+        DerivedLightingInput specular_derived_input = derive_lighting_input(N, V, L_spec);
+
+        float normalizationFactor = a / a_prime;
+        float specular_intensity = normalizationFactor * normalizationFactor;
+
+        float brdf_roughness = mix(a, a_prime, specular_fix_remap(a));
+
+        specular_light = specular(i, specular_derived_input, brdf_roughness, specular_intensity);
+
+        // Sphere area light visibility (solid-angle attenuation)
         float solid_angle = light_radius * light_radius / (distance_ * distance_);
         specular_light *= saturate(specular_derived_input.NdotL / max(specular_derived_input.NdotL + solid_angle, 1e-4));
+        specular_NdotL = specular_derived_input.NdotL;
+    } else {
+        // A point light of radius 0 (PointLight's default): Bevy's representative point is the
+        // light itself (closestPoint = light_to_frag), so the specular L is L, a' = a, the
+        // normalization is 1 and the BRDF roughness is a. The specular term then shares the
+        // diffuse term's half vector, and the representative-point maths (two reciprocal square
+        // roots and two divides per light) is skipped. Every lane of a warp usually evaluates
+        // the same light, so the branch does not diverge.
+        specular_light = specular(i, derived_input, a, 1.0);
+        specular_NdotL = derived_input.NdotL;
     }
 
     // Diffuse.
-    DerivedLightingInput derived_input = derive_lighting_input(N, V, L);
     vec3 diffuse = diffuse_color * Fd_Burley(i, derived_input);
 
-    vec3 color_times_NdotL = diffuse * derived_input.NdotL + specular_light * specular_derived_input.NdotL;
+    vec3 color_times_NdotL = diffuse * derived_input.NdotL + specular_light * specular_NdotL;
 
     return color_times_NdotL * light.color_inverse_square_range.rgb * rangeAttenuation;
 }
@@ -224,7 +261,8 @@ vec3 spot_light(ClusterableLight light, LightingInput i) {
     }
     vec3 light_to_frag = light.position_radius.xyz - i.P.xyz;
 
-    float cd = dot(-spot_dir, normalize(light_to_frag));
+    // The direction as point_light() computes it, so that the compiler shares the inversesqrt.
+    float cd = dot(-spot_dir, light_to_frag * inversesqrt(dot(light_to_frag, light_to_frag)));
     float attenuation = saturate(cd * light.spot_scale_offset_kind.x + light.spot_scale_offset_kind.y);
     float spot_attenuation = attenuation * attenuation;
 
@@ -314,6 +352,10 @@ LightingInput make_lighting_input(vec3 base_color, float metallic, float percept
     i.F0_dielectric = calculate_F0_dielectric(reflectance);
     i.F0_metallic = base_color;
     i.F_ab = F_AB(perceptual_roughness, NdotV);
+    i.F0 = mix(i.F0_dielectric, i.F0_metallic, metallic);
+    i.F90 = saturate(dot(i.F0, vec3(50.0 * 0.33)));
+    i.energy_compensation = 1.0 + i.F0 * (1.0 / (i.F_ab.x + i.F_ab.y) - 1.0);
+    i.view_fresnel = pow5(1.0 - NdotV);
     return i;
 }
 

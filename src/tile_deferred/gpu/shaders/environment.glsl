@@ -124,8 +124,9 @@ vec3 environment_map_light(LightingInput i, vec3 diffuse_occlusion, bool found_d
         return vec3(0.0);
     }
 
-    vec3 F0_surface = mix(i.F0_dielectric, i.F0_metallic, i.metallic);
-    float specular_occlusion = clamp(dot(F0_surface, vec3(50.0 * 0.33)), 0.0, 1.0);
+    // Bevy's specular_occlusion here is saturate(dot(F0, vec3(50.0 * 0.33))) of the surface's
+    // F0: LightingInput.F90.
+    float specular_occlusion = i.F90;
     float Ems = 1.0 - (i.F_ab.x + i.F_ab.y);
     MultiscatterResult ms_dielectric = compute_multiscatter(i.F0_dielectric, i.F_ab, Ems, specular_occlusion);
     MultiscatterResult ms_metallic = compute_multiscatter(i.F0_metallic, i.F_ab, Ems, specular_occlusion);

@@ -79,7 +79,6 @@ void main() {
         bool shadow_receiver = (in_instance_flags & INSTANCE_SHADOW_RECEIVER) != 0u;
         vec3 light = surface_light(lighting_input, world_position, surface.world_normal,
                                    shadow_receiver, gl_FragCoord.xy, cluster,
-                                   surface.base_color.rgb, surface.metallic, surface.reflectance,
                                    surface.perceptual_roughness, surface.diffuse_occlusion);
         vec4 emissive = surface.emissive;
         vec3 emissive_light = emissive.rgb * surface.base_color.a;

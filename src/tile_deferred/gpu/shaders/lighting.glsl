@@ -100,8 +100,8 @@ bool added_light(out vec3 added, out bool light_written) {
     // Shadows are looked up with the shading normal (Bevy's forward path uses the interpolated
     // geometric one, its deferred path the shading one, as here).
     vec3 light = surface_light(lighting_input, s.world_position, s.N, s.shadow_receiver,
-                               gl_FragCoord.xy, cluster, s.base_color, s.metallic, s.reflectance,
-                               s.perceptual_roughness, s.diffuse_occlusion);
+                               gl_FragCoord.xy, cluster, s.perceptual_roughness,
+                               s.diffuse_occlusion);
     added = view.exposure.x * light;
     return true;
 }

@@ -34,8 +34,8 @@ struct LightingInput {
     // make_lighting_input() rather than once per light (the same operations in the same order,
     // so the same values as Bevy's inline ones; a mobile shader compiler may not hoist them
     // out of the light loop itself):
-    vec3 F0;                    // specular(): mix(F0_dielectric, F0_metallic, metallic)
-    float F90;                  // fresnel(): saturate(dot(F0, vec3(50.0 * 0.33)))
+    vec3 F0;                    // specular(), ambient: calculate_F0(), mix(F0_dielectric, F0_metallic, metallic)
+    float F90;                  // fresnel(), the environment's specular occlusion: saturate(dot(F0, vec3(50.0 * 0.33)))
     vec3 energy_compensation;   // specular_multiscatter(): 1.0 + F0 * (1.0 / (F_ab.x + F_ab.y) - 1.0)
     float view_fresnel;         // Fd_Burley()'s viewScatter: pow(1.0 - NdotV, 5.0)
 };
@@ -352,7 +352,7 @@ LightingInput make_lighting_input(vec3 base_color, float metallic, float percept
     i.F0_dielectric = calculate_F0_dielectric(reflectance);
     i.F0_metallic = base_color;
     i.F_ab = F_AB(perceptual_roughness, NdotV);
-    i.F0 = mix(i.F0_dielectric, i.F0_metallic, metallic);
+    i.F0 = calculate_F0(base_color, metallic, reflectance);
     i.F90 = saturate(dot(i.F0, vec3(50.0 * 0.33)));
     i.energy_compensation = 1.0 + i.F0 * (1.0 / (i.F_ab.x + i.F_ab.y) - 1.0);
     i.view_fresnel = pow5(1.0 - NdotV);

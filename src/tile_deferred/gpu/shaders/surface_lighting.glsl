@@ -20,8 +20,7 @@ const bool ENVIRONMENT_MAP = (INDIRECT_SOURCES & 1u) != 0u;
 const bool IRRADIANCE_VOLUMES = (INDIRECT_SOURCES & 2u) != 0u;
 
 vec3 surface_light(LightingInput lighting_input, vec3 world_position, vec3 shadow_normal,
-                   bool shadow_receiver, vec2 frag_coord, uint cluster, vec3 base_color,
-                   float metallic, float reflectance, float perceptual_roughness,
+                   bool shadow_receiver, vec2 frag_coord, uint cluster, float perceptual_roughness,
                    float diffuse_occlusion) {
     uint clusters = cluster_count();
     uint words = view.cluster_grid.w;
@@ -71,9 +70,10 @@ vec3 surface_light(LightingInput lighting_input, vec3 world_position, vec3 shado
         }
     }
 
-    // Ambient light (indirect). specular_color is F0 = calculate_F0(base_color, metallic, reflectance).
-    vec3 F0 = calculate_F0(base_color, metallic, vec3(reflectance));
-    vec3 indirect_light = ambient_light(lighting_input.NdotV, lighting_input.diffuse_color, F0,
+    // Ambient light (indirect). specular_color is Bevy's calculate_F0(base_color, metallic,
+    // reflectance): LightingInput.F0.
+    vec3 indirect_light = ambient_light(lighting_input.NdotV, lighting_input.diffuse_color,
+                                        lighting_input.F0,
                                         perceptual_roughness, vec3(diffuse_occlusion),
                                         view.ambient.rgb);
 

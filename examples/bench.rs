@@ -108,7 +108,8 @@
 //! 1x with one `vkCmdDraw*` per mesh draw, `TileDeferred::indirect_draws` off; `tile4xdraws`:
 //! 4x edge-selective with per-sample-index draws, `TileNoStencilSplit`; `tile4x`: 4x
 //! edge-selective, `tile4xall`: 4x every sample; `auto`, `auto4x`: an `Auto` camera, which
-//! measures on GPUs that are not tilers), `--range R` (metres), `--sun`, `--shadows`
+//! measures on GPUs that are not tilers), `--range R` (metres), `--radius R` (every grid point
+//! light's radius, metres; 0.05, and 0 is Bevy's default point light), `--sun`, `--shadows`
 //! (each light count without and with shadows; grid scene, one `--meshes` count),
 //! `--scene grid|dense`, `--plans` (print each compiled plan; the tile path's priced frame).
 
@@ -162,7 +163,7 @@ fn main() {
 const USAGE: &str = "usage: bench [--width W] [--height H] [--lights 1,16,256,1024] \
                      [--meshes M | --meshes 1000,10000] [--frames N] [--warmup N] \
                      [--paths tile,tilecpu,tiledirect,tile4x,tile4xall,tile4xdraws,unmerged,forward,forward4x,deferred] \
-                     [--range METRES] [--sun] [--shadows | --sun-shadows] \
+                     [--range METRES] [--radius METRES] [--sun] [--shadows | --sun-shadows] \
                      [--filter hardware|gaussian|temporal] [--moving PERCENT] \
                      [--scene grid|dense] [--plans]";
 
@@ -603,6 +604,8 @@ struct Options {
     plans: bool,
     /// `--range R`: every point light's range, metres.
     range: Option<f32>,
+    /// `--radius R`: every grid point light's radius, metres.
+    light_radius: f32,
     /// `--sun`: a directional light too.
     sun: bool,
     /// `--shadows` or `--sun-shadows`: each light count also with the sun's shadows.
@@ -630,6 +633,7 @@ impl Options {
             paths: PathKind::ALL.to_vec(),
             plans: false,
             range: None,
+            light_radius: scenes::bench::DEFAULT_LIGHT_RADIUS,
             sun: false,
             shadows: false,
             point_shadows: false,
@@ -671,6 +675,15 @@ impl Options {
                         ));
                     }
                     options.range = Some(range);
+                }
+                "--radius" => {
+                    let radius: f32 = number(&value()?)?;
+                    if !(radius >= 0.0 && radius.is_finite()) {
+                        return Err(format!(
+                            "--radius {radius}: must be zero or a positive number of metres"
+                        ));
+                    }
+                    options.light_radius = radius;
                 }
                 "--sun" => options.sun = true,
                 "--shadows" => {
@@ -747,6 +760,7 @@ impl Options {
     fn scene(&self, meshes: usize, lights: usize) -> BenchScene {
         BenchScene {
             range: self.range,
+            light_radius: self.light_radius,
             sun: self.sun,
             layout: self.layout,
             ..BenchScene::grid(meshes, lights)

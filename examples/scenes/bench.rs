@@ -27,6 +27,10 @@ pub enum BenchLayout {
     Dense,
 }
 
+/// The grid's point-light radius unless `--radius` says otherwise: 5 cm, a small bulb, so the
+/// sphere-light specular path is the one measured (earlier figures used it).
+pub const DEFAULT_LIGHT_RADIUS: f32 = 0.05;
+
 /// The scene's size.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct BenchScene {
@@ -37,6 +41,9 @@ pub struct BenchScene {
     /// Every point light's range, metres; None: the layout's own (for the grid, about two grid
     /// cells of the light grid around each light, so it shrinks as lights are added).
     pub range: Option<f32>,
+    /// Every grid point light's radius, metres (`PointLight::radius`: 0, Bevy's default, is a
+    /// point; above 0 the specular highlight is a sphere's, Karis's representative point).
+    pub light_radius: f32,
     /// A directional light besides the point lights (the dense layout has its own).
     pub sun: bool,
     /// The sun casts shadows through Bevy's default cascades (grid layout only: the sun must be
@@ -56,6 +63,7 @@ impl BenchScene {
             meshes,
             lights,
             range: None,
+            light_radius: DEFAULT_LIGHT_RADIUS,
             sun: false,
             shadows: false,
             point_shadows: false,
@@ -86,6 +94,14 @@ impl BenchScene {
             (Some(r), _) => format!("{r} m range"),
             (None, BenchLayout::Grid) => "default range (about two light-grid cells)".to_owned(),
             (None, BenchLayout::Dense) => format!("{} m range", super::dense::DENSE_LIGHT_RANGE),
+        };
+        // The grid's radius is said only when it is not the default, so that earlier figures'
+        // descriptions still read the same.
+        let range = if self.layout == BenchLayout::Grid && self.light_radius != DEFAULT_LIGHT_RADIUS
+        {
+            format!("{range} and {} m radius", self.light_radius)
+        } else {
+            range
         };
         let sun = self.sun && self.layout == BenchLayout::Grid;
         if self.casts_shadows() {
@@ -233,7 +249,7 @@ impl BenchScene {
                         // any light count.
                         intensity: 12_000.0 * cell * cell,
                         range,
-                        radius: 0.05,
+                        radius: self.light_radius,
                         shadow_maps_enabled: i < shadowed_points,
                         ..default()
                     },
@@ -308,5 +324,35 @@ mod tests {
         };
         assert!(!no_sun.casts_shadows());
         assert_eq!(shadow_casters(no_sun), (0, 0, 16));
+    }
+
+    /// `--radius` reaches every grid point light, and the scene's description names it when it
+    /// is not the default.
+    #[test]
+    fn the_light_radius_reaches_every_point_light() {
+        let radii = |scene: BenchScene| -> Vec<f32> {
+            let mut world = World::new();
+            world.init_resource::<Assets<Mesh>>();
+            world.init_resource::<Assets<StandardMaterial>>();
+            scene.spawn(&mut world);
+            world
+                .query::<&PointLight>()
+                .iter(&world)
+                .map(|l| l.radius)
+                .collect()
+        };
+        let default = BenchScene::grid(16, 4);
+        assert_eq!(radii(default), vec![DEFAULT_LIGHT_RADIUS; 4]);
+        assert!(!default.lighting().contains("radius"));
+        let points = BenchScene {
+            light_radius: 0.0,
+            ..default
+        };
+        assert_eq!(radii(points), vec![0.0; 4]);
+        assert!(
+            points.lighting().contains("and 0 m radius"),
+            "{}",
+            points.lighting()
+        );
     }
 }

@@ -46,14 +46,12 @@ impl VulkanContext {
         LiveObjects::destroyed(&self.live.other);
     }
 
-    /// Creates a shader module from SPIR-V bytes.
-    pub fn create_shader_module(&self, spirv: &[u8]) -> Result<vk::ShaderModule, vk::Result> {
-        let words = ash::util::read_spv(&mut std::io::Cursor::new(spirv))
-            .map_err(|_| vk::Result::ERROR_INVALID_SHADER_NV)?;
-        let info = vk::ShaderModuleCreateInfo::default().code(&words);
+    /// Creates a shader module from SPIR-V words.
+    pub fn create_shader_module(&self, words: &[u32]) -> Result<vk::ShaderModule, vk::Result> {
+        let info = vk::ShaderModuleCreateInfo::default().code(words);
         self.faults.fail(super::faults::VulkanCall::ShaderModule)?;
-        // SAFETY: `read_spv` checked the size and magic number of the SPIR-V, which the caller
-        // compiled for the device's Vulkan version.
+        // SAFETY: `words` is a whole SPIR-V module (the caller read it with `read_spv`, which
+        // checks its size and magic number), compiled for the device's Vulkan version.
         let module = unsafe { self.device.create_shader_module(&info, None) }?;
         LiveObjects::created(&self.live.other);
         Ok(module)

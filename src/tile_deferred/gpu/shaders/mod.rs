@@ -18,7 +18,11 @@
 //!
 //! To add a variant, add its row to [`VARIANTS`], create its (empty) `spirv/<name>.spv` so that
 //! the crate builds, and run the command above.
+//!
+//! One rewrite happens when a module is created: the shadow lookups are made explicit-level
+//! lookups at level 0, as Bevy's are (explicit_lod.rs says why GLSL cannot say so itself).
 
+mod explicit_lod;
 mod layouts;
 
 pub(crate) use layouts::TileLayouts;
@@ -27,6 +31,25 @@ use crate::vulkan::VulkanContext;
 use ash::vk;
 use bevy::platform::collections::HashMap;
 use std::ffi::CStr;
+
+/// `row`'s SPIR-V as the device gets it: its depth-compare lookups at level of detail 0
+/// (explicit_lod.rs). A module the rewrite refuses keeps glslang's implicit lookups, which sample
+/// the same single-level maps, and says so in the log.
+fn device_spirv(row: &ShaderVariant) -> Result<Vec<u32>, vk::Result> {
+    let words = ash::util::read_spv(&mut std::io::Cursor::new(row.spirv))
+        .map_err(|_| vk::Result::ERROR_INVALID_SHADER_NV)?;
+    match explicit_lod::explicit_lod_depth_compares(&words) {
+        Ok((rewritten, _)) => Ok(rewritten),
+        Err(error) => {
+            bevy::log::warn!(
+                "bevy_tile_deferred: {}: {error}; its shadow lookups keep an implicit level of \
+                 detail",
+                row.name
+            );
+            Ok(words)
+        }
+    }
+}
 
 /// The entry point of every body.
 const ENTRY: &CStr = c"main";
@@ -182,10 +205,6 @@ pub(crate) struct ShaderVariant {
     pub id: ShaderId,
     pub variant: Variant,
     /// The module's name; its SPIR-V is `spirv/<name>.spv`.
-    #[cfg_attr(
-        not(test),
-        expect(dead_code, reason = "only the staleness test opens the file by name")
-    )]
     pub name: &'static str,
     pub spirv: &'static [u8],
 }
@@ -264,7 +283,7 @@ impl TileShaders {
             modules: HashMap::with_capacity(VARIANTS.len()),
         };
         for row in VARIANTS {
-            match context.create_shader_module(row.spirv) {
+            match device_spirv(row).and_then(|words| context.create_shader_module(&words)) {
                 Ok(module) => {
                     shaders.modules.insert((row.id, row.variant), module);
                 }

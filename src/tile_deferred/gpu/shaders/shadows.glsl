@@ -70,11 +70,13 @@ mat2 random_rotation_matrix(vec2 scale, bool temporal) {
 // Bevy's textureSampleCompareLevel(.., level 0). Core GLSL has no textureLod for array shadow
 // samplers (GL_EXT_texture_shadow_lod is newer than Debian's glslang) and textureGrad with zero
 // gradients takes a GPU's slow explicit-gradient path: on an NVIDIA H200 at 4K the nine taps of
-// the Gaussian filter cost the lighting subpass 8 ms more through it (issue 34). An implicit
-// lookup gives the same result: Bevy's shadow maps have one mip level and the comparison
-// sampler filters linearly when minifying and magnifying, so whatever level of detail the
-// derivatives give (undefined in the light loop's non-uniform control flow), it samples level 0
-// bilinearly, as the point lights' cube lookups below already do.
+// the Gaussian filter cost the lighting subpass 8 ms more through it (issue 34). So this is an
+// implicit lookup in GLSL, and the crate rewrites it into Bevy's explicit lookup at level 0 when
+// it creates the module (shaders/explicit_lod.rs): the SPIR-V the device runs takes no
+// derivatives, which would be undefined in the light loop's non-uniform control flow. Should the
+// rewrite ever refuse a module, the implicit lookup still gives the same result: Bevy's shadow
+// maps have one mip level and the comparison sampler filters linearly when minifying and
+// magnifying, so any level of detail samples level 0 bilinearly.
 float sample_shadow_map_hardware(vec2 light_local, float depth, int array_index) {
     return texture(directional_shadow_maps, vec4(light_local, float(array_index), depth));
 }
@@ -159,9 +161,9 @@ float sample_shadow_map(vec2 light_local, float depth, int array_index, vec2 fra
 
 // ---- Point lights (cube array) ----
 
-// Core GLSL has no explicit-level lookup for samplerCubeArrayShadow. Bevy's cube maps have one
-// mip level and the sampler filters linearly both ways, so the implicit level (undefined in the
-// light loop's non-uniform control flow) cannot change the result.
+// Core GLSL has no explicit-level lookup for samplerCubeArrayShadow either: as for the 2D array
+// above, the module rewrite makes this Bevy's lookup at level 0 (the cube maps have one mip
+// level, so the implicit lookup would sample the same texels).
 float sample_shadow_cubemap_hardware(vec3 light_local, float depth, int light_layer) {
     return texture(point_shadow_maps, vec4(light_local, float(light_layer)), depth);
 }

@@ -86,31 +86,25 @@ pub(crate) fn explicit_lod_depth_compares(
     let float32 = instructions
         .iter()
         .find(|&&(at, opcode, count)| opcode == OP_TYPE_FLOAT && count >= 3 && module[at + 2] == 32)
-        .map(|&(at, _, _)| module[at + 1]);
-    let zero = instructions
+        .map(|&(at, _, _)| module[at + 1])
+        .ok_or(ExplicitLodError::NotFloatResult { word: lookups[0] })?;
+    if let Some(&at) = lookups.iter().find(|&&at| module[at + 1] != float32) {
+        return Err(ExplicitLodError::NotFloatResult { word: at });
+    }
+    let existing_zero = instructions
         .iter()
         .find(|&&(at, opcode, count)| {
-            opcode == OP_CONSTANT
-                && count == 4
-                && Some(module[at + 1]) == float32
-                && module[at + 3] == 0
+            opcode == OP_CONSTANT && count == 4 && module[at + 1] == float32 && module[at + 3] == 0
         })
         .map(|&(at, _, _)| module[at + 2]);
-    for &at in &lookups {
-        if Some(module[at + 1]) != float32 {
-            return Err(ExplicitLodError::NotFloatResult { word: at });
-        }
-    }
-    let float32 = float32.ok_or(ExplicitLodError::NotFloatResult { word: lookups[0] })?;
 
     let mut out = Vec::with_capacity(module.len() + 2 * lookups.len() + 4);
     out.extend_from_slice(&module[..HEADER_WORDS]);
-    // A new id for the constant when the module has none: the bound, which then grows by one.
-    let zero = zero.unwrap_or_else(|| {
+    // Without a constant 0.0, the module's bound becomes its id, and the bound grows by one.
+    let zero = existing_zero.unwrap_or(module[BOUND_WORD]);
+    if existing_zero.is_none() {
         out[BOUND_WORD] += 1;
-        module[BOUND_WORD]
-    });
-    let add_zero = zero == module[BOUND_WORD];
+    }
     for &(at, opcode, count) in &instructions {
         let words = &module[at..at + count];
         if opcode == OP_IMAGE_SAMPLE_DREF_IMPLICIT_LOD {
@@ -118,7 +112,7 @@ pub(crate) fn explicit_lod_depth_compares(
             continue;
         }
         out.extend_from_slice(words);
-        if add_zero && opcode == OP_TYPE_FLOAT && words[1] == float32 {
+        if existing_zero.is_none() && opcode == OP_TYPE_FLOAT && words[1] == float32 {
             // Constants may follow their type anywhere in the declarations.
             out.extend_from_slice(&[(4 << 16) | u32::from(OP_CONSTANT), float32, zero, 0]);
         }
@@ -165,7 +159,7 @@ fn explicit_lookup(words: &[u32], zero: u32, at: usize) -> Result<Vec<u32>, Expl
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tile_deferred::gpu::shaders::VARIANTS;
+    use crate::tile_deferred::gpu::shaders::{VARIANTS, tests as shaders_tests};
 
     fn words(spirv: &[u8]) -> Vec<u32> {
         ash::util::read_spv(&mut std::io::Cursor::new(spirv)).unwrap()
@@ -251,14 +245,7 @@ mod tests {
             let path = dir.join(format!("{}.spv", row.name));
             let bytes: Vec<u8> = module.iter().flat_map(|w| w.to_le_bytes()).collect();
             std::fs::write(&path, bytes).unwrap();
-            match std::process::Command::new("spirv-val")
-                .args(["--target-env", "vulkan1.1"])
-                .arg(&path)
-                .output()
-            {
-                Ok(output) => assert!(output.status.success(), "{}: {output:?}", row.name),
-                Err(_) => eprintln!("spirv-val not found: {} not validated", row.name),
-            }
+            shaders_tests::validate(&path, row.name);
         }
         let _ = std::fs::remove_dir_all(&dir);
     }

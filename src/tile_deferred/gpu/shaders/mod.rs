@@ -425,8 +425,9 @@ mod tests {
         }
     }
 
-    /// `spirv-val`, where installed, before a module is written.
-    fn validate(module: &Path, name: &str) {
+    /// `spirv-val`, where installed, before a module is written (and on explicit_lod.rs's
+    /// rewritten modules).
+    pub(super) fn validate(module: &Path, name: &str) {
         match Command::new("spirv-val")
             .args(["--target-env", "vulkan1.1"])
             .arg(module)
